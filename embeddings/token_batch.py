@@ -1,0 +1,41 @@
+"""The one data structure every encoder hands to every pooling / scorer function.
+
+Why a dataclass and not the raw Hugging Face output: static word vectors (GloVe) and transformer
+encoders must look the same to the scorers, and scorers need the special-token mask (SBERT-WK drops
+[SEP], pooling baselines keep it) without knowing which tokenizer produced the batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class TokenBatch:
+    """Token states of every layer for one padded batch of sentences.
+
+    Attributes:
+        hidden_states: one ``(batch, tokens, hidden)`` float tensor per layer; index 0 is the
+            embedding output, index -1 the last layer (the Hugging Face ``hidden_states`` order).
+            Static word-vector encoders return a single layer.
+        attention_mask: ``(batch, tokens)`` with 1 for real tokens, 0 for padding.
+        special_tokens_mask: ``(batch, tokens)`` bool, True for [CLS]/[SEP]-like tokens.
+    """
+
+    hidden_states: tuple[torch.Tensor, ...]
+    attention_mask: torch.Tensor
+    special_tokens_mask: torch.Tensor
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.hidden_states)
+
+    def stacked(self, start: int = 0) -> torch.Tensor:
+        """All layers from ``start`` on as one ``(layers, batch, tokens, hidden)`` tensor."""
+        return torch.stack(self.hidden_states[start:], dim=0)
+
+    @property
+    def lengths(self) -> torch.Tensor:
+        return self.attention_mask.sum(dim=1)

@@ -1,0 +1,99 @@
+"""``evaluate(cfg)``: every (encoder, scorer) on every task, then JSON / markdown / PNG (+ W&B).
+
+Plain function so tests call it after Hydra ``compose()``; ``evaluate.py`` is a thin wrapper.
+Per encoder, all pooling-type scorers share one forward pass (``share_forward_pass``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from embeddings.errors import UnsupportedError
+from embeddings.load_encoder import load_encoder
+from embeddings.registry import build_scorer
+from embeddings.shared_pass import share_forward_pass
+from sts.report import markdown_table, write_reports
+from sts.scoring import score_tasks
+from sts.tasks import load_task
+
+log = logging.getLogger(__name__)
+
+
+def _as_list(value: Any) -> list:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return list(value)
+
+
+def evaluate(cfg: DictConfig) -> list[dict]:
+    """Run the configured evaluation; returns one result dict per (encoder, scorer)."""
+    torch.manual_seed(int(cfg.seed))
+    if cfg.get("threads"):
+        torch.set_num_threads(int(cfg.threads))
+    tasks = [load_task(name, cfg.paths.data_dir, cfg.data_source) for name in _as_list(cfg.tasks)]
+    if not tasks:
+        raise ValueError("no tasks configured: set tasks=[stsb-dev,...]")
+    sentences = [s for t in tasks for p in t.subsets.values() for s in (*p.sentences1, *p.sentences2)]
+    log.info("tasks: %s (%d pairs)", ", ".join(f"{t.name}={t.num_pairs}" for t in tasks),
+             sum(t.num_pairs for t in tasks))
+    enc_opts = OmegaConf.to_container(cfg.encoder, resolve=True)
+    scorer_defaults = OmegaConf.to_container(cfg.scorer_options, resolve=True)
+    specs = [OmegaConf.to_container(s, resolve=True) if not isinstance(s, str) else s for s in _as_list(cfg.scorers)]
+    results: list[dict] = []
+    for enc_name in _as_list(cfg.encoders):
+        encoder = load_encoder(str(enc_name), **enc_opts)
+        results.extend(_evaluate_encoder(str(enc_name), encoder, specs, scorer_defaults, tasks, sentences))
+    out_dir = Path(cfg.output_dir)
+    meta = {"config": OmegaConf.to_container(cfg, resolve=True), "shared_pass_note":
+            "pooling scorers of one encoder share one forward pass; its time is counted in each"}
+    paths = write_reports(results, out_dir, meta)
+    print(markdown_table(results))
+    print(f"wrote {', '.join(str(p) for p in paths.values())}")
+    if cfg.wandb.enabled:
+        from sts.wandb_report import log_results
+
+        log_results(cfg, results, paths)
+    return results
+
+
+def _label(spec: Any) -> str:
+    return spec if isinstance(spec, str) else str(spec.get("label", spec["name"]))
+
+
+def _evaluate_encoder(enc_name: str, encoder, specs: list, defaults: dict, tasks: list, sentences: list) -> list[dict]:
+    """All scorers of one encoder, in spec order; undefined combinations become n/a rows."""
+    built: dict[int, Any] = {}
+    unsupported: dict[int, str] = {}
+    for i, spec in enumerate(specs):
+        try:
+            built[i] = build_scorer(spec, encoder, defaults)
+        except UnsupportedError as err:  # e.g. CLS pooling of GloVe: an n/a cell, not a failed run
+            unsupported[i] = str(err)
+            log.warning("%s: %s", enc_name, err)
+    t0 = time.perf_counter()
+    shared = share_forward_pass(encoder, list(built.values()), sentences)
+    shared_seconds = time.perf_counter() - t0
+    built = dict(zip(built, shared, strict=True))
+    rows = []
+    for i, spec in enumerate(specs):
+        if i in unsupported:
+            nan = {"spearman": float("nan"), "pearson": float("nan")}
+            rows.append({"encoder": enc_name, "scorer": _label(spec), "seconds": 0.0,
+                         "unsupported": unsupported[i], "tasks": {t.name: {"all": nan} for t in tasks}})
+            continue
+        scorer = built[i]
+        t1 = time.perf_counter()
+        scores = score_tasks(scorer, tasks)
+        seconds = time.perf_counter() - t1 + (shared_seconds if hasattr(scorer, "inner") else 0.0)
+        rows.append({"encoder": enc_name, "scorer": scorer.name, "tasks": scores, "seconds": seconds})
+        log.info("%s / %s: %s", enc_name, scorer.name,
+                 ", ".join(f"{t}={v['all']['spearman']:.2f}" for t, v in scores.items()))
+    return rows

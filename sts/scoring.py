@@ -1,0 +1,69 @@
+"""Correlations and their aggregation over subsets, and scoring a ``Scorer`` on many tasks at once.
+
+Aggregates per task (all x100):
+- ``all``: one correlation over the pooled pairs of every subset (SimCSE / SBERT convention; the
+  main number we report for STS12-16),
+- ``mean``: unweighted mean over subsets, ``wmean``: mean weighted by subset size (SentEval).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from scipy.stats import pearsonr, spearmanr
+
+from embeddings.scorer import Scorer
+from sts.tasks import STSTask
+
+MAIN_AGGREGATE = "all"
+
+
+def correlations(predicted: np.ndarray, gold: np.ndarray) -> dict[str, float]:
+    """Spearman and Pearson x100. Constant predictions give NaN (no ranking), reported as such."""
+    predicted, gold = np.asarray(predicted, dtype=np.float64), np.asarray(gold, dtype=np.float64)
+    if predicted.shape != gold.shape:
+        raise ValueError(f"{predicted.shape[0]} predictions for {gold.shape[0]} gold scores")
+    if np.ptp(predicted) == 0 or np.ptp(gold) == 0:
+        return {"spearman": float("nan"), "pearson": float("nan"), "n": int(gold.size)}
+    return {"spearman": 100.0 * float(spearmanr(predicted, gold).statistic),
+            "pearson": 100.0 * float(pearsonr(predicted, gold).statistic), "n": int(gold.size)}
+
+
+def aggregate(task: STSTask, predictions: dict[str, np.ndarray]) -> dict:
+    """Per-subset correlations plus ``all`` / ``mean`` / ``wmean`` for one task."""
+    per = {name: correlations(predictions[name], pairs.scores) for name, pairs in task.subsets.items()}
+    pooled_pred = np.concatenate([predictions[n] for n in task.subsets])
+    pooled_gold = np.concatenate([p.scores for p in task.subsets.values()])
+    sizes = np.array([per[n]["n"] for n in task.subsets], dtype=np.float64)
+    out: dict = {"subsets": per, "all": correlations(pooled_pred, pooled_gold)}
+    for key in ("spearman", "pearson"):
+        vals = np.array([per[n][key] for n in task.subsets])
+        out.setdefault("mean", {})[key] = float(vals.mean())
+        out.setdefault("wmean", {})[key] = float((vals * sizes).sum() / sizes.sum())
+    out["mean"]["n"] = out["wmean"]["n"] = int(sizes.sum())
+    return out
+
+
+def main_score(result: dict, metric: str = "spearman") -> float:
+    return float(result[MAIN_AGGREGATE][metric])
+
+
+def score_tasks(scorer: Scorer, tasks: Sequence[STSTask]) -> dict[str, dict]:
+    """Score every pair of every task with ONE ``score_pairs`` call (each sentence encoded once)."""
+    s1: list[str] = []
+    s2: list[str] = []
+    spans: list[tuple[STSTask, str, int, int]] = []
+    for task in tasks:
+        for name, pairs in task.subsets.items():
+            spans.append((task, name, len(s1), len(s1) + len(pairs)))
+            s1.extend(pairs.sentences1)
+            s2.extend(pairs.sentences2)
+    sims = scorer.score_pairs(s1, s2).cpu().numpy().astype(np.float64)
+    if not np.all(np.isfinite(sims)):
+        bad = int((~np.isfinite(sims)).sum())
+        raise FloatingPointError(f"scorer {scorer.name!r} produced {bad} non-finite similarities")
+    preds: dict[str, dict[str, np.ndarray]] = {}
+    for task, name, lo, hi in spans:
+        preds.setdefault(task.name, {})[name] = sims[lo:hi]
+    return {task.name: aggregate(task, preds[task.name]) for task in tasks}

@@ -1,0 +1,110 @@
+"""STS tasks by name, found in one data directory (or on the Hugging Face hub for online users).
+
+Layout of the data directory (the original releases, unmodified)::
+
+    stsb/sts-{train,dev,test}.csv
+    sick/SICK_{train,trial}.txt, sick/SICK_test_annotated.txt (or SICK_test.txt)
+    sts/STS20{12..16}-en-test/  (or STS{12..16}-en-test/, SentEval naming), each with
+        STS.input.<set>.txt + STS.gs.<set>.txt  (2016: STS2016.input.<set>.txt ...)
+
+Tasks can be joined with ``+`` (``sick-train+sick-trial``): the subsets are pooled into one task.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from embeddings.errors import DataError, unknown_choice
+from sts.readers import STSPairs, read_semeval_dir, read_sick, read_stsb
+
+DATA_DIR_ENV = "STS_DATA_DIR"
+STANDARD_TASKS = ["sts12", "sts13", "sts14", "sts15", "sts16", "stsb-test", "sick-test"]
+LOCAL_DEFAULT_TASKS = ["sts12", "sts16", "stsb-dev", "sick-train+sick-trial"]
+
+DATA_DIR_HELP = f"""\
+Provide the STS data directory with `paths.data_dir=/path/to/data` or the environment variable
+{DATA_DIR_ENV}. It must contain the original files, for example:
+  stsb/sts-dev.csv                      (STS Benchmark, tab-separated)
+  sick/SICK_trial.txt, sick/SICK_train.txt
+  sts/STS2012-en-test/STS.input.MSRpar.txt + STS.gs.MSRpar.txt (and the other subsets)
+  sts/STS2016-en-test/STS2016.input.headlines.txt + STS2016.gs.headlines.txt
+Online users can instead set `data_source=hub` to download the sets from the Hugging Face hub."""
+
+
+@dataclass
+class STSTask:
+    """A named task: one or more subsets of scored pairs (STS12 has five, STS-B dev one)."""
+
+    name: str
+    subsets: dict[str, STSPairs]
+
+    @property
+    def num_pairs(self) -> int:
+        return sum(len(p) for p in self.subsets.values())
+
+
+def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path:
+    """The configured directory, else ``$STS_DATA_DIR``; a clear error says what to provide."""
+    value = data_dir or os.environ.get(DATA_DIR_ENV)
+    if not value:
+        raise DataError("no STS data directory configured.\n" + DATA_DIR_HELP)
+    path = Path(value).expanduser()
+    if not path.is_dir():
+        raise DataError(f"STS data directory {path} does not exist.\n" + DATA_DIR_HELP)
+    return path
+
+
+def _first_existing(candidates: Sequence[Path], task: str) -> Path:
+    for c in candidates:
+        if c.exists():
+            return c
+    tried = "\n  ".join(str(c) for c in candidates)
+    raise DataError(f"task {task!r}: none of these files exists:\n  {tried}")
+
+
+def _stsb(split: str) -> Callable[[Path], dict[str, STSPairs]]:
+    return lambda root: {split: read_stsb(_first_existing([root / "stsb" / f"sts-{split}.csv"], f"stsb-{split}"))}
+
+
+def _sick(split: str) -> Callable[[Path], dict[str, STSPairs]]:
+    names = [f"SICK_{split}.txt"] + (["SICK_test_annotated.txt"] if split == "test" else [])
+    return lambda root: {split: read_sick(_first_existing([root / "sick" / n for n in names], f"sick-{split}"))}
+
+
+def _semeval(year: int) -> Callable[[Path], dict[str, STSPairs]]:
+    def load(root: Path) -> dict[str, STSPairs]:
+        names = [f"STS{year}-en-test", f"STS{year % 100}-en-test"]
+        dirs = [base / n for base in (root / "sts", root) for n in names]
+        return read_semeval_dir(_first_existing(dirs, f"sts{year % 100}"))
+
+    return load
+
+
+LOCAL_TASKS: dict[str, Callable[[Path], dict[str, STSPairs]]] = {
+    **{f"stsb-{s}": _stsb(s) for s in ("train", "dev", "test")},
+    **{f"sick-{s}": _sick(s) for s in ("train", "trial", "test")},
+    **{f"sts{y % 100}": _semeval(y) for y in range(2012, 2017)},
+}
+
+
+def load_task(name: str, data_dir: str | os.PathLike | None = None, source: str = "local") -> STSTask:
+    """Load a task (or a ``+``-joined pool of tasks) from the data directory or the hub."""
+    parts = name.split("+")
+    subsets: dict[str, STSPairs] = {}
+    for part in parts:
+        if source == "hub":
+            from sts.hub import load_hub_task
+
+            loaded = load_hub_task(part)
+        elif source == "local":
+            if part not in LOCAL_TASKS:
+                raise unknown_choice("STS task", part, LOCAL_TASKS)
+            loaded = LOCAL_TASKS[part](resolve_data_dir(data_dir))
+        else:
+            raise unknown_choice("data source", source, ["local", "hub"])
+        prefix = f"{part}/" if len(parts) > 1 else ""
+        subsets.update({f"{prefix}{k}": v for k, v in loaded.items()})
+    return STSTask(name, subsets)

@@ -1,0 +1,82 @@
+"""Shared fixtures: a tiny random BERT with a word-level vocabulary, and tiny STS data files.
+
+Everything here is built in memory / tmp dirs so the suite runs offline on 2 CPU cores.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+os.environ.setdefault("WANDB_MODE", "disabled")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+WORDS = (
+    "a the man woman dog cat is are plays playing guitar piano runs running eats food in on park street "
+    "house car red blue big small child children sings song rides horse bike reads book water drinks "
+    "cuts cooks kitchen onion slices tomato sits bench walks beach ball kicks field girl boy two three"
+).split()
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    """A 2-layer random BERT (hidden 32) saved as a Hugging Face directory."""
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    path = tmp_path_factory.mktemp("tiny_bert")
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ","] + WORDS
+    # transformers 5 ignores `vocab_file=` here (every word became [UNK]); pass the mapping itself.
+    tokenizer = BertTokenizerFast(vocab={w: i for i, w in enumerate(vocab)}, do_lower_case=True)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=64, hidden_dropout_prob=0.1,
+                        attention_probs_dropout_prob=0.1)
+    BertModel(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture()
+def tiny_encoder(tiny_model_dir):
+    from embeddings.hf_encoder import HFEncoder
+
+    return HFEncoder.from_pretrained(str(tiny_model_dir), max_length=32, batch_size=4)
+
+
+@pytest.fixture(scope="session")
+def tiny_data_dir(tmp_path_factory) -> Path:
+    """STS-B, SICK and STS12/16-style files in the original formats (a few rows each)."""
+    root = tmp_path_factory.mktemp("sts_data")
+    pairs = [
+        ("a man plays a guitar .", "a man plays the piano .", 3.2),
+        ("a woman cuts an onion .", "a woman slices a tomato .", 2.0),
+        ("a dog runs in the park .", "a dog is running in the park .", 4.8),
+        ("a child reads a book .", "two cats eat food .", 0.2),
+        ("a girl rides a horse .", "a boy rides a bike .", 1.5),
+        ("the man sings a song .", "a man is singing a song .", 4.6),
+    ]
+    (root / "stsb").mkdir()
+    lines = [f"main-captions\tMSRvid\t2012test\t{i:04d}\t{s:.3f}\t{a}\t{b}" for i, (a, b, s) in enumerate(pairs)]
+    (root / "stsb" / "sts-dev.csv").write_text("\n".join(lines) + "\n")
+    (root / "stsb" / "sts-train.csv").write_text("\n".join(lines[:4]) + "\textra\tcolumns\n")
+    (root / "sick").mkdir()
+    sick = ["pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment"]
+    sick += [f"{i}\t{a}\t{b}\t{1 + s * 0.8:.1f}\tNEUTRAL" for i, (a, b, s) in enumerate(pairs)]
+    (root / "sick" / "SICK_trial.txt").write_text("\r\n".join(sick) + "\r\n")
+    d12 = root / "sts" / "STS2012-en-test"
+    d12.mkdir(parents=True)
+    (d12 / "STS.input.MSRvid.txt").write_text("".join(f"{a}\t{b}\n" for a, b, _ in pairs))
+    (d12 / "STS.gs.MSRvid.txt").write_text("".join(f"{s}\n" for _, _, s in pairs))
+    (d12 / "STS.gs.ALL.txt").write_text("1\n")
+    d16 = root / "sts" / "STS2016-en-test"
+    d16.mkdir(parents=True)
+    (d16 / "STS2016.input.headlines.txt").write_text("".join(f"{a}\t{b}\tsrc1\tsrc2\n" for a, b, _ in pairs))
+    gold = [f"{s}" for _, _, s in pairs]
+    gold[2] = ""  # blank gold line: pair not scored
+    (d16 / "STS2016.gs.headlines.txt").write_text("\n".join(gold) + "\n")
+    return root

@@ -1,0 +1,7 @@
+"""Paths tests need (kept in one place)."""
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG_DIR = ROOT / "configs"
+SHARED_DATA = ROOT.parent / "shared" / "data"

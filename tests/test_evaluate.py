@@ -1,0 +1,86 @@
+"""evaluate(cfg) end to end on the tiny model and tiny data: outputs written, errors clear."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import open_dict
+
+from embeddings.errors import ConfigError, DataError
+from tests.paths import CONFIG_DIR
+
+
+def _cfg(tmp_path, overrides):
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config_name="evaluate", overrides=overrides)
+    with open_dict(cfg):
+        cfg.output_dir = str(tmp_path / "out")
+    return cfg
+
+
+def test_evaluate_many_scorers_one_command(tmp_path, tiny_model_dir, tiny_data_dir):
+    from sts.evaluate_run import evaluate
+
+    cfg = _cfg(tmp_path, [f"encoders=[{tiny_model_dir}]", "scorers=[cls,mean,max,first_last_avg,last2_avg]",
+                          f"paths.data_dir={tiny_data_dir}", "tasks=[sts12,sts16,stsb-dev,sick-trial]"])
+    results = evaluate(cfg)
+    assert [r["scorer"] for r in results] == ["cls", "mean", "max", "first_last_avg", "last2_avg"]
+    out = tmp_path / "out"
+    payload = json.loads((out / "results.json").read_text())
+    assert payload["results"][1]["tasks"]["sts16"]["all"]["n"] == 5
+    table = (out / "results.md").read_text()
+    assert "| tiny_bert0 / mean |" in table.replace(str(tiny_model_dir.parent) + "/", "")
+    assert (out / "results.png").stat().st_size > 1000
+
+
+def test_shared_pass_gives_same_numbers_as_separate_runs(tmp_path, tiny_model_dir, tiny_data_dir):
+    from sts.evaluate_run import evaluate
+
+    base = [f"encoders=[{tiny_model_dir}]", f"paths.data_dir={tiny_data_dir}", "tasks=[stsb-dev]"]
+    both = evaluate(_cfg(tmp_path, [*base, "scorers=[mean,max]"]))
+    alone = evaluate(_cfg(tmp_path, [*base, "scorers=[max]"]))
+    assert both[1]["tasks"]["stsb-dev"]["all"]["spearman"] == pytest.approx(
+        alone[0]["tasks"]["stsb-dev"]["all"]["spearman"], abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("override", "error", "message"),
+    [
+        ("scorers=[meen]", ConfigError, "unknown scorer 'meen'"),
+        ("scorers=[{name: mean, windw: 3}]", ConfigError, r"unknown option\(s\) \['windw'\]"),
+        ("tasks=[sts99]", ConfigError, "unknown STS task 'sts99'"),
+    ],
+)
+def test_bad_config_values_are_clear(tmp_path, tiny_model_dir, tiny_data_dir, override, error, message):
+    from sts.evaluate_run import evaluate
+
+    cfg = _cfg(tmp_path, [f"encoders=[{tiny_model_dir}]", f"paths.data_dir={tiny_data_dir}",
+                          "tasks=[stsb-dev]", override])
+    with pytest.raises(error, match=message):
+        evaluate(cfg)
+
+
+def test_unknown_model_name_is_clear(tmp_path, tiny_data_dir):
+    from sts.evaluate_run import evaluate
+
+    cfg = _cfg(tmp_path, ["encoders=[no-such-model-xyz]", f"paths.data_dir={tiny_data_dir}", "tasks=[stsb-dev]"])
+    with pytest.raises(ConfigError, match="no-such-model-xyz"):
+        evaluate(cfg)
+
+
+def test_missing_data_dir_is_clear(tmp_path, tiny_model_dir, monkeypatch):
+    from sts.evaluate_run import evaluate
+
+    monkeypatch.delenv("STS_DATA_DIR", raising=False)
+    cfg = _cfg(tmp_path, [f"encoders=[{tiny_model_dir}]", "paths.data_dir=null"])
+    with pytest.raises(DataError, match="no STS data directory configured"):
+        evaluate(cfg)
+
+
+def test_unknown_config_key_is_rejected(tmp_path):
+    from hydra.errors import ConfigCompositionException
+
+    with pytest.raises(ConfigCompositionException, match="windw"):
+        _cfg(tmp_path, ["scorer_options.sbert_wk.windw=3"])
