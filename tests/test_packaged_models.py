@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 
+from embeddings import onnx_bert
 from embeddings import packaged_models as pm
 from embeddings.errors import ConfigError
 
@@ -147,13 +148,13 @@ def test_onnx_mapping_on_synthetic_graph():
                              output=["z"]),
              SimpleNamespace(op_type="Identity", input=["m.embeddings.LayerNorm.weight"],
                              output=["m.encoder.layer.0.output.LayerNorm.weight"])]
-    state = pm.bert_state_dict_from_onnx(tensors, nodes)
+    state = onnx_bert.bert_state_dict_from_onnx(tensors, nodes)
     np.testing.assert_array_equal(state["encoder.layer.0.output.dense.weight"], w.T)
     assert set(state) == {"encoder.layer.0.output.dense.weight", "encoder.layer.0.output.dense.bias",
                           "embeddings.LayerNorm.weight", "encoder.layer.0.output.LayerNorm.weight"}
     nodes[1].input[0] = "onnx::Add_3"  # bias with a generic name: refuse to guess
     with pytest.raises(ConfigError, match="onnx::MatMul_9"):
-        pm.bert_state_dict_from_onnx({**tensors, "onnx::Add_3": np.zeros(3, np.float32)}, nodes)
+        onnx_bert.bert_state_dict_from_onnx({**tensors, "onnx::Add_3": np.zeros(3, np.float32)}, nodes)
 
 
 @pytest.mark.filterwarnings("ignore")
@@ -193,7 +194,7 @@ def test_onnx_export_round_trip(tmp_path):
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(35)]))
     dest = tmp_path / "converted"
     dest.mkdir()
-    pm.convert_onnx_bert(onnx_path, dest, vocab, num_heads=4, max_seq_length=128)
+    onnx_bert.convert_onnx_bert(onnx_path, dest, vocab, num_heads=4, max_seq_length=128)
     loaded = AutoModel.from_pretrained(dest).eval()
     for key, value in bert.state_dict().items():
         torch.testing.assert_close(loaded.state_dict()[key], value, rtol=0, atol=0)
