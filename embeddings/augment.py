@@ -69,11 +69,17 @@ def drop_word(words: Sequence[str], rng: random.Random) -> list[str]:
 
 
 def swap_words(words: Sequence[str], rng: random.Random) -> list[str]:
-    """Exchange two positions holding different words (so the copy really differs)."""
-    pairs = [(i, j) for i in range(len(words)) for j in range(i + 1, len(words)) if words[i] != words[j]]
-    if not pairs:
+    """Exchange two positions holding different words (so the copy really differs).
+
+    Positions are drawn by rejection (uniform over the valid pairs) instead of listing all O(L^2)
+    pairs, which is slow for long sentences.
+    """
+    if len(set(words)) < 2:
         raise ValueError("swap needs two different words")
-    i, j = rng.choice(pairs)
+    while True:
+        i, j = rng.sample(range(len(words)), 2)
+        if words[i] != words[j]:
+            break
     out = list(words)
     out[i], out[j] = out[j], out[i]
     return out
