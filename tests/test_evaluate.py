@@ -84,3 +84,15 @@ def test_unknown_config_key_is_rejected(tmp_path):
 
     with pytest.raises(ConfigCompositionException, match="windw"):
         _cfg(tmp_path, ["scorer_options.sbert_wk.windw=3"])
+
+
+def test_wandb_offline_logging_works_without_network(tmp_path, tiny_model_dir, tiny_data_dir, monkeypatch):
+    from sts.evaluate_run import evaluate
+
+    monkeypatch.setenv("WANDB_MODE", "offline")  # conftest disables W&B; this test exercises offline mode
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    cfg = _cfg(tmp_path, [f"encoders=[{tiny_model_dir}]", f"paths.data_dir={tiny_data_dir}", "tasks=[stsb-dev]",
+                          "wandb.enabled=true", "wandb.mode=offline"])
+    evaluate(cfg)
+    runs = list((tmp_path / "out" / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1 and any(runs[0].rglob("*.wandb"))
