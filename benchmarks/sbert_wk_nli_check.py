@@ -49,8 +49,11 @@ def read_snli(root: Path) -> dict[str, list]:
 
 def nli_finetune(model_path: str, data: dict[str, list], steps: int, out_dir: Path, seed: int) -> None:
     from datasets import Dataset
-    from sentence_transformers import (SentenceTransformer, SentenceTransformerTrainer,
-                                       SentenceTransformerTrainingArguments)
+    from sentence_transformers import (
+        SentenceTransformer,
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
     from sentence_transformers.sentence_transformer.losses import SoftmaxLoss
 
     model = SentenceTransformer(model_path, device="cpu")
