@@ -50,28 +50,42 @@ def markdown_table(results: list[dict]) -> str:
 
 
 def bar_chart(results: list[dict], path: Path, title: str = "STS Spearman x100") -> None:
-    """Grouped bars: one group per task, one bar per (encoder, scorer)."""
+    """One panel per encoder; in each, one bar group per task and one colour per scorer.
+
+    Why panels: a single axis with every (encoder, scorer) pair repeats colours and hides bars
+    behind the legend once a comparison has more than a handful of rows.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    rows = rows_of(results)
     tasks = list(results[0]["tasks"])
-    width = 0.8 / max(len(rows), 1)
-    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(tasks) + 0.25 * len(rows)), 4.5))
+    encoders = list(dict.fromkeys(r["encoder"] for r in results))
+    scorers = list(dict.fromkeys(r["scorer"] for r in results))
+    colours = {s: plt.cm.tab10(i % 10) for i, s in enumerate(scorers)}
+    width = 0.8 / max(len(scorers), 1)
+    fig, axes = plt.subplots(len(encoders), 1, figsize=(max(7, 1.9 * len(tasks) + 3), 2.6 * len(encoders) + 0.6),
+                             squeeze=False, sharex=True)
     x = np.arange(len(tasks))
-    for i, (label, scores) in enumerate(rows):
-        ax.bar(x + i * width - 0.4 + width / 2, [scores[t] for t in tasks], width, label=label)
-    ax.set_xticks(x, tasks)
-    ax.set_ylabel("Spearman x100")
-    lows = [v for _, s in rows for v in s.values() if not math.isnan(v)]
-    ax.set_ylim(max(0, min(lows, default=0) - 10), 100)
-    ax.set_title(title)
-    ax.legend(fontsize=7, ncol=max(1, len(rows) // 8), loc="lower right")
-    ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
+    values = [main_score(v) for r in results for v in r["tasks"].values()]
+    low = max(0.0, min((v for v in values if not math.isnan(v)), default=0.0) - 5)
+    for ax, enc in zip(axes[:, 0], encoders, strict=True):
+        for r in (r for r in results if r["encoder"] == enc):
+            i = scorers.index(r["scorer"])
+            ys = [main_score(r["tasks"][t]) for t in tasks]
+            ax.bar(x + i * width - 0.4 + width / 2, [0 if math.isnan(y) else y for y in ys], width,
+                   color=colours[r["scorer"]], label=r["scorer"])
+        ax.set_title(enc, fontsize=9, loc="left")
+        ax.set_ylim(low, 100)
+        ax.set_ylabel("Spearman")
+        ax.grid(axis="y", alpha=0.3)
+    axes[-1, 0].set_xticks(x, tasks)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colours[s]) for s in scorers]
+    fig.legend(handles, scorers, loc="center right", fontsize=8, frameon=False)
+    fig.suptitle(title)
+    fig.tight_layout(rect=(0, 0, 0.84, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.stem}.tmp.png")
     fig.savefig(tmp, dpi=120)
