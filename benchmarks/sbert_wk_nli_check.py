@@ -60,7 +60,7 @@ def nli_finetune(model_path: str, data: dict[str, list], steps: int, out_dir: Pa
     loss = SoftmaxLoss(model, model.get_sentence_embedding_dimension(), num_labels=3)
     args = SentenceTransformerTrainingArguments(
         output_dir=str(out_dir / "trainer"), max_steps=steps, per_device_train_batch_size=16, learning_rate=2e-5,
-        weight_decay=0.01, warmup_ratio=0.1, seed=seed, report_to="none", save_strategy="no", logging_steps=50)
+        weight_decay=0.01, warmup_steps=0.1, seed=seed, report_to="none", save_strategy="no", logging_steps=50)
     SentenceTransformerTrainer(model=model, args=args, train_dataset=Dataset.from_dict(data), loss=loss).train()
     model.save(str(out_dir / "model"))
 

@@ -1,0 +1,134 @@
+"""SBERT-NLI and Contrastive Tension objectives (lightning_modules.losses): by hand, against
+sentence-transformers' SoftmaxLoss / ContrastiveTensionLoss on a tiny model, and the CT batch layout."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from lightning_modules.losses import (
+    ct_batch_labels,
+    ct_logits,
+    ct_loss,
+    make_ct_pairs,
+    sbert_nli_loss,
+    sbert_softmax_logits_input,
+)
+from tests.conftest import WORDS
+
+CORPUS = [f"{a} {b} {c} ." for a, b, c in zip(WORDS[::3], WORDS[1::3], WORDS[2::3], strict=False)]
+
+
+@pytest.fixture(scope="module")
+def st_model(tiny_model_dir):
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(tiny_model_dir), device="cpu")
+    return model.eval()  # no dropout: both implementations must see the same embeddings
+
+
+# -------------------------------------------------------------------------------------------- SBERT
+def test_sbert_features_and_loss_by_hand():
+    u = torch.tensor([[1.0, -2.0], [0.5, 0.0]])
+    v = torch.tensor([[3.0, 1.0], [0.5, -1.0]])
+    feats = sbert_softmax_logits_input(u, v)
+    assert feats.tolist() == [[1.0, -2.0, 3.0, 1.0, 2.0, 3.0], [0.5, 0.0, 0.5, -1.0, 0.0, 1.0]]
+    logits = torch.tensor([[2.0, 0.0, -1.0], [0.0, 1.0, 1.0]])
+    labels = torch.tensor([0, 2])
+    e = torch.e
+    by_hand = -(np.log(e**2 / (e**2 + 1 + e**-1)) + np.log(e / (1 + 2 * e))) / 2
+    assert sbert_nli_loss(logits, labels).item() == pytest.approx(by_hand, abs=1e-6)
+    with pytest.raises(ValueError, match="same shape"):
+        sbert_softmax_logits_input(u, v[:, :1])
+
+
+def test_sbert_matches_sentence_transformers_softmax_loss(st_model):
+    from sentence_transformers.sentence_transformer.losses import SoftmaxLoss
+
+    dim = st_model.get_embedding_dimension()
+    torch.manual_seed(0)
+    theirs = SoftmaxLoss(st_model, dim, num_labels=3)
+    classifier = torch.nn.Linear(3 * dim, 3)
+    classifier.load_state_dict(theirs.classifier.state_dict())
+    features = [st_model.preprocess(CORPUS[:4]), st_model.preprocess(CORPUS[4:8])]
+    labels = torch.tensor([0, 1, 2, 1])
+    with torch.no_grad():
+        (u, v), their_logits = theirs(features, None)
+        their_loss = theirs(features, labels)
+        our_logits = classifier(sbert_softmax_logits_input(u, v))
+        torch.testing.assert_close(our_logits, their_logits, rtol=0, atol=1e-6)
+        torch.testing.assert_close(sbert_nli_loss(our_logits, labels), their_loss, rtol=0, atol=1e-6)
+
+
+# -------------------------------------------------------------------------------- Contrastive Tension
+def test_ct_logits_and_loss_by_hand():
+    e1 = torch.tensor([[1.0, 2.0], [0.5, -1.0], [0.0, 3.0]], dtype=torch.float64)
+    e2 = torch.tensor([[2.0, 0.5], [1.0, 1.0], [-1.0, -0.5]], dtype=torch.float64)
+    logits = ct_logits(e1, e2)
+    assert logits.tolist() == [3.0, -0.5, -1.5]
+    labels = torch.tensor([1, 0, 0])
+    sig = [1 / (1 + np.exp(-t)) for t in (3.0, -0.5, -1.5)]
+    by_hand = [-np.log(sig[0]), -np.log(1 - sig[1]), -np.log(1 - sig[2])]
+    assert ct_loss(logits, labels).item() == pytest.approx(np.mean(by_hand), abs=1e-12)
+    assert ct_loss(logits, labels, reduction="sum").item() == pytest.approx(np.sum(by_hand), abs=1e-12)
+    assert ct_loss(logits, labels, reduction="none").tolist() == pytest.approx(by_hand, abs=1e-12)
+
+
+def test_ct_batch_labels_layout():
+    assert ct_batch_labels().tolist() == [1.0] + [0.0] * 7 + [1.0] + [0.0] * 7
+    assert ct_batch_labels(8, 1).tolist() == [1.0] + [0.0] * 7  # per-rank half of the paper's batch
+    for bad in ((16, 3), (16, 0), (2, 2), (16, 16)):
+        with pytest.raises(ValueError, match="groups"):
+            ct_batch_labels(*bad)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_make_ct_pairs_layout(seed):
+    texts1, texts2, labels = make_ct_pairs(CORPUS, np.random.default_rng(seed))
+    assert len(texts1) == len(texts2) == 16
+    assert labels.tolist() == ct_batch_labels().tolist()
+    for t1, t2, y in zip(texts1, texts2, labels.tolist(), strict=True):
+        assert t1 in CORPUS and t2 in CORPUS
+        assert (t1 == t2) == (y == 1.0)  # exactly the 2 positives are identical pairs
+
+
+def test_make_ct_pairs_draws_like_the_reference_code():
+    """Positives first, then 2k negatives per group: model 1 takes the first k, model 2 the next k."""
+    corpus = [f"sentence {i}" for i in range(10_000)]
+    texts1, texts2, _ = make_ct_pairs(corpus, np.random.default_rng(7))
+    twin = np.random.default_rng(7)
+    pos, neg = twin.integers(0, 10_000, size=2), twin.integers(0, 10_000, size=28)
+    expected1 = [pos[0], *neg[0:7], pos[1], *neg[14:21]]
+    expected2 = [pos[0], *neg[7:14], pos[1], *neg[21:28]]
+    assert texts1 == [corpus[i] for i in expected1]
+    assert texts2 == [corpus[i] for i in expected2]
+
+
+def test_make_ct_pairs_is_deterministic_and_redraws_identical_negatives():
+    a = make_ct_pairs(CORPUS, np.random.default_rng(3))
+    b = make_ct_pairs(CORPUS, np.random.default_rng(3))
+    c = make_ct_pairs(CORPUS, np.random.default_rng(4))
+    assert a[:2] == b[:2] and a[:2] != c[:2]
+    # Two distinct sentences, one duplicated: collisions are frequent, yet every negative row differs.
+    t1, t2, labels = make_ct_pairs(["x .", "x .", "y ."], np.random.default_rng(0), batch_size=32, positives=4)
+    assert labels.sum().item() == 4
+    assert all((s1 == s2) == (y == 1.0) for s1, s2, y in zip(t1, t2, labels.tolist(), strict=True))
+    with pytest.raises(ValueError, match="two distinct sentences"):
+        make_ct_pairs(["same .", "same ."], np.random.default_rng(0))
+
+
+def test_ct_matches_sentence_transformers_contrastive_tension_loss(st_model):
+    """ST derives labels from identical input ids; ours come from the layout. Same loss (ST sums)."""
+    from sentence_transformers.sentence_transformer.losses import ContrastiveTensionLoss
+
+    texts1, texts2, labels = make_ct_pairs(CORPUS, np.random.default_rng(0))
+    theirs = ContrastiveTensionLoss(st_model)  # model1 = a deep copy of model2 = st_model
+    f1, f2 = st_model.preprocess(texts1), st_model.preprocess(texts2)
+    with torch.no_grad():
+        their_loss = theirs([f1, f2], None)
+        # Before any step both CT models are the same weights, so st_model stands for either.
+        emb1 = st_model(st_model.preprocess(texts1))["sentence_embedding"]
+        emb2 = st_model(st_model.preprocess(texts2))["sentence_embedding"]
+        ours = ct_loss(ct_logits(emb1, emb2), labels, reduction="sum")
+    torch.testing.assert_close(ours, their_loss, rtol=1e-6, atol=1e-6)
