@@ -1,0 +1,206 @@
+"""STS evaluation during training, correct and not wasteful under DDP.
+
+Why a callback and not ``validation_step``: every method ends in a ``Scorer``, so one evaluator serves all
+LightningModules; it only needs ``pl_module.scorer()`` built on the live modules.
+
+How it runs on N ranks (design.md, "STS metrics"):
+1. every rank builds the same de-duplicated list of all eval sentences (all tasks, one list);
+2. rank ``r`` encodes ``unique[r::N]``, topped up to the same length on every rank so all ranks run the
+   same number of forward passes (sharded strategies such as FSDP hang otherwise);
+3. the equally sized shards are all-gathered and re-interleaved into the unique-list order;
+4. rank 0 computes the correlations once (float32 cosines, float64 statistics, exactly as
+   ``sts.scoring.score_tasks``) and broadcasts the floats, so every rank logs identical values with
+   ``rank_zero_only=False, sync_dist=False``: ``ModelCheckpoint(monitor=...)`` works on every rank and
+   Spearman is never averaged across ranks.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+
+import lightning as L
+import numpy as np
+import torch
+
+from embeddings.encoder import validate_sentences
+from embeddings.scorer import Representation, Scorer, take
+from sts.scoring import aggregate, main_score
+from sts.tasks import STSTask, load_task
+
+AVG_KEY = "val/sts_avg_spearman"
+
+
+def shard_for_rank(unique: Sequence[str], rank: int, world_size: int) -> list[str]:
+    """Sentences rank ``rank`` encodes: ``unique[rank::world_size]`` topped up to the longest shard.
+
+    The top-up sentences come from rank 0's shard (never this rank's own, so ``encode`` cannot
+    de-duplicate them away) and their rows are dropped again by ``unshard``.
+    """
+    own = list(unique[rank::world_size])
+    longest = math.ceil(len(unique) / world_size)
+    filler = [s for s in unique[0::world_size] if rank != 0][: longest - len(own)]
+    return own + filler
+
+
+def unshard(gathered: torch.Tensor, total: int) -> torch.Tensor:
+    """Invert the strided sharding: ``gathered`` is ``(world_size, longest, ...)`` -> ``(total, ...)``."""
+    world_size = gathered.shape[0]
+    full = gathered.new_empty((total, *gathered.shape[2:]))
+    for rank in range(world_size):
+        count = len(range(rank, total, world_size))
+        full[rank::world_size] = gathered[rank, :count]
+    return full
+
+
+class STSEvaluationCallback(L.Callback):
+    """Logs ``val/<task>_spearman``, ``val/<task>_pearson`` (the ``all`` aggregate) and ``val/sts_avg_spearman``.
+
+    Args:
+        tasks: task names for ``sts.tasks.load_task`` (``+`` joins pools).
+        data_dir: STS data directory (default: ``$STS_DATA_DIR``).
+        batch_size: sentences per forward pass, passed to ``represent`` via the scorer's ``batch_size``.
+        every_n_epochs: evaluate at the validation of every n-th epoch (keep 1 and use the trainer's
+            ``check_val_every_n_epoch`` when a checkpoint monitors the metric).
+        eval_at_start: also evaluate at train start and send that "before" number to the loggers at step 0.
+        source: ``local`` files or ``hub``.
+    """
+
+    def __init__(self, tasks: Sequence[str] = ("stsb-dev",), data_dir: str | None = None, batch_size: int = 64,
+                 every_n_epochs: int = 1, eval_at_start: bool = False, source: str = "local") -> None:
+        if isinstance(tasks, str):
+            tasks = [tasks]
+        if not tasks:
+            raise ValueError("STSEvaluationCallback needs at least one task")
+        if every_n_epochs < 1:
+            raise ValueError(f"every_n_epochs must be >= 1, got {every_n_epochs}")
+        self.task_names = list(tasks)
+        self.data_dir = data_dir
+        self.batch_size = int(batch_size)
+        self.every_n_epochs = int(every_n_epochs)
+        self.eval_at_start = bool(eval_at_start)
+        self.source = source
+        self.tasks: list[STSTask] | None = None
+        self.last_results: dict[str, dict] | None = None  # score_tasks-shaped: {task: aggregate(...)}
+        self.last_metrics: dict[str, float] | None = None
+        self.start_metrics: dict[str, float] | None = None
+
+    # ------------------------------------------------------------------ setup: tasks and pair indices
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        if self.tasks is not None:
+            return
+        self.tasks = [load_task(name, self.data_dir, source=self.source) for name in self.task_names]
+        s1: list[str] = []
+        s2: list[str] = []
+        self._spans: list[tuple[STSTask, str, int, int]] = []
+        for task in self.tasks:
+            for name, pairs in task.subsets.items():
+                self._spans.append((task, name, len(s1), len(s1) + len(pairs)))
+                s1.extend(pairs.sentences1)
+                s2.extend(pairs.sentences2)
+        validate_sentences(s1, "sentences1")
+        validate_sentences(s2, "sentences2")
+        # Same order as Scorer.score_pairs, so a single process encodes exactly what score_tasks encodes.
+        self.unique = list(dict.fromkeys([*s1, *s2]))
+        index = {s: i for i, s in enumerate(self.unique)}
+        self._rows1 = torch.tensor([index[s] for s in s1], dtype=torch.long)
+        self._rows2 = torch.tensor([index[s] for s in s2], dtype=torch.long)
+
+    # ------------------------------------------------------------------ hooks
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if not self.eval_at_start:
+            return
+        metrics = self.evaluate(trainer, pl_module)
+        self.start_metrics = metrics
+        if trainer.is_global_zero:  # loggers write on rank 0 only; every rank took part in evaluate()
+            for logger in trainer.loggers:
+                logger.log_metrics(metrics, step=trainer.global_step)
+
+    def on_validation_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if trainer.sanity_checking:
+            return
+        if trainer.state.fn == "fit" and (trainer.current_epoch + 1) % self.every_n_epochs != 0:
+            return
+        metrics = self.evaluate(trainer, pl_module)
+        for key, value in metrics.items():
+            pl_module.log(key, value, prog_bar=key == AVG_KEY, rank_zero_only=False, sync_dist=False)
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self, trainer: L.Trainer, pl_module: L.LightningModule) -> dict[str, float]:
+        """Collective: every rank must call it. Returns the flat metrics, identical on every rank."""
+        if self.tasks is None:
+            self.setup(trainer, pl_module, "validate")
+        build = getattr(pl_module, "scorer", None)
+        if not callable(build):
+            raise TypeError(f"{type(pl_module).__name__} must define scorer() -> embeddings.scorer.Scorer "
+                            "built on its live modules for STSEvaluationCallback")
+        modes = [(m, m.training) for m in pl_module.modules()]
+        pl_module.eval()
+        try:
+            with torch.inference_mode():
+                scorer = build()
+                rep = self.gather_representation(trainer, pl_module, scorer)
+                outcome = self._score(scorer, rep) if trainer.is_global_zero else None
+        finally:
+            for module, was_training in modes:  # per submodule: frozen parts stay in eval mode
+                module.train(was_training)
+        outcome = trainer.strategy.broadcast(outcome, src=0)
+        if isinstance(outcome, str):  # rank 0 failed: raise on every rank instead of hanging the others
+            raise RuntimeError(f"STS evaluation failed on rank 0: {outcome}")
+        self.last_results = outcome
+        self.last_metrics = self._flatten(outcome)
+        return self.last_metrics
+
+    def gather_representation(self, trainer: L.Trainer, pl_module: L.LightningModule,
+                              scorer: Scorer) -> Representation:
+        """Encode this rank's shard, all-gather the shards, return the full representation (unique order, CPU)."""
+        world_size, rank = trainer.world_size, trainer.global_rank
+        shard = shard_for_rank(self.unique, rank, world_size)
+        previous = getattr(scorer, "batch_size", None)
+        if hasattr(scorer, "batch_size"):
+            scorer.batch_size = self.batch_size  # type: ignore[attr-defined]
+        try:
+            rep = scorer.represent(shard)
+        finally:
+            if hasattr(scorer, "batch_size"):
+                scorer.batch_size = previous  # type: ignore[attr-defined]
+        if world_size == 1:
+            return {k: v.cpu() for k, v in rep.items()}
+        full: Representation = {}
+        for key in sorted(rep):  # same key order on every rank: the collectives must line up
+            # NCCL needs tensors on the rank's device; gloo is happy with either.
+            gathered = trainer.strategy.all_gather(rep[key].contiguous().to(pl_module.device))
+            full[key] = unshard(gathered.cpu(), len(self.unique))
+        return full
+
+    def _score(self, scorer: Scorer, rep: Representation) -> dict[str, dict] | str:
+        """Per-task aggregates exactly as ``score_tasks``; a failure is returned as text to broadcast."""
+        try:
+            sims = scorer.similarity(take(rep, self._rows1), take(rep, self._rows2))
+            sims = sims.float().cpu().numpy().astype(np.float64)
+            preds: dict[str, dict[str, np.ndarray]] = {}
+            for task, name, lo, hi in self._spans:
+                preds.setdefault(task.name, {})[name] = sims[lo:hi]
+            results = {}
+            for task in self.tasks or []:
+                task_preds = preds[task.name]
+                if not all(np.all(np.isfinite(p)) for p in task_preds.values()):
+                    # A diverged model should not kill training: constant predictions give NaN metrics,
+                    # which ModelCheckpoint never ranks as best.
+                    warnings.warn(f"scorer {scorer.name!r} produced non-finite similarities on {task.name}; "
+                                  "logging NaN", RuntimeWarning, stacklevel=2)
+                    task_preds = {n: np.zeros_like(p) for n, p in task_preds.items()}
+                results[task.name] = aggregate(task, task_preds)
+            return results
+        except Exception as err:  # re-raised on every rank after the broadcast
+            return f"{type(err).__name__}: {err}"
+
+    @staticmethod
+    def _flatten(results: dict[str, dict]) -> dict[str, float]:
+        metrics: dict[str, float] = {}
+        for name, result in results.items():
+            metrics[f"val/{name}_spearman"] = main_score(result, "spearman")
+            metrics[f"val/{name}_pearson"] = main_score(result, "pearson")
+        metrics[AVG_KEY] = float(np.mean([main_score(r) for r in results.values()]))
+        return metrics

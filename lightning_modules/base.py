@@ -1,0 +1,206 @@
+"""``EncoderModule``: what every trained method shares (encoder, optimizer, schedule, scorer, export).
+
+Why one base class: each method file then holds only its objective. The encoder is built from plain
+scalars (model path, pooling, max length), so ``save_hyperparameters()`` makes a checkpoint
+self-contained and safe to read with ``torch.load(path, weights_only=True)``: the hyper-parameters are
+str / int / float / None and everything else Lightning stores is tensors and plain containers.
+
+The Hugging Face model is registered once, as ``self.encoder_model``; ``self.encoder`` is an
+``HFEncoder`` view on that same live module (no copy), so training (``embed``), STS evaluation
+(``scorer``) and ``export`` always see the current weights.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from lightning.pytorch import LightningModule
+from torch import Tensor
+
+from embeddings.errors import ConfigError, unknown_choice
+from embeddings.hf_encoder import HFEncoder
+from embeddings.pooling import PoolingScorer, get_pooling
+from embeddings.scorer import Scorer
+
+log = logging.getLogger(__name__)
+
+OPTIMIZERS = ("adamw", "rmsprop")
+SCHEDULERS = ("linear", "constant")
+# Our pooling names that sentence-transformers' Pooling module reproduces exactly.
+ST_POOLING = {"cls": "pooling_mode_cls_token", "mean": "pooling_mode_mean_tokens", "max": "pooling_mode_max_tokens"}
+
+
+def check_finite(loss: Tensor, step: int) -> None:
+    """Stop at the first non-finite loss, naming the step.
+
+    Why: one NaN poisons every weight through AdamW; failing loudly at the step it appeared beats a
+    run that "finishes" with a useless model (usual causes: too high a learning rate, fp16 overflow).
+    """
+    if not torch.isfinite(loss.detach()).all():
+        raise FloatingPointError(
+            f"training loss is {loss.detach().float().item()} at global step {step}: stopping. "
+            "Lower the learning rate, use bf16/fp32 precision, or enable gradient clipping."
+        )
+
+
+def warmup_lambda(kind: str, warmup_steps: int, total_steps: int):
+    """Learning-rate factor per step: linear warm-up, then linear decay to 0 or constant."""
+
+    def factor(step: int) -> float:
+        if step < warmup_steps:
+            return (step + 1) / (warmup_steps + 1)
+        if kind == "constant":
+            return 1.0
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+
+    return factor
+
+
+class EncoderModule(LightningModule):
+    """A LightningModule around one Hugging Face encoder with a pooled-vector scorer.
+
+    Subclasses add their heads and ``training_step``; they call ``embed`` for differentiable
+    sentence vectors.
+
+    Args:
+        model_name_or_path: packaged short name (``all-MiniLM-L6-v2``), local directory, or hub name.
+        pooling: ``cls``, ``mean``, ``max``, ``first_last_avg`` or ``last2_avg`` (see embeddings.pooling).
+        max_length: truncation in tokens; ``None`` takes the model's sentence-transformers setting.
+        lr: peak learning rate.
+        weight_decay: decoupled weight decay, not applied to biases and LayerNorm weights (as in
+            sentence-transformers and BERT).
+        warmup_ratio: fraction of the total optimizer steps spent warming up linearly from 0.
+        optimizer: ``adamw`` or ``rmsprop``.
+        scheduler: ``linear`` (decay to 0 after warm-up) or ``constant`` (after warm-up).
+        eval_batch_size: sentences per forward pass in ``scorer()``.
+    """
+
+    def __init__(self, model_name_or_path: str = "all-MiniLM-L6-v2", pooling: str = "mean",
+                 max_length: int | None = None, lr: float = 2e-5, weight_decay: float = 0.01,
+                 warmup_ratio: float = 0.1, optimizer: str = "adamw", scheduler: str = "linear",
+                 eval_batch_size: int = 64) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        get_pooling(pooling)  # fail now, not after the first epoch
+        if optimizer not in OPTIMIZERS:
+            raise unknown_choice("optimizer", optimizer, OPTIMIZERS)
+        if scheduler not in SCHEDULERS:
+            raise unknown_choice("scheduler", scheduler, SCHEDULERS)
+        if not 0.0 <= warmup_ratio < 1.0:
+            raise ConfigError(f"warmup_ratio must be in [0, 1), got {warmup_ratio}")
+        self.encoder = HFEncoder.from_pretrained(str(model_name_or_path), max_length=max_length,
+                                                 batch_size=eval_batch_size)
+        self.encoder_model = self.encoder.model  # the one registered copy of the weights
+        self.encoder_model.train()  # HFEncoder loads for inference; Lightning no longer forces train mode
+        if getattr(self.encoder_model, "pooler", None) is not None:
+            # BERT's pooler feeds no pooling of ours (nor sentence-transformers'): frozen, it gets no
+            # None gradients, so DDP needs no unused-parameter search; export keeps its weights as loaded.
+            self.encoder_model.pooler.requires_grad_(False)
+        self.pool = get_pooling(pooling)
+
+    @property
+    def embedding_dim(self) -> int:
+        return self.encoder.hidden_size
+
+    def _live_encoder(self) -> HFEncoder:
+        """The HFEncoder view, with inputs sent to wherever Lightning moved the model."""
+        self.encoder.device = self.device
+        return self.encoder
+
+    def embed(self, sentences: Sequence[str]) -> Tensor:
+        """Pooled ``(batch, dim)`` vectors WITH gradients (training); ``scorer()`` is for inference."""
+        encoder = self._live_encoder()
+        return self.pool(encoder.forward_ids(encoder.tokenize(sentences)))
+
+    def scorer(self) -> Scorer:
+        """Cosine over pooled vectors of the live model (the STS callback switches eval mode)."""
+        return PoolingScorer(self._live_encoder(), self.hparams.pooling, batch_size=self.hparams.eval_batch_size)
+
+    def validation_step(self, batch, batch_idx: int) -> None:
+        """Nothing per batch: the STS callback scores ``scorer()`` once at the end of the loop."""
+        return None
+
+    def on_before_backward(self, loss: Tensor) -> None:
+        check_finite(loss, self.global_step)
+
+    # ------------------------------------------------------------------------------ optimization
+    def _param_groups(self) -> list[dict]:
+        decay, no_decay = [], []
+        for _, param in self.named_parameters():
+            if param.requires_grad:
+                (decay if param.ndim >= 2 else no_decay).append(param)  # biases, LayerNorm: 1-D
+        return [{"params": decay, "weight_decay": self.hparams.weight_decay},
+                {"params": no_decay, "weight_decay": 0.0}]
+
+    def configure_optimizers(self):
+        hp = self.hparams
+        groups = self._param_groups()
+        if hp.optimizer == "adamw":
+            optimizer = torch.optim.AdamW(groups, lr=hp.lr)
+        else:
+            optimizer = torch.optim.RMSprop(groups, lr=hp.lr)
+        total = self.trainer.estimated_stepping_batches
+        if not math.isfinite(total) or total <= 0:
+            if hp.scheduler == "linear":
+                raise ConfigError("scheduler=linear needs a known number of steps: set trainer.max_steps "
+                                  "(the data stream has no length) or use scheduler=constant")
+            total = 0
+        warmup = int(math.ceil(hp.warmup_ratio * total))
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_lambda(hp.scheduler, warmup, int(total)))
+        log.info("optimizer %s lr=%g, %s schedule: %d warm-up of %d steps", hp.optimizer, hp.lr,
+                 hp.scheduler, warmup, total)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+
+    # ------------------------------------------------------------------------------------ export
+    def export(self, path: str | os.PathLike) -> Path:
+        """Write a directory loadable by ``AutoModel.from_pretrained`` and ``SentenceTransformer``.
+
+        Atomic (temp dir beside the target, then ``os.replace``): a crash never leaves a half-written
+        model that a later run would load. transformers 5 always writes ``model.safetensors``. The
+        sentence-transformers files (``modules.json``, ``sentence_bert_config.json``,
+        ``1_Pooling/config.json``) are written when the pooling is one it reproduces (cls/mean/max).
+        """
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp", dir=target.parent))
+        try:
+            self.encoder_model.save_pretrained(tmp)
+            self.encoder.tokenizer.save_pretrained(tmp)
+            self._write_sentence_transformers_files(tmp)
+            old = None
+            if target.exists():
+                old = target.with_name(f".{target.name}.old{os.getpid()}")
+                os.replace(target, old)
+            os.replace(tmp, target)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        log.info("exported %s", target)
+        return target
+
+    def _write_sentence_transformers_files(self, folder: Path) -> None:
+        pooling = self.hparams.pooling
+        if pooling not in ST_POOLING:
+            log.warning("pooling %r has no sentence-transformers equivalent: exported the Hugging Face model only",
+                        pooling)
+            return
+        modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                   {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
+        (folder / "modules.json").write_text(json.dumps(modules, indent=2))
+        (folder / "sentence_bert_config.json").write_text(
+            json.dumps({"max_seq_length": self.encoder.max_length, "do_lower_case": False}, indent=2))
+        flags = {key: key == ST_POOLING[pooling] for key in (*ST_POOLING.values(),
+                 "pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken")}
+        (folder / "1_Pooling").mkdir()
+        (folder / "1_Pooling" / "config.json").write_text(
+            json.dumps({"word_embedding_dimension": self.embedding_dim, **flags}, indent=2))

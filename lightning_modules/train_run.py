@@ -1,0 +1,104 @@
+"""``train(cfg)``: build data, model, callbacks, loggers and trainer from the config, fit, export.
+
+Plain function so tests call it after Hydra ``compose()``; ``train.py`` is a thin wrapper. Every piece
+is ``hydra.utils.instantiate``d from its config group, so a new method needs only its config file.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from hydra.errors import InstantiationException
+from hydra.utils import instantiate
+from lightning.pytorch import LightningDataModule, seed_everything
+from lightning.pytorch.callbacks import LearningRateMonitor
+from lightning.pytorch.utilities.model_helpers import is_overridden
+from omegaconf import DictConfig
+from torch.utils.data import DataLoader
+
+from embeddings.errors import ConfigError, DataError
+
+log = logging.getLogger(__name__)
+
+
+def _build(node: DictConfig, **kwargs):
+    """``instantiate`` that lets our own ConfigError / DataError through unwrapped.
+
+    Why: Hydra wraps every constructor error in ``InstantiationException``; ``train.py`` turns our
+    errors into one clear line and exit code 2, which it can only do if it sees them.
+    """
+    try:
+        return instantiate(node, **kwargs)
+    except InstantiationException as err:
+        if isinstance(err.__cause__, (ConfigError, DataError)):
+            raise err.__cause__ from None
+        raise
+
+
+def _instantiate_all(group: DictConfig | None) -> list:
+    """Every ``_target_`` entry of a mapping group (callbacks, logger); ``null`` entries are switched off."""
+    if not group:
+        return []
+    return [_build(node) for node in group.values() if node is not None and "_target_" in node]
+
+
+def ensure_val_loop(datamodule) -> None:
+    """Give a datamodule without validation data a one-item validation loader.
+
+    Why: the STS callback scores in ``on_validation_epoch_end``, so that the trainer's
+    ``val_check_interval`` / ``check_val_every_n_epoch`` decide how often STS is evaluated and
+    ``ModelCheckpoint(monitor=val/...)`` sees the metric. Lightning runs that loop only when the
+    datamodule defines ``val_dataloader``; training-only datamodules (NLI, sentences) don't, so one item
+    (the DistributedSampler pads it to one batch per rank) drives ``EncoderModule.validation_step``.
+    """
+    if is_overridden("val_dataloader", datamodule, parent=LightningDataModule):
+        return
+    datamodule.val_dataloader = lambda: DataLoader([0], batch_size=1)
+
+
+def resolve_ckpt_path(ckpt_path: str | None, output_dir: Path) -> str | None:
+    """``"last"`` -> ``<output_dir>/checkpoints/last.ckpt`` when present (else a fresh start); paths must exist.
+
+    Why our own ``"last"``: Lightning's looks only where the current ModelCheckpoint writes; naming the
+    file makes "resume this run directory" explicit (``hydra.run.dir=<run> ckpt_path=last``).
+    """
+    if ckpt_path in (None, ""):
+        return None
+    if str(ckpt_path) == "last":
+        last = output_dir / "checkpoints" / "last.ckpt"
+        if last.is_file():
+            log.info("resuming from %s", last)
+            return str(last)
+        log.warning("ckpt_path=last but %s does not exist: starting fresh", last)
+        return None
+    path = Path(str(ckpt_path)).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"ckpt_path {str(path)!r} is not a file (use null, 'last', or a .ckpt path)")
+    return str(path)
+
+
+def train(cfg: DictConfig) -> dict[str, float]:
+    """Fit the configured model; returns the final ``trainer.callback_metrics`` as floats.
+
+    Side effects under ``cfg.output_dir``: ``checkpoints/`` (ModelCheckpoint), logger files, and
+    ``export/`` (Hugging Face + sentence-transformers directory) when ``cfg.export``.
+    """
+    seed_everything(int(cfg.seed), workers=True)
+    output_dir = Path(cfg.output_dir)
+    datamodule = _build(cfg.data)
+    ensure_val_loop(datamodule)
+    model = _build(cfg.model)
+    callbacks = _instantiate_all(cfg.get("callbacks"))
+    loggers = _instantiate_all(cfg.get("logger"))
+    if loggers:
+        callbacks.append(LearningRateMonitor(logging_interval="step"))
+    trainer = _build(cfg.trainer, callbacks=callbacks, logger=loggers or False)
+    trainer.fit(model, datamodule=datamodule, ckpt_path=resolve_ckpt_path(cfg.get("ckpt_path"), output_dir))
+    if cfg.get("export"):
+        if trainer.is_global_zero:
+            model.export(output_dir / "export")
+        trainer.strategy.barrier("export")
+    metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
+    log.info("final metrics: %s", metrics)
+    return metrics
