@@ -1,0 +1,194 @@
+"""Frozen-encoder sentence vectors, encoded once into a ``.npy`` cache and served as a map-style dataset.
+
+Why: objectives that train only a head on a FROZEN encoder (the Glow of BERT-flow) would otherwise
+re-encode every sentence at every step, which costs far more than the head itself. ``prepare_data``
+(once per node) encodes the sentences with the same ``load_encoder`` + ``get_pooling`` path the scorers
+use, chunk by chunk into a memory-mapped temp file, and renames it into place (atomic: a reader sees
+no cache or a whole one). The cache is named by a hash of everything that changes the vectors (model
+and its files, pooling, max length, the sentence files' sizes / mtimes, filters, ``max_sentences``) and
+a sidecar JSON repeats that key plus the array's shape: a cache whose sidecar disagrees, or whose array
+is truncated or unreadable, is rebuilt with a warning, never used. Lines are read with
+``datamodules.sentences`` (same skipping rules, same hub handling) so both datamodules see the same
+sentences. Sharding across GPUs is Lightning's ``DistributedSampler``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from lightning.pytorch import LightningDataModule
+from torch.utils.data import DataLoader, TensorDataset
+
+from datamodules.nli import per_device_batch_size
+from datamodules.sentences import DEFAULT_CACHE, SentenceIndex, materialize_hub
+from embeddings.errors import ConfigError, DataError
+from embeddings.load_encoder import load_encoder
+from embeddings.pooling import get_pooling
+from sts.tasks import resolve_data_dir
+
+log = logging.getLogger(__name__)
+CACHE_VERSION = 1
+
+
+def _stat(path: Path) -> dict:
+    st = path.stat()
+    return {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def model_fingerprint(name: str) -> dict:
+    """The model name plus size / mtime of its files when it is (or resolves to) a local directory.
+
+    Why: a directory retrained in place keeps its name; its weight files' stats change.
+    """
+    try:
+        from embeddings.packaged_models import resolve_model_path
+
+        local = Path(resolve_model_path(name))
+    except ConfigError:  # a static packaged model: its package version is its identity
+        return {"name": name}
+    if not local.is_dir():
+        return {"name": name}  # a hub name: the name is all we know offline
+    files = sorted(p for p in local.rglob("*")
+                   if p.is_file() and not any(part.startswith(".") for part in p.relative_to(local).parts))
+    return {"name": name, "files": [_stat(p) for p in files]}
+
+
+class CachedEmbeddingDataModule(LightningDataModule):
+    """Training batches ``[vectors (per_device_batch, dim)]`` of frozen pooled sentence embeddings.
+
+    Args:
+        data_dir: the data directory; ``None`` falls back to ``$STS_DATA_DIR`` (only for local files).
+        files: sentence files relative to ``data_dir`` (or absolute), or ``hub:<dataset>[:<config>]:<split>``.
+        model_name_or_path, pooling, max_length: the frozen encoder (keep equal to the model's).
+        batch_size: GLOBAL batch size; every device gets ``batch_size // world_size``.
+        cache_dir: where line indexes and feature caches live (default ``$STS_CACHE_DIR`` or
+            ``~/.cache/sts-lightning``).
+        max_sentences: use only the first N usable sentences (in file order).
+        num_workers, seed, shuffle: the DataLoader (under DDP the DistributedSampler shuffles).
+        min_words, max_words: line filters, as in ``SentenceDataModule``.
+        encode_batch_size, encode_device: the one-off encoding pass (``auto``: CUDA when available).
+        chunk_size: sentences encoded per ``encode`` call, bounding host memory on large corpora.
+    """
+
+    def __init__(self, data_dir: str | None = None, files: Sequence[str] | str = ("wiki/wiki_sentences_100k.txt",),
+                 model_name_or_path: str = "all-MiniLM-L6-v2", pooling: str = "first_last_avg",
+                 max_length: int | None = None, batch_size: int = 64, cache_dir: str | None = None,
+                 max_sentences: int | None = None, num_workers: int = 0, seed: int = 0, shuffle: bool = True,
+                 min_words: int = 1, max_words: int | None = None, encode_batch_size: int = 64,
+                 encode_device: str = "auto", chunk_size: int = 8192) -> None:
+        super().__init__()
+        get_pooling(pooling)  # fail at construction, not after encoding
+        self.data_dir, self.files = data_dir, [files] if isinstance(files, str) else [str(f) for f in files]
+        self.model_name_or_path, self.pooling, self.max_length = str(model_name_or_path), pooling, max_length
+        self.batch_size, self.num_workers, self.seed, self.shuffle = batch_size, num_workers, seed, shuffle
+        self.max_sentences, self.min_words, self.max_words = max_sentences, min_words, max_words
+        self.encode_batch_size, self.encode_device, self.chunk_size = encode_batch_size, encode_device, chunk_size
+        self.cache_dir = Path(cache_dir or DEFAULT_CACHE).expanduser()
+        self.dataset: TensorDataset | None = None
+
+    # ---------------------------------------------------------------------------------- the cache
+    def _paths(self) -> list[Path]:
+        local = [f for f in self.files if not f.startswith("hub:")]
+        root = resolve_data_dir(self.data_dir) if local else None
+        return [materialize_hub(f, self.cache_dir, self.max_sentences) if f.startswith("hub:")
+                else root / f for f in self.files]
+
+    def cache_key(self) -> dict:
+        """Everything that changes the cached vectors (plain JSON)."""
+        return {"version": CACHE_VERSION, "model": model_fingerprint(self.model_name_or_path),
+                "pooling": self.pooling, "max_length": self.max_length,
+                "files": [_stat(p) for p in self._paths()], "max_sentences": self.max_sentences,
+                "min_words": self.min_words, "max_words": self.max_words}
+
+    def cache_path(self, key: dict | None = None) -> Path:
+        """``<cache_dir>/features/<hash of the key>.npy``; the sidecar is the same name with ``.json``."""
+        digest = hashlib.sha1(json.dumps(key or self.cache_key(), sort_keys=True).encode()).hexdigest()[:20]
+        return self.cache_dir / "features" / f"{Path(self.model_name_or_path).name}.{self.pooling}.{digest}.npy"
+
+    @staticmethod
+    def check_cache(path: Path, key: dict) -> str:
+        """Why ``path`` cannot be used (``""`` if it can): missing, other key, truncated, unreadable."""
+        meta = path.with_suffix(".json")
+        if not path.is_file() or not meta.is_file():
+            return "missing"
+        try:
+            info = json.loads(meta.read_text())
+            array = np.load(path, mmap_mode="r")
+        except (OSError, ValueError) as err:  # a truncated .npy fails the mmap length check
+            return f"unreadable ({err})"
+        if info.get("key") != key:
+            return "its key differs from this run's"
+        if list(array.shape) != info.get("shape") or array.dtype != np.float32:
+            return f"array {array.shape} {array.dtype} does not match its sidecar {info.get('shape')}"
+        return ""
+
+    def _encode_to(self, path: Path, key: dict) -> None:
+        index = SentenceIndex.build(self._paths(), self.cache_dir, self.min_words, self.max_words, self.max_sentences)
+        encoder = load_encoder(self.model_name_or_path, max_length=self.max_length,
+                               batch_size=self.encode_batch_size, device=self.encode_device)
+        pool, n = get_pooling(self.pooling), len(index)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp, out = path.with_suffix(f".tmp{os.getpid()}.npy"), None
+        try:
+            for start in range(0, n, self.chunk_size):
+                sentences = [index.sentence(i) for i in range(start, min(n, start + self.chunk_size))]
+                vectors = encoder.encode(sentences, pool, desc="caching features").float().numpy()
+                if out is None:
+                    out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(n, vectors.shape[1]))
+                out[start:start + len(sentences)] = vectors
+            out.flush()
+            shape = list(out.shape)
+            del out
+            meta = path.with_suffix(f".tmp{os.getpid()}.json")
+            meta.write_text(json.dumps({"key": key, "shape": shape}, indent=1))
+            os.replace(tmp, path)  # array first: a sidecar never describes an array not yet in place
+            os.replace(meta, path.with_suffix(".json"))
+        finally:
+            tmp.unlink(missing_ok=True)
+        log.info("cached %d x %d %s features of %s in %s", *shape, self.pooling, self.model_name_or_path, path)
+
+    def prepare_data(self) -> None:
+        """Encode the sentences once per node unless a valid cache for this key exists."""
+        key = self.cache_key()
+        path = self.cache_path(key)
+        problem = self.check_cache(path, key)
+        if not problem:
+            log.info("using cached features %s", path)
+            return
+        if problem != "missing":
+            log.warning("feature cache %s is not usable (%s): rebuilding it", path, problem)
+        self._encode_to(path, key)
+
+    # ------------------------------------------------------------------------------------ loading
+    def setup(self, stage: str | None = None) -> None:
+        """Map the cache copy-on-write: pages are shared by the ranks of a node, and tensors stay writable."""
+        key = self.cache_key()
+        path = self.cache_path(key)
+        problem = self.check_cache(path, key)
+        if problem:
+            raise DataError(f"feature cache {path} is not usable ({problem}): run prepare_data first")
+        self.dataset = TensorDataset(torch.from_numpy(np.load(path, mmap_mode="c")))
+        log.info("cached features: %s from %s", tuple(self.dataset.tensors[0].shape), path)
+
+    @property
+    def embedding_dim(self) -> int:
+        if self.dataset is None:
+            self.setup("fit")
+        return int(self.dataset.tensors[0].shape[1])
+
+    def train_dataloader(self) -> DataLoader:
+        if self.dataset is None:
+            self.setup("fit")
+        trainer = self.trainer
+        world = trainer.world_size if trainer is not None else 1
+        generator = torch.Generator().manual_seed(int(self.seed))
+        return DataLoader(self.dataset, batch_size=per_device_batch_size(self.batch_size, world),
+                          shuffle=self.shuffle, generator=generator, num_workers=self.num_workers,
+                          persistent_workers=self.num_workers > 0)

@@ -1,0 +1,154 @@
+"""BERT-flow (Li et al., EMNLP 2020): a Glow trained by maximum likelihood on FROZEN sentence vectors.
+
+The paper's finding is that BERT's sentence vectors lie in an anisotropic, non-smooth region; mapping
+them to an isotropic Gaussian with an invertible flow, trained unsupervised on sentences of the target
+domain, makes cosine in the latent space a better similarity. Recipe (Sec. 4 and the reference
+scripts): the encoder stays frozen, first-last-avg pooling, Adam lr 1e-3, one epoch; Glow with levels 3,
+depth 3, width 32 (see ``lightning_modules.glow`` for the architecture choices).
+
+Why not an ``EncoderModule``: that class registers a trainable encoder, so checkpoints would carry and
+the optimizer would see weights that never change. Here the encoder is a plain-scalar reference
+(model path, pooling, max length, kept in the hyper-parameters so checkpoints are self-contained), the
+training batches are cached vectors (``datamodules.cached_embeddings``), and the frozen encoder is
+loaded only when scoring, once, outside the state dict.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import torch
+from lightning.pytorch import LightningModule
+from torch import Tensor
+
+from embeddings.encoder import BaseEncoder
+from embeddings.errors import ConfigError
+from embeddings.flow_scorer import FLOW_KEYS, FlowScorer, save_flow_export
+from embeddings.pooling import get_pooling
+from lightning_modules.base import check_finite
+from lightning_modules.glow import Glow
+
+log = logging.getLogger(__name__)
+ENCODER_KEYS = ("model_name_or_path", "pooling", "max_length")
+
+
+def encoder_hidden_size(model_name_or_path: str) -> int:
+    """The pooled-vector width of an encoder, from its config alone when it is a transformer.
+
+    Why: the Glow must exist at construction (optimizer, checkpoint loading), but loading the weights
+    just to read one number would be wasteful.
+    """
+    from embeddings.packaged_models import resolve_model_path
+
+    try:
+        from transformers import AutoConfig
+
+        return int(AutoConfig.from_pretrained(resolve_model_path(model_name_or_path)).hidden_size)
+    except (ConfigError, OSError, ValueError, AttributeError):  # static word vectors, or no config
+        from embeddings.load_encoder import load_encoder
+
+        return int(load_encoder(model_name_or_path).hidden_size)
+
+
+class BertFlowModule(LightningModule):
+    """Glow over frozen pooled sentence vectors; batches are ``[vectors]`` from ``CachedEmbeddingDataModule``.
+
+    Args:
+        model_name_or_path, pooling, max_length: the frozen encoder (must match the datamodule's).
+        embedding_dim: the vector width; ``None`` reads it from the encoder's config.
+        levels, depth, hidden, coupling, permutation: the ``Glow`` (``embedding_dim`` must be a multiple
+            of ``2**levels``: 384 and 768 are).
+        lr: Adam learning rate (the paper's 1e-3).
+        eval_batch_size: sentences per encoder forward pass in ``scorer()``.
+    """
+
+    def __init__(self, model_name_or_path: str = "all-MiniLM-L6-v2", pooling: str = "first_last_avg",
+                 max_length: int | None = None, embedding_dim: int | None = None, levels: int = 3,
+                 depth: int = 3, hidden: int = 32, coupling: str = "affine", permutation: str = "lu",
+                 lr: float = 1e-3, eval_batch_size: int = 64) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        get_pooling(pooling)  # fail now, not at the first evaluation
+        if embedding_dim is None:
+            self.hparams.embedding_dim = encoder_hidden_size(str(model_name_or_path))
+        try:
+            self.flow = Glow(int(self.hparams.embedding_dim), levels=levels, depth=depth, hidden=hidden,
+                             coupling=coupling, permutation=permutation)
+        except ValueError as err:
+            raise ConfigError(str(err)) from err
+        self._encoder: BaseEncoder | None = None  # not an nn.Module: stays out of state dict and optimizer
+
+    def forward(self, x: Tensor) -> Tensor:
+        """The latent ``z`` of pooled vectors ``(batch, dim)`` (the representation), in float32."""
+        with torch.autocast(device_type=x.device.type, enabled=False):
+            return self.flow(x.float())[0]
+
+    def nll(self, x: Tensor) -> Tensor:
+        """Mean negative log-likelihood in bits per dimension (the training objective).
+
+        Always float32, also under ``precision=bf16-mixed``: the log-determinants sum many small terms
+        and bf16 matmuls would make the density (and its gradient) too coarse to fit.
+        """
+        with torch.autocast(device_type=x.device.type, enabled=False):
+            return self.flow.nll(x.float()).mean()
+
+    def training_step(self, batch, batch_idx: int) -> Tensor:
+        x = batch[0] if isinstance(batch, (list, tuple)) else batch
+        loss = self.nll(x)
+        check_finite(loss, self.global_step)
+        self.log("train/loss", loss, prog_bar=True, batch_size=x.shape[0])
+        return loss
+
+    def validation_step(self, batch, batch_idx: int) -> None:
+        """Nothing per batch: the STS callback scores ``scorer()`` once at the end of the loop."""
+        return None
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.flow.parameters(), lr=self.hparams.lr)
+
+    def on_fit_start(self) -> None:
+        """Refuse features cached for another encoder: the flow would fit vectors it never scores."""
+        datamodule = getattr(self.trainer, "datamodule", None)
+        wrong = [f"{k}: model {self.hparams[k]!r} vs data {getattr(datamodule, k)!r}" for k in ENCODER_KEYS
+                 if hasattr(datamodule, k) and str(getattr(datamodule, k)) != str(self.hparams[k])]
+        if wrong:
+            raise ConfigError("the cached features come from another encoder setting: " + "; ".join(wrong))
+
+    # -------------------------------------------------------------------------------- scoring
+    def frozen_encoder(self) -> BaseEncoder:
+        """The encoder, loaded once (eval mode, no gradients) and kept on this module's device."""
+        if self._encoder is None:
+            from embeddings.load_encoder import load_encoder
+
+            hp = self.hparams
+            self._encoder = load_encoder(str(hp.model_name_or_path), max_length=hp.max_length,
+                                         batch_size=hp.eval_batch_size, device=str(self.device))
+            model = getattr(self._encoder, "model", None)
+            if isinstance(model, torch.nn.Module):
+                model.eval().requires_grad_(False)
+        encoder = self._encoder
+        if torch.device(encoder.device) != self.device:
+            model = getattr(encoder, "model", None)
+            if isinstance(model, torch.nn.Module):
+                model.to(self.device)
+            if hasattr(encoder, "vectors"):
+                encoder.vectors = encoder.vectors.to(self.device)
+            encoder.device = self.device
+        return encoder
+
+    def scorer(self) -> FlowScorer:
+        """Cosine over the live flow's ``z`` (the STS callback switches eval mode)."""
+        return FlowScorer(self.frozen_encoder(), self.flow, pooling=self.hparams.pooling,
+                          batch_size=self.hparams.eval_batch_size)
+
+    def export(self, path: str | os.PathLike) -> Path:
+        """``flow_config.json`` (encoder reference + Glow settings) and ``flow.safetensors``, atomically.
+
+        ``embeddings.flow_scorer.load_flow_scorer(path)`` rebuilds the scorer.
+        """
+        hp = self.hparams
+        config = {k: hp[k] for k in (*ENCODER_KEYS, *FLOW_KEYS)}
+        config["model_name_or_path"] = str(config["model_name_or_path"])
+        return save_flow_export(path, self.flow, config)
