@@ -12,13 +12,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import torch
 
+from embeddings.atomic import atomic_directory
 from embeddings.encoder import BaseEncoder
 from embeddings.errors import ConfigError
 from embeddings.pooling import get_pooling
@@ -82,23 +81,11 @@ def save_flow_export(path: str | os.PathLike, flow: Glow, config: Mapping) -> Pa
     if not flow.initialized:
         log.warning("exporting a flow whose ActNorm layers were never initialised (it was not trained)")
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp", dir=target.parent))
-    try:
+    with atomic_directory(target) as tmp:
         state = {k: v.detach().cpu().contiguous() for k, v in flow.state_dict().items()}
         save_file(state, str(tmp / WEIGHTS_FILE))
         meta = {"format": FORMAT, "version": FORMAT_VERSION, "dim": flow.dim, **dict(config)}
         (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2))
-        old = None
-        if target.exists():
-            old = target.with_name(f".{target.name}.old{os.getpid()}")
-            os.replace(target, old)
-        os.replace(tmp, target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     log.info("exported flow to %s", target)
     return target
 

@@ -16,8 +16,6 @@ import json
 import logging
 import math
 import os
-import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,6 +23,7 @@ import torch
 from lightning.pytorch import LightningModule
 from torch import Tensor
 
+from embeddings.atomic import atomic_directory
 from embeddings.errors import ConfigError, unknown_choice
 from embeddings.hf_encoder import HFEncoder
 from embeddings.pooling import PoolingScorer, get_pooling
@@ -169,22 +168,10 @@ class EncoderModule(LightningModule):
         ``1_Pooling/config.json``) are written when the pooling is one it reproduces (cls/mean/max).
         """
         target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp", dir=target.parent))
-        try:
+        with atomic_directory(target) as tmp:
             self.encoder_model.save_pretrained(tmp)
             self.encoder.tokenizer.save_pretrained(tmp)
             self._write_sentence_transformers_files(tmp)
-            old = None
-            if target.exists():
-                old = target.with_name(f".{target.name}.old{os.getpid()}")
-                os.replace(target, old)
-            os.replace(tmp, target)
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
         log.info("exported %s", target)
         return target
 

@@ -1,0 +1,34 @@
+"""Write a directory so a reader never sees it half-written (exports, converted models).
+
+Why: an interrupted export that leaves a plausible-looking but incomplete directory is silent data
+loss the next time it is loaded. Build beside the target, then swap it in with ``os.replace``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+
+@contextlib.contextmanager
+def atomic_directory(target: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temp dir beside ``target``; on normal exit it replaces ``target`` (old copy removed)."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp", dir=target.parent))
+    try:
+        yield tmp
+        old = None
+        if target.exists():
+            old = target.with_name(f".{target.name}.old{os.getpid()}")
+            os.replace(target, old)
+        os.replace(tmp, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
