@@ -22,3 +22,14 @@ def unknown_choice(kind: str, value: object, choices: object) -> ConfigError:
     """Build the error for a value outside a fixed set, listing the valid ones."""
     valid = ", ".join(sorted(str(c) for c in choices))  # type: ignore[union-attr]
     return ConfigError(f"unknown {kind} {value!r}; choose one of: {valid}")
+
+
+def run_or_exit(fn, *args):
+    """Entry-point guard: user errors print one clear line and exit 2 instead of a deep traceback."""
+    import sys
+
+    try:
+        return fn(*args)
+    except (ConfigError, DataError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
