@@ -48,12 +48,14 @@ class FlowScorer(VectorScorer):
             raise ConfigError(f"the flow maps {flow.dim}-d vectors but encoder {encoder.name} gives "
                               f"{encoder.hidden_size}-d ones")
         self.encoder, self.flow, self.pooling = encoder, flow, pooling
-        self.pool = get_pooling(pooling)
+        # ``pool_fn``, not ``pool``: shared_pass would take a ``pool`` attribute for a plain pooling
+        # scorer and skip the flow.
+        self.pool_fn = get_pooling(pooling)
         self.batch_size = batch_size
         self.name = f"flow-{pooling}"
 
     def represent(self, sentences: Sequence[str]) -> Representation:
-        emb = self.encoder.encode(sentences, self.pool, batch_size=self.batch_size, desc=f"{self.name} encode")
+        emb = self.encoder.encode(sentences, self.pool_fn, batch_size=self.batch_size, desc=f"{self.name} encode")
         param = next(self.flow.parameters())
         was_training = self.flow.training
         self.flow.eval()  # never let ActNorm's data-dependent init run on evaluation sentences
@@ -126,3 +128,15 @@ def load_flow_scorer(path: str | os.PathLike, encoder: BaseEncoder | None = None
                                batch_size=batch_size or 64, device=device)
     flow.to(encoder.device)
     return FlowScorer(encoder, flow, pooling=config["pooling"], batch_size=batch_size)
+
+
+class FlowExportScorer(FlowScorer):
+    """Registry entry ``{name: flow, path: <export dir>}``: a flow export on the configured encoder.
+
+    Why an adapter: ``evaluate.py`` builds every scorer as ``cls(encoder, **options)``; the export's
+    own config says which pooling the flow was trained on, and the encoder must be the one it names.
+    """
+
+    def __init__(self, encoder: BaseEncoder, path: str, batch_size: int | None = None) -> None:
+        flow, config = load_flow(path)
+        super().__init__(encoder, flow.to(encoder.device), pooling=config["pooling"], batch_size=batch_size)

@@ -20,7 +20,8 @@ def load_encoder(name: str, max_length: int | None = None, batch_size: int = 64,
     """Build the encoder for ``name``.
 
     Args:
-        name: a packaged short name (offline), a local model directory, or a hub name (online).
+        name: a packaged short name (offline), a local model directory (an export of ``train.py``
+            included), a training checkpoint ``*.ckpt``, or a hub name (online).
         max_length: truncation in tokens (default: the model's sentence-transformers setting).
         batch_size: sentences per forward pass.
         device: ``cpu``, ``cuda`` or ``auto``.
@@ -30,6 +31,10 @@ def load_encoder(name: str, max_length: int | None = None, batch_size: int = 64,
             a name that is neither packaged, nor a loadable directory, nor loadable from the hub.
     """
     name = str(name)
+    if name.endswith(".ckpt"):
+        from embeddings.checkpoint_encoder import encoder_from_checkpoint
+
+        return encoder_from_checkpoint(name, max_length=max_length, batch_size=batch_size, device=device)
     packaged = packaged_model(name)
     if packaged is not None and packaged.kind == "static":
         return StaticWordEncoder.from_package(batch_size=batch_size, device=device, max_length=max_length)

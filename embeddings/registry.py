@@ -22,6 +22,7 @@ SCORER_CLASSES: dict[str, str] = {
     **{p: "embeddings.pooling:PoolingScorer" for p in POOLINGS},
     "sbert_wk": "embeddings.sbert_wk:SBERTWKScorer",
     "sen2pro": "embeddings.sen2pro:Sen2ProScorer",
+    "flow": "embeddings.flow_scorer:FlowExportScorer",
 }
 
 
