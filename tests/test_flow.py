@@ -178,7 +178,7 @@ def test_train_export_and_load_flow_scorer(tmp_path, tiny_model_dir, flow_data_d
     z = scorer.represent(SENTENCES)["embedding"]
     assert z.shape == (4, 32) and torch.isfinite(z).all()
     # the flow changed the representation: z is not the pooled vector
-    pooled = scorer.encoder.encode(SENTENCES, scorer.pool)
+    pooled = scorer.encoder.encode(SENTENCES, scorer.pool_fn)
     assert not torch.allclose(z, pooled, atol=1e-3)
 
 
