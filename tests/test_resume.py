@@ -1,0 +1,141 @@
+"""Fault tolerance: a run killed mid-epoch and resumed from ``last.ckpt`` vs. one uninterrupted run.
+
+Run A trains 2 epochs in one go. Run B is the same config, killed (an exception raised by a callback, as a
+crash would) at the start of a batch in the middle of an epoch, after ``last.ckpt`` was written for the
+step before (``every_n_train_steps=1``); B is then resumed with ``ckpt_path=last`` to the same end.
+Compared: the step count, the final weights (every tensor of ``last.ckpt``'s state dict, max abs diff),
+the final ``train/*`` metrics and ``val/stsb-dev_spearman``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from lightning.pytorch import Callback
+
+from tests.conftest import WORDS
+from tests.test_train import NLI_ROWS, _cfg
+
+ATOL = 1e-6  # CPU, float32, single process: a faithful resume is bit-identical; 1e-6 allows for nothing else
+
+
+class Killed(RuntimeError):
+    """Stands in for the process dying (OOM kill, preemption): nothing runs after it."""
+
+
+class KillAt(Callback):
+    """Raise at the START of the batch that would be optimizer step ``step`` (its checkpoint exists)."""
+
+    def __init__(self, step: int):
+        self.step = int(step)
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        if trainer.global_step == self.step:
+            raise Killed(f"killed before step {self.step} (epoch {trainer.current_epoch}, batch {batch_idx})")
+
+
+SEEN: dict[str, dict[int, tuple]] = {}
+
+
+class Record(Callback):
+    """Per optimizer step: the batch's sentences and a fingerprint of the global torch RNG (dropout's)."""
+
+    def __init__(self, run: str):
+        self.run = run
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        text = tuple(batch.get("sentences") or batch.get("sentences1"))
+        rng = hash(torch.get_rng_state().numpy().tobytes())
+        SEEN.setdefault(self.run, {})[trainer.global_step] = (trainer.current_epoch, batch_idx, text, rng)
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory, tiny_data_dir) -> Path:
+    """Tiny STS files + the SNLI dev split of tests/test_train.py + 40 wiki lines."""
+    root = tmp_path_factory.mktemp("resume_data") / "data"
+    shutil.copytree(tiny_data_dir, root)
+    snli = root / "nli" / "snli"
+    snli.mkdir(parents=True)
+    for i, name in enumerate(("s1", "s2", "labels")):
+        (snli / f"{name}.dev").write_text("".join(f"{row[i]}\n" for row in NLI_ROWS))
+    (root / "wiki").mkdir()
+    lines = [" ".join(WORDS[j % len(WORDS)] for j in range(i, i + 6)) for i in range(40)]
+    (root / "wiki" / "wiki_sentences_100k.txt").write_text("\n".join(lines) + "\n")
+    return root
+
+
+COMMON = ["trainer.max_epochs=2", "trainer.deterministic=true", "export=false",
+          "+callbacks.model_checkpoint.every_n_train_steps=1"]
+# 14 NLI pairs (snli:dev 8 + sick:trial 6), batch 4 -> 4 steps an epoch, 8 in all.
+NLI = ["data=nli"]
+# 40 sentences, batch 8 -> 5 steps an epoch, 10 in all; CT draws its pairs from (seed, rank, step).
+CT = ["model=ct", "data=sentences", "data.batch_size=8", "model.pairs=8", "model.positives=2"]
+
+
+def _train(out: Path, model_dir: Path, data_dir: Path, overrides: list[str]) -> dict[str, float]:
+    from lightning_modules.train_run import train
+
+    extra = [f"data.cache_dir={out.parent / 'cache'}"] if "data=sentences" in overrides else []
+    return train(_cfg(out, model_dir, data_dir, [*COMMON, *overrides, *extra]))
+
+
+def _state(out: Path) -> tuple[int, dict[str, torch.Tensor]]:
+    ckpt = torch.load(out / "checkpoints" / "last.ckpt", weights_only=True, map_location="cpu")
+    return ckpt["global_step"], ckpt["state_dict"]
+
+
+def _compare(tmp_path: Path, model_dir: Path, data_dir: Path, overrides: list[str], kill_step: int) -> dict:
+    """Run A (uninterrupted) and B (killed before ``kill_step``, resumed); return what differs and by how much."""
+    rec = [f"+callbacks.rec._target_={__name__}.Record"]
+    a = _train(tmp_path / "a", model_dir, data_dir, [*overrides, *rec, f"+callbacks.rec.run={tmp_path}/a"])
+    rec.append(f"+callbacks.rec.run={tmp_path}/b")
+    kill = [f"+callbacks.kill._target_={__name__}.KillAt", f"+callbacks.kill.step={kill_step}"]
+    with pytest.raises(Killed):
+        _train(tmp_path / "b", model_dir, data_dir, [*overrides, *rec, *kill])
+    killed_step, _ = _state(tmp_path / "b")
+    b = _train(tmp_path / "b", model_dir, data_dir, [*overrides, *rec, "ckpt_path=last"])
+    step_a, sd_a = _state(tmp_path / "a")
+    step_b, sd_b = _state(tmp_path / "b")
+    assert sd_a.keys() == sd_b.keys()
+    weight_diff = max((sd_a[k].float() - sd_b[k].float()).abs().max().item() for k in sd_a)
+    metric_diff = {k: abs(a[k] - b[k]) for k in sorted(a.keys() & b.keys()) if k.startswith(("train/", "val/"))}
+    seen_a, seen_b = SEEN.pop(f"{tmp_path}/a"), SEEN.pop(f"{tmp_path}/b")
+    other_batches = [s for s in seen_a if seen_a[s][:3] != seen_b.get(s, (None,) * 3)[:3]]
+    other_rng = [s for s in seen_a if seen_a[s][3] != seen_b.get(s, (None,) * 4)[3]]
+    return {"other_batches": other_batches, "other_rng": other_rng, "seen_a": seen_a, "seen_b": seen_b,
+            "killed_step": killed_step, "steps": (step_a, step_b), "weights": weight_diff,
+            "metrics": metric_diff, "only_a": sorted(a.keys() - b.keys()), "only_b": sorted(b.keys() - a.keys())}
+
+
+MID_EPOCH_REPLAY = ("Lightning restarts a non-stateful train loader from batch 0 after a mid-epoch resume (it only "
+                    "adds the done batches to the fetcher count), so the rest of the epoch replays its first batches")
+NLI_XFAIL = pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    f"{MID_EPOCH_REPLAY}; and NLIDataModule.train_dataloader re-seeds its shuffle generator on every call, so the "
+    "resumed epoch 1 is drawn in epoch 0's order; the global torch RNG (dropout) is re-seeded, not restored. "
+    "Measured (kill before step 6): steps 6-7 see other batches, weights max|A-B| 8.6e-6, "
+    "final train/loss |A-B| 0.17"))
+CT_XFAIL = pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    f"{MID_EPOCH_REPLAY}: SentenceStream has no state_dict, epoch 1 restarts at batch 0 with the right permutation. "
+    "Measured (kill before step 7): steps 7-9 see epoch 1's batches 0-2 instead of 2-4, weights max|A-B| 1.1e-4, "
+    "final train/loss |A-B| 0.18"))
+
+
+@pytest.mark.parametrize(("overrides", "kill_step", "steps"), [
+    pytest.param(NLI, 6, 8, id="nli-mid-epoch", marks=NLI_XFAIL),
+    pytest.param(CT, 7, 10, id="ct-stream-mid-epoch", marks=CT_XFAIL),
+])
+def test_resume_matches_uninterrupted(tmp_path, tiny_model_dir, data_dir, overrides, kill_step, steps):
+    """Killed before optimizer step ``kill_step`` (NLI: 4 steps an epoch, CT: 5), resumed: same weights and
+    metrics as the uninterrupted run within ATOL (1e-6 absolute, CPU float32; a faithful resume is exact).
+    """
+    r = _compare(tmp_path, tiny_model_dir, data_dir, overrides, kill_step)
+    summary = {k: v for k, v in r.items() if not k.startswith("seen")}
+    print(summary)
+    assert r["killed_step"] == kill_step and r["steps"] == (steps, steps)
+    assert "val/stsb-dev_spearman" in r["metrics"]
+    assert not r["other_batches"], summary
+    assert r["weights"] <= ATOL, summary
+    assert all(d <= ATOL for d in r["metrics"].values()), summary
