@@ -1,0 +1,220 @@
+"""Training speed: our CT and SBERT-NLI steps vs sentence-transformers' losses, same model/batch/length, one run.
+
+For each method both sides run optimizer steps on the SAME batches (same sentences, batch size, max
+length, threads, optimizer type and learning rate) in the same process, alternating in rounds (ours
+then theirs, then theirs then ours, ...) so machine noise hits both. A step is timed end to end:
+
+* ours:   ``module.training_step(batch, i)`` (tokenization, padding, forward, loss; for CT also the pair
+          sampling and the no-grad per-label losses it logs) + ``loss.backward()`` + ``opt.step()`` +
+          ``opt.zero_grad()``; ``module.log`` is a no-op (no trainer attached).
+* theirs: (CT: ``make_ct_pairs`` on the same pool) + ``st.tokenize`` of each column + ``batch_to_device``
+          + ``loss(features, labels)`` + ``backward`` + ``opt.step()`` + ``opt.zero_grad()``, with
+          sentence-transformers' ``ContrastiveTensionLoss`` / ``SoftmaxLoss``.
+
+Dropout as each recipe trains: on for NLI (both sides ``train()``), off for CT (the paper; our module
+enforces it, the ST models are put in ``eval()`` so both sides do the same arithmetic). Optimizers: AdamW
+lr 2e-5 / weight decay 0.01 (no decay on 1-D params) for NLI, RMSprop lr 1e-5 (alpha 0.9, eps 1e-7) for
+CT, on both sides. Steps/s = 1 / median step time over the timed steps; the per-phase split
+(tokenize / forward+loss / backward / optimizer) is printed for both sides.
+
+    python -m benchmarks.train_speed --model paraphrase-MiniLM-L3-v2 --data-dir ../shared/data
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from collections import defaultdict
+
+os.environ.setdefault("WANDB_MODE", "disabled")
+
+import torch  # noqa: E402
+
+from datamodules.nli import load_source  # noqa: E402
+from embeddings.packaged_models import resolve_model_path  # noqa: E402
+from lightning_modules.contrastive_tension import ContrastiveTensionModule, pair_rng  # noqa: E402
+from lightning_modules.losses import make_ct_pairs  # noqa: E402
+from lightning_modules.sbert_nli import SBERTNLIModule  # noqa: E402
+
+PHASES = ("tokenize", "forward+loss", "backward", "optimizer")
+
+
+def param_groups(module: torch.nn.Module, weight_decay: float) -> list[dict]:
+    """Decay on matrices only (biases and LayerNorm weights are 1-D), as ``EncoderModule._param_groups``."""
+    params = [p for p in module.parameters() if p.requires_grad]
+    return [{"params": [p for p in params if p.ndim >= 2], "weight_decay": weight_decay},
+            {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0}]
+
+
+def make_optimizer(kind: str, module: torch.nn.Module) -> torch.optim.Optimizer:
+    if kind == "nli":
+        return torch.optim.AdamW(param_groups(module, 0.01), lr=2e-5)
+    return torch.optim.RMSprop(param_groups(module, 0.0), lr=1e-5, alpha=0.9, eps=1e-7)
+
+
+class Clock:
+    """Per-phase seconds of the current step; ``wrap`` times a callable into the ``tokenize`` phase."""
+
+    def __init__(self) -> None:
+        self.split: dict[str, float] = defaultdict(float)
+
+    def wrap(self, fn):
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            out = fn(*args, **kwargs)
+            self.split["tokenize"] += time.perf_counter() - t0
+            return out
+        return timed
+
+
+class Ours:
+    def __init__(self, kind: str, path: str, max_length: int, batch_size: int):
+        self.clock = Clock()
+        if kind == "nli":
+            self.module = SBERTNLIModule(path, pooling="mean", max_length=max_length)
+        else:
+            self.module = ContrastiveTensionModule(path, pooling="mean", max_length=max_length,
+                                                   pairs=batch_size, positives=2)
+        self.module.log = lambda *args, **kwargs: None  # no trainer: logging is a no-op
+        for encoder in (self.module.encoder, getattr(self.module, "encoder2", None)):
+            if encoder is not None:  # instance attribute: times tokenization, code unchanged
+                encoder.tokenize = self.clock.wrap(encoder.tokenize)
+        self.opt = make_optimizer(kind, self.module)
+        self.module.train()
+
+    def step(self, batch: dict, i: int) -> dict[str, float]:
+        self.clock.split.clear()
+        t0 = time.perf_counter()
+        loss = self.module.training_step(batch, i)
+        t1 = time.perf_counter()
+        loss.backward()
+        t2 = time.perf_counter()
+        self.opt.step()
+        self.opt.zero_grad()
+        t3 = time.perf_counter()
+        tok = self.clock.split["tokenize"]
+        return {"tokenize": tok, "forward+loss": t1 - t0 - tok, "backward": t2 - t1, "optimizer": t3 - t2,
+                "total": t3 - t0}
+
+
+class Theirs:
+    def __init__(self, kind: str, path: str, max_length: int, batch_size: int, seed: int = 0):
+        from sentence_transformers import SentenceTransformer
+        from sentence_transformers.sentence_transformer.losses import ContrastiveTensionLoss, SoftmaxLoss
+        from sentence_transformers.util import batch_to_device
+
+        self.kind, self.batch_size, self.seed = kind, batch_size, seed
+        self.to_device = batch_to_device
+        self.st = SentenceTransformer(path, device="cpu")
+        self.st.max_seq_length = max_length
+        if kind == "nli":
+            dim = getattr(self.st, "get_embedding_dimension", self.st.get_sentence_embedding_dimension)()
+            self.loss = SoftmaxLoss(self.st, dim, num_labels=3)
+            self.loss.train()
+        else:
+            self.loss = ContrastiveTensionLoss(self.st)  # deep-copies the model: model1 and model2
+            self.loss.eval()  # dropout off, as the CT paper and our module
+        self.opt = make_optimizer(kind, self.loss)
+
+    def step(self, batch: dict, i: int) -> dict[str, float]:
+        t0 = time.perf_counter()
+        if self.kind == "nli":
+            columns, labels = (batch["sentences1"], batch["sentences2"]), batch["labels"]
+        else:  # the pairs our module draws at global_step 0 (no trainer) from the same pool
+            texts1, texts2, labels = make_ct_pairs(batch["sentences"], pair_rng(self.seed, 0, 0),
+                                                   batch_size=self.batch_size, positives=2)
+            columns, labels = (texts1, texts2), labels.float()
+        features = [self.to_device(self.st.tokenize(list(c)), self.st.device) for c in columns]
+        t1 = time.perf_counter()
+        loss = self.loss(features, labels.to(self.st.device))
+        t2 = time.perf_counter()
+        loss.backward()
+        t3 = time.perf_counter()
+        self.opt.step()
+        self.opt.zero_grad()
+        t4 = time.perf_counter()
+        return {"tokenize": t1 - t0, "forward+loss": t2 - t1, "backward": t3 - t2, "optimizer": t4 - t3,
+                "total": t4 - t0}
+
+
+def make_batches(kind: str, data, n: int, batch_size: int) -> list[dict]:
+    if kind == "nli":
+        rows = list(zip(data.premises, data.hypotheses, data.labels, strict=True))
+        out = []
+        for b in range(n):
+            chunk = [rows[(b * batch_size + j) % len(rows)] for j in range(batch_size)]
+            out.append({"sentences1": [r[0] for r in chunk], "sentences2": [r[1] for r in chunk],
+                        "labels": torch.tensor([r[2] for r in chunk], dtype=torch.long)})
+        return out
+    pool = list(dict.fromkeys([*data.premises, *data.hypotheses]))
+    return [{"sentences": [pool[(b * batch_size + j) % len(pool)] for j in range(batch_size)]} for b in range(n)]
+
+
+def bench(kind: str, path: str, data, args) -> dict:
+    max_length = args.ct_max_length if kind == "ct" else args.nli_max_length
+    torch.manual_seed(0)
+    ours = Ours(kind, path, max_length, args.batch_size)
+    theirs = Theirs(kind, path, max_length, args.batch_size)
+    batches = make_batches(kind, data, args.warmup + args.steps, args.batch_size)
+    for i in range(args.warmup):  # untimed: allocator, thread pools, optimizer state
+        ours.step(batches[i], i)
+        theirs.step(batches[i], i)
+    times: dict[str, list[dict]] = {"ours": [], "theirs": []}
+    rounds = [list(range(s, min(s + args.round, args.steps))) for s in range(0, args.steps, args.round)]
+    for r, idx in enumerate(rounds):
+        order = (("ours", ours), ("theirs", theirs)) if r % 2 == 0 else (("theirs", theirs), ("ours", ours))
+        for name, side in order:
+            for i in idx:
+                times[name].append(side.step(batches[args.warmup + i], args.warmup + i))
+    return {"kind": kind, "max_length": max_length, "times": times}
+
+
+def median(rows: list[dict], key: str) -> float:
+    return statistics.median(r[key] for r in rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="paraphrase-MiniLM-L3-v2")
+    parser.add_argument("--data-dir", default=None, help="data dir with nli/snli (default: $STS_DATA_DIR)")
+    parser.add_argument("--nli-source", default="snli:dev")
+    parser.add_argument("--methods", default="ct,nli")
+    parser.add_argument("--steps", type=int, default=30, help="timed steps per side and method")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed steps per side first")
+    parser.add_argument("--round", type=int, default=1, help="steps per side before switching sides")
+    parser.add_argument("--batch-size", type=int, default=16, help="NLI pairs / CT pairs (and CT pool size)")
+    parser.add_argument("--ct-max-length", type=int, default=75)
+    parser.add_argument("--nli-max-length", type=int, default=128)
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    path = resolve_model_path(args.model)
+    data = load_source(args.nli_source, args.data_dir)
+    results = [bench(kind, path, data, args) for kind in args.methods.split(",")]
+
+    names = {"ct": "CT vs ContrastiveTensionLoss", "nli": "SBERT-NLI vs SoftmaxLoss"}
+    print(f"\nmodel {args.model}, batch {args.batch_size}, threads {args.threads}, {args.steps} timed steps "
+          f"per side after {args.warmup} warm-up, rounds of {args.round}, CPU; steps/s = 1 / median step time")
+    print("| method | max length | ours steps/s | theirs steps/s | ratio (ours/theirs) | ratio of means |")
+    print("|---|---|---|---|---|---|")
+    for res in results:
+        o, t = res["times"]["ours"], res["times"]["theirs"]
+        mo, mt = median(o, "total"), median(t, "total")
+        mean_ratio = statistics.fmean(r["total"] for r in t) / statistics.fmean(r["total"] for r in o)
+        print(f"| {names[res['kind']]} | {res['max_length']} | {1 / mo:.2f} | {1 / mt:.2f} | {mt / mo:.2f}x | "
+              f"{mean_ratio:.2f}x |")
+    print("\nmedian ms per phase. ours: tokenize = encoder.tokenize (ids only), padding and CT pair sampling are in "
+          "forward+loss. theirs: tokenize = CT pair sampling + st.tokenize (padded tensors) + batch_to_device")
+    print("| method | side | " + " | ".join(PHASES) + " | total |")
+    print("|---|---|" + "---|" * (len(PHASES) + 1))
+    for res in results:
+        for side in ("ours", "theirs"):
+            rows = res["times"][side]
+            cells = [f"{1000 * median(rows, p):.1f}" for p in (*PHASES, "total")]
+            print(f"| {res['kind']} | {side} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
