@@ -9,15 +9,13 @@ the final ``train/*`` metrics and ``val/stsb-dev_spearman``.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 import torch
 from lightning.pytorch import Callback
 
-from tests.conftest import WORDS
-from tests.test_train import NLI_ROWS, _cfg
+from tests.test_train import _cfg, train_data_dir  # noqa: F401  (module-scoped fixture)
 
 ATOL = 1e-6  # CPU, float32, single process: a faithful resume is bit-identical; 1e-6 allows for nothing else
 
@@ -50,21 +48,6 @@ class Record(Callback):
         text = tuple(batch.get("sentences") or batch.get("sentences1"))
         rng = hash(torch.get_rng_state().numpy().tobytes())
         SEEN.setdefault(self.run, {})[trainer.global_step] = (trainer.current_epoch, batch_idx, text, rng)
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory, tiny_data_dir) -> Path:
-    """Tiny STS files + the SNLI dev split of tests/test_train.py + 40 wiki lines."""
-    root = tmp_path_factory.mktemp("resume_data") / "data"
-    shutil.copytree(tiny_data_dir, root)
-    snli = root / "nli" / "snli"
-    snli.mkdir(parents=True)
-    for i, name in enumerate(("s1", "s2", "labels")):
-        (snli / f"{name}.dev").write_text("".join(f"{row[i]}\n" for row in NLI_ROWS))
-    (root / "wiki").mkdir()
-    lines = [" ".join(WORDS[j % len(WORDS)] for j in range(i, i + 6)) for i in range(40)]
-    (root / "wiki" / "wiki_sentences_100k.txt").write_text("\n".join(lines) + "\n")
-    return root
 
 
 COMMON = ["trainer.max_epochs=2", "trainer.deterministic=true", "export=false",
@@ -127,11 +110,11 @@ CT_XFAIL = pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
     pytest.param(NLI, 6, 8, id="nli-mid-epoch", marks=NLI_XFAIL),
     pytest.param(CT, 7, 10, id="ct-stream-mid-epoch", marks=CT_XFAIL),
 ])
-def test_resume_matches_uninterrupted(tmp_path, tiny_model_dir, data_dir, overrides, kill_step, steps):
+def test_resume_matches_uninterrupted(tmp_path, tiny_model_dir, train_data_dir, overrides, kill_step, steps):  # noqa: F811
     """Killed before optimizer step ``kill_step`` (NLI: 4 steps an epoch, CT: 5), resumed: same weights and
     metrics as the uninterrupted run within ATOL (1e-6 absolute, CPU float32; a faithful resume is exact).
     """
-    r = _compare(tmp_path, tiny_model_dir, data_dir, overrides, kill_step)
+    r = _compare(tmp_path, tiny_model_dir, train_data_dir, overrides, kill_step)
     summary = {k: v for k, v in r.items() if not k.startswith("seen")}
     print(summary)
     assert r["killed_step"] == kill_step and r["steps"] == (steps, steps)
