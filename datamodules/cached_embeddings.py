@@ -27,11 +27,10 @@ from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader, TensorDataset
 
 from datamodules.nli import per_device_batch_size
-from datamodules.sentences import DEFAULT_CACHE, SentenceIndex, materialize_hub
+from datamodules.sentences import DEFAULT_CACHE, SentenceIndex, source_paths
 from embeddings.errors import ConfigError, DataError
 from embeddings.load_encoder import load_encoder
 from embeddings.pooling import get_pooling
-from sts.tasks import resolve_data_dir
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 1
@@ -95,10 +94,7 @@ class CachedEmbeddingDataModule(LightningDataModule):
 
     # ---------------------------------------------------------------------------------- the cache
     def _paths(self) -> list[Path]:
-        local = [f for f in self.files if not f.startswith("hub:")]
-        root = resolve_data_dir(self.data_dir) if local else None
-        return [materialize_hub(f, self.cache_dir, self.max_sentences) if f.startswith("hub:")
-                else root / f for f in self.files]
+        return source_paths(self.files, self.data_dir, self.cache_dir, self.max_sentences)
 
     def cache_key(self) -> dict:
         """Everything that changes the cached vectors (plain JSON)."""

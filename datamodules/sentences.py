@@ -267,6 +267,14 @@ def _trainer_epoch(trainer) -> int | None:
     return loop.epoch_progress.current.processed if loop is not None else trainer.current_epoch
 
 
+def source_paths(files: Sequence[str], data_dir: str | None, cache_dir: Path,
+                 max_sentences: int | None) -> list[Path]:
+    """Local files under the data directory, ``hub:`` sources streamed once into ``cache_dir``."""
+    local = [f for f in files if not f.startswith("hub:")]
+    root = resolve_data_dir(data_dir) if local else None
+    return [materialize_hub(f, cache_dir, max_sentences) if f.startswith("hub:") else root / f for f in files]
+
+
 class SentenceDataModule(LightningDataModule):
     """Training batches ``{"sentences": list[str]}`` from one-sentence-a-line files.
 
@@ -298,10 +306,7 @@ class SentenceDataModule(LightningDataModule):
         self.dataset: SentenceStream | None = None
 
     def _paths(self) -> list[Path]:
-        local = [f for f in self.files if not f.startswith("hub:")]
-        root = resolve_data_dir(self.data_dir) if local else None
-        return [materialize_hub(f, self.cache_dir, self.max_sentences) if f.startswith("hub:")
-                else root / f for f in self.files]
+        return source_paths(self.files, self.data_dir, self.cache_dir, self.max_sentences)
 
     def prepare_data(self) -> None:
         """Download hub sources and index every file once per node; ``setup`` then reads the cache."""

@@ -23,6 +23,15 @@ WORDS = (
 ).split()
 
 
+@pytest.fixture()
+def one_thread():
+    """Tiny tensors on a busy 2-core machine: intra-op thread hand-offs cost more than the maths."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
     """A 2-layer random BERT (hidden 32) saved as a Hugging Face directory."""

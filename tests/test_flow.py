@@ -21,13 +21,7 @@ SENTENCES = ["a man plays a guitar .", "a dog runs in the park .", "a woman cuts
              "two children kick a ball ."]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny tensors: with busy cores, intra-op thread hand-offs cost 100x the maths (0.6 s vs 4 ms a step)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

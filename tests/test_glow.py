@@ -12,13 +12,7 @@ from lightning_modules.glow import ActNorm, Glow
 CONFIGS = [("affine", "lu"), ("affine", "reverse"), ("additive", "lu"), ("additive", "reverse")]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # Tiny ops: thread hand-offs on a busy 2-core machine cost more than the maths (50x here).
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _data(n: int, dim: int, dtype=torch.float32) -> torch.Tensor:
