@@ -26,8 +26,8 @@ import torch
 from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader, TensorDataset
 
-from datamodules.nli import per_device_batch_size
-from datamodules.sentences import DEFAULT_CACHE, SentenceIndex, source_paths
+from datamodules.loader import per_device_batch_size
+from datamodules.sentence_files import DEFAULT_CACHE, SentenceIndex, source_paths
 from embeddings.errors import ConfigError, DataError
 from embeddings.load_encoder import load_encoder
 from embeddings.pooling import get_pooling

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import torch
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from lightning.pytorch import LightningDataModule, seed_everything
@@ -17,6 +18,7 @@ from lightning.pytorch.utilities.model_helpers import is_overridden
 from omegaconf import DictConfig
 from torch.utils.data import DataLoader
 
+from callbacks.rng_state import RNGStateCallback
 from embeddings.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
@@ -54,7 +56,9 @@ def ensure_val_loop(datamodule) -> None:
     """
     if is_overridden("val_dataloader", datamodule, parent=LightningDataModule):
         return
-    datamodule.val_dataloader = lambda: DataLoader([0], batch_size=1)
+    # Own generator: an iterator of a generator-less DataLoader draws its base seed from the global RNG,
+    # which would shift the dropout masks of a resumed run against an uninterrupted one.
+    datamodule.val_dataloader = lambda: DataLoader([0], batch_size=1, generator=torch.Generator())
 
 
 def resolve_ckpt_path(ckpt_path: str | None, output_dir: Path) -> str | None:
@@ -89,7 +93,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
     datamodule = _build(cfg.data)
     ensure_val_loop(datamodule)
     model = _build(cfg.model)
-    callbacks = _instantiate_all(cfg.get("callbacks"))
+    callbacks = [*_instantiate_all(cfg.get("callbacks")), RNGStateCallback()]
     loggers = _instantiate_all(cfg.get("logger"))
     if loggers:
         callbacks.append(LearningRateMonitor(logging_interval="step"))

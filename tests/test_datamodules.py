@@ -15,14 +15,12 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from datamodules.nli import NLIDataModule, collate_nli, load_source, per_device_batch_size, read_hub_nli
-from datamodules.sentences import (
-    SentenceDataModule,
-    SentenceIndex,
-    SentenceStream,
-    collate_sentences,
-    shard_indices,
-)
+from datamodules.loader import per_device_batch_size
+from datamodules.nli import NLIDataModule, collate_nli
+from datamodules.nli_readers import load_source, read_hub_nli
+from datamodules.sentence_files import SentenceIndex
+from datamodules.sentence_stream import SentenceStream, collate_sentences, shard_indices
+from datamodules.sentences import SentenceDataModule
 from embeddings.errors import ConfigError, DataError
 
 PAIRS = [("a man plays a guitar .", "a man plays music .", "entailment"),
@@ -183,6 +181,47 @@ def test_real_dataloader_workers_no_duplicates(sentence_file):
     assert len(got) == len(set(got)) == len(ds) == len(loader) * 3 == 36
     with pytest.raises(ConfigError, match="num_workers=2"):
         next(iter(ds))  # read in the main process: the shards would not match
+
+
+@pytest.mark.parametrize("num_workers", [0, 2, 3])
+def test_stream_resume_skips_exactly_the_done_batches(sentence_file, num_workers):
+    """After ``set_epoch(e, skip_batches=k)`` a real DataLoader (workers read round-robin) yields
+    exactly batches k, k+1, ... of the uninterrupted epoch, in order."""
+    index = SentenceIndex.build([sentence_file], None)
+    ds = SentenceStream(index, per_device_batch=2, num_workers=num_workers, seed=3)
+    loader = DataLoader(ds, batch_size=2, num_workers=num_workers, collate_fn=collate_sentences)
+    ds.set_epoch(1)
+    full = [b["sentences"] for b in loader]
+    assert len(full) == len(loader) > 6
+    for skip in (1, 2, 5, len(full) - 1, len(full)):
+        ds.set_epoch(1, skip_batches=skip)
+        assert [b["sentences"] for b in loader] == full[skip:], skip
+
+
+def test_nli_loader_resumes_mid_epoch_and_reshuffles_per_epoch(tmp_path):
+    """The restored position (epoch, batches done) makes the next iterator continue that epoch's
+    permutation; each epoch has its own permutation, a function of (seed, epoch) only."""
+    write_senteval(tmp_path, "dev", [(f"premise {i} .", f"hypothesis {i} .", "neutral") for i in range(20)])
+
+    def module():
+        dm = NLIDataModule(str(tmp_path), "snli:dev", batch_size=2, seed=7)
+        dm.setup("fit")
+        return dm
+
+    def batches(dm):
+        return [tuple(b["sentences1"]) for b in dm.train_dataloader()]
+
+    dm = module()
+    epoch0 = batches(dm)
+    dm.load_state_dict({"epoch": 1, "batches_done": 0})
+    epoch1 = batches(dm)
+    assert epoch0 != epoch1 and sorted(epoch0) != epoch0
+    assert sorted(s for b in epoch0 for s in b) == sorted(s for b in epoch1 for s in b)
+    resumed = module()
+    resumed.load_state_dict({"epoch": 1, "batches_done": 3})
+    assert batches(resumed) == epoch1[3:]
+    assert batches(module()) == epoch0  # (seed, epoch) alone fixes the order
+    assert dm.state_dict() == {}  # no trainer attached: nothing to save
 
 
 def test_sentence_datamodule(sentence_file, tmp_path):

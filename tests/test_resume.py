@@ -51,7 +51,7 @@ class Record(Callback):
 
 
 COMMON = ["trainer.max_epochs=2", "trainer.deterministic=true", "export=false",
-          "+callbacks.model_checkpoint.every_n_train_steps=1"]
+          "callbacks.last_checkpoint.every_n_train_steps=1"]
 # 14 NLI pairs (snli:dev 8 + sick:trial 6), batch 4 -> 4 steps an epoch, 8 in all.
 NLI = ["data=nli"]
 # 40 sentences, batch 8 -> 5 steps an epoch, 10 in all; CT draws its pairs from (seed, rank, step).
@@ -93,25 +93,14 @@ def _compare(tmp_path: Path, model_dir: Path, data_dir: Path, overrides: list[st
             "metrics": metric_diff, "only_a": sorted(a.keys() - b.keys()), "only_b": sorted(b.keys() - a.keys())}
 
 
-MID_EPOCH_REPLAY = ("Lightning restarts a non-stateful train loader from batch 0 after a mid-epoch resume (it only "
-                    "adds the done batches to the fetcher count), so the rest of the epoch replays its first batches")
-NLI_XFAIL = pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    f"{MID_EPOCH_REPLAY}; and NLIDataModule.train_dataloader re-seeds its shuffle generator on every call, so the "
-    "resumed epoch 1 is drawn in epoch 0's order; the global torch RNG (dropout) is re-seeded, not restored. "
-    "Measured (kill before step 6): steps 6-7 see other batches, weights max|A-B| 8.6e-6, "
-    "final train/loss |A-B| 0.17"))
-CT_XFAIL = pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    f"{MID_EPOCH_REPLAY}: SentenceStream has no state_dict, epoch 1 restarts at batch 0 with the right permutation. "
-    "Measured (kill before step 7): steps 7-9 see epoch 1's batches 0-2 instead of 2-4, weights max|A-B| 1.1e-4, "
-    "final train/loss |A-B| 0.18"))
-
-
 @pytest.mark.parametrize(("overrides", "kill_step", "steps"), [
-    pytest.param(NLI, 6, 8, id="nli-mid-epoch", marks=NLI_XFAIL),
-    pytest.param(CT, 7, 10, id="ct-stream-mid-epoch", marks=CT_XFAIL),
+    pytest.param(NLI, 6, 8, id="nli-mid-epoch"),
+    pytest.param(NLI, 4, 8, id="nli-epoch-boundary"),
+    pytest.param(CT, 7, 10, id="ct-stream-mid-epoch"),
 ])
 def test_resume_matches_uninterrupted(tmp_path, tiny_model_dir, train_data_dir, overrides, kill_step, steps):  # noqa: F811
-    """Killed before optimizer step ``kill_step`` (NLI: 4 steps an epoch, CT: 5), resumed: same weights and
+    """Killed before optimizer step ``kill_step`` (NLI: 4 steps an epoch, CT: 5; step 4 is the first of
+    NLI's second epoch, its checkpoint the end of the first), resumed: same weights and
     metrics as the uninterrupted run within ATOL (1e-6 absolute, CPU float32; a faithful resume is exact).
     """
     r = _compare(tmp_path, tiny_model_dir, train_data_dir, overrides, kill_step)

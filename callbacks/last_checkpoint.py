@@ -1,0 +1,25 @@
+"""``last.ckpt`` for resuming: every N optimizer steps and at every epoch end, from the first steps on.
+
+Why not the monitored ``ModelCheckpoint(save_last=True)``: Lightning 2.6 defers even ``last.ckpt`` until
+the monitored metric exists (after the first validation), so a run killed before that had nothing to
+resume from; and a step-triggered ``ModelCheckpoint`` saves ``last.ckpt`` at an epoch end only when the
+epoch count also matches, which Lightning forbids combining with a step trigger.
+"""
+
+from __future__ import annotations
+
+from lightning.pytorch.callbacks import ModelCheckpoint
+
+
+class LastCheckpoint(ModelCheckpoint):
+    """Only ``<dirpath>/last.ckpt``: every ``every_n_train_steps`` steps (0: never mid-epoch) and at each
+    epoch end; no monitor, no top-k files."""
+
+    def __init__(self, dirpath: str, every_n_train_steps: int = 200):
+        super().__init__(dirpath=dirpath, monitor=None, save_top_k=0, save_last=True,
+                         every_n_train_steps=int(every_n_train_steps), save_on_train_epoch_end=True,
+                         enable_version_counter=False)
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        if not self._should_skip_saving_checkpoint(trainer):
+            self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))

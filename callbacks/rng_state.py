@@ -1,0 +1,60 @@
+"""Random-number-generator state in every checkpoint, restored right before the first resumed batch.
+
+Why: ``train()`` re-seeds at start, so without this a resumed run draws other dropout masks than the
+uninterrupted run from the kill point on. Restoring in ``load_state_dict`` would be too early: building
+the resumed loader's iterator draws from the global torch RNG (DataLoader worker seeds), so the state is
+applied in ``on_train_batch_start`` of the first batch after the resume. Everything is stored as tensors,
+ints and floats so ``torch.load(weights_only=True)`` reads the checkpoint. Under DDP the checkpoint holds
+rank 0's state (``seed_everything`` gives all ranks the same seed, so the ranks' states agree).
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import torch
+from lightning.pytorch import Callback
+
+
+def collect_rng_state() -> dict:
+    """Python, NumPy and torch (CPU and every CUDA device) generator states, weights_only-loadable."""
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    version, internal, gauss = random.getstate()
+    state = {"torch": torch.get_rng_state(),
+             "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                       "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
+             "python": {"version": version, "internal": torch.tensor(internal, dtype=torch.int64),
+                        "gauss": gauss}}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["torch"])
+    n = state["numpy"]
+    np.random.set_state((n["kind"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"],
+                         n["cached_gaussian"]))
+    p = state["python"]
+    random.setstate((p["version"], tuple(int(x) for x in p["internal"].tolist()), p["gauss"]))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+class RNGStateCallback(Callback):
+    """Saves the generators with each checkpoint; puts them back before the first batch after a resume."""
+
+    def __init__(self):
+        self._pending: dict | None = None
+
+    def state_dict(self) -> dict:
+        return collect_rng_state()
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        self._pending = state_dict or None
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if self._pending is not None:
+            set_rng_state(self._pending)
+            self._pending = None

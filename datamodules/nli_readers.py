@@ -1,0 +1,207 @@
+"""Readers of labelled NLI sentence pairs (SNLI, MultiNLI, SICK) for SBERT-style training.
+
+Sources are named ``"<corpus>:<split>"`` and read from the one data directory (``paths.data_dir`` or
+``$STS_DATA_DIR``)::
+
+    snli:dev       -> nli/snli/{s1,s2,labels}.dev            (SentEval layout; also SNLI/, nli/SNLI/)
+    multinli:train -> nli/multinli/{s1,s2,labels}.train      (also MultiNLI/; splits like dev.matched)
+    sick:train     -> sick/SICK_train.txt                    (entailment_judgment column)
+    hub:snli:train -> stanfordnlp/snli from the Hugging Face hub (hub:multi_nli:..., or any dataset id
+                      with premise / hypothesis / label columns)
+
+Labels are 0=entailment, 1=neutral, 2=contradiction (the hub's own coding). Pairs without a gold label
+(hub ``-1``, SNLI ``-``) are skipped and counted, as designed by the corpus. Malformed rows (unknown
+label, empty sentence, wrong column count, bad UTF-8) are skipped and counted per reason with a warning
+naming the file and first line numbers: a broken file never turns into silent training examples, and
+more than ``max_malformed_fraction`` of them stops the run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from embeddings.errors import ConfigError, DataError, unknown_choice
+from sts.tasks import resolve_data_dir
+
+log = logging.getLogger(__name__)
+
+LABELS = {"entailment": 0, "neutral": 1, "contradiction": 2}
+HUB_DATASETS = {"snli": "stanfordnlp/snli", "multi_nli": "nyu-mll/multi_nli"}
+SENTEVAL_DIRS = {"snli": ("snli", "SNLI"), "multinli": ("multinli", "MultiNLI")}
+SHOW_LINES = 5  # line numbers quoted per skip reason
+
+
+@dataclass
+class NLIPairs:
+    """Validated pairs of one source, plus what was skipped and why (for logs and tests)."""
+
+    premises: list[str] = field(default_factory=list)
+    hypotheses: list[str] = field(default_factory=list)
+    labels: list[int] = field(default_factory=list)
+    source: str = ""
+    skipped: Counter = field(default_factory=Counter)
+    unlabeled: int = 0
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+class _Rows:
+    """Accumulates rows of one source; owns the skip/threshold policy so every reader applies it alike."""
+
+    def __init__(self, source: str, max_malformed_fraction: float):
+        self.out = NLIPairs(source=source)
+        self.max_bad = max_malformed_fraction
+        self.where: dict[str, list[int]] = {}
+
+    def skip(self, lineno: int, reason: str) -> None:
+        self.out.skipped[reason] += 1
+        lines = self.where.setdefault(reason, [])
+        if len(lines) < SHOW_LINES:
+            lines.append(lineno)
+
+    def add(self, lineno: int, premise: str | None, hypothesis: str | None, label: str | int | None) -> None:
+        label = label.strip() if isinstance(label, str) else label
+        if label in (-1, "-"):
+            self.out.unlabeled += 1
+            return
+        if premise is None or hypothesis is None or label is None:
+            return self.skip(lineno, "not UTF-8")
+        value = LABELS.get(label.lower()) if isinstance(label, str) else label
+        if value not in (0, 1, 2):
+            return self.skip(lineno, f"unknown label {label!r}" if len(self.where) < 20 else "unknown label")
+        premise, hypothesis = premise.strip(), hypothesis.strip()
+        if not premise or not hypothesis:
+            return self.skip(lineno, "empty sentence")
+        self.out.premises.append(premise)
+        self.out.hypotheses.append(hypothesis)
+        self.out.labels.append(int(value))
+
+    def finish(self) -> NLIPairs:
+        out, bad = self.out, sum(self.out.skipped.values())
+        total = bad + len(out)
+        if bad:
+            detail = "; ".join(f"{reason}: {n} (line {', '.join(map(str, self.where[reason]))}"
+                               f"{', ...' if n > SHOW_LINES else ''})" for reason, n in out.skipped.items())
+            message = f"{out.source}: skipped {bad} of {total} rows as malformed: {detail}"
+            if bad > self.max_bad * total:
+                raise DataError(f"{message}. That is more than max_malformed_fraction="
+                                f"{self.max_bad:g}: fix the file or raise the limit.")
+            log.warning(message)
+        if out.unlabeled:
+            log.info("%s: skipped %d pairs without a gold label", out.source, out.unlabeled)
+        if not out.labels:
+            raise DataError(f"{out.source}: no labelled sentence pairs found")
+        return out
+
+
+def _read_lines(path: Path) -> list[str | None]:
+    """Lines without line ends (LF or CRLF); ``None`` for a line that is not UTF-8.
+
+    Splits on ``\\n`` only: ``str.splitlines`` also breaks on U+2028 and friends, which would shift
+    parallel s1/s2/labels files against each other.
+    """
+    if not path.is_file():
+        raise DataError(f"{path}: file not found")
+    raw = path.read_bytes().split(b"\n")
+    if raw and raw[-1] == b"":
+        raw.pop()
+    lines: list[str | None] = []
+    for chunk in raw:
+        try:
+            lines.append(chunk.rstrip(b"\r").decode("utf-8").lstrip("\ufeff"))
+        except UnicodeDecodeError:
+            lines.append(None)
+    return lines
+
+
+def read_senteval(folder: str | Path, split: str, max_malformed_fraction: float = 0.01) -> NLIPairs:
+    """SentEval / InferSent layout: ``s1.<split>``, ``s2.<split>``, ``labels.<split>``, one row a line."""
+    folder = Path(folder)
+    paths = [folder / f"{kind}.{split}" for kind in ("s1", "s2", "labels")]
+    columns = [_read_lines(p) for p in paths]
+    if len({len(c) for c in columns}) != 1:
+        counts = ", ".join(f"{p} has {len(c)}" for p, c in zip(paths, columns, strict=True))
+        raise DataError(f"parallel NLI files must have the same number of lines: {counts}")
+    rows = _Rows(f"{folder}/{{s1,s2,labels}}.{split}", max_malformed_fraction)
+    for lineno, (a, b, label) in enumerate(zip(*columns, strict=True), start=1):
+        rows.add(lineno, a, b, label)
+    return rows.finish()
+
+
+def read_sick_nli(path: str | Path, max_malformed_fraction: float = 0.01) -> NLIPairs:
+    """SICK ``SICK_*.txt``: a header naming sentence_A, sentence_B, entailment_judgment; tab-separated."""
+    path = Path(path)
+    rows = _Rows(str(path), max_malformed_fraction)
+    header: list[str] | None = None
+    for lineno, line in enumerate(_read_lines(path), start=1):
+        if line is None:
+            rows.skip(lineno, "not UTF-8")
+            continue
+        if not line.strip():
+            continue
+        cols = line.split("\t")
+        if header is None:
+            header, needed = cols, ("sentence_A", "sentence_B", "entailment_judgment")
+            if not set(needed) <= set(header):
+                raise DataError(f"{path}:{lineno}: SICK header must name {list(needed)}, found {header}")
+            ia, ib, il = (header.index(k) for k in needed)
+        elif len(cols) != len(header):
+            rows.skip(lineno, f"wrong column count (expected {len(header)})")
+        else:
+            rows.add(lineno, cols[ia], cols[ib], cols[il])
+    return rows.finish()
+
+
+def _load_hub(name: str, split: str):
+    """Download (or reuse the local datasets cache of) one hub split."""
+    dataset_id = HUB_DATASETS.get(name, name)
+    try:
+        from datasets import load_dataset
+
+        return dataset_id, load_dataset(dataset_id, split=split)
+    except Exception as err:  # network, unknown split, auth: all mean the same to the user
+        raise DataError(f"could not load {dataset_id} ({split}) from the Hugging Face hub: {err}. "
+                        "Offline? Use local files instead (snli:<split>, sick:<split>).") from err
+
+
+def read_hub_nli(name: str, split: str, max_malformed_fraction: float = 0.01) -> NLIPairs:
+    """``snli`` / ``multi_nli`` (or a dataset id) from the hub; "line" numbers in warnings are row numbers."""
+    dataset_id, ds = _load_hub(name, split)
+    missing = {"premise", "hypothesis", "label"} - set(ds.column_names)
+    if missing:
+        raise DataError(f"hub dataset {dataset_id} lacks columns {sorted(missing)}")
+    rows = _Rows(f"hub:{dataset_id}/{split}", max_malformed_fraction)
+    for i, (a, b, label) in enumerate(zip(ds["premise"], ds["hypothesis"], ds["label"], strict=True), 1):
+        rows.add(i, a or "", b or "", label)
+    return rows.finish()
+
+
+def load_source(spec: str, data_dir: str | os.PathLike | None = None,
+                max_malformed_fraction: float = 0.01) -> NLIPairs:
+    """One source by name (see the module docstring), e.g. ``"snli:dev"`` or ``"hub:snli:train"``."""
+    parts = spec.split(":")
+    if parts[0] == "hub" and len(parts) == 3:
+        return read_hub_nli(parts[1], parts[2], max_malformed_fraction)
+    if len(parts) != 2 or not parts[1]:
+        raise ConfigError(f"NLI source {spec!r} must look like 'snli:dev', 'sick:train' or 'hub:snli:train'")
+    corpus, split = parts
+    root = resolve_data_dir(data_dir)
+    if corpus == "sick":
+        names = [f"SICK_{split}.txt"] + (["SICK_test_annotated.txt"] if split == "test" else [])
+        candidates = [root / "sick" / n for n in names]
+        found = next((c for c in candidates if c.is_file()), None)
+        if found is None:
+            raise DataError(f"NLI source {spec!r}: none of {[str(c) for c in candidates]} exists")
+        return read_sick_nli(found, max_malformed_fraction)
+    if corpus not in SENTEVAL_DIRS:
+        raise unknown_choice("NLI corpus", corpus, [*SENTEVAL_DIRS, "sick", "hub"])
+    folders = [base / n for base in (root / "nli", root) for n in SENTEVAL_DIRS[corpus]]
+    found = next((f for f in folders if (f / f"s1.{split}").is_file()), None)
+    if found is None:
+        raise DataError(f"NLI source {spec!r}: no s1.{split} in any of {[str(f) for f in folders]}")
+    return read_senteval(found, split, max_malformed_fraction)

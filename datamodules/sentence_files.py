@@ -1,0 +1,168 @@
+"""Sentence files, one sentence a line: scanned once into a cached index of byte spans, read by offset.
+
+Why: unsupervised objectives (CT, SED, the VAEs) read millions of lines, so the data stays on disk.
+``load_spans`` scans each file once into the byte spans of its usable lines (cached, keyed by path, size,
+mtime and the word filters); ``SentenceIndex`` then reads any line with ``os.pread`` in any worker.
+Empty or whitespace-only lines and lines that are not UTF-8 are skipped and counted with file:line,
+never yielded. Hub sources (``hub:<dataset>[:<config>]:<split>``, column ``text``, e.g.
+``hub:wikitext:wikitext-103-raw-v1:train``) are streamed once into a text file in the cache
+directory (one row a line) and then read like a local file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from array import array
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from embeddings.errors import ConfigError, DataError
+from sts.tasks import resolve_data_dir
+
+log = logging.getLogger(__name__)
+SHOW_LINES = 5
+DEFAULT_CACHE = os.environ.get("STS_CACHE_DIR", "~/.cache/sts-lightning")
+
+
+def scan_file(path: Path, min_words: int = 1, max_words: int | None = None) -> tuple[np.ndarray, dict]:
+    """Byte spans ``[start, end)`` of the usable lines of ``path`` and what was skipped (reason -> count).
+
+    Reads bytes and splits on ``\\n`` only, so the offsets are exact and U+2028 & co. stay inside a line.
+    """
+    if not path.is_file():
+        raise DataError(f"{path}: file not found")
+    spans = array("q")  # flat start, end pairs: 16 bytes a line, not a Python tuple
+    skipped: Counter = Counter()
+    where: dict[str, list[str]] = {}
+    offset = 0
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            body = raw.rstrip(b"\r\n")
+            bom = 3 if lineno == 1 and body.startswith(b"\xef\xbb\xbf") else 0
+            start, end = offset + bom, offset + len(body)
+            offset += len(raw)
+            try:
+                words = len(body[bom:].decode("utf-8").split())
+            except UnicodeDecodeError:
+                reason = "not UTF-8"
+            else:
+                reason = ("empty" if words == 0 else "too few words" if words < min_words
+                          else "too many words" if max_words is not None and words > max_words else "")
+            if not reason:
+                spans.extend((start, end))
+                continue
+            skipped[reason] += 1
+            if len(where.setdefault(reason, [])) < SHOW_LINES:
+                where[reason].append(f"{path}:{lineno}")
+    report = "; ".join(f"{r}: {n} ({', '.join(where[r])}{', ...' if n > SHOW_LINES else ''})"
+                       for r, n in skipped.items())
+    return np.frombuffer(spans, dtype=np.int64).reshape(-1, 2), {"skipped": dict(skipped), "report": report}
+
+
+def load_spans(path: Path, cache_dir: Path | None, min_words: int = 1,
+               max_words: int | None = None) -> tuple[np.ndarray, dict]:
+    """``scan_file`` through a cache keyed by path, size, mtime and the word filters."""
+    if cache_dir is None:
+        return scan_file(path, min_words, max_words)
+    st = path.stat()
+    key = hashlib.sha1(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{min_words}|{max_words}".encode())
+    cached = Path(cache_dir) / "sentence-index" / f"{path.name}.{key.hexdigest()[:16]}.npz"
+    if cached.is_file():
+        with np.load(cached) as z:
+            return z["spans"], json.loads(str(z["stats"]))
+    spans, stats = scan_file(path, min_words, max_words)
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cached.with_suffix(f".tmp{os.getpid()}")
+    with tmp.open("wb") as fh:
+        np.savez(fh, spans=spans, stats=np.array(json.dumps(stats)))
+    os.replace(tmp, cached)  # atomic: a concurrent reader sees no file or a whole one
+    return spans, stats
+
+
+def materialize_hub(spec: str, cache_dir: Path, max_rows: int | None = None) -> Path:
+    """Stream ``hub:<dataset>[:<config>]:<split>`` once into ``cache_dir/hub/...txt``, one row a line."""
+    parts = spec.split(":")[1:]
+    if len(parts) not in (2, 3):
+        raise ConfigError(f"hub source {spec!r} must look like 'hub:<dataset>[:<config>]:<split>'")
+    name, config, split = parts[0], (parts[1] if len(parts) == 3 else None), parts[-1]
+    out = Path(cache_dir) / "hub" / f"{'_'.join(parts).replace('/', '__')}.{max_rows or 'all'}.txt"
+    if out.is_file():
+        return out
+    try:
+        from datasets import load_dataset
+
+        rows = load_dataset(name, config, split=split, streaming=True)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp, written, blank = out.with_suffix(f".tmp{os.getpid()}"), 0, 0
+        with tmp.open("w", encoding="utf-8") as fh:
+            for row in rows:
+                text = " ".join(str(row["text"] or "").split())  # rows may hold newlines: one row, one line
+                blank += not text
+                if text:
+                    fh.write(text + "\n")
+                    written += 1
+                    if max_rows and written >= max_rows:
+                        break
+    except Exception as err:  # network, auth, missing column: all mean the same to the user
+        raise DataError(f"could not stream {spec} from the Hugging Face hub: {err!r}. "
+                        "Offline? Use local files instead.") from err
+    os.replace(tmp, out)
+    log.info("%s: wrote %d rows to %s, skipped %d empty rows", spec, written, out, blank)
+    return out
+
+
+@dataclass
+class SentenceIndex:
+    """Usable lines of several files as (file id, byte span); reads a line with ``os.pread``."""
+
+    files: list[Path]
+    file_ids: np.ndarray
+    spans: np.ndarray
+    skipped: dict[str, int]
+
+    def __len__(self) -> int:
+        return len(self.file_ids)
+
+    def sentence(self, i: int) -> str:
+        fds = self.__dict__.setdefault("_fds", {})  # opened lazily in each worker process
+        f = int(self.file_ids[i])
+        if f not in fds:
+            fds[f] = os.open(self.files[f], os.O_RDONLY)
+        start, end = self.spans[i]
+        return os.pread(fds[f], int(end - start), int(start)).decode("utf-8").strip()
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_fds"}  # descriptors don't cross processes
+
+    @classmethod
+    def build(cls, files: Sequence[Path], cache_dir: Path | None, min_words: int = 1,
+              max_words: int | None = None, max_sentences: int | None = None) -> SentenceIndex:
+        """Index the files (in the given order, then the first ``max_sentences``), logging what was skipped."""
+        ids, spans, skipped = [], [], Counter()
+        for f, path in enumerate(files):
+            s, stats = load_spans(Path(path), cache_dir, min_words, max_words)
+            ids.append(np.full(len(s), f, dtype=np.int32))
+            spans.append(s)
+            skipped.update(stats["skipped"])
+            if stats["report"]:
+                log.warning("%s: skipped %d lines: %s", path, sum(stats["skipped"].values()), stats["report"])
+        index = cls(list(map(Path, files)), np.concatenate(ids)[:max_sentences],
+                    np.concatenate(spans)[:max_sentences], dict(skipped))
+        if not len(index):
+            raise DataError(f"no usable sentences in {[str(f) for f in files]}")
+        return index
+
+
+def source_paths(files: Sequence[str], data_dir: str | None, cache_dir: Path,
+                 max_sentences: int | None) -> list[Path]:
+    """Local files under the data directory, ``hub:`` sources streamed once into ``cache_dir``."""
+    local = [f for f in files if not f.startswith("hub:")]
+    root = resolve_data_dir(data_dir) if local else None
+    return [materialize_hub(f, cache_dir, max_sentences) if f.startswith("hub:") else root / f for f in files]

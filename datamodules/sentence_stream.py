@@ -1,0 +1,104 @@
+"""One rank's share of a sentence index as an IterableDataset, sharded by rank x dataloader worker.
+
+Why this shape: each epoch all ranks draw the same permutation (seeded by ``(seed, epoch)``); position
+``i`` of it goes to shard ``i % (world_size * workers)``, shard = ``rank * workers + worker``. The
+permutation is cut to a multiple of ``world_size * workers * per_device_batch`` so every worker yields
+only full batches and every rank the SAME number of batches (an IterableDataset cannot be padded by a
+DistributedSampler, and unequal counts hang DDP). That drops up to ``world_size * workers *
+per_device_batch - 1`` sentences per epoch (a different, random set each epoch when shuffling).
+
+Mid-epoch resume: ``set_epoch(epoch, skip_batches=k)`` leaves out the first ``k`` batches this rank
+would have yielded. The DataLoader reads worker ``w``'s batches round-robin (batch ``j`` from worker
+``j % W``), so after skipping worker ``w`` takes the shard of worker ``(w + k) % W``: the resumed order is
+exactly the rest of the uninterrupted one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+from torch.utils.data import IterableDataset, get_worker_info
+
+from datamodules.sentence_files import SentenceIndex
+from embeddings.errors import ConfigError
+
+
+def items_per_shard(n_items: int, world_size: int, num_workers: int, per_device_batch: int) -> int:
+    """Sentences each (rank, worker) yields per epoch: a whole number of full batches, equal everywhere."""
+    shards = world_size * max(num_workers, 1)
+    return n_items // (shards * per_device_batch) * per_device_batch
+
+
+def shard_indices(n_items: int, rank: int, world_size: int, worker: int, num_workers: int,
+                  per_device_batch: int, epoch: int, seed: int, shuffle: bool = True) -> np.ndarray:
+    """Item indices that one (rank, worker) yields in one epoch, in order (pure, so it is unit-tested).
+
+    ``num_workers=0`` means the main process is the one worker.
+    """
+    workers = max(num_workers, 1)
+    if not (0 <= rank < world_size and 0 <= worker < workers and per_device_batch >= 1):
+        raise ConfigError(f"invalid shard rank={rank}/{world_size} worker={worker}/{workers} "
+                          f"per_device_batch={per_device_batch}")
+    shards = world_size * workers
+    used = items_per_shard(n_items, world_size, num_workers, per_device_batch) * shards
+    order = np.random.default_rng([seed, epoch]).permutation(n_items) if shuffle else np.arange(n_items)
+    return order[rank * workers + worker:used:shards]
+
+
+class SentenceStream(IterableDataset):
+    """One rank's share of the sentences; each DataLoader worker takes its own shard (``shard_indices``).
+
+    Args:
+        index: the sentences.
+        per_device_batch: the DataLoader's batch size (equal batch counts are computed from it).
+        rank, world_size: this process's place in the DDP group.
+        num_workers: the DataLoader's ``num_workers`` (0 = main process); checked when iterating.
+        seed, shuffle: the per-epoch permutation, identical on all ranks.
+    """
+
+    def __init__(self, index: SentenceIndex, per_device_batch: int, rank: int = 0, world_size: int = 1,
+                 num_workers: int = 0, seed: int = 0, shuffle: bool = True):
+        self.index, self.batch, self.rank, self.world_size = index, per_device_batch, rank, world_size
+        self.num_workers, self.seed, self.shuffle, self.epoch = num_workers, seed, shuffle, 0
+        self.skip_batches = 0
+        shard_indices(0, rank, world_size, 0, num_workers, per_device_batch, 0, seed)  # validates
+
+    def set_epoch(self, epoch: int, skip_batches: int = 0) -> None:
+        """Pick the epoch's permutation (and batches already done, after a resume); must happen before
+        the DataLoader starts its workers."""
+        if skip_batches < 0:
+            raise ValueError(f"skip_batches must be >= 0, got {skip_batches}")
+        self.epoch, self.skip_batches = int(epoch), int(skip_batches)
+
+    def __len__(self) -> int:
+        """Sentences this rank yields per epoch (all its workers): exact, so ``len(loader)`` is too."""
+        return items_per_shard(len(self.index), self.world_size, self.num_workers, self.batch) * max(
+            self.num_workers, 1)
+
+    def dropped(self) -> int:
+        """Sentences left out per epoch so that every rank has the same number of full batches."""
+        return len(self.index) - len(self) * self.world_size
+
+    def iter_shard(self, worker: int) -> Iterator[str]:
+        """The sentences one worker of this rank yields this epoch (after ``skip_batches``)."""
+        workers = max(self.num_workers, 1)
+        role = (worker + self.skip_batches) % workers  # whose shard this worker continues
+        skipped = len(range(role, self.skip_batches, workers))  # batches that shard already gave
+        indices = shard_indices(len(self.index), self.rank, self.world_size, role, self.num_workers,
+                                self.batch, self.epoch, self.seed, self.shuffle)
+        for i in indices[skipped * self.batch:]:
+            yield self.index.sentence(i)
+
+    def __iter__(self) -> Iterator[str]:
+        info = get_worker_info()
+        workers = info.num_workers if info is not None else 0
+        if workers != self.num_workers:
+            raise ConfigError(f"SentenceStream was built for num_workers={self.num_workers} but is read "
+                              f"with {workers}: shards would overlap or be lost")
+        return self.iter_shard(info.id if info is not None else 0)
+
+
+def collate_sentences(batch: list[str]) -> dict[str, list[str]]:
+    """Raw strings: the LightningModule tokenizes (the encoder owns its tokenizer)."""
+    return {"sentences": list(batch)}
