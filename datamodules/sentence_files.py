@@ -6,7 +6,8 @@ mtime and the word filters); ``SentenceIndex`` then reads any line with ``os.pre
 Empty or whitespace-only lines and lines that are not UTF-8 are skipped and counted with file:line,
 never yielded. Hub sources (``hub:<dataset>[:<config>]:<split>``, column ``text``, e.g.
 ``hub:wikitext:wikitext-103-raw-v1:train``) are streamed once into a text file in the cache
-directory (one row a line) and then read like a local file.
+directory (one row a line) and then read like a local file; so are ``sts:<task>`` sources, the
+distinct sentences of local STS tasks without their scores (BERT-flow's target-domain setting).
 """
 
 from __future__ import annotations
@@ -160,9 +161,45 @@ class SentenceIndex:
         return index
 
 
+def materialize_sts(spec: str, data_dir: str | None, cache_dir: Path) -> Path:
+    """``sts:<task>[+<task>...]``: the distinct sentences of local STS tasks, one a line, scores dropped.
+
+    Why: BERT-flow's best setting fits the flow on the unlabelled sentences of the target task itself
+    (Li et al. 2020, "target" rows); this makes those sentences a training source like any file. The file
+    is named by a hash of the sentences, so a changed data directory gives a new file.
+    """
+    from sts.tasks import load_task
+
+    name = spec.split(":", 1)[1]
+    if not name:
+        raise ConfigError(f"STS source {spec!r} must look like 'sts:stsb-dev' or 'sts:sts12+sts16'")
+    task = load_task(name, data_dir)
+    sentences = list(dict.fromkeys(s.strip() for p in task.subsets.values()
+                                   for s in (*p.sentences1, *p.sentences2) if s.strip()))
+    text = "".join(f"{s}\n" for s in sentences)
+    digest = hashlib.sha1(text.encode()).hexdigest()[:16]
+    out = Path(cache_dir) / "sts" / f"{name.replace('/', '_')}.{digest}.txt"
+    if not out.is_file():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, out)
+        log.info("%s: wrote %d distinct sentences to %s", spec, len(sentences), out)
+    return out
+
+
 def source_paths(files: Sequence[str], data_dir: str | None, cache_dir: Path,
                  max_sentences: int | None) -> list[Path]:
-    """Local files under the data directory, ``hub:`` sources streamed once into ``cache_dir``."""
-    local = [f for f in files if not f.startswith("hub:")]
+    """Local files under the data directory; ``hub:`` sources streamed once into ``cache_dir``; ``sts:``
+    sources (the sentences of local STS tasks) written once into ``cache_dir``."""
+    local = [f for f in files if not f.startswith(("hub:", "sts:"))]
     root = resolve_data_dir(data_dir) if local else None
-    return [materialize_hub(f, cache_dir, max_sentences) if f.startswith("hub:") else root / f for f in files]
+
+    def path(f: str) -> Path:
+        if f.startswith("hub:"):
+            return materialize_hub(f, cache_dir, max_sentences)
+        if f.startswith("sts:"):
+            return materialize_sts(f, data_dir, cache_dir)
+        return root / f
+
+    return [path(f) for f in files]

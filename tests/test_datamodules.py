@@ -261,3 +261,18 @@ def test_hub_sentences_streamed_once_into_a_text_file(monkeypatch, tmp_path):
     assert calls == [(("wikitext", "wikitext-2-raw-v1"), {"split": "train", "streaming": True})]
     with pytest.raises(ConfigError, match="NLI corpus"):
         load_source("bogus:train", tmp_path)
+
+
+def test_sts_source_is_the_distinct_task_sentences(tiny_data_dir, tmp_path):
+    """``sts:<task>`` (BERT-flow's target-domain sentences): every sentence of the task once, no scores."""
+    from datamodules.sentence_files import source_paths
+    from sts.tasks import load_task
+
+    (path,) = source_paths(["sts:stsb-dev+sick-trial"], str(tiny_data_dir), tmp_path, None)
+    lines = path.read_text().splitlines()
+    task = load_task("stsb-dev+sick-trial", tiny_data_dir)
+    expected = {s for p in task.subsets.values() for s in (*p.sentences1, *p.sentences2)}
+    assert len(lines) == len(set(lines)) and set(lines) == expected
+    assert source_paths(["sts:stsb-dev+sick-trial"], str(tiny_data_dir), tmp_path, None) == [path]
+    with pytest.raises(ConfigError, match="sts:stsb-dev"):
+        source_paths(["sts:"], str(tiny_data_dir), tmp_path, None)

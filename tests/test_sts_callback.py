@@ -182,6 +182,9 @@ def test_single_process_matches_score_tasks_and_restores_modes(tiny_model_dir, d
     assert callback.last_metrics["val/stsb-dev_pearson"] != first["val/stsb-dev_pearson"]  # live weights
     # Lightning logs epoch-end validation at the last optimizer step's index (global_step - 1).
     assert logger.records[-1][0] == trainer.global_step - 1 and KEY in logger.records[-1][1]
+    # (e) the before / after table written at the end of training
+    table = (Path(trainer.default_root_dir) / "sts_before_after.md").read_text()
+    assert f"| stsb-dev | {first[KEY]:.2f} | {callback.last_metrics[KEY]:.2f} |" in table
 
 
 def run_ddp_fit(model_dir: str, data_dir: str, out_dir: str) -> None:
@@ -229,3 +232,13 @@ def test_ddp_gathers_like_single_process(tiny_model_dir, data_dir, tmp_path):
 
 if __name__ == "__main__":
     run_ddp_fit(*sys.argv[1:4])
+
+
+def test_before_after_table_rows():
+    from callbacks.sts_evaluation import AVG_KEY, before_after_table
+
+    start = {"val/stsb-dev_spearman": 50.0, "val/stsb-dev_pearson": 49.0, AVG_KEY: 50.0}
+    last = {"val/stsb-dev_spearman": 61.25, "val/stsb-dev_pearson": 60.0, AVG_KEY: 61.25}
+    rows = before_after_table(start, last).splitlines()
+    assert rows[2] == "| stsb-dev | 50.00 | 61.25 | +11.25 |" and rows[3].startswith("| average |")
+    assert len(rows) == 4  # pearson keys are not rows
