@@ -1,0 +1,83 @@
+"""Every experiment file and every option of every config group runs ``fast_dev_run`` on the tiny model.
+
+Why: a config that only composes can still fail at instantiation or on the first step (a renamed
+argument, a wrong interpolation, a scheduler that needs a key the method lacks); this catches it on CPU
+in seconds instead of on a GPU box. Each run keeps its file's settings and swaps in only what the tiny
+fixtures need: the model directory, the data directory and its sources, small batches, and
+``trainer.accelerator=cpu`` / ``devices=1`` for the GPU groups (bf16-mixed autocast runs on CPU).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+
+from tests.paths import CONFIG_DIR
+from tests.test_train import _cfg, train_data_dir  # noqa: F401  (module-scoped fixture)
+
+EXPERIMENTS = sorted(p.stem for p in (CONFIG_DIR / "experiment").glob("*.yaml"))
+DATA_GROUPS = {"NLIDataModule": "nli", "SentenceDataModule": "sentences",
+               "CachedEmbeddingDataModule": "cached_embeddings"}
+# What the tiny fixtures offer each data group (the real files are far too big for a unit test).
+TINY_DATA = {"nli": ["data.sources=[snli:dev,sick:trial]"],
+             "sentences": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8"],
+             "cached_embeddings": ["data.files=[wiki/wiki_sentences_100k.txt]"]}
+TINY_MODEL = {"ct": ["model.pairs=8", "model.positives=2"]}
+COMMON = ["+trainer.fast_dev_run=true", "export=false", "callbacks.sts_evaluation.tasks=[stsb-dev]"]
+
+
+def _groups(overrides: list[str]) -> tuple[str, str]:
+    """(model group, data group) a set of overrides selects, read from the composed targets."""
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config_name="train", overrides=[*overrides, "paths.data_dir=/data"])
+    data = DATA_GROUPS[str(cfg.data._target_).rsplit(".", 1)[1]]
+    model = {"SBERTNLIModule": "sbert_nli", "ContrastiveTensionModule": "ct",
+             "BertFlowModule": "flow"}[str(cfg.model._target_).rsplit(".", 1)[1]]
+    return model, data
+
+
+def _fast_dev_run(tmp_path, model_dir, data_dir, overrides: list[str]) -> dict[str, float]:
+    from lightning_modules.train_run import train
+
+    model, data = _groups(overrides)
+    tiny = [f"data={data}", *TINY_DATA[data], *TINY_MODEL.get(model, [])]
+    if data != "nli":
+        tiny.append(f"data.cache_dir={tmp_path / 'cache'}")
+    cfg = _cfg(tmp_path / "run", model_dir, data_dir, [*overrides, *tiny, *COMMON])
+    metrics = train(cfg)
+    assert metrics and all(torch.isfinite(torch.tensor(v)) for v in metrics.values()), metrics
+    return metrics
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_experiment_fast_dev_run(name, tmp_path, tiny_model_dir, train_data_dir):  # noqa: F811
+    metrics = _fast_dev_run(tmp_path, tiny_model_dir, train_data_dir, [f"experiment={name}"])
+    assert "val/stsb-dev_spearman" in metrics
+
+
+OPTIONS = [
+    ["model=sbert_nli", "data=nli"],
+    ["model=ct", "data=sentences"],
+    ["model=flow", "data=cached_embeddings"],
+    ["model=sbert_nli", "model.optimizer=rmsprop", "model.scheduler=constant"],
+    ["model=ct", "data=sentences", "model.scheduler=linear", "model.optimizer=adamw"],
+    ["model=flow", "data=cached_embeddings", "model.coupling=additive", "model.permutation=reverse"],
+    ["trainer=gpu", "trainer.accelerator=cpu"],
+    ["trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=1"],
+    ["logger=csv"],
+    ["logger=wandb_offline"],
+    ["logger=wandb"],  # online config; WANDB_MODE=offline below keeps it off the network
+]
+
+
+@pytest.mark.parametrize("overrides", OPTIONS, ids=[" ".join(o) for o in OPTIONS])
+def test_config_option_fast_dev_run(overrides, tmp_path, tiny_model_dir, train_data_dir, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    _fast_dev_run(tmp_path, tiny_model_dir, train_data_dir, overrides)
+    if any(o.startswith("logger=wandb") for o in overrides):
+        import wandb
+
+        wandb.finish()
