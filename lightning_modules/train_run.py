@@ -20,6 +20,7 @@ from torch.utils.data import DataLoader
 
 from callbacks.rng_state import RNGStateCallback
 from embeddings.errors import ConfigError, DataError
+from lightning_modules.wandb_export import log_config, log_final
 
 log = logging.getLogger(__name__)
 
@@ -98,11 +99,14 @@ def train(cfg: DictConfig) -> dict[str, float]:
     if loggers:
         callbacks.append(LearningRateMonitor(logging_interval="step"))
     trainer = _build(cfg.trainer, callbacks=callbacks, logger=loggers or False)
+    log_config(loggers, cfg)
     trainer.fit(model, datamodule=datamodule, ckpt_path=resolve_ckpt_path(cfg.get("ckpt_path"), output_dir))
     if cfg.get("export"):
         if trainer.is_global_zero:
             model.export(output_dir / "export")
         trainer.strategy.barrier("export")
+    if trainer.is_global_zero:  # W&B: the STS table and the export as a model artifact
+        log_final(trainer, output_dir / "export" if cfg.get("export") else None)
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
     log.info("final metrics: %s", metrics)
     return metrics
