@@ -81,3 +81,4 @@ def test_config_option_fast_dev_run(overrides, tmp_path, tiny_model_dir, train_d
         import wandb
 
         wandb.finish()
+        wandb.teardown()  # else the offline mode outlives the env var in this process

@@ -215,4 +215,5 @@ def test_wandb_offline_logger_writes_locally(tmp_path, tiny_model_dir, train_dat
     import wandb
 
     wandb.finish()
+    wandb.teardown()  # else the offline mode outlives the env var in this process
     assert list(tmp_path.rglob("offline-run-*")), "no offline run directory written"
