@@ -146,7 +146,6 @@ class STSEvaluationCallback(L.Callback):
             return
         table = before_after_table(start, last)
         log.info("STS Spearman x100 before / after training:\n%s", table)
-        print(table)
         Path(trainer.default_root_dir).mkdir(parents=True, exist_ok=True)
         (Path(trainer.default_root_dir) / "sts_before_after.md").write_text(table + "\n")
 
