@@ -26,6 +26,7 @@ import lightning as L
 import numpy as np
 import torch
 
+from embeddings.atomic import atomic_write
 from embeddings.encoder import validate_sentences
 from embeddings.scorer import Representation, Scorer, take
 from sts.scoring import aggregate, main_score
@@ -146,8 +147,7 @@ class STSEvaluationCallback(L.Callback):
             return
         table = before_after_table(start, last)
         log.info("STS Spearman x100 before / after training:\n%s", table)
-        Path(trainer.default_root_dir).mkdir(parents=True, exist_ok=True)
-        (Path(trainer.default_root_dir) / "sts_before_after.md").write_text(table + "\n")
+        atomic_write(Path(trainer.default_root_dir) / "sts_before_after.md", (table + "\n").encode())
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, trainer: L.Trainer, pl_module: L.LightningModule) -> dict[str, float]:

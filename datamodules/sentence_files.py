@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from embeddings.atomic import atomic_write
 from embeddings.errors import ConfigError, DataError
 from sts.tasks import resolve_data_dir
 
@@ -180,10 +181,7 @@ def materialize_sts(spec: str, data_dir: str | None, cache_dir: Path) -> Path:
     digest = hashlib.sha1(text.encode()).hexdigest()[:16]
     out = Path(cache_dir) / "sts" / f"{name.replace('/', '_')}.{digest}.txt"
     if not out.is_file():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, out)
+        atomic_write(out, text.encode("utf-8"))
         log.info("%s: wrote %d distinct sentences to %s", spec, len(sentences), out)
     return out
 

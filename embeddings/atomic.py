@@ -1,4 +1,4 @@
-"""Write a directory so a reader never sees it half-written (exports, converted models).
+"""Write a file or directory so a reader never sees it half-written (exports, converted models, reports).
 
 Why: an interrupted export that leaves a plausible-looking but incomplete directory is silent data
 loss the next time it is loaded. Build beside the target, then swap it in with ``os.replace``.
@@ -32,3 +32,13 @@ def atomic_directory(target: str | os.PathLike) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def atomic_write(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to a temp file beside ``path``, then rename it into place (parents created)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)

@@ -9,19 +9,11 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 
+from embeddings.atomic import atomic_write
 from sts.scoring import main_score
 from sts.tasks import STANDARD_TASKS
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
 
 
 def rows_of(results: list[dict]) -> list[tuple[str, dict[str, float]]]:
@@ -98,8 +90,8 @@ def write_reports(results: list[dict], out_dir: Path, meta: dict | None = None) 
     out_dir = Path(out_dir)
     paths = {"json": out_dir / "results.json", "markdown": out_dir / "results.md", "png": out_dir / "results.png"}
     payload = {"meta": meta or {}, "results": results}
-    _atomic_write(paths["json"], json.dumps(payload, indent=2, allow_nan=True).encode())
-    _atomic_write(paths["markdown"], markdown_table(results).encode())
+    atomic_write(paths["json"], json.dumps(payload, indent=2, allow_nan=True).encode())
+    atomic_write(paths["markdown"], markdown_table(results).encode())
     if results:
         bar_chart(results, paths["png"])
     return paths
