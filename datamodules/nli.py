@@ -1,5 +1,9 @@
 """Labelled NLI pairs as training batches ``{"sentences1", "sentences2", "labels"}`` (SBERT-style training).
 
+With ``format="triplets"`` the batches are ``{"anchors", "positives", "negatives"}`` instead
+(premise, entailed and contradicted hypothesis; ``datamodules.nli_triplets``), the input of the
+in-batch-negatives objective ``model.objective=mnrl``.
+
 Source names and reading rules are in ``datamodules.nli_readers``. Shuffling is a per-epoch permutation
 seeded by ``(seed, epoch)`` (``EpochShuffleSampler``) and the loader resumes mid-epoch
 (``ResumableLoader``), so a killed run continues with exactly the batches it would have seen.
@@ -21,7 +25,8 @@ from datamodules.loader import (
     per_device_batch_size,
 )
 from datamodules.nli_readers import NLIPairs, _load_hub, load_source
-from embeddings.errors import ConfigError
+from datamodules.nli_triplets import NLITripletDataset, build_triplets, collate_triplets
+from embeddings.errors import ConfigError, unknown_choice
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +52,10 @@ def collate_nli(rows: Sequence[tuple[str, str, int]]) -> dict[str, list[str] | t
             "labels": torch.tensor([r[2] for r in rows], dtype=torch.long)}
 
 
+FORMATS = ("pairs", "triplets")
+COLLATE = {"pairs": collate_nli, "triplets": collate_triplets}
+
+
 class NLIDataModule(ResumableDataModule):
     """Training batches of NLI pairs: ``{"sentences1", "sentences2", "labels"}``.
 
@@ -63,19 +72,23 @@ class NLIDataModule(ResumableDataModule):
         shuffle: shuffle the training pairs.
         drop_last: drop a last incomplete batch (smaller in-batch-negative pools).
         max_malformed_fraction: per-source share of malformed rows above which loading fails.
+        format: ``pairs`` (labelled pairs, SBERT's softmax objective) or ``triplets`` (in-batch negatives).
     """
 
     def __init__(self, data_dir: str | None = None, sources: Sequence[str] | str = ("snli:dev",),
                  batch_size: int = 64, num_workers: int = 0, seed: int = 0, shuffle: bool = True,
-                 drop_last: bool = False, max_malformed_fraction: float = 0.01):
+                 drop_last: bool = False, max_malformed_fraction: float = 0.01, format: str = "pairs"):
         super().__init__()
+        if format not in FORMATS:
+            raise unknown_choice("NLI data format", format, FORMATS)
+        self.format = format
         self.data_dir = data_dir
         self.sources = [sources] if isinstance(sources, str) else [str(s) for s in sources]
         if not self.sources:
             raise ConfigError("NLIDataModule: sources is empty")
         self.batch_size, self.num_workers, self.seed = int(batch_size), int(num_workers), int(seed)
         self.shuffle, self.drop_last, self.max_bad = bool(shuffle), bool(drop_last), max_malformed_fraction
-        self.dataset: NLIDataset | None = None
+        self.dataset: NLIDataset | NLITripletDataset | None = None
         self.parts: dict[str, NLIPairs] = {}
 
     @property
@@ -93,9 +106,15 @@ class NLIDataModule(ResumableDataModule):
         self.per_device_batch = per_device_batch_size(self.batch_size, self.world_size)
         if self.dataset is None:
             self.parts = {spec: load_source(spec, self.data_dir, self.max_bad) for spec in self.sources}
-            self.dataset = NLIDataset(list(self.parts.values()))
-            log.info("NLI training pairs: %d from %s", len(self.dataset),
-                     ", ".join(f"{k} ({len(v)})" for k, v in self.parts.items()))
+            sources = ", ".join(f"{k} ({len(v)})" for k, v in self.parts.items())
+            if self.format == "triplets":
+                triplets = build_triplets(list(self.parts.values()))
+                self.dataset = NLITripletDataset(triplets)
+                log.info("NLI training triplets: %d from %s; %d entailment pairs without a contradiction of the "
+                         "same premise not used", len(triplets), sources, triplets.without_negative)
+            else:
+                self.dataset = NLIDataset(list(self.parts.values()))
+                log.info("NLI training pairs: %d from %s", len(self.dataset), sources)
 
     def train_dataloader(self) -> DataLoader:
         if self.dataset is None:
@@ -104,5 +123,5 @@ class NLIDataModule(ResumableDataModule):
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         sampler = EpochShuffleSampler(len(self.dataset), self.seed) if self.shuffle else None
         return ResumableLoader(self.dataset, batch_size=self.per_device_batch, sampler=sampler,
-                               num_workers=self.num_workers, collate_fn=collate_nli, drop_last=self.drop_last,
+                               num_workers=self.num_workers, collate_fn=COLLATE[self.format], drop_last=self.drop_last,
                                persistent_workers=self.num_workers > 0, datamodule=self)

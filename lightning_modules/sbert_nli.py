@@ -5,32 +5,51 @@ Both sentences go through the same encoder, are mean-pooled to ``u`` and ``v``, 
 the classifier is thrown away: the pooled vector, compared by cosine, is the sentence embedding.
 Paper recipe (Sec. 4): batch 16, AdamW lr 2e-5, 10% linear warm-up, one epoch, mean pooling; the
 weight decay 0.01 is sentence-transformers' default.
+
+``objective="mnrl"`` is SBERT's later NLI recipe instead (sentence-transformers ``training_nli_v2.py``):
+``MultipleNegativesRankingLoss`` over (premise, entailed, contradicted) triplets
+(``data.format=triplets``), cosine x 20 against every candidate of the global batch. It has no classifier.
+Why offer it: the softmax objective only shapes the embedding space indirectly (through a classifier);
+ranking by cosine shapes it directly, which is what lets a RANDOMLY initialised encoder learn STS from the
+~16k local NLI pairs (docs/scratch-learning-signal.md), where the softmax objective lowers STS.
 """
 
 from __future__ import annotations
 
 from torch import Tensor, nn
 
+from embeddings.errors import ConfigError, unknown_choice
 from lightning_modules.base import EncoderModule
+from lightning_modules.in_batch_losses import multiple_negatives_ranking_loss
 from lightning_modules.losses import sbert_nli_loss, sbert_softmax_logits_input
+
+OBJECTIVES = ("softmax", "mnrl")
+BATCH_KEYS = {"softmax": "sentences1", "mnrl": "anchors"}
+FORMAT_OF = {"softmax": "pairs", "mnrl": "triplets"}
 
 
 class SBERTNLIModule(EncoderModule):
     """SBERT's classification objective on NLI pairs (batches from ``datamodules.nli``).
 
     Args:
-        num_labels: NLI classes (3: entailment, neutral, contradiction).
+        num_labels: NLI classes (3: entailment, neutral, contradiction); softmax objective only.
+        objective: ``softmax`` (the paper) or ``mnrl`` (in-batch negatives over triplets).
+        scale: cosine scale of ``mnrl`` (inverse temperature; sentence-transformers' 20).
         Others: see ``EncoderModule`` (defaults here are the paper's recipe).
     """
 
     def __init__(self, model_name_or_path: str = "all-MiniLM-L6-v2", pooling: str = "mean",
                  max_length: int | None = None, lr: float = 2e-5, weight_decay: float = 0.01,
                  warmup_ratio: float = 0.1, optimizer: str = "adamw", scheduler: str = "linear",
-                 eval_batch_size: int = 64, num_labels: int = 3) -> None:
+                 eval_batch_size: int = 64, num_labels: int = 3, objective: str = "softmax",
+                 scale: float = 20.0) -> None:
         super().__init__(model_name_or_path=model_name_or_path, pooling=pooling, max_length=max_length, lr=lr,
                          weight_decay=weight_decay, warmup_ratio=warmup_ratio, optimizer=optimizer,
                          scheduler=scheduler, eval_batch_size=eval_batch_size)
-        self.classifier = nn.Linear(3 * self.embedding_dim, int(num_labels))
+        if objective not in OBJECTIVES:
+            raise unknown_choice("SBERT-NLI objective", objective, OBJECTIVES)
+        # mnrl has no classifier: a parameter without gradients would need DDP's unused-parameter search
+        self.classifier = nn.Linear(3 * self.embedding_dim, int(num_labels)) if objective == "softmax" else None
 
     def forward(self, sentences1: list[str], sentences2: list[str]) -> Tensor:
         """Classifier logits ``(batch, num_labels)`` for aligned sentence pairs.
@@ -38,6 +57,8 @@ class SBERTNLIModule(EncoderModule):
         Both sides share ONE padded forward pass (same encoder, same dropout distribution as two
         passes), which is cheaper than encoding premises and hypotheses separately.
         """
+        if self.classifier is None:
+            raise ConfigError("objective=mnrl has no NLI classifier; forward() is the softmax objective's")
         n = len(sentences1)
         if n != len(sentences2):
             raise ValueError(f"sentence lists differ in length: {n} vs {len(sentences2)}")
@@ -45,10 +66,24 @@ class SBERTNLIModule(EncoderModule):
         return self.classifier(sbert_softmax_logits_input(emb[:n], emb[n:]))
 
     def training_step(self, batch: dict, batch_idx: int) -> Tensor:
+        objective = self.hparams.objective
+        if BATCH_KEYS[objective] not in batch:
+            raise ConfigError(f"model.objective={objective} needs NLI batches of data.format={FORMAT_OF[objective]} "
+                              f"(got batch keys {sorted(batch)})")
+        if objective == "mnrl":
+            return self._mnrl_step(batch)
         logits = self(batch["sentences1"], batch["sentences2"])
         labels = batch["labels"]
         loss = sbert_nli_loss(logits, labels)
         acc = (logits.argmax(-1) == labels).float().mean()
         self.log("train/loss", loss, prog_bar=True, batch_size=len(labels))
         self.log("train/acc", acc, batch_size=len(labels))
+        return loss
+
+    def _mnrl_step(self, batch: dict) -> Tensor:
+        """One padded pass over anchors, positives and negatives; loss against the global batch."""
+        n = len(batch["anchors"])
+        emb = self.embed([*batch["anchors"], *batch["positives"], *batch["negatives"]])
+        loss = multiple_negatives_ranking_loss(emb[:n], emb[n:2 * n], emb[2 * n:], scale=self.hparams.scale)
+        self.log("train/loss", loss, prog_bar=True, batch_size=n)
         return loss

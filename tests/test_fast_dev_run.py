@@ -20,7 +20,7 @@ EXPERIMENTS = sorted(p.stem for p in (CONFIG_DIR / "experiment").glob("*.yaml"))
 DATA_GROUPS = {"NLIDataModule": "nli", "SentenceDataModule": "sentences",
                "CachedEmbeddingDataModule": "cached_embeddings"}
 # What the tiny fixtures offer each data group (the real files are far too big for a unit test).
-TINY_DATA = {"nli": ["data.sources=[snli:dev,sick:trial]"],
+TINY_DATA = {"nli": ["data.sources=[snli:dev,snli:test,sick:trial]"],
              "sentences": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8"],
              "cached_embeddings": ["data.files=[wiki/wiki_sentences_100k.txt]"]}
 TINY_MODEL = {"ct": ["model.pairs=8", "model.positives=2"]}
@@ -61,6 +61,7 @@ OPTIONS = [
     ["model=ct", "data=sentences"],
     ["model=flow", "data=cached_embeddings"],
     ["model=sbert_nli", "model.optimizer=rmsprop", "model.scheduler=constant"],
+    ["model=sbert_nli", "model.objective=mnrl", "data.format=triplets"],
     ["model=ct", "data=sentences", "model.scheduler=linear", "model.optimizer=adamw"],
     ["model=flow", "data=cached_embeddings", "model.coupling=additive", "model.permutation=reverse"],
     ["trainer=gpu", "trainer.accelerator=cpu"],
