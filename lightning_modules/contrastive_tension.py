@@ -15,6 +15,11 @@ Pairs: each training batch ``{"sentences"}`` is the pool that ``make_ct_pairs`` 
 depend on history (deterministic and identical after a resume). The reference samples from the whole
 corpus instead; a data batch larger than the pair batch (e.g. 32) brings the pool closer to that.
 
+``objective="in_batch"`` is the CT authors' in-batch-negatives variant (sentence-transformers'
+``ContrastiveTensionLossInBatchNegatives``): model 1 and model 2 embed the SAME data batch, the diagonal
+of their cosine matrix x ``scale`` is the positive, every other sentence of the global batch (gathered
+across ranks) a negative, symmetric cross-entropy. ``pairs`` / ``positives`` do not apply to it.
+
 DDP: ``pairs`` and ``positives`` are GLOBAL (16 and 2); every rank builds ``pairs // world_size`` pairs
 with ``positives // world_size`` positives from its own shard of sentences (so 2 ranks: 8 pairs, 1
 positive each; 4 ranks is an error as 2 positives do not split). The loss has no in-batch negatives, so
@@ -38,9 +43,11 @@ from embeddings.hf_encoder import HFEncoder
 from embeddings.pooling import PoolingScorer
 from embeddings.scorer import Scorer
 from lightning_modules.base import SCHEDULERS, EncoderModule
+from lightning_modules.in_batch_losses import in_batch_tension_loss
 from lightning_modules.losses import ct_logits, ct_loss, make_ct_pairs
 
 CT_SCHEDULERS = (*SCHEDULERS, "step")
+CT_OBJECTIVES = ("bce", "in_batch")
 
 
 def per_device_layout(pairs: int, positives: int, world_size: int) -> tuple[int, int]:
@@ -90,6 +97,8 @@ class ContrastiveTensionModule(EncoderModule):
         final_lr, lr_step_every, lr_drops: the ``step`` schedule (2e-6, every 500 steps, 4 drops).
         rmsprop_alpha, rmsprop_eps: RMSprop's smoothing and epsilon (Keras defaults 0.9 and 1e-7).
         select_task: STS task (of the STS callback) whose Spearman picks the copy to keep and export.
+        objective: ``bce`` (the paper: dot-product logits, 1:7 pairs) or ``in_batch`` (in-batch negatives).
+        scale: cosine scale of ``in_batch`` (sentence-transformers' 20).
         Others: see ``EncoderModule``.
     """
 
@@ -98,9 +107,12 @@ class ContrastiveTensionModule(EncoderModule):
                  warmup_ratio: float = 0.0, optimizer: str = "rmsprop", scheduler: str = "step",
                  eval_batch_size: int = 64, pairs: int = 16, positives: int = 2, seed: int = 0,
                  dropout: bool = False, final_lr: float = 2e-6, lr_step_every: int = 500, lr_drops: int = 4,
-                 rmsprop_alpha: float = 0.9, rmsprop_eps: float = 1e-7, select_task: str = "stsb-dev") -> None:
+                 rmsprop_alpha: float = 0.9, rmsprop_eps: float = 1e-7, select_task: str = "stsb-dev",
+                 objective: str = "bce", scale: float = 20.0) -> None:
         if scheduler not in CT_SCHEDULERS:
             raise unknown_choice("scheduler", scheduler, CT_SCHEDULERS)
+        if objective not in CT_OBJECTIVES:
+            raise unknown_choice("CT objective", objective, CT_OBJECTIVES)
         # The base validates its own schedulers; hparams keep OUR value (the subclass's arguments win).
         super().__init__(model_name_or_path=model_name_or_path, pooling=pooling, max_length=max_length, lr=lr,
                          weight_decay=weight_decay, warmup_ratio=warmup_ratio, optimizer=optimizer,
@@ -151,6 +163,8 @@ class ContrastiveTensionModule(EncoderModule):
     def training_step(self, batch: dict, batch_idx: int) -> Tensor:
         hp = self.hparams
         self._set_dropout()  # Lightning may have switched modes (e.g. after validation): enforce it per step
+        if hp.objective == "in_batch":
+            return self._in_batch_step(batch["sentences"])
         pairs, positives = per_device_layout(hp.pairs, hp.positives, self._trainer.world_size if self._trainer is not None else 1)
         rng = pair_rng(hp.seed, self.global_rank, self.global_step)
         texts1, texts2, labels = make_ct_pairs(batch["sentences"], rng, batch_size=pairs, positives=positives)
@@ -162,6 +176,15 @@ class ContrastiveTensionModule(EncoderModule):
             self.log("train/pos_loss", per_pair[labels == 1].mean(), batch_size=pairs)
             self.log("train/neg_loss", per_pair[labels == 0].mean(), batch_size=pairs)
         self.log("train/loss", loss, prog_bar=True, batch_size=pairs)
+        return loss
+
+    def _in_batch_step(self, sentences: list[str]) -> Tensor:
+        """Both copies embed the same sentences; the other sentences of the global batch are the negatives."""
+        if len(sentences) < 2:
+            raise ConfigError("objective=in_batch needs at least 2 sentences per device batch (data.batch_size)")
+        loss = in_batch_tension_loss(self.embed(sentences).float(), self.embed2(sentences).float(),
+                                     scale=self.hparams.scale)
+        self.log("train/loss", loss, prog_bar=True, batch_size=len(sentences))
         return loss
 
     def configure_optimizers(self):

@@ -28,6 +28,7 @@ from embeddings.errors import ConfigError
 from embeddings.flow_scorer import FLOW_KEYS, FlowScorer, save_flow_export
 from embeddings.pooling import get_pooling
 from lightning_modules.base import check_finite
+from lightning_modules.frozen_encoder import FrozenEncoderMixin
 from lightning_modules.glow import Glow
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ def encoder_hidden_size(model_name_or_path: str) -> int:
         return int(load_encoder(model_name_or_path).hidden_size)
 
 
-class BertFlowModule(LightningModule):
+class BertFlowModule(FrozenEncoderMixin, LightningModule):
     """Glow over frozen pooled sentence vectors; batches are ``[vectors]`` from ``CachedEmbeddingDataModule``.
 
     Args:
@@ -117,26 +118,9 @@ class BertFlowModule(LightningModule):
             raise ConfigError("the cached features come from another encoder setting: " + "; ".join(wrong))
 
     # -------------------------------------------------------------------------------- scoring
-    def frozen_encoder(self) -> BaseEncoder:
-        """The encoder, loaded once (eval mode, no gradients) and kept on this module's device."""
-        if self._encoder is None:
-            from embeddings.load_encoder import load_encoder
-
-            hp = self.hparams
-            self._encoder = load_encoder(str(hp.model_name_or_path), max_length=hp.max_length,
-                                         batch_size=hp.eval_batch_size, device=str(self.device))
-            model = getattr(self._encoder, "model", None)
-            if isinstance(model, torch.nn.Module):
-                model.eval().requires_grad_(False)
-        encoder = self._encoder
-        if torch.device(encoder.device) != self.device:
-            model = getattr(encoder, "model", None)
-            if isinstance(model, torch.nn.Module):
-                model.to(self.device)
-            if hasattr(encoder, "vectors"):
-                encoder.vectors = encoder.vectors.to(self.device)
-            encoder.device = self.device
-        return encoder
+    def _frozen_encoder_spec(self) -> tuple[str, int | None, int]:
+        hp = self.hparams
+        return str(hp.model_name_or_path), hp.max_length, hp.eval_batch_size
 
     def scorer(self) -> FlowScorer:
         """Cosine over the live flow's ``z`` (the STS callback switches eval mode)."""

@@ -63,6 +63,7 @@ OPTIONS = [
     ["model=sbert_nli", "model.optimizer=rmsprop", "model.scheduler=constant"],
     ["model=sbert_nli", "model.objective=mnrl", "data.format=triplets"],
     ["model=ct", "data=sentences", "model.scheduler=linear", "model.optimizer=adamw"],
+    ["model=ct", "data=sentences", "model.objective=in_batch", "model.dropout=true"],
     ["model=flow", "data=cached_embeddings", "model.coupling=additive", "model.permutation=reverse"],
     ["trainer=gpu", "trainer.accelerator=cpu"],
     ["trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=1"],

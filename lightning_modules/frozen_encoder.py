@@ -1,0 +1,42 @@
+"""A frozen encoder held by reference, loaded once for scoring: shared by the modules that train a head.
+
+Why: BERT-flow and the token VAEs train a small network on FROZEN encoder outputs. Registering the encoder
+as a submodule would put weights that never change into every checkpoint and in front of the optimizer;
+instead the module keeps plain-scalar references (name, max length) in its hyper-parameters and loads the
+encoder lazily, outside the state dict, when the STS callback asks for a scorer.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from embeddings.encoder import BaseEncoder
+
+
+class FrozenEncoderMixin:
+    """Adds ``frozen_encoder()``; the host defines ``_frozen_encoder_spec() -> (name, max_length, batch_size)``."""
+
+    _encoder: BaseEncoder | None = None
+
+    def _frozen_encoder_spec(self) -> tuple[str, int | None, int]:
+        raise NotImplementedError
+
+    def frozen_encoder(self) -> BaseEncoder:
+        """The encoder, loaded once (eval mode, no gradients) and kept on this module's device."""
+        if self._encoder is None:
+            from embeddings.load_encoder import load_encoder
+
+            name, max_length, batch_size = self._frozen_encoder_spec()
+            self._encoder = load_encoder(name, max_length=max_length, batch_size=batch_size, device=str(self.device))
+            model = getattr(self._encoder, "model", None)
+            if isinstance(model, torch.nn.Module):
+                model.eval().requires_grad_(False)
+        encoder = self._encoder
+        if torch.device(encoder.device) != self.device:
+            model = getattr(encoder, "model", None)
+            if isinstance(model, torch.nn.Module):
+                model.to(self.device)
+            if hasattr(encoder, "vectors"):
+                encoder.vectors = encoder.vectors.to(self.device)
+            encoder.device = self.device
+        return encoder
