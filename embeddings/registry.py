@@ -23,6 +23,7 @@ SCORER_CLASSES: dict[str, str] = {
     "sbert_wk": "embeddings.sbert_wk:SBERTWKScorer",
     "sen2pro": "embeddings.sen2pro:Sen2ProScorer",
     "flow": "embeddings.flow_scorer:FlowExportScorer",
+    "latte_mix": "embeddings.latte_mix_scorer:LatteMixExportScorer",
 }
 
 

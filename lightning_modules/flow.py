@@ -65,6 +65,8 @@ class BertFlowModule(FrozenEncoderMixin, LightningModule):
         eval_batch_size: sentences per encoder forward pass in ``scorer()``.
     """
 
+    feature_keys = ENCODER_KEYS
+
     def __init__(self, model_name_or_path: str = "all-MiniLM-L6-v2", pooling: str = "first_last_avg",
                  max_length: int | None = None, embedding_dim: int | None = None, levels: int = 3,
                  depth: int = 3, hidden: int = 32, coupling: str = "affine", permutation: str = "lu",
@@ -109,19 +111,7 @@ class BertFlowModule(FrozenEncoderMixin, LightningModule):
     def configure_optimizers(self):
         return torch.optim.Adam(self.flow.parameters(), lr=self.hparams.lr)
 
-    def on_fit_start(self) -> None:
-        """Refuse features cached for another encoder: the flow would fit vectors it never scores."""
-        datamodule = getattr(self.trainer, "datamodule", None)
-        wrong = [f"{k}: model {self.hparams[k]!r} vs data {getattr(datamodule, k)!r}" for k in ENCODER_KEYS
-                 if hasattr(datamodule, k) and str(getattr(datamodule, k)) != str(self.hparams[k])]
-        if wrong:
-            raise ConfigError("the cached features come from another encoder setting: " + "; ".join(wrong))
-
     # -------------------------------------------------------------------------------- scoring
-    def _frozen_encoder_spec(self) -> tuple[str, int | None, int]:
-        hp = self.hparams
-        return str(hp.model_name_or_path), hp.max_length, hp.eval_batch_size
-
     def scorer(self) -> FlowScorer:
         """Cosine over the live flow's ``z`` (the STS callback switches eval mode)."""
         return FlowScorer(self.frozen_encoder(), self.flow, pooling=self.hparams.pooling,

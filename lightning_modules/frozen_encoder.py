@@ -14,12 +14,27 @@ from embeddings.encoder import BaseEncoder
 
 
 class FrozenEncoderMixin:
-    """Adds ``frozen_encoder()``; the host defines ``_frozen_encoder_spec() -> (name, max_length, batch_size)``."""
+    """Adds ``frozen_encoder()`` and the feature-key check; the host has ``model_name_or_path``, ``max_length``
+    and ``eval_batch_size`` hyper-parameters (override ``_frozen_encoder_spec`` otherwise)."""
 
     _encoder: BaseEncoder | None = None
 
+    # hyper-parameters that must equal the datamodule's attributes of the same name (see on_fit_start)
+    feature_keys: tuple[str, ...] = ("model_name_or_path", "max_length")
+
     def _frozen_encoder_spec(self) -> tuple[str, int | None, int]:
-        raise NotImplementedError
+        hp = self.hparams
+        return str(hp.model_name_or_path), hp.max_length, hp.eval_batch_size
+
+    def on_fit_start(self) -> None:
+        """Refuse features cached for another encoder setting: the head would fit inputs it never scores."""
+        datamodule = getattr(self.trainer, "datamodule", None)
+        wrong = [f"{k}: model {self.hparams[k]!r} vs data {getattr(datamodule, k)!r}" for k in self.feature_keys
+                 if hasattr(datamodule, k) and str(getattr(datamodule, k)) != str(self.hparams[k])]
+        if wrong:
+            from embeddings.errors import ConfigError
+
+            raise ConfigError("the cached features come from another encoder setting: " + "; ".join(wrong))
 
     def frozen_encoder(self) -> BaseEncoder:
         """The encoder, loaded once (eval mode, no gradients) and kept on this module's device."""
