@@ -42,7 +42,7 @@ from embeddings.errors import ConfigError, unknown_choice
 from embeddings.hf_encoder import HFEncoder
 from embeddings.pooling import PoolingScorer
 from embeddings.scorer import Scorer
-from lightning_modules.base import SCHEDULERS, EncoderModule
+from lightning_modules.base import SCHEDULERS, EncoderModule, embed_length_buckets
 from lightning_modules.in_batch_losses import in_batch_tension_loss
 from lightning_modules.losses import ct_logits, ct_loss, make_ct_pairs
 
@@ -144,7 +144,7 @@ class ContrastiveTensionModule(EncoderModule):
     def embed2(self, sentences: list[str]) -> Tensor:
         """Pooled vectors of model 2 WITH gradients (``embed`` is model 1)."""
         self.encoder2.device = self.device
-        return self.pool(self.encoder2.forward_ids(self.encoder2.tokenize(sentences)))
+        return embed_length_buckets(self.encoder2, self.pool, sentences, self.length_buckets)
 
     def scorers(self) -> dict[str, Scorer]:
         """Both copies as scorers, e.g. to compare them outside training."""
