@@ -18,12 +18,14 @@ from tests.test_train import _cfg, train_data_dir  # noqa: F401  (module-scoped 
 
 EXPERIMENTS = sorted(p.stem for p in (CONFIG_DIR / "experiment").glob("*.yaml"))
 DATA_GROUPS = {"NLIDataModule": "nli", "SentenceDataModule": "sentences",
-               "CachedEmbeddingDataModule": "cached_embeddings"}
+               "CachedEmbeddingDataModule": "cached_embeddings", "TokenStateDataModule": "token_states"}
 # What the tiny fixtures offer each data group (the real files are far too big for a unit test).
 TINY_DATA = {"nli": ["data.sources=[snli:dev,snli:test,sick:trial]"],
              "sentences": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8"],
-             "cached_embeddings": ["data.files=[wiki/wiki_sentences_100k.txt]"]}
-TINY_MODEL = {"ct": ["model.pairs=8", "model.positives=2"]}
+             "cached_embeddings": ["data.files=[wiki/wiki_sentences_100k.txt]"],
+             "token_states": ["data.files=[nli:snli:dev]"]}
+TINY_MODEL = {"ct": ["model.pairs=8", "model.positives=2"],
+              "token_vae": ["model.latent_dim=4", "model.num_classes=5", "model.hidden_dim=16"]}
 COMMON = ["+trainer.fast_dev_run=true", "export=false", "callbacks.sts_evaluation.tasks=[stsb-dev]"]
 
 
@@ -33,7 +35,7 @@ def _groups(overrides: list[str]) -> tuple[str, str]:
         cfg = compose(config_name="train", overrides=[*overrides, "paths.data_dir=/data"])
     data = DATA_GROUPS[str(cfg.data._target_).rsplit(".", 1)[1]]
     model = {"SBERTNLIModule": "sbert_nli", "ContrastiveTensionModule": "ct",
-             "BertFlowModule": "flow"}[str(cfg.model._target_).rsplit(".", 1)[1]]
+             "BertFlowModule": "flow", "TokenVAEModule": "token_vae"}[str(cfg.model._target_).rsplit(".", 1)[1]]
     return model, data
 
 
@@ -65,6 +67,9 @@ OPTIONS = [
     ["model=ct", "data=sentences", "model.scheduler=linear", "model.optimizer=adamw"],
     ["model=ct", "data=sentences", "model.objective=in_batch", "model.dropout=true"],
     ["model=flow", "data=cached_embeddings", "model.coupling=additive", "model.permutation=reverse"],
+    ["model=token_vae", "data=token_states"],
+    ["model=token_vae", "data=token_states", "model.latent=normal", "model.encoder_layers=2"],
+    ["model=token_vae", "data=token_states", "model.latent=ae", "data.dtype=float16"],
     ["trainer=gpu", "trainer.accelerator=cpu"],
     ["trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=1"],
     ["logger=csv"],

@@ -1,0 +1,137 @@
+"""Token states of one frozen encoder layer, encoded once into a memory-mapped, ragged on-disk cache.
+
+Why: the token VAEs of Latte-Mix train a small network on FROZEN token states; re-encoding every sentence
+at every step would cost far more than the VAE. The cache stores only real tokens (no padding) of all
+sentences concatenated, ``states.npy`` ``(total_tokens, hidden)``, with ``offsets.npy`` ``(n + 1,)`` marking
+where each sentence starts, and a sidecar ``.json`` with the key (model fingerprint, layer, max length,
+dtype, a digest of the sentences) and the shapes. Files are written under temporary names and renamed
+into place, arrays first and the sidecar last, so a reader sees either no cache or a whole one. A cache
+whose sidecar disagrees with the run's key, or whose arrays are truncated or inconsistent, is rebuilt
+with a warning, never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from datamodules.cached_embeddings import model_fingerprint
+from embeddings.errors import ConfigError, DataError
+
+log = logging.getLogger(__name__)
+CACHE_VERSION = 1
+DTYPES = {"float32": np.float32, "float16": np.float16}
+
+
+def sentences_digest(sentences: Sequence[str]) -> str:
+    """A content hash of the sentence list (order included): any edit of the corpus changes the key."""
+    h = hashlib.sha1()
+    for s in sentences:
+        h.update(s.encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def cache_key(model: str, layer: int, max_length: int | None, dtype: str, sentences: Sequence[str]) -> dict:
+    return {"version": CACHE_VERSION, "model": model_fingerprint(model), "layer": int(layer),
+            "max_length": max_length, "dtype": dtype, "sentences": sentences_digest(sentences),
+            "num_sentences": len(sentences)}
+
+
+def cache_stem(cache_dir: Path, model: str, key: dict) -> Path:
+    """``<cache_dir>/token_states/<model>.layer<l>.<digest>``; the arrays and sidecar add suffixes."""
+    digest = hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
+    return cache_dir / "token_states" / f"{Path(model).name}.layer{key['layer']}.{digest}"
+
+
+def _files(stem: Path) -> tuple[Path, Path, Path]:
+    return (stem.with_name(stem.name + ".states.npy"), stem.with_name(stem.name + ".offsets.npy"),
+            stem.with_name(stem.name + ".json"))
+
+
+def check_cache(stem: Path, key: dict) -> str:
+    """Why the cache at ``stem`` cannot be used (``""`` if it can)."""
+    states_file, offsets_file, meta_file = _files(stem)
+    if not all(p.is_file() for p in (states_file, offsets_file, meta_file)):
+        return "missing"
+    try:
+        info = json.loads(meta_file.read_text())
+        states = np.load(states_file, mmap_mode="r")
+        offsets = np.load(offsets_file, mmap_mode="r")
+    except (OSError, ValueError) as err:  # a truncated .npy fails numpy's length check
+        return f"unreadable ({err})"
+    if info.get("key") != key:
+        return "its key (model, layer, max length, dtype or sentences) differs from this run's"
+    if list(states.shape) != info.get("states_shape") or states.dtype != DTYPES[key["dtype"]]:
+        return f"states {states.shape} {states.dtype} do not match the sidecar {info.get('states_shape')}"
+    if len(offsets) != key["num_sentences"] + 1 or int(offsets[-1]) != states.shape[0]:
+        return "offsets do not match the states array"
+    return ""
+
+
+def open_cache(stem: Path) -> tuple[np.ndarray, np.ndarray]:
+    """The states (copy-on-write map: pages shared by the ranks of a node) and offsets."""
+    states_file, offsets_file, _ = _files(stem)
+    return np.load(states_file, mmap_mode="c"), np.asarray(np.load(offsets_file))
+
+
+def cache_bytes(stem: Path) -> int:
+    return sum(p.stat().st_size for p in _files(stem) if p.is_file())
+
+
+def build_cache(stem: Path, key: dict, encoder, sentences: Sequence[str], layer: int, batch_size: int = 64) -> None:
+    """Encode ``sentences`` with ``encoder`` (a ``BaseEncoder``) and write the cache at ``stem`` atomically.
+
+    Host memory stays bounded: token counts come from a tokenize-only pass, the states array is a
+    memory-mapped file of the final size, and each length-sorted batch is written at its offsets.
+    """
+    n_layers = encoder.num_layers
+    if not -n_layers <= layer < n_layers:
+        raise ConfigError(f"layer {layer} out of range for {encoder.name}: hidden states 0..{n_layers - 1} "
+                          f"(or -{n_layers}..-1)")
+    ids = encoder.tokenize(list(sentences))
+    lengths = np.array([len(x) for x in ids], dtype=np.int64)
+    if (lengths == 0).any():
+        raise DataError(f"{int((lengths == 0).sum())} sentences have no tokens for {encoder.name}")
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    states_file, offsets_file, meta_file = _files(stem)
+    tmp = [p.with_name(p.name + f".tmp{os.getpid()}") for p in (states_file, offsets_file, meta_file)]
+    dtype = DTYPES[key["dtype"]]
+    try:
+        out = np.lib.format.open_memmap(tmp[0], mode="w+", dtype=dtype, shape=(int(offsets[-1]), encoder.hidden_size))
+        order = np.argsort(-lengths, kind="stable")
+        with torch.inference_mode():
+            for start in tqdm(range(0, len(order), batch_size), desc=f"caching token states ({encoder.name})",
+                              unit="batch", disable=len(order) < 2000):
+                rows = order[start:start + batch_size]
+                batch = encoder.forward_ids([ids[i] for i in rows])
+                states = batch.hidden_states[layer].float().cpu().numpy()
+                real = batch.attention_mask.sum(1).cpu().numpy()
+                for j, i in enumerate(rows):
+                    if real[j] != lengths[i]:
+                        raise DataError(f"{encoder.name}: sentence {i} has {lengths[i]} tokens after tokenize but "
+                                        f"{real[j]} in the forward pass")
+                    out[offsets[i]:offsets[i + 1]] = states[j, :lengths[i]]
+        out.flush()
+        shape = list(out.shape)
+        del out
+        with open(tmp[1], "wb") as handle:
+            np.save(handle, offsets)
+        tmp[2].write_text(json.dumps({"key": key, "states_shape": shape}, indent=1))
+        os.replace(tmp[0], states_file)  # arrays first: a sidecar never describes arrays not yet in place
+        os.replace(tmp[1], offsets_file)
+        os.replace(tmp[2], meta_file)
+    finally:
+        for p in tmp:
+            p.unlink(missing_ok=True)
+    log.info("cached %d token states x %d (layer %d of %s, %d sentences) in %s", shape[0], shape[1], layer,
+             encoder.name, len(sentences), states_file)
