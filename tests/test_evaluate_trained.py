@@ -50,3 +50,22 @@ def test_flow_export_scores_through_the_registry_and_is_not_shared(tmp_path, tin
     poolings = [build_scorer(name, tiny_encoder) for name in ("mean", "max")]
     shared = share_forward_pass(tiny_encoder, [*poolings, scorer], [*s1, *s2])
     assert shared[0] is not poolings[0] and shared[2] is scorer  # poolings shared, the flow is not
+
+
+def test_latte_mix_export_scores_through_evaluate(tmp_path, tiny_model_dir, tiny_data_dir):
+    """A token-VAE export is a scorer spec ``{name: latte_mix, path, distance}`` on its own encoder."""
+    from embeddings.latte_mix_scorer import load_token_vae_scorer
+    from lightning_modules.token_vae import TokenVAEModule
+    from sts.evaluate_run import evaluate
+    from sts.scoring import main_score, score_tasks
+    from sts.tasks import load_task
+
+    module = TokenVAEModule(str(tiny_model_dir), latent_dim=4, num_classes=5, hidden_dim=16, max_length=32)
+    module.export(tmp_path / "vae")
+    spec = f"{{name:latte_mix,path:{tmp_path / 'vae'},distance:js}}"
+    results = evaluate(_cfg(tmp_path, [f"encoders=[{tiny_model_dir}]", f"scorers=[mean,{spec}]", "tasks=[stsb-dev]",
+                                       f"paths.data_dir={tiny_data_dir}", "encoder.max_length=32"]))
+    by_scorer = {r["scorer"]: r["tasks"]["stsb-dev"]["all"]["spearman"] for r in results}
+    direct = load_token_vae_scorer(tmp_path / "vae", distance="js")
+    expected = main_score(score_tasks(direct, [load_task("stsb-dev", tiny_data_dir)])["stsb-dev"])
+    assert len(by_scorer) == 2 and by_scorer["latte_mix"] == pytest.approx(expected, abs=1e-6)
