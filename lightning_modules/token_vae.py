@@ -11,7 +11,7 @@ multiplier of a base ``lr`` (config, default 1e-3), since Adam at lr 1 would div
 
 The sentence representation (the mixture of per-token posteriors) and its distances live in
 ``embeddings.latte_mix_scorer``; ``scorer()`` builds it on the live posterior, so the STS callback, export
-and ``evaluate.py`` all score the same way. Batches come from ``datamodules.token_features``:
+and ``evaluate.py`` all score the same way. Batches come from ``datamodules.token_states``:
 ``{"features": (B, T, H), "mask": (B, T)}``.
 """
 
