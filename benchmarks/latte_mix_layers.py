@@ -41,7 +41,14 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--out", default="latte_mix_layers.png")
+    parser.add_argument("--replot", default=None, help="only redraw the figure from a JSON this script wrote")
     args = parser.parse_args()
+    if args.replot:
+        saved = json.loads(Path(args.replot).read_text())
+        results = {k: {int(layer): v for layer, v in by_layer.items()} for k, by_layer in saved["results"].items()}
+        args.task, args.model = saved["args"]["task"], saved["args"]["model"]
+        plot(results, args)
+        return
     torch.set_num_threads(args.threads)
     args.max_length, args.batch_size, args.set = None, 16, {}
     from datamodules.token_states import TokenStateDataModule
@@ -83,9 +90,10 @@ def plot(results: dict[str, dict[int, list[float]]], args) -> None:
         means = [statistics.mean(by_layer[i]) for i in layers]
         stds = [statistics.stdev(by_layer[i]) if len(by_layer[i]) > 1 else 0.0 for i in layers]
         ax.errorbar(layers, means, yerr=stds, marker="o", capsize=3, label=name)
+    ax.set_xticks(sorted({i for by_layer in results.values() for i in by_layer}))
     ax.set_xlabel("layer (0 = embedding output)")
     ax.set_ylabel(f"{args.task} Spearman x 100")
-    ax.set_title(f"{args.model}: mean pooling vs Latte-Mix per layer")
+    ax.set_title(f"{args.model}: mean pooling vs Latte-Mix per layer (mean +- std over seeds)")
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
