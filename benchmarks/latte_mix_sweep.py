@@ -10,7 +10,7 @@ printed as a markdown table of mean +- std over seeds and written as JSON.
         --data-dir ../shared/data --out results/latte_l6_table1.json
 
 Grids: ``table1`` (categorical, paper defaults), ``table2`` (AE / Normal / categorical x 1-3 encoder
-layers), ``classes`` (K 20-200), ``dims`` (D 16-128), ``tau`` (0.03-2).
+layers), ``latents`` (the three latents, 1-layer encoders), ``classes`` (K 20-200), ``dims`` (D 16-128), ``tau`` (0.03-2).
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ DISTANCES = {"categorical": ("cosine", "js", "l2"), "normal": ("l2",), "ae": ("c
 GRIDS = {
     "table1": [{"latent": "categorical"}],
     "table2": [{"latent": lat, "encoder_layers": n} for lat in ("ae", "normal", "categorical") for n in (1, 2, 3)],
+    "latents": [{"latent": lat} for lat in ("ae", "normal", "categorical")],
     "classes": [{"latent": "categorical", "num_classes": k} for k in (20, 50, 100, 200)],
     "dims": [{"latent": "categorical", "latent_dim": d} for d in (16, 32, 64, 128)],
     "tau": [{"latent": "categorical", "tau": t} for t in (0.03, 0.3, 1.0, 2.0)],
