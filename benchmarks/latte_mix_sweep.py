@@ -35,11 +35,12 @@ from embeddings.pooling import PoolingScorer  # noqa: E402
 from sts.scoring import main_score, score_tasks  # noqa: E402
 from sts.tasks import load_task  # noqa: E402
 
-DISTANCES = {"categorical": ("cosine", "js", "l2"), "normal": ("l2",), "ae": ("cosine",)}
+DISTANCES = {"categorical": ("cosine", "js", "l2"), "normal": ("l2", "cosine"), "ae": ("cosine",)}
 GRIDS = {
     "table1": [{"latent": "categorical"}],
     "table2": [{"latent": lat, "encoder_layers": n} for lat in ("ae", "normal", "categorical") for n in (1, 2, 3)],
     "latents": [{"latent": lat} for lat in ("ae", "normal", "categorical")],
+    "normal": [{"latent": "normal"}],
     "classes": [{"latent": "categorical", "num_classes": k} for k in (20, 50, 100, 200)],
     "dims": [{"latent": "categorical", "latent_dim": d} for d in (16, 32, 64, 128)],
     "tau": [{"latent": "categorical", "tau": t} for t in (0.03, 0.3, 1.0, 2.0)],

@@ -187,6 +187,22 @@ def gaussian_mixture_log_l2(mu_a: torch.Tensor, var_a: torch.Tensor, mask_a: tor
     return 0.5 * (top + rest.log())
 
 
+def gaussian_mixture_log_cosine(mu_a: torch.Tensor, var_a: torch.Tensor, mask_a: torch.Tensor,
+                                mu_b: torch.Tensor, var_b: torch.Tensor, mask_b: torch.Tensor) -> torch.Tensor:
+    """``log`` of the cosine between two Gaussian-mixture densities, ``int pq / sqrt(int p^2 int q^2)``.
+
+    Not in the paper: the L2 between densities contains each mixture's self-term ``int p^2``, which in
+    ``Dz`` dimensions scales like ``sigma^-Dz`` and can swamp the cross term, so L2 ends up ranking sentences
+    by their posterior variances. Normalising by the self-terms (the density analogue of cosine) removes that.
+    Returned as a log (<= 0, 0 for identical mixtures): a monotone transform, so Spearman is unchanged and
+    nothing under- or overflows.
+    """
+    aa = _log_cross(mu_a, var_a, mask_a, mu_a, var_a, mask_a)
+    ab = _log_cross(mu_a, var_a, mask_a, mu_b, var_b, mask_b)
+    bb = _log_cross(mu_b, var_b, mask_b, mu_b, var_b, mask_b)
+    return (ab - 0.5 * (aa + bb)).clamp_max(0.0).float()
+
+
 def gaussian_mixture_l2(mu_a: torch.Tensor, var_a: torch.Tensor, mask_a: torch.Tensor,
                         mu_b: torch.Tensor, var_b: torch.Tensor, mask_b: torch.Tensor,
                         scale: str = "auto") -> torch.Tensor:
@@ -217,7 +233,7 @@ def gaussian_mixture_l2(mu_a: torch.Tensor, var_a: torch.Tensor, mask_a: torch.T
 
 
 __all__ = [
-    "categorical_kl_uniform", "class_usage", "cosine_rows", "gaussian_kl_standard", "gaussian_mixture_l2",
+    "categorical_kl_uniform", "class_usage", "cosine_rows", "gaussian_kl_standard", "gaussian_mixture_l2", "gaussian_mixture_log_cosine",
     "gaussian_mixture_log_l2", "gumbel_softmax", "mixture_cosine", "mixture_js", "mixture_l2",
     "thresholded_kl", "token_mixture",
 ]

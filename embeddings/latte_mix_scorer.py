@@ -25,13 +25,20 @@ import torch
 
 from embeddings.encoder import BaseEncoder, validate_sentences
 from embeddings.errors import ConfigError, unknown_choice
-from embeddings.latte_mix import gaussian_mixture_l2, mixture_cosine, mixture_js, mixture_l2, token_mixture
+from embeddings.latte_mix import (
+    gaussian_mixture_l2,
+    gaussian_mixture_log_cosine,
+    mixture_cosine,
+    mixture_js,
+    mixture_l2,
+    token_mixture,
+)
 from embeddings.scorer import Representation, Scorer
 from embeddings.similarity import cosine_rows
 from embeddings.token_batch import TokenBatch
 
 # Valid distances per latent type; the first is the default.
-DISTANCES: dict[str, tuple[str, ...]] = {"categorical": ("cosine", "js", "l2"), "normal": ("l2",), "ae": ("cosine",)}
+DISTANCES: dict[str, tuple[str, ...]] = {"categorical": ("cosine", "js", "l2"), "normal": ("l2", "cosine"), "ae": ("cosine",)}
 OUTPUTS = {"categorical": {"logits": 3}, "normal": {"mu": 2, "logvar": 2}, "ae": {"code": 2}}  # key -> ndim
 
 
@@ -152,7 +159,8 @@ class LatteMixScorer(Scorer):
             param = next(self.posterior.parameters(), None)
             device = param.device if param is not None else a["mu"].device
             args = [rep[k].to(device) for rep in (a, b) for k in ("mu", "var", "mask")]
-            return gaussian_mixture_l2(*args).cpu()
+            fn = gaussian_mixture_l2 if self.distance == "l2" else gaussian_mixture_log_cosine
+            return fn(*args).cpu()
         if self.latent == "ae":
             return cosine_rows(a["embedding"], b["embedding"])
         fn = {"cosine": mixture_cosine, "js": mixture_js, "l2": mixture_l2}[self.distance]

@@ -77,7 +77,7 @@ class TokenVAEModule(FrozenEncoderMixin, LightningModule):
         kl_threshold: free bits per latent unit (0 disables).
         beta_start, beta_end, beta_warmup_ratio: linear beta annealing over that share of the steps.
         lr, min_lr, warmup_ratio: Adam and the warm-up-then-decay schedule.
-        distance: the scorer's similarity (categorical: cosine / js / l2; normal: l2; ae: cosine);
+        distance: the scorer's similarity (categorical: cosine / js / l2; normal: l2 / cosine; ae: cosine);
             ``None``: cosine, or l2 for the normal latent.
         eval_batch_size: sentences per encoder forward pass when scoring.
     """

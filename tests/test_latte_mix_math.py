@@ -15,6 +15,7 @@ from embeddings.latte_mix import (
     class_usage,
     gaussian_kl_standard,
     gaussian_mixture_l2,
+    gaussian_mixture_log_cosine,
     gaussian_mixture_log_l2,
     gumbel_softmax,
     mixture_cosine,
@@ -264,7 +265,7 @@ def test_scorer_layer_and_tau(tiny_encoder):
 
 
 @pytest.mark.parametrize(("latent", "distance", "match"), [
-    ("normal", "js", "normal: l2"), ("ae", "js", "ae: cosine"), ("normal", "cosine", "categorical: cosine/js/l2"),
+    ("normal", "js", "normal: l2"), ("ae", "js", "ae: cosine"), ("normal", "js", "categorical: cosine/js/l2"),
     ("ae", "l2", "valid combinations"), ("gamma", None, "unknown latte-mix latent"),
 ])
 def test_scorer_rejects_bad_combinations(tiny_encoder, latent, distance, match):
@@ -276,6 +277,29 @@ def test_scorer_rejects_bad_combinations(tiny_encoder, latent, distance, match):
 
 def test_default_distances():
     assert [check_combination(latent) for latent in ("categorical", "normal", "ae")] == ["cosine", "l2", "cosine"]
+    assert check_combination("normal", "cosine") == "cosine"
+
+
+def test_gaussian_mixture_log_cosine_matches_numerical_integration():
+    """log( int pq / sqrt(int p^2 int q^2) ) on a 2-D grid; 0 for identical mixtures, symmetric."""
+    gen = torch.Generator().manual_seed(1)
+    mu = torch.randn(2, 3, 2, generator=gen)
+    var = 0.2 + torch.rand(2, 3, 2, generator=gen)
+    mask_a = torch.ones(2, 3, dtype=torch.bool)
+    mask_b = torch.tensor([[1, 1, 0], [1, 0, 0]], dtype=torch.bool)
+    mu_b, var_b = mu.flip(0) + 0.5, var.flip(0)
+    got = gaussian_mixture_log_cosine(mu, var, mask_a, mu_b, var_b, mask_b)
+    grid = torch.linspace(-9, 9, 721, dtype=torch.float64)
+    xy = torch.cartesian_prod(grid, grid)
+    for i in range(2):
+        p = density(xy, mu[i], var[i])
+        q = density(xy, mu_b[i][mask_b[i]], var_b[i][mask_b[i]])
+        ref = torch.log((p * q).sum() / ((p * p).sum() * (q * q).sum()).sqrt())
+        assert got[i].item() == pytest.approx(ref.item(), abs=0.01)
+    assert torch.all(got < 0)
+    assert torch.allclose(gaussian_mixture_log_cosine(mu, var, mask_a, mu, var, mask_a), torch.zeros(2), atol=1e-6)
+    back = gaussian_mixture_log_cosine(mu_b, var_b, mask_b, mu, var, mask_a)
+    assert torch.allclose(got, back, atol=1e-6)
 
 
 @pytest.mark.parametrize("kwargs", [{"tau": 0}, {"tau": True}, {"layer": 3}, {"layer": -4}, {"layer": 1.0}])
