@@ -70,8 +70,7 @@ def train_one(config: dict, seed: int, datamodule, args, input_dim: int):
 
 def score(scorer, tasks) -> dict[str, float]:
     results = score_tasks(scorer, tasks)
-    return {name: 100 * main_score(result) if abs(main_score(result)) <= 1 else main_score(result)
-            for name, result in results.items()}
+    return {name: main_score(result) for name, result in results.items()}  # already x100
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 
 def read_curve(run: Path, metric: str) -> list[tuple[int, float]]:
-    """``(step, value x 100)`` rows of ``metric`` in ``run``'s CSV log, first value per step."""
+    """``(step, value)`` rows of ``metric`` in ``run``'s CSV log, first value per step."""
     files = sorted(run.glob("**/metrics.csv"))
     if not files:
         raise SystemExit(f"no metrics.csv under {run}")
@@ -23,8 +23,7 @@ def read_curve(run: Path, metric: str) -> list[tuple[int, float]]:
     with open(files[0], newline="") as handle:
         for row in csv.DictReader(handle):
             if row.get(metric):
-                seen.setdefault(int(row["step"]), 100 * float(row[metric]) if float(row[metric]) <= 1 else
-                                float(row[metric]))
+                seen.setdefault(int(row["step"]), float(row[metric]))  # the STS callback logs x100
     return sorted(seen.items())
 
 

@@ -42,3 +42,23 @@ def atomic_write(path: str | os.PathLike, data: bytes) -> None:
     with os.fdopen(fd, "wb") as fh:
         fh.write(data)
     os.replace(tmp, path)
+
+
+def read_export_config(folder: str | os.PathLike, config_file: str, fmt: str, version: int, what: str) -> dict:
+    """The JSON config of an export directory, refusing a missing file or another format / version.
+
+    Why one place: every method export (BERT-flow, token VAEs) carries ``{"format", "version", ...}`` and must
+    fail with the same clear message instead of loading weights into the wrong network.
+    """
+    import json
+
+    from embeddings.errors import ConfigError
+
+    path = Path(folder) / config_file
+    if not path.is_file():
+        raise ConfigError(f"{Path(folder)} is not a {what} export: no {config_file}")
+    config = json.loads(path.read_text())
+    if config.get("format") != fmt or config.get("version") != version:
+        raise ConfigError(f"{path}: format {config.get('format')!r} v{config.get('version')}, "
+                          f"expected {fmt!r} v{version}")
+    return config

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from embeddings.atomic import atomic_directory
+from embeddings.atomic import atomic_directory, read_export_config
 from embeddings.encoder import BaseEncoder
 from embeddings.errors import ConfigError
 from embeddings.pooling import get_pooling
@@ -97,13 +97,7 @@ def load_flow(path: str | os.PathLike) -> tuple[Glow, dict]:
     from safetensors.torch import load_file
 
     folder = Path(path)
-    config_file = folder / CONFIG_FILE
-    if not config_file.is_file():
-        raise ConfigError(f"{folder} is not a BERT-flow export: no {CONFIG_FILE}")
-    config = json.loads(config_file.read_text())
-    if config.get("format") != FORMAT or config.get("version") != FORMAT_VERSION:
-        raise ConfigError(f"{config_file}: format {config.get('format')!r} v{config.get('version')}, "
-                          f"expected {FORMAT!r} v{FORMAT_VERSION}")
+    config = read_export_config(folder, CONFIG_FILE, FORMAT, FORMAT_VERSION, "BERT-flow")
     flow = Glow(int(config["dim"]), **{k: config[k] for k in FLOW_KEYS})
     flow.load_state_dict(load_file(str(folder / WEIGHTS_FILE)))
     return flow.eval(), config

@@ -179,15 +179,15 @@ def load_token_vae_scorer(path: str | os.PathLike, encoder: BaseEncoder | None =
         distance: override the exported distance (e.g. score a categorical VAE by ``js`` and ``cosine``).
     """
     from embeddings.load_encoder import load_encoder
-    from lightning_modules.token_vae_nets import load_token_vae
+    from lightning_modules.token_vae_nets import CONFIG_FILE, FORMAT, FORMAT_VERSION
 
-    posterior, _, config = load_token_vae(path)
     if encoder is None:
+        from embeddings.atomic import read_export_config
+
+        config = read_export_config(path, CONFIG_FILE, FORMAT, FORMAT_VERSION, "token-VAE")
         encoder = load_encoder(config["model_name_or_path"], max_length=config["max_length"],
                                batch_size=batch_size or 64, device=device)
-    return LatteMixScorer(encoder, posterior.to(encoder.device), layer=int(config["layer"]), latent=config["latent"],
-                          distance=distance or config["distance"], tau=float(config["score_tau"]),
-                          batch_size=batch_size)
+    return LatteMixExportScorer(encoder, str(path), distance=distance, batch_size=batch_size)
 
 
 class LatteMixExportScorer(LatteMixScorer):

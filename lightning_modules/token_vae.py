@@ -41,13 +41,6 @@ from lightning_modules.token_vae_nets import NET_KEYS, build_nets, save_token_va
 log = logging.getLogger(__name__)
 
 
-def encoder_width(name: str) -> int:
-    """The token-state width of an encoder (every layer has the same width)."""
-    from lightning_modules.flow import encoder_hidden_size
-
-    return encoder_hidden_size(name)
-
-
 def triangle_lambda(lr: float, min_lr: float, warmup: int, total: int):
     """LR factor: linear ``min_lr -> lr`` over ``warmup`` steps, then linear back to ``min_lr`` at ``total``."""
     low = min_lr / lr
@@ -94,7 +87,9 @@ class TokenVAEModule(FrozenEncoderMixin, LightningModule):
         super().__init__()
         self.save_hyperparameters()
         if input_dim is None:
-            self.hparams.input_dim = encoder_width(str(model_name_or_path))
+            from lightning_modules.flow import encoder_hidden_size  # every layer has the same width
+
+            self.hparams.input_dim = encoder_hidden_size(str(model_name_or_path))
         if tau <= 0 or (score_tau is not None and score_tau <= 0):
             raise ConfigError(f"tau and score_tau must be > 0, got {tau}, {score_tau}")
         if not 0 < beta_warmup_ratio <= 1 or not 0 <= warmup_ratio < 1 or not 0 < min_lr <= lr:

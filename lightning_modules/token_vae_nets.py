@@ -23,7 +23,7 @@ from pathlib import Path
 
 from torch import Tensor, nn
 
-from embeddings.atomic import atomic_directory
+from embeddings.atomic import atomic_directory, read_export_config
 from embeddings.errors import ConfigError, unknown_choice
 
 LATENTS = ("categorical", "normal", "ae")
@@ -104,13 +104,7 @@ def load_token_vae(path: str | os.PathLike) -> tuple[TokenPosterior, nn.Sequenti
     from safetensors.torch import load_file
 
     folder = Path(path)
-    config_file = folder / CONFIG_FILE
-    if not config_file.is_file():
-        raise ConfigError(f"{folder} is not a token-VAE export: no {CONFIG_FILE}")
-    config = json.loads(config_file.read_text())
-    if config.get("format") != FORMAT or config.get("version") != FORMAT_VERSION:
-        raise ConfigError(f"{config_file}: format {config.get('format')!r} v{config.get('version')}, "
-                          f"expected {FORMAT!r} v{FORMAT_VERSION}")
+    config = read_export_config(folder, CONFIG_FILE, FORMAT, FORMAT_VERSION, "token-VAE")
     posterior, decoder = build_nets(config)
     state = load_file(str(folder / WEIGHTS_FILE))
     posterior.load_state_dict({k[len("posterior."):]: v for k, v in state.items() if k.startswith("posterior.")})
