@@ -71,8 +71,8 @@ def scan_file(path: Path, min_words: int = 1, max_words: int | None = None) -> t
 def load_spans(path: Path, cache_dir: Path | None, min_words: int = 1,
                max_words: int | None = None) -> tuple[np.ndarray, dict]:
     """``scan_file`` through a cache keyed by path, size, mtime and the word filters."""
-    if cache_dir is None:
-        return scan_file(path, min_words, max_words)
+    if cache_dir is None or not path.is_file():
+        return scan_file(path, min_words, max_words)  # raises the clear "file not found" for a missing file
     st = path.stat()
     key = hashlib.sha1(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{min_words}|{max_words}".encode())
     cached = Path(cache_dir) / "sentence-index" / f"{path.name}.{key.hexdigest()[:16]}.npz"

@@ -276,3 +276,9 @@ def test_sts_source_is_the_distinct_task_sentences(tiny_data_dir, tmp_path):
     assert source_paths(["sts:stsb-dev+sick-trial"], str(tiny_data_dir), tmp_path, None) == [path]
     with pytest.raises(ConfigError, match="sts:stsb-dev"):
         source_paths(["sts:"], str(tiny_data_dir), tmp_path, None)
+
+
+def test_missing_sentence_file_is_a_clear_error_with_a_cache_dir(tmp_path):
+    """The cached index path used to stat() the file first and raise a bare FileNotFoundError."""
+    with pytest.raises(DataError, match=r"nope\.txt: file not found"):
+        SentenceIndex.build([tmp_path / "nope.txt"], tmp_path / "cache")
