@@ -31,6 +31,7 @@ from datamodules.sentence_files import DEFAULT_CACHE, SentenceIndex, source_path
 from embeddings.errors import ConfigError, DataError
 from embeddings.load_encoder import load_encoder
 from embeddings.pooling import get_pooling
+from embeddings.source_cache import npy_cache_problem
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 1
@@ -111,19 +112,7 @@ class CachedEmbeddingDataModule(LightningDataModule):
     @staticmethod
     def check_cache(path: Path, key: dict) -> str:
         """Why ``path`` cannot be used (``""`` if it can): missing, other key, truncated, unreadable."""
-        meta = path.with_suffix(".json")
-        if not path.is_file() or not meta.is_file():
-            return "missing"
-        try:
-            info = json.loads(meta.read_text())
-            array = np.load(path, mmap_mode="r")
-        except (OSError, ValueError) as err:  # a truncated .npy fails the mmap length check
-            return f"unreadable ({err})"
-        if info.get("key") != key:
-            return "its key differs from this run's"
-        if list(array.shape) != info.get("shape") or array.dtype != np.float32:
-            return f"array {array.shape} {array.dtype} does not match its sidecar {info.get('shape')}"
-        return ""
+        return npy_cache_problem(path, key)
 
     def _encode_to(self, path: Path, key: dict) -> None:
         index = SentenceIndex.build(self._paths(), self.cache_dir, self.min_words, self.max_words, self.max_sentences)

@@ -25,19 +25,11 @@ from tqdm import tqdm
 
 from datamodules.cached_embeddings import model_fingerprint
 from embeddings.errors import ConfigError, DataError
+from embeddings.source_cache import sentences_digest
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 1
 DTYPES = {"float32": np.float32, "float16": np.float16}
-
-
-def sentences_digest(sentences: Sequence[str]) -> str:
-    """A content hash of the sentence list (order included): any edit of the corpus changes the key."""
-    h = hashlib.sha1()
-    for s in sentences:
-        h.update(s.encode("utf-8"))
-        h.update(b"\n")
-    return h.hexdigest()
 
 
 def cache_key(model: str, layer: int, max_length: int | None, dtype: str, sentences: Sequence[str]) -> dict:

@@ -59,6 +59,7 @@ POOLINGS: dict[str, Callable[[TokenBatch], torch.Tensor]] = {
     "max": max_pool,
     "first_last_avg": layers_mean_pool([1, -1]),
     "last2_avg": layers_mean_pool([-2, -1]),
+    "last3_avg": layers_mean_pool([-3, -2, -1]),
 }
 
 

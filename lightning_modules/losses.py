@@ -174,3 +174,27 @@ def make_ct_pairs(
         texts1 += [p, *side1]
         texts2 += [p, *side2]
     return texts1, texts2, ct_batch_labels(batch_size, positives)
+
+
+def split_views(texts1: Sequence[str], texts2: Sequence[str], rng: np.random.Generator) -> tuple[list[str], list[str]]:
+    """Model 1 sees the LEFT part of each of its texts, model 2 the RIGHT part of each of its texts.
+
+    Why (``views=halves``, ours, not in the CT paper): with identical positives a randomly initialised
+    encoder solves CT by lexical identity and learns nothing about meaning (docs/scratch-learning-signal.md).
+    Positives made of the two halves of one sentence share no tokens, so the copies can only agree by
+    learning which words occur together: the distributional signal of the inverse cloze task / DeCLUTR.
+    Negatives are halves too, so length and truncation are no cue. Each text is cut at a word boundary drawn
+    uniformly from its middle third (the same cut on both sides of a positive); a text of one word is kept whole on both sides.
+    """
+    cuts = {text: _cut(text, rng) for text in dict.fromkeys([*texts1, *texts2])}  # one cut per sentence
+    return [cuts[t][0] for t in texts1], [cuts[t][1] for t in texts2]
+
+
+def _cut(text: str, rng: np.random.Generator) -> tuple[str, str]:
+    words = text.split()
+    if len(words) < 2:
+        return text, text
+    low = max(1, len(words) // 3)
+    high = min(len(words) - 1, len(words) - len(words) // 3)
+    at = int(rng.integers(low, high + 1))
+    return " ".join(words[:at]), " ".join(words[at:])

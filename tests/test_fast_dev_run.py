@@ -18,12 +18,15 @@ from tests.test_train import _cfg, train_data_dir  # noqa: F401  (module-scoped 
 
 EXPERIMENTS = sorted(p.stem for p in (CONFIG_DIR / "experiment").glob("*.yaml"))
 DATA_GROUPS = {"NLIDataModule": "nli", "SentenceDataModule": "sentences",
-               "CachedEmbeddingDataModule": "cached_embeddings", "TokenStateDataModule": "token_states"}
+               "CachedEmbeddingDataModule": "cached_embeddings", "TokenStateDataModule": "token_states",
+               "DistillationDataModule": "distillation", "SourceViewsDataModule": "source_views"}
 # What the tiny fixtures offer each data group (the real files are far too big for a unit test).
 TINY_DATA = {"nli": ["data.sources=[snli:dev,snli:test,sick:trial]"],
              "sentences": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8"],
              "cached_embeddings": ["data.files=[wiki/wiki_sentences_100k.txt]"],
-             "token_states": ["data.files=[nli:snli:dev]"]}
+             "token_states": ["data.files=[nli:snli:dev]"],
+             "distillation": ["data.files=[wiki/wiki_sentences_100k.txt]"],
+             "source_views": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8"]}
 TINY_MODEL = {"ct": ["model.pairs=8", "model.positives=2"],
               "token_vae": ["model.latent_dim=4", "model.num_classes=5", "model.hidden_dim=16"]}
 COMMON = ["+trainer.fast_dev_run=true", "export=false", "callbacks.sts_evaluation.tasks=[stsb-dev]"]
@@ -35,7 +38,8 @@ def _groups(overrides: list[str]) -> tuple[str, str]:
         cfg = compose(config_name="train", overrides=[*overrides, "paths.data_dir=/data"])
     data = DATA_GROUPS[str(cfg.data._target_).rsplit(".", 1)[1]]
     model = {"SBERTNLIModule": "sbert_nli", "ContrastiveTensionModule": "ct",
-             "BertFlowModule": "flow", "TokenVAEModule": "token_vae"}[str(cfg.model._target_).rsplit(".", 1)[1]]
+             "BertFlowModule": "flow", "TokenVAEModule": "token_vae", "SEDModule": "sed",
+             "CrossViewAEModule": "cross_view_ae"}[str(cfg.model._target_).rsplit(".", 1)[1]]
     return model, data
 
 
@@ -44,6 +48,10 @@ def _fast_dev_run(tmp_path, model_dir, data_dir, overrides: list[str]) -> dict[s
 
     model, data = _groups(overrides)
     tiny = [f"data={data}", *TINY_DATA[data], *TINY_MODEL.get(model, [])]
+    if data == "distillation":  # the tiny model teaches itself (teachers must share its size)
+        tiny.append(f"data.teachers=[{model_dir}]")
+    if data == "source_views":  # two tiny sources of the same model: mean and CLS pooling
+        tiny.append(f"data.sources=[{model_dir},{{model:{model_dir},pooling:cls}}]")
     if data != "nli":
         tiny.append(f"data.cache_dir={tmp_path / 'cache'}")
     cfg = _cfg(tmp_path / "run", model_dir, data_dir, [*overrides, *tiny, *COMMON])
@@ -70,6 +78,12 @@ OPTIONS = [
     ["model=token_vae", "data=token_states"],
     ["model=token_vae", "data=token_states", "model.latent=normal", "model.encoder_layers=2"],
     ["model=token_vae", "data=token_states", "model.latent=ae", "data.dtype=float16"],
+    ["model=ct", "data=sentences", "model.views=halves"],
+    ["model=ct", "data=sentences", "model.views=halves", "model.objective=in_batch"],
+    ["model=sed", "data=distillation"],
+    ["model=sed", "data=distillation", "model.eval_layers=3"],
+    ["model=cross_view_ae", "data=source_views"],
+    ["model=cross_view_ae", "data=source_views", "model.loss=cos2", "model.hidden_layers=1"],
     ["trainer=gpu", "trainer.accelerator=cpu"],
     ["trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=1"],
     ["logger=csv"],

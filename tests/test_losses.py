@@ -132,3 +132,18 @@ def test_ct_matches_sentence_transformers_contrastive_tension_loss(st_model):
         emb2 = st_model(st_model.preprocess(texts2))["sentence_embedding"]
         ours = ct_loss(ct_logits(emb1, emb2), labels, reduction="sum")
     torch.testing.assert_close(ours, their_loss, rtol=1e-6, atol=1e-6)
+
+
+def test_split_views_gives_disjoint_halves_of_the_same_sentence():
+    import numpy as np
+
+    from lightning_modules.losses import split_views
+
+    rng = np.random.default_rng(0)
+    texts = ["one two three four five six", "alpha beta", "single"]
+    left, right = split_views(texts, texts, rng)
+    for text, a, b in zip(texts[:2], left[:2], right[:2], strict=True):
+        assert set(a.split()).isdisjoint(b.split()) and text.startswith(a) and text.endswith(b)
+    assert left[2] == right[2] == "single"  # one word: kept whole on both sides
+    cuts = {len(split_views(texts[:1], texts[:1], rng)[0][0].split()) for _ in range(50)}
+    assert cuts <= {2, 3, 4} and len(cuts) > 1  # drawn from the middle third, not always the same

@@ -58,8 +58,10 @@ def train_data_dir(tmp_path_factory, tiny_data_dir) -> Path:
 
 
 def _cfg(out: Path, model_dir: Path, data_dir: Path, overrides=(), config_name: str = "train"):
-    base = [f"model.model_name_or_path={model_dir}", "model.max_length=32", "model.eval_batch_size=8",
-            f"paths.data_dir={data_dir}", "data.batch_size=4", "trainer.log_every_n_steps=1", "trainer.enable_progress_bar=false", "trainer.enable_model_summary=false"]
+    # Encoder keys go to models that have them (the cross-view AE's encoders are its data's sources);
+    # an explicit override of the same key wins.
+    model_keys = {"model_name_or_path": str(model_dir), "max_length": 32, "eval_batch_size": 8}
+    base = [f"paths.data_dir={data_dir}", "data.batch_size=4", "trainer.log_every_n_steps=1", "trainer.enable_progress_bar=false", "trainer.enable_model_summary=false"]
     if not any(o.startswith("data=") and o != "data=nli" for o in overrides):
         base.append("data.sources=[snli:dev,sick:trial]")
     if HAS_STS_CALLBACK:
@@ -70,6 +72,9 @@ def _cfg(out: Path, model_dir: Path, data_dir: Path, overrides=(), config_name: 
         cfg = compose(config_name=config_name, overrides=[*base, *overrides])
     with open_dict(cfg):
         cfg.output_dir = str(out)
+        for key, value in model_keys.items():
+            if key in cfg.model and not any(o.startswith(f"model.{key}=") for o in overrides):
+                cfg.model[key] = value
     return cfg
 
 

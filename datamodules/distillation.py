@@ -1,0 +1,232 @@
+"""Sentences paired with the MEAN embedding of N frozen teachers: the training data of SED.
+
+Why a datamodule of its own: Sentence Ensemble Distillation (Carlsson & Sahlgren) regresses a student onto
+``S_E = 1/N sum_i M_i(S)`` (paper Eq. 1) for the same ~100k Wikipedia sentences every epoch, and the
+teachers are frozen, so their vectors are computed once. ``prepare_data`` (once per node) reads the lines
+exactly as ``datamodules.sentences`` / ``cached_embeddings`` do (``source_paths`` + ``SentenceIndex``: same
+files, same skipping of empty / non-UTF-8 lines, same ``max_sentences``), gets every teacher's vectors
+through ``embeddings.source_cache`` (cached by the teacher's fingerprint and a digest of the sentences, so
+another seed or method reuses them) and writes their mean as one float32 ``.npy``. The file name hashes a
+key that needs no model loading (teacher specs and model-file stats, sentence-file stats, filters), so
+``setup`` on every rank maps it without building a teacher; its sidecar also holds the full key (teacher
+fingerprints, sentence digest), which ``prepare_data`` checks before reusing it.
+
+Teachers are ``build_source`` specs: a model name or directory (mean pooling) or a mapping
+``{model: ..., pooling: ..., max_length: ...}``. All must give vectors of one size (an average of
+differently sized vectors is undefined). Batches are ``{"sentences": list[str], "targets": (B, D)}`` from a
+map-style dataset; shuffling is ``EpochShuffleSampler`` (resumable mid-epoch), which Lightning wraps in a
+distributed sampler under DDP.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, ListConfig, OmegaConf
+from torch.utils.data import DataLoader, Dataset
+
+from datamodules.cached_embeddings import model_fingerprint
+from datamodules.loader import (
+    EpochShuffleSampler,
+    ResumableDataModule,
+    ResumableLoader,
+    per_device_batch_size,
+)
+from datamodules.sentence_files import DEFAULT_CACHE, SentenceIndex, source_paths
+from embeddings.errors import ConfigError, DataError
+from embeddings.sentence_source import build_source
+from embeddings.source_cache import cached_source_vectors, sentences_digest
+
+log = logging.getLogger(__name__)
+CACHE_VERSION = 1
+
+
+def _plain_spec(spec: Any) -> str | dict:
+    """A teacher spec as str / plain dict (Hydra hands over DictConfig), so it hashes and pickles."""
+    if isinstance(spec, (DictConfig, ListConfig)):
+        spec = OmegaConf.to_container(spec, resolve=True)
+    return {str(k): v for k, v in spec.items()} if isinstance(spec, Mapping) else str(spec)
+
+
+def _model_of(spec: str | dict) -> str:
+    return str(spec.get("model", "")) if isinstance(spec, dict) else spec
+
+
+class DistillationDataset(Dataset):
+    """Row ``i``: (sentence ``i``, mean teacher vector ``i``); sentences are read from disk on demand."""
+
+    def __init__(self, index: SentenceIndex, targets: torch.Tensor) -> None:
+        if len(index) != len(targets):
+            raise DataError(f"{len(index)} sentences but {len(targets)} target vectors: run prepare_data again")
+        self.index, self.targets = index, targets
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __getitem__(self, i: int) -> tuple[str, torch.Tensor]:
+        return self.index.sentence(i), self.targets[i]
+
+
+def collate_distillation(rows: Sequence[tuple[str, torch.Tensor]]) -> dict[str, list[str] | torch.Tensor]:
+    """Raw strings (the student tokenizes) and the ``(B, D)`` float32 targets."""
+    return {"sentences": [r[0] for r in rows], "targets": torch.stack([r[1] for r in rows]).float()}
+
+
+class DistillationDataModule(ResumableDataModule):
+    """Training batches ``{"sentences", "targets"}``: sentences and their teachers' mean embedding.
+
+    Args:
+        data_dir: the data directory; ``None`` falls back to ``$STS_DATA_DIR`` (only for local files).
+        files: sentence files relative to ``data_dir`` (or absolute), ``hub:...`` or ``sts:<task>``.
+        teachers: one or more ``build_source`` specs, all of one vector size.
+        max_sentences: use only the first N usable sentences (in file order).
+        batch_size: GLOBAL batch size; every device gets ``batch_size // world_size``.
+        cache_dir: line indexes, teacher vectors (``<cache_dir>/distillation/sources``) and targets
+            (default ``$STS_CACHE_DIR`` or ``~/.cache/sts-lightning``).
+        num_workers, seed, shuffle: the DataLoader (the permutation of epoch ``e`` depends on ``(seed, e)``).
+        min_words, max_words: line filters, as in ``SentenceDataModule``.
+        encode_batch_size, encode_device: the one-off teacher passes (``auto``: CUDA when available).
+    """
+
+    def __init__(self, data_dir: str | None = None, files: Sequence[str] | str = ("wiki/wiki_sentences_100k.txt",),
+                 teachers: Sequence[Any] | None = None, max_sentences: int | None = None, batch_size: int = 32,
+                 cache_dir: str | None = None, num_workers: int = 0, seed: int = 0, shuffle: bool = True,
+                 min_words: int = 1, max_words: int | None = None, encode_batch_size: int = 64,
+                 encode_device: str = "cpu") -> None:
+        super().__init__()
+        if isinstance(teachers, (str, Mapping)):
+            teachers = [teachers]
+        self.teachers = [_plain_spec(t) for t in (teachers or [])]
+        if not self.teachers:
+            raise ConfigError("DistillationDataModule needs at least one teacher (data.teachers=[...])")
+        self.data_dir, self.files = data_dir, [files] if isinstance(files, str) else [str(f) for f in files]
+        self.batch_size, self.num_workers, self.seed, self.shuffle = int(batch_size), num_workers, int(seed), shuffle
+        self.max_sentences, self.min_words, self.max_words = max_sentences, min_words, max_words
+        self.encode_batch_size, self.encode_device = encode_batch_size, encode_device
+        self.cache_dir = Path(cache_dir or DEFAULT_CACHE).expanduser()
+        self.dataset: DistillationDataset | None = None
+        self.teacher_names: list[str] = []  # for logging; filled by prepare_data / setup
+
+    # ---------------------------------------------------------------------------------- the cache
+    def _paths(self) -> list[Path]:
+        return source_paths(self.files, self.data_dir, self.cache_dir, self.max_sentences)
+
+    def _index(self) -> SentenceIndex:
+        return SentenceIndex.build(self._paths(), self.cache_dir, self.min_words, self.max_words, self.max_sentences)
+
+    def cache_key(self) -> dict:
+        """What names the targets file, computable without loading a teacher (plain JSON)."""
+        files = []
+        for p in self._paths():
+            st = p.stat() if p.is_file() else None
+            files.append({"path": str(p.resolve()), "size": st and st.st_size, "mtime_ns": st and st.st_mtime_ns})
+        return {"version": CACHE_VERSION, "teachers": self.teachers,
+                "models": [model_fingerprint(_model_of(t)) for t in self.teachers], "files": files,
+                "max_sentences": self.max_sentences, "min_words": self.min_words, "max_words": self.max_words}
+
+    def targets_path(self, key: dict | None = None) -> Path:
+        """``<cache_dir>/distillation/targets.<hash>.npy``; the sidecar is the same name with ``.json``."""
+        digest = hashlib.sha1(json.dumps(key or self.cache_key(), sort_keys=True).encode()).hexdigest()[:20]
+        return self.cache_dir / "distillation" / f"targets.{digest}.npy"
+
+    @staticmethod
+    def _sidecar(path: Path) -> dict | None:
+        """The sidecar of a whole, readable targets file whose array matches it, else ``None``."""
+        meta = path.with_suffix(".json")
+        try:
+            info = json.loads(meta.read_text())
+            array = np.load(path, mmap_mode="r")
+        except (OSError, ValueError):
+            return None
+        ok = list(array.shape) == info.get("shape") and array.dtype == np.float32
+        return info if ok else None
+
+    def _build(self, spec: str | dict):
+        return build_source(spec, batch_size=self.encode_batch_size, device=self.encode_device)
+
+    def prepare_data(self) -> None:
+        """Teacher vectors (cached per teacher) and their mean (cached per ensemble), once per node.
+
+        One teacher is loaded at a time (the paper's ensemble is 10 BERT-large): a first pass reads each
+        one's name, size and fingerprint, so sizes are checked and a cached mean found before any
+        encoding; only on a miss are they loaded again, one by one, to encode (or read their caches).
+        """
+        key = self.cache_key()
+        path = self.targets_path(key)
+        index = self._index()
+        sentences = [index.sentence(i) for i in range(len(index))]
+        names, dims, fingerprints = [], [], []
+        for spec in self.teachers:
+            source = self._build(spec)
+            names.append(source.name)
+            dims.append(source.dim)
+            fingerprints.append(source.fingerprint())
+            del source
+        if len(set(dims)) > 1:
+            raise ConfigError(f"SED averages its teachers' vectors, so they must have one size; got "
+                              f"{', '.join(f'{n}: {d}-d' for n, d in zip(names, dims, strict=True))}")
+        full = {"key": key, "fingerprints": fingerprints, "sentences": sentences_digest(sentences),
+                "count": len(sentences)}
+        self.teacher_names = names
+        info = self._sidecar(path)
+        if info is not None and {k: info.get(k) for k in full} == full:
+            log.info("using cached SED targets %s (teachers %s)", path, names)
+            return
+        total = None
+        for spec in self.teachers:  # running sum: one teacher and one array in memory at a time
+            vectors = cached_source_vectors(self._build(spec), sentences, self.cache_dir / "distillation")
+            total = vectors.astype(np.float64) if total is None else total + vectors
+        target = (total / len(self.teachers)).astype(np.float32)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp, meta = path.with_suffix(f".tmp{os.getpid()}.npy"), path.with_suffix(f".tmp{os.getpid()}.json")
+        try:
+            np.save(tmp, target)
+            meta.write_text(json.dumps({**full, "shape": list(target.shape), "teachers": self.teacher_names},
+                                       indent=1))
+            os.replace(tmp, path)  # array first: a sidecar never describes an array not yet in place
+            os.replace(meta, path.with_suffix(".json"))
+        finally:
+            tmp.unlink(missing_ok=True)
+            meta.unlink(missing_ok=True)
+        log.info("SED targets: mean of %d teachers %s, %d x %d, in %s", len(names), names,
+                 *target.shape, path)
+
+    # ------------------------------------------------------------------------------------ loading
+    def setup(self, stage: str | None = None) -> None:
+        """Map the targets copy-on-write (pages shared by the ranks of a node); no teacher is loaded."""
+        if self.dataset is not None:
+            return
+        path = self.targets_path()
+        info = self._sidecar(path)
+        if info is None:
+            raise DataError(f"SED targets {path} are missing or unreadable: run prepare_data first")
+        index = self._index()
+        self.dataset = DistillationDataset(index, torch.from_numpy(np.load(path, mmap_mode="c")))
+        self.teacher_names = list(info.get("teachers", []))
+        log.info("SED data: %d sentences (%s skipped), %d-d targets from %s", len(index), index.skipped,
+                 self.target_dim, self.teacher_names)
+
+    @property
+    def target_dim(self) -> int:
+        if self.dataset is None:
+            self.setup("fit")
+        return int(self.dataset.targets.shape[1])
+
+    def train_dataloader(self) -> DataLoader:
+        if self.dataset is None:
+            self.setup("fit")
+        if self.num_workers > 0:
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        world = self.trainer.world_size if self.trainer is not None else 1
+        sampler = EpochShuffleSampler(len(self.dataset), self.seed) if self.shuffle else None
+        return ResumableLoader(self.dataset, batch_size=per_device_batch_size(self.batch_size, world),
+                               sampler=sampler, num_workers=self.num_workers, collate_fn=collate_distillation,
+                               persistent_workers=self.num_workers > 0, datamodule=self)

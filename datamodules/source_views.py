@@ -1,0 +1,90 @@
+"""Cached vectors of several frozen sentence sources over one corpus: the data of the cross-view AE.
+
+Why: meta-embedding training touches only the sources' OUTPUTS; encoding the corpus once per source
+(``embeddings.source_cache``, keyed by the source's fingerprint and the sentences) makes 500 epochs cost
+seconds. Sentences are read with the same rules as every other sentence DataModule (``SentenceIndex``:
+empty / malformed / too-long lines skipped and counted). Each batch is a list of J tensors, one per
+source; Lightning's DistributedSampler shards it under DDP.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from lightning.pytorch import LightningDataModule
+from torch.utils.data import DataLoader, TensorDataset
+
+from datamodules.loader import per_device_batch_size
+from datamodules.sentence_files import DEFAULT_CACHE, SentenceIndex, source_paths
+from embeddings.errors import ConfigError
+from embeddings.sentence_source import build_source
+from embeddings.source_cache import cached_source_vectors
+
+log = logging.getLogger(__name__)
+
+
+class SourceViewsDataModule(LightningDataModule):
+    """Batches ``[x_1 (B, d_1), ..., x_J (B, d_J)]`` of cached source vectors.
+
+    Args:
+        data_dir: the data directory (``None``: ``$STS_DATA_DIR``).
+        files: sentence files relative to ``data_dir`` (the paper: One Billion Word, sentences < 60 words).
+        sources: source specs (``build_source``), in the order the model expects.
+        batch_size: GLOBAL batch size (the paper: 10,000).
+        max_sentences, min_words, max_words: corpus filters.
+        cache_dir: line indexes and source caches (``None``: ``$STS_CACHE_DIR`` or ``~/.cache/sts-lightning``).
+    """
+
+    def __init__(self, sources: Sequence, data_dir: str | None = None,
+                 files: Sequence[str] | str = ("onebillion/1b_benchmark.dev.tokens",), batch_size: int = 10000,
+                 max_sentences: int | None = None, min_words: int = 1, max_words: int | None = 59,
+                 cache_dir: str | None = None, num_workers: int = 0, seed: int = 0, shuffle: bool = True,
+                 encode_batch_size: int = 64, encode_device: str = "cpu") -> None:
+        super().__init__()
+        if not sources:
+            raise ConfigError("data.sources: list at least one sentence source")
+        self.sources = [s if isinstance(s, str) else dict(s) for s in sources]
+        self.data_dir, self.files = data_dir, [files] if isinstance(files, str) else [str(f) for f in files]
+        self.batch_size, self.max_sentences = batch_size, max_sentences
+        self.min_words, self.max_words, self.num_workers = min_words, max_words, num_workers
+        self.seed, self.shuffle = seed, shuffle
+        self.encode_batch_size, self.encode_device = encode_batch_size, encode_device
+        self.cache_dir = Path(cache_dir or DEFAULT_CACHE).expanduser()
+        self.dataset: TensorDataset | None = None
+
+    def _sentences(self) -> list[str]:
+        paths = source_paths(self.files, self.data_dir, self.cache_dir, self.max_sentences)
+        index = SentenceIndex.build(paths, self.cache_dir, self.min_words, self.max_words, self.max_sentences)
+        return [index.sentence(i) for i in range(len(index))]
+
+    def _views(self) -> list[torch.Tensor]:
+        sentences = self._sentences()
+        views = []
+        for spec in self.sources:
+            source = build_source(spec, batch_size=self.encode_batch_size, device=self.encode_device)
+            views.append(torch.from_numpy(cached_source_vectors(source, sentences, self.cache_dir)))
+        return views
+
+    def prepare_data(self) -> None:
+        self._views()  # encodes once per node; later calls read the caches
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.dataset is None:
+            self.dataset = TensorDataset(*self._views())
+            log.info("source views: %d sentences, dims %s", len(self.dataset), self.dims)
+
+    @property
+    def dims(self) -> list[int]:
+        if self.dataset is None:
+            self.setup("fit")
+        return [int(t.shape[1]) for t in self.dataset.tensors]
+
+    def train_dataloader(self) -> DataLoader:
+        self.setup("fit")
+        world = self.trainer.world_size if self.trainer is not None else 1
+        return DataLoader(self.dataset, batch_size=per_device_batch_size(self.batch_size, world),
+                          shuffle=self.shuffle, generator=torch.Generator().manual_seed(int(self.seed)),
+                          num_workers=self.num_workers)

@@ -1,0 +1,98 @@
+"""Sentence Ensemble Distillation (Carlsson & Sahlgren): one student regresses onto N teachers' mean.
+
+The student embeds each sentence by mean pooling its final layer and is trained with the MSE between
+that vector and the mean of the frozen teachers' vectors (paper Eq. 1-2; the targets come precomputed
+from ``datamodules.distillation``). Recipe (paper Sec. 5.1): Adam(W), batch 32, lr 2e-5, 10% linear
+warm-up, ~100k Wikipedia sentences. Only the student is updated.
+
+Why two poolings: the paper trains on the final layer's mean but EVALUATES the student by mean pooling
+over the average of its last 2 layers (Appendix A.3: 2 beats 1 almost always; 2 vs 3 is mixed), so
+``train_pooling`` drives the loss and ``eval_layers`` (1, 2 or 3 -> the base's ``pooling`` = ``mean``,
+``last2_avg`` or ``last3_avg``) drives ``scorer()`` and STS validation.
+
+Export: ``EncoderModule.export`` writes the sentence-transformers files only for cls / mean / max pooling.
+With ``eval_layers`` 2 or 3 (the paper's setting) no sentence-transformers ``Pooling`` reproduces the
+layer average, so the export holds the Hugging Face model only (with a warning); load it with our
+``load_encoder`` + pooling ``last2_avg`` / ``last3_avg``. ``eval_layers=1`` exports a full
+sentence-transformers directory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from embeddings.errors import ConfigError
+from embeddings.pooling import get_pooling
+from lightning_modules.base import EncoderModule, embed_length_buckets
+
+EVAL_POOLING = {1: "mean", 2: "last2_avg", 3: "last3_avg"}
+
+
+def sed_loss(student: Tensor, target: Tensor) -> Tensor:
+    """Mean squared error over batch and dimensions (paper Eq. 2, averaged over the batch).
+
+    Args:
+        student: ``(batch, dim)`` student embeddings (with gradients).
+        target: ``(batch, dim)`` mean teacher embeddings (constants).
+    """
+    if student.shape != target.shape:
+        raise ConfigError(f"SED loss needs equal shapes, got student {tuple(student.shape)} and "
+                          f"target {tuple(target.shape)}")
+    return ((student - target) ** 2).mean()
+
+
+def check_dims(student_dim: int, target_dim: int) -> None:
+    """Fail with what to change when the student cannot regress onto the teachers' mean."""
+    if int(student_dim) != int(target_dim):
+        raise ConfigError(f"the student gives {student_dim}-d vectors but the teachers' mean is {target_dim}-d: "
+                          f"choose a student of the teachers' size, or a meta-embedding with d={student_dim}")
+
+
+class SEDModule(EncoderModule):
+    """The SED student (batches ``{"sentences", "targets"}`` from ``datamodules.distillation``).
+
+    Args:
+        train_pooling: the student vector regressed onto the targets (``mean``: final layer, the paper).
+        eval_layers: 1, 2 or 3 final layers averaged (then mean over tokens) for ``scorer()`` and export
+            (2: the paper's choice). Sets the base's ``pooling`` hyper-parameter.
+        Others: see ``EncoderModule`` (defaults here are the paper's recipe; no weight decay, as Adam).
+    """
+
+    def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", max_length: int | None = None,
+                 lr: float = 2e-5, weight_decay: float = 0.0, warmup_ratio: float = 0.1,
+                 optimizer: str = "adamw", scheduler: str = "linear", eval_batch_size: int = 64,
+                 train_pooling: str = "mean", eval_layers: int = 2) -> None:
+        if eval_layers not in EVAL_POOLING:
+            raise ConfigError(f"eval_layers must be 1, 2 or 3 (final layers averaged at evaluation), got {eval_layers!r}")
+        get_pooling(train_pooling)
+        super().__init__(model_name_or_path=model_name_or_path, pooling=EVAL_POOLING[int(eval_layers)],
+                         max_length=max_length, lr=lr, weight_decay=weight_decay, warmup_ratio=warmup_ratio,
+                         optimizer=optimizer, scheduler=scheduler, eval_batch_size=eval_batch_size)
+        self.train_pool = get_pooling(train_pooling)
+
+    def embed_train(self, sentences: Sequence[str]) -> Tensor:
+        """Student vectors WITH gradients under the TRAINING pooling (``embed`` uses the eval pooling)."""
+        return embed_length_buckets(self._live_encoder(), self.train_pool, sentences, self.length_buckets)
+
+    def on_fit_start(self) -> None:
+        """Compare sizes before the first step when the datamodule knows its target size."""
+        datamodule = getattr(self.trainer, "datamodule", None)
+        target_dim = getattr(datamodule, "target_dim", None) if datamodule is not None else None
+        if target_dim is not None:
+            check_dims(self.embedding_dim, target_dim)
+
+    def training_step(self, batch: dict, batch_idx: int) -> Tensor:
+        sentences, target = batch["sentences"], batch["targets"]
+        check_dims(self.embedding_dim, target.shape[-1])  # a shape compare: cheap at every step
+        student = self.embed_train(sentences).float()  # fp32 loss under mixed precision
+        target = target.to(device=student.device, dtype=torch.float32)
+        loss = sed_loss(student, target)
+        with torch.no_grad():
+            cosine = F.cosine_similarity(student, target, dim=-1).mean()
+        self.log("train/loss", loss, prog_bar=True, batch_size=len(sentences))
+        self.log("train/cosine", cosine, batch_size=len(sentences))
+        return loss
