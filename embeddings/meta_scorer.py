@@ -162,3 +162,16 @@ class StandardisedCosineEnsemble(Scorer):
     def similarity(self, a: Representation, b: Representation) -> torch.Tensor:
         z = [((a[f"v{j}"] * b[f"v{j}"]).sum(-1) - m) / s for j, (m, s) in enumerate(self.stats.tolist())]
         return torch.stack(z).mean(0)
+
+
+class MeanEnsembleScorer(VectorScorer):
+    """The full ensemble of same-size sources: the mean of their raw vectors (SED's target, Eq. 1), by cosine."""
+
+    def __init__(self, sources: Sequence[SentenceSource]) -> None:
+        dims = {s.dim for s in sources}
+        if len(dims) != 1:
+            raise ConfigError(f"a mean ensemble needs sources of one size, got {sorted(dims)}")
+        self.sources, self.name = list(sources), f"mean-ensemble-{len(sources)}"
+
+    def represent(self, sentences: Sequence[str]) -> Representation:
+        return {"embedding": torch.stack([s.embed(sentences).float() for s in self.sources]).mean(0)}

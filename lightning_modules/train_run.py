@@ -87,8 +87,13 @@ def train(cfg: DictConfig) -> dict[str, float]:
     """Fit the configured model; returns the final ``trainer.callback_metrics`` as floats.
 
     Side effects under ``cfg.output_dir``: ``checkpoints/`` (ModelCheckpoint), logger files, and
-    ``export/`` (Hugging Face + sentence-transformers directory) when ``cfg.export``.
+    ``export/`` (Hugging Face + sentence-transformers directory) when ``cfg.export``. A config with a
+    ``pipeline`` block runs its stages instead (``lightning_modules.pipeline_run``).
     """
+    if cfg.get("pipeline"):  # a chain of stages, each an ordinary train config (see pipeline_run)
+        from lightning_modules.pipeline_run import run_pipeline
+
+        return run_pipeline(cfg)
     seed_everything(int(cfg.seed), workers=True)
     output_dir = Path(cfg.output_dir)
     datamodule = _build(cfg.data)
