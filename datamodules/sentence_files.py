@@ -201,3 +201,15 @@ def source_paths(files: Sequence[str], data_dir: str | None, cache_dir: Path,
         return root / f
 
     return [path(f) for f in files]
+
+
+def read_sentences(files: Sequence[str], data_dir: str | None, min_words: int = 1, max_words: int | None = None,
+                   max_sentences: int | None = None, cache_dir: str | os.PathLike | None = None) -> list[str]:
+    """The usable lines of sentence files, de-duplicated in order, then the first ``max_sentences``.
+
+    Why de-duplicated: a fitting corpus (meta-embeddings) weighs every sentence once; the same list (and so
+    the same source-cache key) comes back for the same arguments.
+    """
+    cache = Path(cache_dir or DEFAULT_CACHE).expanduser()
+    index = SentenceIndex.build(source_paths(list(files), data_dir, cache, None), cache, min_words, max_words)
+    return list(dict.fromkeys(index.sentence(i) for i in range(len(index))))[:max_sentences]

@@ -100,11 +100,11 @@ def fit_gcca(views: Sequence[Tensor], d: int, tau: float = 0.1) -> dict[str, Ten
         off_diag[bounds[j]:bounds[j + 1], bounds[j]:bounds[j + 1]] = 0.0
     total = sum(dims)
     try:
-        _, vectors = eigh(off_diag, block_diag, subset_by_index=[total - d, total - 1])
+        values, vectors = eigh(off_diag, block_diag, subset_by_index=[total - d, total - 1])
     except np.linalg.LinAlgError as err:
         raise ConfigError(f"gcca: the regularised covariance is singular ({err}); raise tau above {tau}") from err
-    vectors = vectors[:, ::-1]  # largest eigenvalue first
-    out: dict[str, Tensor] = {}
+    values, vectors = values[::-1].copy(), vectors[:, ::-1]  # largest eigenvalue first
+    out: dict[str, Tensor] = {"eigenvalues": torch.from_numpy(values).float()}
     for j in range(len(dims)):
         out[f"mean_{j}"] = means[j].float()
         out[f"theta_{j}"] = torch.from_numpy(np.ascontiguousarray(vectors[bounds[j]:bounds[j + 1]])).float()

@@ -38,17 +38,27 @@ class MetaEmbeddingScorer(VectorScorer):
     Args:
         sources: the frozen sources, in the order the projection was fitted on.
         projection: a ``MetaProjection`` (conc / avg / svd / gcca / ae).
+        cache_dir: keep each source's vectors of a sentence list in ``embeddings.source_cache`` (``None``:
+            encode every time); distillation targets use it so a corpus is encoded once per source.
     """
 
-    def __init__(self, sources: Sequence[SentenceSource], projection: MetaProjection) -> None:
+    def __init__(self, sources: Sequence[SentenceSource], projection: MetaProjection,
+                 cache_dir: str | os.PathLike | None = None) -> None:
         dims = [s.dim for s in sources]
         if dims != projection.dims:
             raise ConfigError(f"the sources give {dims}-d vectors, the meta-embedding was fitted on {projection.dims}")
-        self.sources, self.projection = list(sources), projection
+        self.sources, self.projection, self.cache_dir = list(sources), projection, cache_dir
         self.name = f"meta-{projection.method}"
 
+    def views(self, sentences: Sequence[str]) -> list[torch.Tensor]:
+        if self.cache_dir is None:
+            return [s.embed(sentences) for s in self.sources]
+        from embeddings.source_cache import cached_source_vectors
+
+        return [torch.from_numpy(cached_source_vectors(s, sentences, self.cache_dir)) for s in self.sources]
+
     def represent(self, sentences: Sequence[str]) -> Representation:
-        return {"embedding": self.projection.apply([s.embed(sentences) for s in self.sources])}
+        return {"embedding": self.projection.apply(self.views(sentences))}
 
 
 def save_meta_embedding(path: str | os.PathLike, projection: MetaProjection, sources: Sequence[Mapping]) -> Path:
@@ -91,9 +101,11 @@ def load_meta_projection(path: str | os.PathLike) -> tuple[MetaProjection, list[
     return projection, list(config["sources"])
 
 
-def load_meta_scorer(path: str | os.PathLike, batch_size: int = 64, device: str = "cpu") -> MetaEmbeddingScorer:
+def load_meta_scorer(path: str | os.PathLike, batch_size: int = 64, device: str = "cpu",
+                     cache_dir: str | os.PathLike | None = None) -> MetaEmbeddingScorer:
     projection, specs = load_meta_projection(path)
-    return MetaEmbeddingScorer([build_source(s, batch_size=batch_size, device=device) for s in specs], projection)
+    return MetaEmbeddingScorer([build_source(s, batch_size=batch_size, device=device) for s in specs], projection,
+                               cache_dir=cache_dir)
 
 
 class MetaExportScorer(Scorer):
@@ -113,11 +125,19 @@ class MetaExportScorer(Scorer):
 
 
 class MetaSource(SentenceSource):
-    """A meta-embedding export as a sentence source (e.g. the distillation target of a SED student)."""
+    """A meta-embedding export as a sentence source (e.g. the distillation target of a SED student).
 
-    def __init__(self, path: str | os.PathLike, batch_size: int = 64, device: str = "cpu") -> None:
+    Its sources' vectors are cached (``cache_dir``, default ``$STS_CACHE_DIR``): a corpus that fitted the
+    meta-embedding is then not encoded again to distil it.
+    """
+
+    def __init__(self, path: str | os.PathLike, batch_size: int = 64, device: str = "cpu",
+                 cache_dir: str | os.PathLike | None = None) -> None:
+        from datamodules.sentence_files import DEFAULT_CACHE
+
         self.path = str(path)
-        self.scorer = load_meta_scorer(path, batch_size=batch_size, device=device)
+        self.scorer = load_meta_scorer(path, batch_size=batch_size, device=device,
+                                       cache_dir=Path(cache_dir or DEFAULT_CACHE).expanduser())
         self.name = f"meta-{self.scorer.projection.method}:{Path(self.path).name}"
         self._spec = {"model": self.path}
 

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from embeddings.errors import ConfigError, DataError
 from embeddings.meta_embedding import MetaProjection, average, concatenate, fit_meta
 from lightning_modules.cross_view_ae_nets import CrossViewAutoencoder, reconstruction_loss
+from tests.test_train import train_data_dir  # noqa: F401  (module-scoped fixture)
 
 
 def shared_signal_views(n: int = 3000, k: int = 3, dims=(20, 12, 8), seed: int = 0):
@@ -177,3 +178,19 @@ def test_scorers_that_need_an_encoder_refuse_none():
 
     with pytest.raises(ConfigError, match="needs an encoder"):
         build_scorer("mean", None)
+
+
+def test_meta_fit_cli_exports_a_loadable_meta_embedding(tmp_path, tiny_model_dir, train_data_dir, one_thread):  # noqa: F811
+    import argparse
+
+    from embeddings.meta_fit import fit_and_export
+    from embeddings.meta_scorer import load_meta_scorer
+
+    args = argparse.Namespace(method="gcca", sources=str(tiny_model_dir),
+                              files="wiki/wiki_sentences_100k.txt", data_dir=str(train_data_dir),
+                              cache_dir=str(tmp_path / "cache"), max_sentences=None, max_words=59, d=8, tau=1.0,
+                              loss="mse", hidden_layers=0, epochs=1, batch_size=16, seed=0, out=str(tmp_path / "m"))
+    projection = fit_and_export(args)
+    assert projection.output_dim == 8
+    scorer = load_meta_scorer(tmp_path / "m")
+    assert scorer.represent(["a man plays a guitar ."])["embedding"].shape == (1, 8)
