@@ -126,7 +126,31 @@ class MetaProjection:
     autoencoder: torch.nn.Module | None = None
 
     def apply(self, views: Sequence[Tensor]) -> Tensor:
-        """The meta-embedding ``(n, d)`` of aligned source vectors."""
+        """The meta-embedding ``(n, d)`` of aligned source vectors (rotated by ``align_rotation`` if fitted)."""
+        out = self._combine(views)
+        if "align_rotation" in self.tensors:
+            out = out @ self.tensors["align_rotation"] * float(self.options["align_scale"])
+        return out
+
+    def align_to(self, views: Sequence[Tensor], target: Tensor) -> MetaProjection:
+        """Rotate (and scale) the output onto ``target``'s space: orthogonal Procrustes on the fitting corpus.
+
+        Why: a distillation student regresses onto the meta-embedding by MSE, but GCCA / SVD / AE coordinates
+        are arbitrary; rotated onto the student's own starting vectors the target is reachable from step 0.
+        A rotation and one global scale leave every cosine, hence every STS score, unchanged.
+        """
+        out = self._combine(views).double()
+        target = target.double()
+        if out.shape != target.shape:
+            raise ConfigError(f"align_to: the meta-embedding is {tuple(out.shape)}, the target {tuple(target.shape)}")
+        u, _, vh = torch.linalg.svd(out.T @ target)
+        rotation = u @ vh
+        scale = float((out @ rotation * target).sum() / (out * out).sum())
+        self.tensors["align_rotation"] = rotation.float()
+        self.options["align_scale"] = scale
+        return self
+
+    def _combine(self, views: Sequence[Tensor]) -> Tensor:
         check_views(views, self.dims)
         views = [v.float() for v in views]
         if self.method == "conc":

@@ -3,7 +3,7 @@
     python -m embeddings.meta_fit --method gcca --tau 10 --d 384 \
         --sources all-mpnet-base-v2,paraphrase-MiniLM-L3-v2,multilingual-e5-small \
         --files onebillion/1b_benchmark.dev.tokens,onebillion/1b_benchmark.test.tokens --max-sentences 12000 \
-        --data-dir ../shared/data --out outputs/meta_gcca
+        --data-dir ../shared/data --out outputs/meta_gcca [--align-to paraphrase-MiniLM-L3-v2]
 
 The export scores with ``python evaluate.py encoders=[none] scorers=[{name:meta,path:outputs/meta_gcca}]``
 and is a SED teacher as ``data.teachers=[outputs/meta_gcca]``. Source vectors of the corpus are cached
@@ -41,6 +41,10 @@ def fit_and_export(args: argparse.Namespace) -> MetaProjection:
                                        epochs=args.epochs, batch_size=args.batch_size, seed=args.seed)
     else:
         projection = fit_meta(args.method, views, d=args.d, tau=args.tau)
+    if args.align_to:
+        target = cached_source_vectors(build_source(args.align_to), sentences, args.cache_dir or DEFAULT_CACHE)
+        projection.align_to(views, torch.from_numpy(target))
+        log.info("rotated onto %s (scale %.4f)", args.align_to, projection.options["align_scale"])
     save_meta_embedding(args.out, projection, [{"model": s} for s in specs])
     print(f"wrote {args.out} ({args.method}, {projection.output_dim}-d, sources {specs})")
     return projection
@@ -62,6 +66,8 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=500)
     parser.add_argument("--batch-size", type=int, default=10000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--align-to", default=None,
+                        help="rotate the output onto this source's space (e.g. a SED student's starting model)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")

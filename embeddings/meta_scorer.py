@@ -71,7 +71,7 @@ def save_meta_embedding(path: str | os.PathLike, projection: MetaProjection, sou
     if projection.method == "ae":
         if projection.autoencoder is None:
             raise ConfigError("meta-embedding 'ae' has no trained autoencoder to export")
-        tensors = {f"ae.{k}": v for k, v in projection.autoencoder.state_dict().items()}
+        tensors.update({f"ae.{k}": v for k, v in projection.autoencoder.state_dict().items()})
     meta = {"format": FORMAT, "version": FORMAT_VERSION, "method": projection.method, "dims": projection.dims,
             "options": projection.options, "sources": [dict(s) for s in sources],
             "autoencoder": projection.autoencoder.config() if projection.autoencoder is not None else None}
@@ -94,10 +94,9 @@ def load_meta_projection(path: str | os.PathLike) -> tuple[MetaProjection, list[
         from lightning_modules.cross_view_ae_nets import CrossViewAutoencoder
 
         ae = CrossViewAutoencoder(**config["autoencoder"])
-        ae.load_state_dict({k.removeprefix("ae."): v for k, v in tensors.items()})
+        ae.load_state_dict({k.removeprefix("ae."): v for k, v in tensors.items() if k.startswith("ae.")})
         projection.autoencoder = ae.eval()
-    else:
-        projection.tensors = tensors
+    projection.tensors = {k: v for k, v in tensors.items() if not k.startswith("ae.")}
     return projection, list(config["sources"])
 
 

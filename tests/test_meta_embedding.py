@@ -188,9 +188,26 @@ def test_meta_fit_cli_exports_a_loadable_meta_embedding(tmp_path, tiny_model_dir
 
     args = argparse.Namespace(method="gcca", sources=str(tiny_model_dir),
                               files="wiki/wiki_sentences_100k.txt", data_dir=str(train_data_dir),
-                              cache_dir=str(tmp_path / "cache"), max_sentences=None, max_words=59, d=8, tau=1.0,
-                              loss="mse", hidden_layers=0, epochs=1, batch_size=16, seed=0, out=str(tmp_path / "m"))
+                              cache_dir=str(tmp_path / "cache"), max_sentences=None, max_words=59, d=None, tau=1.0,
+                              loss="mse", hidden_layers=0, epochs=1, batch_size=16, seed=0, out=str(tmp_path / "m"),
+                              align_to=str(tiny_model_dir))
     projection = fit_and_export(args)
-    assert projection.output_dim == 8
+    assert projection.output_dim == 32 and "align_rotation" in projection.tensors
     scorer = load_meta_scorer(tmp_path / "m")
-    assert scorer.represent(["a man plays a guitar ."])["embedding"].shape == (1, 8)
+    assert scorer.represent(["a man plays a guitar ."])["embedding"].shape == (1, 32)
+    assert scorer.projection.options["align_scale"] == pytest.approx(projection.options["align_scale"])
+
+
+def test_procrustes_alignment_keeps_cosines_and_lands_on_the_target():
+    z, views = shared_signal_views(n=500, dims=(10, 6))
+    proj = fit_meta("gcca", views, d=6, tau=0.1)
+    before = proj.apply(views)
+    q, _ = torch.linalg.qr(torch.randn(6, 6, generator=torch.Generator().manual_seed(3)))
+    target = 2.5 * before @ q  # the same space, rotated and scaled
+    proj.align_to(views, target)
+    after = proj.apply(views)
+    assert torch.allclose(F.cosine_similarity(before[:-1], before[1:]), F.cosine_similarity(after[:-1], after[1:]),
+                          atol=1e-4)
+    assert torch.allclose(after, target, atol=1e-3) and proj.options["align_scale"] == pytest.approx(2.5, rel=1e-4)
+    with pytest.raises(ConfigError, match="align_to"):
+        proj.align_to(views, target[:, :3])
