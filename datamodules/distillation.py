@@ -43,7 +43,7 @@ from datamodules.loader import (
 from datamodules.sentence_files import DEFAULT_CACHE, SentenceIndex, source_paths
 from embeddings.errors import ConfigError, DataError
 from embeddings.sentence_source import build_source
-from embeddings.source_cache import cached_source_vectors, sentences_digest
+from embeddings.source_cache import cached_source_vectors, save_npy_atomic, sentences_digest
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 1
@@ -185,17 +185,7 @@ class DistillationDataModule(ResumableDataModule):
             vectors = cached_source_vectors(self._build(spec), sentences, self.cache_dir / "distillation")
             total = vectors.astype(np.float64) if total is None else total + vectors
         target = (total / len(self.teachers)).astype(np.float32)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp, meta = path.with_suffix(f".tmp{os.getpid()}.npy"), path.with_suffix(f".tmp{os.getpid()}.json")
-        try:
-            np.save(tmp, target)
-            meta.write_text(json.dumps({**full, "shape": list(target.shape), "teachers": self.teacher_names},
-                                       indent=1))
-            os.replace(tmp, path)  # array first: a sidecar never describes an array not yet in place
-            os.replace(meta, path.with_suffix(".json"))
-        finally:
-            tmp.unlink(missing_ok=True)
-            meta.unlink(missing_ok=True)
+        save_npy_atomic(path, target, {**full, "shape": list(target.shape), "teachers": self.teacher_names})
         log.info("SED targets: mean of %d teachers %s, %d x %d, in %s", len(names), names,
                  *target.shape, path)
 

@@ -77,15 +77,21 @@ def cached_source_vectors(source: SentenceSource, sentences: Sequence[str],
     if problem != "missing":
         log.warning("source cache %s is not usable (%s): rebuilding it", path, problem)
     vectors = source.embed(list(sentences)).numpy().astype(np.float32)
+    save_npy_atomic(path, vectors, {"key": key, "shape": list(vectors.shape), "source": source.name})
+    return vectors
+
+
+def save_npy_atomic(path: Path, array: np.ndarray, sidecar: dict) -> None:
+    """``path`` (.npy) and its ``.json`` sidecar via temp files and renames: array first, so a sidecar never
+    describes an array that is not in place; nothing half-written is left after a crash."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}.npy")
     meta = path.with_suffix(f".tmp{os.getpid()}.json")
     try:
-        np.save(tmp, vectors)
-        meta.write_text(json.dumps({"key": key, "shape": list(vectors.shape), "source": source.name}, indent=1))
+        np.save(tmp, array)
+        meta.write_text(json.dumps(sidecar, indent=1))
         os.replace(tmp, path)
         os.replace(meta, path.with_suffix(".json"))
     finally:
         tmp.unlink(missing_ok=True)
         meta.unlink(missing_ok=True)
-    return vectors
