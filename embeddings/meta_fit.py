@@ -43,8 +43,9 @@ def fit_and_export(args: argparse.Namespace) -> MetaProjection:
         projection = fit_meta(args.method, views, d=args.d, tau=args.tau)
     if args.align_to:
         target = cached_source_vectors(build_source(args.align_to), sentences, args.cache_dir or DEFAULT_CACHE)
-        projection.align_to(views, torch.from_numpy(target))
-        log.info("rotated onto %s (scale %.4f)", args.align_to, projection.options["align_scale"])
+        projection.align_to(views, torch.from_numpy(target), add_target_mean=args.align_mean)
+        log.info("rotated onto %s (scale %.4f%s)", args.align_to, projection.options["align_scale"],
+                 ", + its mean" if args.align_mean else "")
     save_meta_embedding(args.out, projection, [{"model": s} for s in specs])
     print(f"wrote {args.out} ({args.method}, {projection.output_dim}-d, sources {specs})")
     return projection
@@ -68,6 +69,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--align-to", default=None,
                         help="rotate the output onto this source's space (e.g. a SED student's starting model)")
+    parser.add_argument("--align-mean", action="store_true",
+                        help="with --align-to: rotate centred spaces, then add the source's corpus mean")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")

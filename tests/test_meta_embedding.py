@@ -190,9 +190,9 @@ def test_meta_fit_cli_exports_a_loadable_meta_embedding(tmp_path, tiny_model_dir
                               files="wiki/wiki_sentences_100k.txt", data_dir=str(train_data_dir),
                               cache_dir=str(tmp_path / "cache"), max_sentences=None, max_words=59, d=None, tau=1.0,
                               loss="mse", hidden_layers=0, epochs=1, batch_size=16, seed=0, out=str(tmp_path / "m"),
-                              align_to=str(tiny_model_dir))
+                              align_to=str(tiny_model_dir), align_mean=True)
     projection = fit_and_export(args)
-    assert projection.output_dim == 32 and "align_rotation" in projection.tensors
+    assert projection.output_dim == 32 and {"align_rotation", "align_offset"} <= set(projection.tensors)
     scorer = load_meta_scorer(tmp_path / "m")
     assert scorer.represent(["a man plays a guitar ."])["embedding"].shape == (1, 32)
     assert scorer.projection.options["align_scale"] == pytest.approx(projection.options["align_scale"])
@@ -211,3 +211,26 @@ def test_procrustes_alignment_keeps_cosines_and_lands_on_the_target():
     assert torch.allclose(after, target, atol=1e-3) and proj.options["align_scale"] == pytest.approx(2.5, rel=1e-4)
     with pytest.raises(ConfigError, match="align_to"):
         proj.align_to(views, target[:, :3])
+
+
+def test_alignment_with_the_target_mean_lands_on_a_shifted_target_and_saves(tmp_path):
+    """``add_target_mean``: a target = rotated, scaled meta-embedding + a constant (a transformer's common
+    component) is hit exactly; the plain rotation cannot produce the constant. The offset survives export."""
+    from embeddings.meta_scorer import load_meta_projection, save_meta_embedding
+
+    z, views = shared_signal_views(n=500, dims=(10, 6))
+    proj = fit_meta("gcca", views, d=6, tau=0.1)
+    before = proj.apply(views)
+    q, _ = torch.linalg.qr(torch.randn(6, 6, generator=torch.Generator().manual_seed(4)))
+    mean = torch.linspace(1.0, 3.0, 6)
+    target = 0.5 * before @ q + mean
+    plain_error = ((proj.align_to(views, target).apply(views) - target) ** 2).mean()
+    proj.align_to(views, target, add_target_mean=True)
+    after = proj.apply(views)
+    assert torch.allclose(after, target, atol=1e-3) and plain_error > 0.1
+    assert torch.allclose(proj.tensors["align_offset"], mean, atol=1e-3)
+    save_meta_embedding(tmp_path / "m", proj, [{"model": "a"}, {"model": "b"}])
+    reloaded, _ = load_meta_projection(tmp_path / "m")
+    assert torch.allclose(reloaded.apply(views), after)
+    proj.align_to(views, target)  # re-aligned without the mean: the old offset is dropped
+    assert "align_offset" not in proj.tensors
