@@ -102,6 +102,10 @@ class ContrastiveTensionModule(EncoderModule):
         scale: cosine scale of ``in_batch`` (sentence-transformers' 20).
         views: ``identical`` (the paper: a positive is one sentence seen by both copies) or ``halves``
             (ours: model 1 sees the left, model 2 the right part of each sentence; see ``split_views``).
+        embedding_lr: learning rate of both copies' word-embedding matrices (``None``: ``lr``). Why (ours,
+            for training from scratch): a token's embedding row gets a gradient only in steps whose batch
+            holds it, so at lr 1e-4 a word seen 20 times moves ~0.002 against an init std of 0.02 and
+            co-occurrence is never learned; a larger lr for the (sparse) rows only leaves the layers' lr alone.
         Others: see ``EncoderModule``.
     """
 
@@ -111,7 +115,8 @@ class ContrastiveTensionModule(EncoderModule):
                  eval_batch_size: int = 64, pairs: int = 16, positives: int = 2, seed: int = 0,
                  dropout: bool = False, final_lr: float = 2e-6, lr_step_every: int = 500, lr_drops: int = 4,
                  rmsprop_alpha: float = 0.9, rmsprop_eps: float = 1e-7, select_task: str = "stsb-dev",
-                 objective: str = "bce", scale: float = 20.0, views: str = "identical") -> None:
+                 objective: str = "bce", scale: float = 20.0, views: str = "identical",
+                 embedding_lr: float | None = None) -> None:
         if scheduler not in CT_SCHEDULERS:
             raise unknown_choice("scheduler", scheduler, CT_SCHEDULERS)
         if objective not in CT_OBJECTIVES:
@@ -126,6 +131,8 @@ class ContrastiveTensionModule(EncoderModule):
         per_device_layout(pairs, positives, 1)
         if scheduler == "step" and warmup_ratio > 0:
             raise ConfigError("scheduler=step has no warm-up (as in the reference): set warmup_ratio=0")
+        if embedding_lr is not None and not embedding_lr > 0:
+            raise ConfigError(f"model.embedding_lr must be positive (or null = lr), got {embedding_lr!r}")
         if lr_step_every < 1 or lr_drops < 0 or not 0 < final_lr <= lr:
             raise ConfigError(f"step schedule needs lr_step_every >= 1, lr_drops >= 0 and 0 < final_lr <= lr, "
                               f"got {lr_step_every}, {lr_drops}, {final_lr} (lr={lr})")
@@ -195,6 +202,17 @@ class ContrastiveTensionModule(EncoderModule):
                                      scale=self.hparams.scale)
         self.log("train/loss", loss, prog_bar=True, batch_size=len(sentences))
         return loss
+
+    def _param_groups(self) -> list[dict]:
+        """The base's groups; with ``embedding_lr`` the word-embedding matrices of both copies get their own."""
+        groups = super()._param_groups()
+        if self.hparams.embedding_lr is None:
+            return groups
+        embeddings = [p for n, p in self.named_parameters() if n.endswith("word_embeddings.weight") and p.requires_grad]
+        chosen = {id(p) for p in embeddings}
+        for group in groups:
+            group["params"] = [p for p in group["params"] if id(p) not in chosen]
+        return [*groups, {"params": embeddings, "weight_decay": 0.0, "lr": float(self.hparams.embedding_lr)}]
 
     def configure_optimizers(self):
         """As the base, plus RMSprop with Keras' smoothing/epsilon and the reference's ``step`` schedule."""

@@ -167,3 +167,23 @@ def test_step_schedule_matches_reference():
     lrs = {s: 1e-5 * f(s) for s in (0, 500, 501, 1000, 1001, 2000, 2001, 10_000)}
     expected = {0: 1e-5, 500: 1e-5, 501: 8e-6, 1000: 8e-6, 1001: 6e-6, 2000: 4e-6, 2001: 2e-6, 10_000: 2e-6}
     assert lrs == pytest.approx(expected)
+
+
+def test_embedding_lr_gives_both_copies_word_embeddings_their_own_group(tiny_model_dir):
+    """``embedding_lr``: exactly the two word-embedding matrices move to a group with that lr (also under
+    the reference ``step`` schedule); every other trainable parameter stays in a group at ``lr``."""
+    from lightning_modules.contrastive_tension import ContrastiveTensionModule
+
+    model = ContrastiveTensionModule(str(tiny_model_dir), max_length=32, lr=1e-5, embedding_lr=3e-3)
+    optimizer = model.configure_optimizers()["optimizer"]
+    by_lr = {}
+    for group in optimizer.param_groups:
+        by_lr.setdefault(group["lr"], set()).update(id(p) for p in group["params"])
+    embeddings = {id(model.encoder_model.embeddings.word_embeddings.weight),
+                  id(model.encoder2_model.embeddings.word_embeddings.weight)}
+    trainable = {id(p) for p in model.parameters() if p.requires_grad}
+    assert by_lr[3e-3] == embeddings
+    assert by_lr[1e-5] == trainable - embeddings
+    assert len(ContrastiveTensionModule(str(tiny_model_dir), max_length=32)._param_groups()) == 2
+    with pytest.raises(ConfigError, match="embedding_lr"):
+        ContrastiveTensionModule(str(tiny_model_dir), max_length=32, embedding_lr=0.0)
