@@ -133,7 +133,7 @@ class ContrastiveTensionModule(EncoderModule):
             raise ConfigError("scheduler=step has no warm-up (as in the reference): set warmup_ratio=0")
         if embedding_lr is not None and not embedding_lr > 0:
             raise ConfigError(f"model.embedding_lr must be positive (or null = lr), got {embedding_lr!r}")
-        if lr_step_every < 1 or lr_drops < 0 or not 0 < final_lr <= lr:
+        if scheduler == "step" and (lr_step_every < 1 or lr_drops < 0 or not 0 < final_lr <= lr):
             raise ConfigError(f"step schedule needs lr_step_every >= 1, lr_drops >= 0 and 0 < final_lr <= lr, "
                               f"got {lr_step_every}, {lr_drops}, {final_lr} (lr={lr})")
         # Model 2: a second, independent copy loaded from the same checkpoint (plain-scalar hparams only).

@@ -187,3 +187,14 @@ def test_embedding_lr_gives_both_copies_word_embeddings_their_own_group(tiny_mod
     assert len(ContrastiveTensionModule(str(tiny_model_dir), max_length=32)._param_groups()) == 2
     with pytest.raises(ConfigError, match="embedding_lr"):
         ContrastiveTensionModule(str(tiny_model_dir), max_length=32, embedding_lr=0.0)
+
+
+def test_step_schedule_settings_are_checked_only_for_the_step_schedule(tiny_model_dir):
+    """A constant-lr run below the step schedule's ``final_lr`` (2e-6) is valid; the same lr under
+    ``scheduler=step`` (lr would have to *rise* to final_lr) is a config error, not a silent schedule."""
+    from lightning_modules.contrastive_tension import ContrastiveTensionModule
+
+    model = ContrastiveTensionModule(str(tiny_model_dir), max_length=32, lr=1e-7, scheduler="constant")
+    assert (model.hparams.lr, model.hparams.final_lr) == (1e-7, 2e-6)
+    with pytest.raises(ConfigError, match="final_lr <= lr"):
+        ContrastiveTensionModule(str(tiny_model_dir), max_length=32, lr=1e-7, scheduler="step")
