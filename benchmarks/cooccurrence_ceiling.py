@@ -20,9 +20,9 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import svds
-from scipy.stats import spearmanr
 
 from datamodules.sentence_files import read_sentences
+from sts.scoring import correlations
 from sts.tasks import load_task
 
 
@@ -31,15 +31,16 @@ def ppmi_svd_vectors(token_ids: Sequence[Sequence[int]], vocab: int, window: int
     """``(vocab, dim)`` word vectors: SVD of the positive PMI matrix of symmetric-window co-occurrences."""
     rows, cols = [], []
     for ids in token_ids:
-        for i, word in enumerate(ids):
-            for j in range(max(0, i - window), min(len(ids), i + window + 1)):
-                if j != i:
-                    rows.append(word)
-                    cols.append(ids[j])
-    counts = sp.coo_matrix((np.ones(len(rows), np.float64), (rows, cols)), shape=(vocab, vocab)).tocsr().tocoo()
+        ids = np.asarray(ids, dtype=np.int64)
+        for k in range(1, window + 1):  # each pair k apart, counted in both directions
+            rows += [ids[:-k], ids[k:]]
+            cols += [ids[k:], ids[:-k]]
+    rows, cols = np.concatenate(rows), np.concatenate(cols)
+    summed = sp.coo_matrix((np.ones(len(rows), np.float64), (rows, cols)), shape=(vocab, vocab)).tocsr()
+    counts = summed.tocoo()
     total = counts.data.sum()
-    word_totals = np.asarray(counts.tocsr().sum(1)).ravel()
-    context = np.asarray(counts.tocsr().sum(0)).ravel() ** smoothing
+    word_totals = np.asarray(summed.sum(1)).ravel()
+    context = np.asarray(summed.sum(0)).ravel() ** smoothing
     context = context / context.sum() * total
     pmi = np.log(counts.data * total / (word_totals[counts.row] * context[counts.col]))
     keep = pmi > 0
@@ -56,7 +57,7 @@ def idf_weights(token_ids: Sequence[Sequence[int]], vocab: int) -> np.ndarray:
 
 def spearman_of(vectors1: np.ndarray, vectors2: np.ndarray, gold: Sequence[float]) -> float:
     norm = np.linalg.norm(vectors1, axis=1) * np.linalg.norm(vectors2, axis=1) + 1e-12
-    return 100 * float(spearmanr((vectors1 * vectors2).sum(1) / norm, gold).correlation)
+    return correlations((vectors1 * vectors2).sum(1) / norm, np.asarray(gold))["spearman"]
 
 
 def bag_of_vectors(tokenize, sentences: Sequence[str], table: np.ndarray, weights: np.ndarray | None) -> np.ndarray:

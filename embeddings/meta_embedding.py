@@ -152,17 +152,15 @@ class MetaProjection:
         if out.shape != target.shape:
             raise ConfigError(f"align_to: the meta-embedding is {tuple(out.shape)}, the target {tuple(target.shape)}")
         self.tensors.pop("align_offset", None)
-        offset = target.mean(0) if add_target_mean else torch.zeros(target.shape[1], dtype=target.dtype)
         if add_target_mean:
-            out = out - out.mean(0)
-        target = target - offset
+            offset = target.mean(0)
+            out, target = out - out.mean(0), target - offset
+            self.tensors["align_offset"] = offset.float()
         u, _, vh = torch.linalg.svd(out.T @ target)
         rotation = u @ vh
         scale = float((out @ rotation * target).sum() / (out * out).sum())
         self.tensors["align_rotation"] = rotation.float()
         self.options["align_scale"] = scale
-        if add_target_mean:
-            self.tensors["align_offset"] = offset.float()
         return self
 
     def _combine(self, views: Sequence[Tensor]) -> Tensor:
