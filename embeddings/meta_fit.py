@@ -18,7 +18,7 @@ import logging
 import torch
 
 from datamodules.sentence_files import DEFAULT_CACHE, read_sentences
-from embeddings.errors import run_or_exit
+from embeddings.errors import ConfigError, run_or_exit
 from embeddings.meta_embedding import METHODS, MetaProjection, fit_meta
 from embeddings.meta_scorer import save_meta_embedding
 from embeddings.sentence_source import build_source
@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 
 
 def fit_and_export(args: argparse.Namespace) -> MetaProjection:
+    if args.align_mean and not args.align_to:  # before any encoding: a flag that would do nothing is an error
+        raise ConfigError("--align-mean adds a source's corpus mean after --align-to's rotation: give --align-to <source>")
     sentences = read_sentences(args.files.split(","), args.data_dir, max_words=args.max_words,
                                max_sentences=args.max_sentences, cache_dir=args.cache_dir)
     specs = args.sources.split(",")

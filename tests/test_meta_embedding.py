@@ -196,6 +196,8 @@ def test_meta_fit_cli_exports_a_loadable_meta_embedding(tmp_path, tiny_model_dir
     scorer = load_meta_scorer(tmp_path / "m")
     assert scorer.represent(["a man plays a guitar ."])["embedding"].shape == (1, 32)
     assert scorer.projection.options["align_scale"] == pytest.approx(projection.options["align_scale"])
+    with pytest.raises(ConfigError, match="--align-to"):
+        fit_and_export(argparse.Namespace(**{**vars(args), "align_to": None}))
 
 
 def test_procrustes_alignment_keeps_cosines_and_lands_on_the_target():
