@@ -48,7 +48,7 @@ from lightning_modules.losses import ct_logits, ct_loss, make_ct_pairs, split_vi
 
 CT_SCHEDULERS = (*SCHEDULERS, "step")
 CT_OBJECTIVES = ("bce", "in_batch")
-CT_VIEWS = ("identical", "halves")
+CT_VIEWS = ("identical", "halves", "mixed_halves")
 
 
 def per_device_layout(pairs: int, positives: int, world_size: int) -> tuple[int, int]:
@@ -101,7 +101,8 @@ class ContrastiveTensionModule(EncoderModule):
         objective: ``bce`` (the paper: dot-product logits, 1:7 pairs) or ``in_batch`` (in-batch negatives).
         scale: cosine scale of ``in_batch`` (sentence-transformers' 20).
         views: ``identical`` (the paper: a positive is one sentence seen by both copies) or ``halves``
-            (ours: model 1 sees the left, model 2 the right part of each sentence; see ``split_views``).
+            (ours: model 1 sees the left, model 2 the right part of each sentence; see ``split_views``) or
+            ``mixed_halves`` (the same, with a coin flip per sentence for which copy sees which side).
         embedding_lr: learning rate of both copies' word-embedding matrices (``None``: ``lr``). Why (ours,
             for training from scratch): a token's embedding row gets a gradient only in steps whose batch
             holds it, so at lr 1e-4 a word seen 20 times moves ~0.002 against an init std of 0.02 and
@@ -180,8 +181,8 @@ class ContrastiveTensionModule(EncoderModule):
         pairs, positives = per_device_layout(hp.pairs, hp.positives, self._trainer.world_size if self._trainer is not None else 1)
         rng = pair_rng(hp.seed, self.global_rank, self.global_step)
         texts1, texts2, labels = make_ct_pairs(batch["sentences"], rng, batch_size=pairs, positives=positives)
-        if hp.views == "halves":
-            texts1, texts2 = split_views(texts1, texts2, rng)
+        if hp.views != "identical":
+            texts1, texts2 = split_views(texts1, texts2, rng, mixed=hp.views == "mixed_halves")
         logits = ct_logits(self.embed(texts1).float(), self.embed2(texts2).float())  # fp32: unbounded dots
         labels = labels.to(logits.device)
         loss = ct_loss(logits, labels)
@@ -196,8 +197,9 @@ class ContrastiveTensionModule(EncoderModule):
         """Both copies embed the same sentences (or their two halves); the rest of the global batch are negatives."""
         if len(sentences) < 2:
             raise ConfigError("objective=in_batch needs at least 2 sentences per device batch (data.batch_size)")
-        texts1, texts2 = (split_views(sentences, sentences, rng) if self.hparams.views == "halves"
-                          else (sentences, sentences))
+        views = self.hparams.views
+        texts1, texts2 = ((sentences, sentences) if views == "identical"
+                          else split_views(sentences, sentences, rng, mixed=views == "mixed_halves"))
         loss = in_batch_tension_loss(self.embed(texts1).float(), self.embed2(texts2).float(),
                                      scale=self.hparams.scale)
         self.log("train/loss", loss, prog_bar=True, batch_size=len(sentences))

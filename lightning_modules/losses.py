@@ -176,7 +176,8 @@ def make_ct_pairs(
     return texts1, texts2, ct_batch_labels(batch_size, positives)
 
 
-def split_views(texts1: Sequence[str], texts2: Sequence[str], rng: np.random.Generator) -> tuple[list[str], list[str]]:
+def split_views(texts1: Sequence[str], texts2: Sequence[str], rng: np.random.Generator,
+                mixed: bool = False) -> tuple[list[str], list[str]]:
     """Model 1 sees the LEFT part of each of its texts, model 2 the RIGHT part of each of its texts.
 
     Why (``views=halves``, ours, not in the CT paper): with identical positives a randomly initialised
@@ -185,8 +186,15 @@ def split_views(texts1: Sequence[str], texts2: Sequence[str], rng: np.random.Gen
     learning which words occur together: the distributional signal of the inverse cloze task / DeCLUTR.
     Negatives are halves too, so length and truncation are no cue. Each text is cut at a word boundary drawn
     uniformly from its middle third (the same cut on both sides of a positive); a text of one word is kept whole on both sides.
+
+    ``mixed=True`` (``views=mixed_halves``): a coin flip per sentence decides which copy gets which side.
+    Why: with fixed sides copy 1 only ever encodes sentence beginnings and copy 2 only endings, so the two
+    copies are pushed to specialise (a left-half and a right-half encoder), while each copy is evaluated alone
+    on whole sentences; mixing keeps the task symmetric between the copies.
     """
     cuts = {text: _cut(text, rng) for text in dict.fromkeys([*texts1, *texts2])}  # one cut per sentence
+    if mixed:
+        cuts = {text: sides[::-1] if rng.random() < 0.5 else sides for text, sides in cuts.items()}
     return [cuts[t][0] for t in texts1], [cuts[t][1] for t in texts2]
 
 

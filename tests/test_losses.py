@@ -147,3 +147,20 @@ def test_split_views_gives_disjoint_halves_of_the_same_sentence():
     assert left[2] == right[2] == "single"  # one word: kept whole on both sides
     cuts = {len(split_views(texts[:1], texts[:1], rng)[0][0].split()) for _ in range(50)}
     assert cuts <= {2, 3, 4} and len(cuts) > 1  # drawn from the middle third, not always the same
+
+
+def test_mixed_split_views_flips_sides_per_sentence_and_keeps_positives_complementary():
+    import numpy as np
+
+    from lightning_modules.losses import split_views
+
+    rng = np.random.default_rng(0)
+    texts = [f"w{i} a{i} b{i} c{i} d{i} e{i}" for i in range(200)]
+    view1, view2 = split_views(texts, texts, rng, mixed=True)
+    copy1_got_left = [text.startswith(a) for text, a in zip(texts, view1, strict=True)]
+    for text, a, b in zip(texts, view1, view2, strict=True):
+        left, right = (a, b) if text.startswith(a) else (b, a)
+        assert f"{left} {right}" == text  # the two copies still see complementary sides of one sentence
+    assert 60 < sum(copy1_got_left) < 140  # a coin flip per sentence, not a fixed side
+    again = split_views(texts[:3] + texts[:3], texts[:3] + texts[:3], rng, mixed=True)
+    assert again[0][:3] == again[0][3:] and again[1][:3] == again[1][3:]  # one decision per sentence
