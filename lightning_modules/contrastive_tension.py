@@ -103,6 +103,8 @@ class ContrastiveTensionModule(EncoderModule):
         views: ``identical`` (the paper: a positive is one sentence seen by both copies) or ``halves``
             (ours: model 1 sees the left, model 2 the right part of each sentence; see ``split_views``) or
             ``mixed_halves`` (the same, with a coin flip per sentence for which copy sees which side).
+        span_words: with halves, keep at most this many words next to the cut on each side, lengths drawn
+            independently (``None``: whole halves); see ``split_views``.
         embedding_lr: learning rate of both copies' word-embedding matrices (``None``: ``lr``). Why (ours,
             for training from scratch): a token's embedding row gets a gradient only in steps whose batch
             holds it, so at lr 1e-4 a word seen 20 times moves ~0.002 against an init std of 0.02 and
@@ -117,13 +119,16 @@ class ContrastiveTensionModule(EncoderModule):
                  dropout: bool = False, final_lr: float = 2e-6, lr_step_every: int = 500, lr_drops: int = 4,
                  rmsprop_alpha: float = 0.9, rmsprop_eps: float = 1e-7, select_task: str = "stsb-dev",
                  objective: str = "bce", scale: float = 20.0, views: str = "identical",
-                 embedding_lr: float | None = None) -> None:
+                 embedding_lr: float | None = None, span_words: int | None = None) -> None:
         if scheduler not in CT_SCHEDULERS:
             raise unknown_choice("scheduler", scheduler, CT_SCHEDULERS)
         if objective not in CT_OBJECTIVES:
             raise unknown_choice("CT objective", objective, CT_OBJECTIVES)
         if views not in CT_VIEWS:
             raise unknown_choice("CT views", views, CT_VIEWS)
+        if span_words is not None and (views == "identical" or span_words < 1):
+            raise ConfigError(f"model.span_words={span_words!r} needs views=halves or mixed_halves and a positive "
+                              "number of words (null = whole halves)")
         # The base validates its own schedulers; hparams keep OUR value (the subclass's arguments win).
         super().__init__(model_name_or_path=model_name_or_path, pooling=pooling, max_length=max_length, lr=lr,
                          weight_decay=weight_decay, warmup_ratio=warmup_ratio, optimizer=optimizer,
@@ -182,7 +187,8 @@ class ContrastiveTensionModule(EncoderModule):
         rng = pair_rng(hp.seed, self.global_rank, self.global_step)
         texts1, texts2, labels = make_ct_pairs(batch["sentences"], rng, batch_size=pairs, positives=positives)
         if hp.views != "identical":
-            texts1, texts2 = split_views(texts1, texts2, rng, mixed=hp.views == "mixed_halves")
+            texts1, texts2 = split_views(texts1, texts2, rng, mixed=hp.views == "mixed_halves",
+                                         span_words=hp.span_words)
         logits = ct_logits(self.embed(texts1).float(), self.embed2(texts2).float())  # fp32: unbounded dots
         labels = labels.to(logits.device)
         loss = ct_loss(logits, labels)
@@ -199,7 +205,8 @@ class ContrastiveTensionModule(EncoderModule):
             raise ConfigError("objective=in_batch needs at least 2 sentences per device batch (data.batch_size)")
         views = self.hparams.views
         texts1, texts2 = ((sentences, sentences) if views == "identical"
-                          else split_views(sentences, sentences, rng, mixed=views == "mixed_halves"))
+                          else split_views(sentences, sentences, rng, mixed=views == "mixed_halves",
+                                           span_words=self.hparams.span_words))
         loss = in_batch_tension_loss(self.embed(texts1).float(), self.embed2(texts2).float(),
                                      scale=self.hparams.scale)
         self.log("train/loss", loss, prog_bar=True, batch_size=len(sentences))

@@ -177,32 +177,47 @@ def make_ct_pairs(
 
 
 def split_views(texts1: Sequence[str], texts2: Sequence[str], rng: np.random.Generator,
-                mixed: bool = False) -> tuple[list[str], list[str]]:
+                mixed: bool = False, span_words: int | None = None) -> tuple[list[str], list[str]]:
     """Model 1 sees the LEFT part of each of its texts, model 2 the RIGHT part of each of its texts.
 
     Why (``views=halves``, ours, not in the CT paper): with identical positives a randomly initialised
     encoder solves CT by lexical identity and learns nothing about meaning (docs/scratch-learning-signal.md).
     Positives made of the two halves of one sentence share no tokens, so the copies can only agree by
     learning which words occur together: the distributional signal of the inverse cloze task / DeCLUTR.
-    Negatives are halves too, so length and truncation are no cue. Each text is cut at a word boundary drawn
+    Negatives are halves too, so truncation is no cue (length still is: see ``span_words``). Each text is cut at a word boundary drawn
     uniformly from its middle third (the same cut on both sides of a positive); a text of one word is kept whole on both sides.
 
     ``mixed=True`` (``views=mixed_halves``): a coin flip per sentence decides which copy gets which side.
     Why: with fixed sides copy 1 only ever encodes sentence beginnings and copy 2 only endings, so the two
     copies are pushed to specialise (a left-half and a right-half encoder), while each copy is evaluated alone
     on whole sentences; mixing keeps the task symmetric between the copies.
+
+    ``span_words=k``: each side keeps only the words next to the cut, a number drawn uniformly from
+    ``[min(3, side), min(k, side)]`` for each side independently. Why: whole halves of one sentence have
+    correlated lengths (both halves of a long sentence are long), so the copies can match positives by length
+    (mean pooling over position embeddings encodes it) instead of by co-occurring words; spans with
+    independently drawn lengths remove that shortcut (DeCLUTR likewise draws span lengths independently of the text).
     """
-    cuts = {text: _cut(text, rng) for text in dict.fromkeys([*texts1, *texts2])}  # one cut per sentence
+    cuts = {text: _cut(text, rng, span_words) for text in dict.fromkeys([*texts1, *texts2])}  # one cut per sentence
     if mixed:
         cuts = {text: sides[::-1] if rng.random() < 0.5 else sides for text, sides in cuts.items()}
     return [cuts[t][0] for t in texts1], [cuts[t][1] for t in texts2]
 
 
-def _cut(text: str, rng: np.random.Generator) -> tuple[str, str]:
+def _cut(text: str, rng: np.random.Generator, span_words: int | None = None) -> tuple[str, str]:
     words = text.split()
     if len(words) < 2:
         return text, text
     low = max(1, len(words) // 3)
     high = min(len(words) - 1, len(words) - len(words) // 3)
     at = int(rng.integers(low, high + 1))
-    return " ".join(words[:at]), " ".join(words[at:])
+    left, right = words[:at], words[at:]
+    if span_words is not None:
+        left = left[len(left) - _span_length(len(left), span_words, rng):]
+        right = right[:_span_length(len(right), span_words, rng)]
+    return " ".join(left), " ".join(right)
+
+
+def _span_length(side: int, span_words: int, rng: np.random.Generator) -> int:
+    high = min(span_words, side)
+    return int(rng.integers(min(3, high), high + 1))

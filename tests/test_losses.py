@@ -164,3 +164,29 @@ def test_mixed_split_views_flips_sides_per_sentence_and_keeps_positives_compleme
     assert 60 < sum(copy1_got_left) < 140  # a coin flip per sentence, not a fixed side
     again = split_views(texts[:3] + texts[:3], texts[:3] + texts[:3], rng, mixed=True)
     assert again[0][:3] == again[0][3:] and again[1][:3] == again[1][3:]  # one decision per sentence
+
+
+def test_span_views_keep_short_adjacent_spans_with_independent_lengths():
+    import numpy as np
+
+    from lightning_modules.losses import split_views
+
+    rng = np.random.default_rng(0)
+    texts = [" ".join(f"w{i}_{j}" for j in range(6 + i % 40)) for i in range(400)]
+    left, right = split_views(texts, texts, rng, span_words=6)
+    for text, a, b in zip(texts, left, right, strict=True):
+        assert 1 <= len(a.split()) <= 6 and 1 <= len(b.split()) <= 6
+        assert f"{a} {b}" in text  # the words next to the cut, nothing skipped between the two spans
+    lengths = np.array([[len(a.split()), len(b.split())] for a, b in zip(left, right, strict=True)])
+    halves = np.array([[len(a.split()), len(b.split())] for a, b in zip(*split_views(texts, texts, rng), strict=True)])
+    assert abs(np.corrcoef(lengths.T)[0, 1]) < 0.2 < np.corrcoef(halves.T)[0, 1]  # length no longer matches positives
+
+
+def test_span_words_needs_halves():
+    import pytest
+
+    from embeddings.errors import ConfigError
+    from lightning_modules.contrastive_tension import ContrastiveTensionModule
+
+    with pytest.raises(ConfigError, match="span_words"):
+        ContrastiveTensionModule(model_name_or_path="unused", views="identical", span_words=8)
