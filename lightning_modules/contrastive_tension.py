@@ -87,6 +87,29 @@ def step_lambda(lr: float, final_lr: float, every: int, drops: int):
     return factor
 
 
+def freeze_bottom(model: torch.nn.Module, frozen_layers: int | None) -> None:
+    """Stop gradients into the embeddings and the first ``frozen_layers`` transformer layers (``None``: none).
+
+    Why (ours, for training from scratch): mean pooling over a random BERT is already a useful bag-of-words
+    measure (STS-B dev 55.5; whitened 68.1, docs/scratch-learning-signal.md), and CT's adaptive updates move
+    every random weight by about the learning rate per step, so after a few hundred steps the bottom layers'
+    random features are rewritten faster than the objective can replace them with better ones. Freezing them
+    lets CT reshape only the top of the network.
+    """
+    if frozen_layers is None:
+        return
+    layers = getattr(getattr(model, "encoder", None), "layer", None)
+    if getattr(model, "embeddings", None) is None or layers is None:
+        raise ConfigError(f"model.frozen_layers needs a BERT-style model (embeddings + encoder.layer), "
+                          f"got {type(model).__name__}")
+    if not 0 <= frozen_layers < len(layers):
+        raise ConfigError(f"model.frozen_layers={frozen_layers} must be in 0..{len(layers) - 1} for this "
+                          f"{len(layers)}-layer model (null trains everything)")
+    model.embeddings.requires_grad_(False)
+    for layer in layers[:frozen_layers]:
+        layer.requires_grad_(False)
+
+
 class ContrastiveTensionModule(EncoderModule):
     """CT on plain sentences (batches from ``datamodules.sentences``); ``encoder_model`` is model 1.
 
@@ -103,6 +126,8 @@ class ContrastiveTensionModule(EncoderModule):
         views: ``identical`` (the paper: a positive is one sentence seen by both copies) or ``halves``
             (ours: model 1 sees the left, model 2 the right part of each sentence; see ``split_views``) or
             ``mixed_halves`` (the same, with a coin flip per sentence for which copy sees which side).
+        frozen_layers: ``k`` freezes both copies' embeddings and their first ``k`` transformer layers (``0``:
+            embeddings only; ``None``: nothing); see ``freeze_bottom``.
         span_words: with halves, keep at most this many words next to the cut on each side, lengths drawn
             independently (``None``: whole halves); see ``split_views``.
         embedding_lr: learning rate of both copies' word-embedding matrices (``None``: ``lr``). Why (ours,
@@ -119,7 +144,8 @@ class ContrastiveTensionModule(EncoderModule):
                  dropout: bool = False, final_lr: float = 2e-6, lr_step_every: int = 500, lr_drops: int = 4,
                  rmsprop_alpha: float = 0.9, rmsprop_eps: float = 1e-7, select_task: str = "stsb-dev",
                  objective: str = "bce", scale: float = 20.0, views: str = "identical",
-                 embedding_lr: float | None = None, span_words: int | None = None) -> None:
+                 embedding_lr: float | None = None, span_words: int | None = None,
+                 frozen_layers: int | None = None) -> None:
         if scheduler not in CT_SCHEDULERS:
             raise unknown_choice("scheduler", scheduler, CT_SCHEDULERS)
         if objective not in CT_OBJECTIVES:
@@ -148,6 +174,8 @@ class ContrastiveTensionModule(EncoderModule):
         self.encoder2_model = self.encoder2.model
         if getattr(self.encoder2_model, "pooler", None) is not None:
             self.encoder2_model.pooler.requires_grad_(False)  # unused, as for model 1 (see base)
+        for model in (self.encoder_model, self.encoder2_model):
+            freeze_bottom(model, frozen_layers)
         self._set_dropout()
         # Which copy is kept (1 or 2): a buffer so checkpoints, load_from_checkpoint and export agree.
         self.register_buffer("selected_copy", torch.tensor(1, dtype=torch.long))

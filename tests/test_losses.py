@@ -190,3 +190,20 @@ def test_span_words_needs_halves():
 
     with pytest.raises(ConfigError, match="span_words"):
         ContrastiveTensionModule(model_name_or_path="unused", views="identical", span_words=8)
+
+
+def test_frozen_layers_freeze_embeddings_and_bottom_layers_of_both_copies(tiny_model_dir):
+    import pytest
+
+    from embeddings.errors import ConfigError
+    from lightning_modules.contrastive_tension import ContrastiveTensionModule
+
+    module = ContrastiveTensionModule(model_name_or_path=str(tiny_model_dir), frozen_layers=1)
+    for model in (module.encoder_model, module.encoder2_model):
+        trainable = {n.split(".")[0] + "." + n.split(".")[2] if n.startswith("encoder.layer") else n.split(".")[0]
+                     for n, p in model.named_parameters() if p.requires_grad}
+        assert trainable == {"encoder.1"}  # the top layer of the 2-layer model only (pooler is unused)
+    groups = module._param_groups()
+    assert sum(len(g["params"]) for g in groups) == 2 * len(list(module.encoder_model.encoder.layer[1].parameters()))
+    with pytest.raises(ConfigError, match="frozen_layers"):
+        ContrastiveTensionModule(model_name_or_path=str(tiny_model_dir), frozen_layers=2)
