@@ -80,7 +80,7 @@ OPTIONS = [
     ["model=token_vae", "data=token_states", "model.latent=normal", "model.encoder_layers=2"],
     ["model=token_vae", "data=token_states", "model.latent=ae", "data.dtype=float16"],
     ["model=ct", "data=sentences", "model.views=halves"],
-    ["model=ct", "data=sentences", "model.views=mixed_halves", "model.objective=in_batch"],
+    ["model=ct", "data=sentences", "model.views=mixed_halves", "model.objective=in_batch", "model.length_groups=2"],
     ["model=ct", "data=sentences", "model.views=halves", "model.embedding_lr=1e-3", "model.frozen_layers=0"],
     ["model=sed", "data=distillation"],
     ["model=sed", "data=distillation", "model.eval_layers=3"],

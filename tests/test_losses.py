@@ -207,3 +207,28 @@ def test_frozen_layers_freeze_embeddings_and_bottom_layers_of_both_copies(tiny_m
     assert sum(len(g["params"]) for g in groups) == 2 * len(list(module.encoder_model.encoder.layer[1].parameters()))
     with pytest.raises(ConfigError, match="frozen_layers"):
         ContrastiveTensionModule(model_name_or_path=str(tiny_model_dir), frozen_layers=2)
+
+
+def test_length_matched_groups_split_a_batch_by_length_and_cover_every_sentence():
+    import pytest
+
+    from embeddings.errors import ConfigError
+    from lightning_modules.contrastive_tension import length_matched_groups
+
+    sentences = [" ".join(["w"] * n) for n in (9, 1, 7, 3, 5, 2, 8, 4)]
+    groups = length_matched_groups(sentences, 2)
+    assert sorted(int(i) for g in groups for i in g) == list(range(8))  # nothing lost or repeated
+    assert [sorted(len(sentences[i].split()) for i in g) for g in groups] == [[1, 2, 3, 4], [5, 7, 8, 9]]
+    assert [len(g) for g in length_matched_groups(sentences, 1)] == [8]
+    with pytest.raises(ConfigError, match="length_groups"):
+        length_matched_groups(sentences, 3)
+
+
+def test_length_groups_apply_to_in_batch_only(tiny_model_dir):
+    import pytest
+
+    from embeddings.errors import ConfigError
+    from lightning_modules.contrastive_tension import ContrastiveTensionModule
+
+    with pytest.raises(ConfigError, match="length_groups"):
+        ContrastiveTensionModule(model_name_or_path=str(tiny_model_dir), objective="bce", length_groups=2)
