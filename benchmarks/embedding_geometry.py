@@ -1,0 +1,101 @@
+"""Where does an encoder's STS score come from? Geometry diagnostics of trained (or untrained) encoders.
+
+Why: CT from scratch (issue 3) rises ~+3 STS-B points and then falls. To tell "the copies learned little"
+from "they learned the wrong thing", this scores each encoder's mean-pooled vectors on STS-B dev as is,
+centred and whitened (mean and covariance of corpus sentences: the best *linear* post-processing, so a
+training method that only re-shapes the space linearly cannot beat it), and measures isotropy (mean cosine
+of random corpus pairs, variance share of the top principal direction) and the length shortcut (how much
+the cosine of STS-B pairs follows their length difference; how much the vector norm follows the length).
+
+    python -m benchmarks.embedding_geometry --data-dir ../shared/data outputs/random_bert R/run/export R/run/checkpoints/last.ckpt
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import spearmanr
+
+from datamodules.sentence_files import read_sentences
+from sts.scoring import correlations
+from sts.tasks import load_task
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1) + 1e-12)
+
+
+def whitening(corpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(mean, W)`` with ``(x - mean) @ W`` of identity covariance over ``corpus`` (BERT-whitening, Su et al. 2021)."""
+    mean = corpus.mean(0)
+    u, s, _ = np.linalg.svd(np.cov((corpus - mean).T))
+    return mean, u / np.sqrt(s + 1e-9)
+
+
+def geometry_row(a: np.ndarray, b: np.ndarray, gold: Sequence[float], corpus: np.ndarray,
+                 len_a: Sequence[int], len_b: Sequence[int], corpus_len: Sequence[int]) -> dict[str, float]:
+    """Diagnostics of one encoder from its vectors of the STS pairs ``(a, b)`` and of corpus sentences."""
+    mean, w = whitening(corpus)
+    half = len(corpus) // 2
+    variances = np.linalg.svd(corpus - mean, compute_uv=False) ** 2
+    spearman = lambda pred: correlations(pred, np.asarray(gold))["spearman"]  # noqa: E731
+    return {
+        "cosine": spearman(cosines(a, b)),
+        "centred": spearman(cosines(a - mean, b - mean)),
+        "whitened": spearman(cosines((a - mean) @ w, (b - mean) @ w)),
+        "random_pair_cosine": float(cosines(corpus[:half], corpus[half:2 * half]).mean()),
+        "top_direction_share": float(variances[0] / variances.sum()),
+        "cosine_vs_length_gap": _rank_correlation(cosines(a, b), -np.abs(np.subtract(len_a, len_b))),
+        "norm_vs_length": _rank_correlation(np.linalg.norm(corpus, axis=1), corpus_len),
+    }
+
+
+def _rank_correlation(x: np.ndarray, y: Sequence[float]) -> float:
+    """Spearman, NaN when either side is constant (e.g. STS pairs of equal lengths: no length gap to follow)."""
+    return float(spearmanr(x, y)[0]) if np.ptp(x) > 0 and np.ptp(np.asarray(y)) > 0 else float("nan")
+
+
+def _vectors(scorer, sentences: Sequence[str]) -> np.ndarray:
+    return scorer.represent(sentences)["embedding"].float().cpu().numpy().astype(np.float64)
+
+
+def _encoder(path: str, max_length: int):
+    from embeddings.checkpoint_encoder import encoder_from_checkpoint
+    from embeddings.hf_encoder import HFEncoder
+
+    if path.endswith(".ckpt"):
+        return encoder_from_checkpoint(path, max_length=max_length)
+    return HFEncoder.from_pretrained(path, max_length=max_length)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("models", nargs="+", help="model directories, exports or training checkpoints (.ckpt)")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--corpus", default="wiki/wiki_sentences_100k.txt")
+    parser.add_argument("--corpus-sentences", type=int, default=3000, help="the LAST n corpus lines (CT samples from the start)")
+    parser.add_argument("--max-length", type=int, default=64)
+    args = parser.parse_args()
+    from embeddings.pooling import PoolingScorer
+
+    pairs = next(iter(load_task("stsb-dev", args.data_dir).subsets.values()))
+    corpus = list(read_sentences([args.corpus], args.data_dir))[-args.corpus_sentences:]
+    words = lambda sentences: [len(s.split()) for s in sentences]  # noqa: E731
+    print("| model | STS-B dev cosine | centred | whitened | random-pair cosine | top direction share "
+          "| cosine ~ -length gap | norm ~ length |\n|---|---|---|---|---|---|---|---|")
+    for path in args.models:
+        scorer = PoolingScorer(_encoder(path, args.max_length), "mean")
+        row = geometry_row(_vectors(scorer, pairs.sentences1), _vectors(scorer, pairs.sentences2), pairs.scores,
+                           _vectors(scorer, corpus),
+                           words(pairs.sentences1), words(pairs.sentences2), words(corpus))
+        name = "/".join(Path(path).parts[-3:])
+        print(f"| {name} | {row['cosine']:.2f} | {row['centred']:.2f} | {row['whitened']:.2f} | "
+              f"{row['random_pair_cosine']:.3f} | {row['top_direction_share']:.3f} | "
+              f"{row['cosine_vs_length_gap']:.2f} | {row['norm_vs_length']:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
