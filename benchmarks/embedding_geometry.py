@@ -79,6 +79,9 @@ def main() -> None:
     parser.add_argument("--corpus-sentences", type=int, default=3000, help="the LAST n corpus lines (CT samples from the start)")
     parser.add_argument("--max-length", type=int, default=64)
     args = parser.parse_args()
+    missing = [m for m in args.models if not Path(m).exists()]
+    if missing:
+        parser.error(f"not found: {', '.join(missing)} (give model directories, exports or .ckpt files)")
     from embeddings.pooling import PoolingScorer
 
     pairs = next(iter(load_task("stsb-dev", args.data_dir).subsets.values()))
