@@ -39,7 +39,7 @@ def main() -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(10, 4))
     for spec in args.runs:
         label, _, run = spec.rpartition("=")  # labels may contain "="
         curve = read_curve(Path(run), args.metric)
@@ -49,7 +49,7 @@ def main() -> None:
     ax.set_ylabel(f"{args.metric} x 100")
     ax.set_title(args.title)
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")  # outside: curves stay visible
     fig.tight_layout()
     fig.savefig(args.out, dpi=120)
     print("wrote", args.out)
