@@ -213,7 +213,7 @@ def test_length_matched_groups_split_a_batch_by_length_and_cover_every_sentence(
     import pytest
 
     from embeddings.errors import ConfigError
-    from lightning_modules.contrastive_tension import length_matched_groups
+    from lightning_modules.ct_scratch_options import length_matched_groups
 
     sentences = [" ".join(["w"] * n) for n in (9, 1, 7, 3, 5, 2, 8, 4)]
     groups = length_matched_groups(sentences, 2)
