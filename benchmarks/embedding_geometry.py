@@ -17,45 +17,53 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import spearmanr
+import torch
 
 from datamodules.sentence_files import read_sentences
+from embeddings.similarity import cosine_rows
 from sts.scoring import correlations
 from sts.tasks import load_task
 
 
 def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1) + 1e-12)
+    """The project's row cosine (``embeddings.similarity.cosine_rows``) on numpy rows."""
+    return cosine_rows(torch.from_numpy(a), torch.from_numpy(b)).numpy()
+
+
+def principal_axes(corpus: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(mean, axes, variances)``: the corpus mean and the eigen-decomposition of its covariance, largest first."""
+    mean = corpus.mean(0)
+    axes, variances, _ = np.linalg.svd(np.cov((corpus - mean).T))
+    return mean, axes, variances
 
 
 def whitening(corpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(mean, W)`` with ``(x - mean) @ W`` of identity covariance over ``corpus`` (BERT-whitening, Su et al. 2021)."""
-    mean = corpus.mean(0)
-    u, s, _ = np.linalg.svd(np.cov((corpus - mean).T))
-    return mean, u / np.sqrt(s + 1e-9)
+    mean, axes, variances = principal_axes(corpus)
+    return mean, axes / np.sqrt(variances + 1e-9)
 
 
 def geometry_row(a: np.ndarray, b: np.ndarray, gold: Sequence[float], corpus: np.ndarray,
                  len_a: Sequence[int], len_b: Sequence[int], corpus_len: Sequence[int]) -> dict[str, float]:
     """Diagnostics of one encoder from its vectors of the STS pairs ``(a, b)`` and of corpus sentences."""
-    mean, w = whitening(corpus)
+    mean, axes, variances = principal_axes(corpus)
+    w = axes / np.sqrt(variances + 1e-9)  # as ``whitening``, from the one decomposition
     half = len(corpus) // 2
-    variances = np.linalg.svd(corpus - mean, compute_uv=False) ** 2
-    spearman = lambda pred: correlations(pred, np.asarray(gold))["spearman"]  # noqa: E731
+    raw = cosines(a, b)
     return {
-        "cosine": spearman(cosines(a, b)),
-        "centred": spearman(cosines(a - mean, b - mean)),
-        "whitened": spearman(cosines((a - mean) @ w, (b - mean) @ w)),
+        "cosine": _spearman(raw, gold),
+        "centred": _spearman(cosines(a - mean, b - mean), gold),
+        "whitened": _spearman(cosines((a - mean) @ w, (b - mean) @ w), gold),
         "random_pair_cosine": float(cosines(corpus[:half], corpus[half:2 * half]).mean()),
         "top_direction_share": float(variances[0] / variances.sum()),
-        "cosine_vs_length_gap": _rank_correlation(cosines(a, b), -np.abs(np.subtract(len_a, len_b))),
-        "norm_vs_length": _rank_correlation(np.linalg.norm(corpus, axis=1), corpus_len),
+        "cosine_vs_length_gap": _spearman(raw, -np.abs(np.subtract(len_a, len_b))) / 100,
+        "norm_vs_length": _spearman(np.linalg.norm(corpus, axis=1), corpus_len) / 100,
     }
 
 
-def _rank_correlation(x: np.ndarray, y: Sequence[float]) -> float:
-    """Spearman, NaN when either side is constant (e.g. STS pairs of equal lengths: no length gap to follow)."""
-    return float(spearmanr(x, y)[0]) if np.ptp(x) > 0 and np.ptp(np.asarray(y)) > 0 else float("nan")
+def _spearman(x: np.ndarray, y: Sequence[float]) -> float:
+    """Spearman x100 by ``sts.scoring.correlations`` (NaN when a side is constant, e.g. no length gap at all)."""
+    return correlations(x, np.asarray(y, dtype=np.float64))["spearman"]
 
 
 def _vectors(scorer, sentences: Sequence[str]) -> np.ndarray:
