@@ -43,7 +43,12 @@ from embeddings.hf_encoder import HFEncoder
 from embeddings.pooling import PoolingScorer
 from embeddings.scorer import Scorer
 from lightning_modules.base import SCHEDULERS, EncoderModule, embed_length_buckets
-from lightning_modules.ct_scratch_options import freeze_bottom, length_matched_groups
+from lightning_modules.ct_scratch_options import (
+    CT_TRAINABLE,
+    freeze_bottom,
+    length_matched_groups,
+    train_only_word_embeddings,
+)
 from lightning_modules.in_batch_losses import in_batch_tension_loss
 from lightning_modules.losses import ct_logits, ct_loss, make_ct_pairs, split_views
 
@@ -106,6 +111,8 @@ class ContrastiveTensionModule(EncoderModule):
             ``mixed_halves`` (the same, with a coin flip per sentence for which copy sees which side).
         frozen_layers: ``k`` freezes both copies' embeddings and their first ``k`` transformer layers (``0``:
             embeddings only; ``None``: nothing); see ``freeze_bottom``.
+        trainable: ``all`` or ``word_embeddings`` (ours, from scratch: both copies' word-embedding matrices
+            only; see ``train_only_word_embeddings``).
         length_groups: ``in_batch`` only: sort each device batch by length and split it into this many groups,
             negatives only within a group (see ``length_matched_groups``).
         span_words: with halves, keep at most this many words next to the cut on each side, lengths drawn
@@ -125,7 +132,7 @@ class ContrastiveTensionModule(EncoderModule):
                  rmsprop_alpha: float = 0.9, rmsprop_eps: float = 1e-7, select_task: str = "stsb-dev",
                  objective: str = "bce", scale: float = 20.0, views: str = "identical",
                  embedding_lr: float | None = None, span_words: int | None = None,
-                 frozen_layers: int | None = None, length_groups: int = 1) -> None:
+                 frozen_layers: int | None = None, length_groups: int = 1, trainable: str = "all") -> None:
         if scheduler not in CT_SCHEDULERS:
             raise unknown_choice("scheduler", scheduler, CT_SCHEDULERS)
         if objective not in CT_OBJECTIVES:
@@ -143,6 +150,10 @@ class ContrastiveTensionModule(EncoderModule):
         per_device_layout(pairs, positives, 1)
         if scheduler == "step" and warmup_ratio > 0:
             raise ConfigError("scheduler=step has no warm-up (as in the reference): set warmup_ratio=0")
+        if trainable not in CT_TRAINABLE:
+            raise unknown_choice("model.trainable", trainable, CT_TRAINABLE)
+        if trainable != "all" and frozen_layers is not None:
+            raise ConfigError(f"model.trainable={trainable} freezes the layers itself: leave model.frozen_layers=null")
         if length_groups < 1 or (length_groups > 1 and objective != "in_batch"):
             raise ConfigError(f"model.length_groups={length_groups} must be >= 1 and applies to objective=in_batch only")
         if embedding_lr is not None and not embedding_lr > 0:
@@ -158,6 +169,8 @@ class ContrastiveTensionModule(EncoderModule):
             self.encoder2_model.pooler.requires_grad_(False)  # unused, as for model 1 (see base)
         for model in (self.encoder_model, self.encoder2_model):
             freeze_bottom(model, frozen_layers)
+            if trainable == "word_embeddings":
+                train_only_word_embeddings(model)
         self._set_dropout()
         # Which copy is kept (1 or 2): a buffer so checkpoints, load_from_checkpoint and export agree.
         self.register_buffer("selected_copy", torch.tensor(1, dtype=torch.long))

@@ -82,6 +82,8 @@ OPTIONS = [
     ["model=ct", "data=sentences", "model.views=halves"],
     ["model=ct", "data=sentences", "model.views=mixed_halves", "model.objective=in_batch", "model.length_groups=2"],
     ["model=ct", "data=sentences", "model.views=halves", "model.embedding_lr=1e-3", "model.frozen_layers=0"],
+    ["model=ct", "data=sentences", "model.views=mixed_halves", "model.objective=in_batch", "model.optimizer=adamw",
+     "model.trainable=word_embeddings", "model.scheduler=constant"],
     ["model=sed", "data=distillation"],
     ["model=sed", "data=distillation", "model.eval_layers=3"],
     ["model=cross_view_ae", "data=source_views"],

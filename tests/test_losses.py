@@ -209,6 +209,24 @@ def test_frozen_layers_freeze_embeddings_and_bottom_layers_of_both_copies(tiny_m
         ContrastiveTensionModule(model_name_or_path=str(tiny_model_dir), frozen_layers=2)
 
 
+def test_trainable_word_embeddings_leaves_only_the_word_rows_of_both_copies_to_the_optimizer(tiny_model_dir):
+    import pytest
+
+    from embeddings.errors import ConfigError
+    from lightning_modules.contrastive_tension import ContrastiveTensionModule
+
+    module = ContrastiveTensionModule(model_name_or_path=str(tiny_model_dir), trainable="word_embeddings")
+    for model in (module.encoder_model, module.encoder2_model):
+        assert [n for n, p in model.named_parameters() if p.requires_grad] == ["embeddings.word_embeddings.weight"]
+    trained = [p for g in module._param_groups() for p in g["params"]]
+    assert len(trained) == 2 and trained[0] is not trained[1]
+    assert trained[0].data_ptr() != trained[1].data_ptr()  # two independent copies, not one shared matrix
+    with pytest.raises(ConfigError, match="trainable"):
+        ContrastiveTensionModule(model_name_or_path=str(tiny_model_dir), trainable="layers")
+    with pytest.raises(ConfigError, match="frozen_layers"):
+        ContrastiveTensionModule(model_name_or_path=str(tiny_model_dir), trainable="word_embeddings", frozen_layers=0)
+
+
 def test_length_matched_groups_split_a_batch_by_length_and_cover_every_sentence():
     import pytest
 
