@@ -75,7 +75,7 @@ def train_variant(variant: str, sentences: list[str], pairs, tokenizer, args
     rng = np.random.default_rng(args.seed)
     steps_per_epoch = len(sentences) // args.batch_size
     total = int(args.epochs * steps_per_epoch)
-    every = max(1, total // args.points)
+    marks = {max(1, round(total * k / args.points)) for k in range(1, args.points + 1)}
     rows, losses, start = [(0, float("nan"), stsb_dev_spearman(bag1, pairs))], [], time.time()
     order = rng.permutation(len(sentences))
     for step in range(total):
@@ -89,7 +89,7 @@ def train_variant(variant: str, sentences: list[str], pairs, tokenizer, args
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
-        if (step + 1) % every == 0 or step + 1 == total:
+        if step + 1 in marks:
             score = max(stsb_dev_spearman(bag1, pairs), stsb_dev_spearman(bag2, pairs))
             rows.append((step + 1, float(np.mean(losses)), score))
             losses = []
