@@ -45,14 +45,22 @@ class WordpieceBag(torch.nn.Module):
             self.table.weight.normal_(0.0, 0.02, generator=generator)
 
     def ids(self, text: str) -> list[int]:
-        ids = self.tokenizer(text, add_special_tokens=False, truncation=True, max_length=MAX_POSITIONS - 2)["input_ids"]
+        return self.batch_ids([text])[0]
+
+    def batch_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's bag (one tokenizer call for the whole batch: this runs every training step)."""
+        encoded = self.tokenizer(list(texts), add_special_tokens=False, truncation=True,
+                                 max_length=MAX_POSITIONS - 2)["input_ids"]
+        return [self._bag(ids) for ids in encoded]
+
+    def _bag(self, ids: list[int]) -> list[int]:
         if self.positions:
             ids = [self.tokenizer.cls_token_id, *ids, self.tokenizer.sep_token_id]
             ids += [self.vocab + i for i in range(len(ids))]
         return ids or [self.tokenizer.unk_token_id]
 
     def forward(self, texts: Sequence[str]) -> torch.Tensor:
-        bags = [self.ids(t) for t in texts]
+        bags = self.batch_ids(texts)
         flat = torch.tensor([i for b in bags for i in b])
         offsets = torch.tensor(np.cumsum([0] + [len(b) for b in bags[:-1]]))
         return self.table(flat, offsets)

@@ -40,14 +40,19 @@ def principal_axes(corpus: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
 def whitening(corpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(mean, W)`` with ``(x - mean) @ W`` of identity covariance over ``corpus`` (BERT-whitening, Su et al. 2021)."""
     mean, axes, variances = principal_axes(corpus)
-    return mean, axes / np.sqrt(variances + 1e-9)
+    return mean, whitener(axes, variances)
+
+
+def whitener(axes: np.ndarray, variances: np.ndarray) -> np.ndarray:
+    """The whitening matrix of a covariance decomposition (``principal_axes``)."""
+    return axes / np.sqrt(variances + 1e-9)
 
 
 def geometry_row(a: np.ndarray, b: np.ndarray, gold: Sequence[float], corpus: np.ndarray,
                  len_a: Sequence[int], len_b: Sequence[int], corpus_len: Sequence[int]) -> dict[str, float]:
     """Diagnostics of one encoder from its vectors of the STS pairs ``(a, b)`` and of corpus sentences."""
     mean, axes, variances = principal_axes(corpus)
-    w = axes / np.sqrt(variances + 1e-9)  # as ``whitening``, from the one decomposition
+    w = whitener(axes, variances)  # the one decomposition also gives the top-direction share
     half = len(corpus) // 2
     raw = cosines(a, b)
     return {
