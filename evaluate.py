@@ -9,6 +9,9 @@ import hydra
 from omegaconf import DictConfig
 
 from embeddings.errors import run_or_exit
+from sts.help_text import register_resolver
+
+register_resolver()  # `--help` fills configs/hydra/help/evaluate.yaml from the code and configs
 
 
 @hydra.main(version_base="1.3", config_path="configs", config_name="evaluate")
