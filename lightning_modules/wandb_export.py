@@ -5,24 +5,47 @@ returns, so only ``train()`` knows when it is complete. Lightning leaves the W&B
 so logging to it then is still part of the same run.
 
 Works with no network: with ``logger=wandb_offline`` (``WANDB_MODE=offline``) the table goes to the
-run's ``files/media`` and the artifact's manifest into the run's ``.wandb`` log, its files are copied
-to ``$WANDB_DATA_DIR/artifacts/staging``; ``wandb sync <run dir>`` uploads both later.
+run's ``files/media``, the artifact's manifest into the run's ``.wandb`` log and its files are copied to
+``<W&B run dir>/artifacts/staging`` (inside ``<output_dir>/wandb/offline-run-*``); ``wandb sync <W&B run
+dir>`` uploads all three later. wandb's own default stages them in ``~/.local/share/wandb``, so a run
+directory copied elsewhere for ``wandb sync`` lost its model.
+
+Also registers the resolvers ``configs/logger/wandb.yaml`` uses for the run's group and tags
+(``sts.run_labels``): ``train()`` imports this module before it builds the loggers.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from lightning.pytorch.loggers import WandbLogger
 from omegaconf import DictConfig, OmegaConf
 
+from sts.run_labels import run_group, run_tags
+
 log = logging.getLogger(__name__)
 
 TABLE_KEY = "val/sts_final"
 TABLE_COLUMNS = ["task", "spearman", "pearson"]
+
+
+def _experiment() -> str | None:
+    """``experiment=<name>`` of the running Hydra job; None outside one (a config composed in a test)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return None
+    return HydraConfig.get().runtime.choices.get("experiment")
+
+
+# ${sts.wandb_group:${model}} / ${sts.wandb_tags:${model}} in configs/logger/wandb.yaml.
+OmegaConf.register_new_resolver("sts.wandb_group", lambda model: run_group(model, _experiment()), replace=True)
+OmegaConf.register_new_resolver("sts.wandb_tags", run_tags, replace=True)
 
 
 def _wandb_loggers(loggers: Iterable) -> list[WandbLogger]:
@@ -66,10 +89,33 @@ def sts_rows(metrics: Mapping[str, float]) -> list[list]:
     return rows
 
 
+@contextmanager
+def staging_inside(run) -> Iterator[Path]:
+    """Stage artifact files in the W&B run's own directory (``run.sync_dir``) instead of ``$WANDB_DATA_DIR``.
+
+    Why: wandb copies every added file to ``<WANDB_DATA_DIR>/artifacts/staging`` (``~/.local/share/wandb``
+    by default; read when a file is added and when the artifact is logged) and an offline run's
+    manifest points there, so the directory ``wandb sync`` takes was incomplete. Pointing the variable
+    at the run for just this call keeps it in the run without touching the user's other W&B runs.
+    Yields the staging directory.
+    """
+    previous = os.environ.get("WANDB_DATA_DIR")
+    os.environ["WANDB_DATA_DIR"] = str(Path(run.sync_dir).resolve())
+    try:
+        yield Path(os.environ["WANDB_DATA_DIR"]) / "artifacts" / "staging"
+    finally:
+        if previous is None:
+            os.environ.pop("WANDB_DATA_DIR", None)
+        else:
+            os.environ["WANDB_DATA_DIR"] = previous
+
+
 def log_final(trainer, export_dir: Path | None) -> None:
     """Log the final STS table and the export directory (a ``model`` artifact) to every W&B run.
 
-    Called on rank 0 after the export is written. The artifact is named ``model-<run id>`` (Lightning's
+    Called on rank 0 after the export is written. The artifact's files are copied into the W&B run's
+    directory (``staging_inside``), a snapshot that a later run writing the same ``export/`` cannot
+    change before ``wandb sync``. The artifact is named ``model-<run id>`` (Lightning's
     own ``log_model`` convention), so a resumed run adds a version to the same artifact; its metadata
     are the final metrics, which makes exports comparable in the W&B artifact browser.
 
@@ -85,12 +131,13 @@ def log_final(trainer, export_dir: Path | None) -> None:
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
     rows = sts_rows(metrics)
     for logger in loggers:
-        if rows:
-            logger.log_table(key=TABLE_KEY, columns=TABLE_COLUMNS, data=rows, step=trainer.global_step)
-        if export_dir is not None and Path(export_dir).is_dir():
-            run = logger.experiment
-            artifact = wandb.Artifact(name=f"model-{run.id}", type="model",
-                                      metadata={k: _finite_or_none(v) for k, v in metrics.items()})
-            artifact.add_dir(str(export_dir))
-            run.log_artifact(artifact)
-            log.info("logged %s as W&B artifact %s", export_dir, artifact.name)
+        run = logger.experiment
+        with staging_inside(run) as staging:  # a logged Table is an artifact too: its JSON is staged as well
+            if rows:
+                logger.log_table(key=TABLE_KEY, columns=TABLE_COLUMNS, data=rows, step=trainer.global_step)
+            if export_dir is not None and Path(export_dir).is_dir():
+                artifact = wandb.Artifact(name=f"model-{run.id}", type="model",
+                                          metadata={k: _finite_or_none(v) for k, v in metrics.items()})
+                artifact.add_dir(str(export_dir))
+                run.log_artifact(artifact)
+                log.info("logged %s as W&B artifact %s (files staged in %s)", export_dir, artifact.name, staging)

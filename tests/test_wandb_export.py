@@ -1,32 +1,44 @@
 """W&B with no network: a tiny training with ``logger=wandb_offline`` leaves, for ``wandb sync``, the resolved
-config, the final STS table and the export directory as a ``model`` artifact.
+config, the group and tags, the final STS table and the export directory as a ``model`` artifact, all
+inside the run directory.
 
-Asserted on what wandb 0.31 really writes offline: the run's ``.wandb`` record log (config and artifact
-manifest, read by ``tests/wandb_records.py``), the table JSON under ``files/media`` and the artifact
-files staged under ``$WANDB_DATA_DIR``.
+Asserted on what wandb 0.31 really writes offline: the run's ``.wandb`` record log (config, run record,
+artifact manifest, read by ``tests/wandb_records.py``), the table JSON under ``files/media`` and the
+artifact files staged under the W&B run directory. HOME and the XDG directories point at an empty
+folder with no ``WANDB_*_DIR`` set, so wandb's own defaults (``~/.local/share/wandb``,
+``~/.cache/wandb``, ``~/.config/wandb``) would show up there.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from lightning_modules.wandb_export import TABLE_COLUMNS, log_final, sts_rows
+from lightning_modules.wandb_export import TABLE_COLUMNS, log_final, staging_inside, sts_rows
 from tests.test_train import HAS_STS_CALLBACK, _cfg, train_data_dir  # noqa: F401  (module-scoped fixture)
 from tests.wandb_records import offline_run_file, read_finished_run
 
+WANDB_DIR_VARS = ("WANDB_DIR", "WANDB_DATA_DIR", "WANDB_CACHE_DIR", "WANDB_CONFIG_DIR", "WANDB_ARTIFACT_DIR")
 
-def _wandb_env(mp: pytest.MonkeyPatch, root: Path, mode: str) -> Path:
-    """Every W&B directory in ``root`` (runs, staged artifact files, cache, settings); returns the data dir."""
-    for name, sub in (("WANDB_DIR", "runs"), ("WANDB_DATA_DIR", "data"), ("WANDB_CACHE_DIR", "cache"),
-                      ("WANDB_CONFIG_DIR", "config")):
-        mp.setenv(name, str(root / sub))
+
+def _wandb_env(mp: pytest.MonkeyPatch, home: Path, mode: str) -> Path:
+    """wandb's defaults only, under a fresh ``home`` (HOME and XDG): what a user's machine would see."""
+    for name in WANDB_DIR_VARS:
+        mp.delenv(name, raising=False)
+    mp.setenv("HOME", str(home))
+    for name, sub in (("XDG_DATA_HOME", ".local/share"), ("XDG_CACHE_HOME", ".cache"), ("XDG_CONFIG_HOME", ".config")):
+        mp.setenv(name, str(home / sub))
     mp.setenv("WANDB_MODE", mode)
     mp.setenv("WANDB_SILENT", "true")
-    return root / "data"
+    return home
+
+
+def _files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file())
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +48,10 @@ def offline_run(tmp_path_factory, tiny_model_dir, train_data_dir):  # noqa: F811
 
     from lightning_modules.train_run import train
 
-    out = tmp_path_factory.mktemp("wandb_run")
+    root = tmp_path_factory.mktemp("wandb")
+    out, home = root / "run", root / "home"
     with pytest.MonkeyPatch.context() as mp:
-        data_dir = _wandb_env(mp, out, "offline")
+        _wandb_env(mp, home, "offline")
         cfg = _cfg(out, tiny_model_dir, train_data_dir, ["logger=wandb_offline", "+trainer.limit_train_batches=2",
                                                          "~callbacks.model_checkpoint", "~callbacks.last_checkpoint"])
         try:
@@ -46,8 +59,8 @@ def offline_run(tmp_path_factory, tiny_model_dir, train_data_dir):  # noqa: F811
         finally:
             wandb.finish()  # Lightning leaves the run open after fit
             wandb.teardown()  # else the next wandb.init in this process keeps this one's mode (offline)
-    records = read_finished_run(offline_run_file(out))
-    return SimpleNamespace(out=out, metrics=metrics, records=records, data_dir=data_dir,
+        records = read_finished_run(offline_run_file(out))
+    return SimpleNamespace(out=out, home=home, metrics=metrics, records=records, tiny_model_dir=tiny_model_dir,
                            run_dir=offline_run_file(out).parent)
 
 
@@ -63,7 +76,28 @@ def test_resolved_config_is_in_the_run(offline_run):
     assert config["lr"] == 2e-5  # Lightning's own model hparams are still there
 
 
-def test_export_is_a_model_artifact_with_its_files_staged(offline_run):
+def test_run_is_grouped_by_method_and_tagged_with_method_and_backbone(offline_run):
+    """Outside a Hydra job (no ``experiment=``) the group is the method; see the next test for experiments."""
+    (run,) = _of(offline_run.records, "run")
+    assert run.run_group == "sbert_nli"
+    assert list(run.tags) == ["sbert_nli", offline_run.tiny_model_dir.name]
+
+
+def _service_log(path: Path, home: Path) -> bool:
+    """wandb-core's own process logs (``~/.cache/wandb/logs/core-debug-*.log``): one per process, not run
+    data, never read by ``wandb sync``; only ``WANDB_CACHE_DIR`` set before the first run moves them."""
+    rel = path.relative_to(home)
+    return rel.parent == Path(".cache/wandb/logs") and rel.name.endswith(".log") and "-debug-" in rel.name
+
+
+def test_nothing_lands_outside_the_run_directory(offline_run):
+    home = offline_run.home
+    assert not [p for p in _files(home) if not _service_log(p, home)]  # no staged table or model copies
+    outside = [p for p in _files(offline_run.out.parent) if offline_run.out not in p.parents and home not in p.parents]
+    assert not outside
+
+
+def test_export_is_a_model_artifact_with_its_files_staged_in_the_run(offline_run):
     artifacts = [a for a in _of(offline_run.records, "artifact") if a.type == "model"]
     assert len(artifacts) == 1
     artifact = artifacts[0]
@@ -73,8 +107,10 @@ def test_export_is_a_model_artifact_with_its_files_staged(offline_run):
     exported = {str(p.relative_to(offline_run.out / "export")) for p in (offline_run.out / "export").rglob("*")
                 if p.is_file()}
     assert "model.safetensors" in entries and set(entries) == exported
-    for path in entries.values():  # what `wandb sync` will upload, copied out of the export dir
-        assert path.is_file() and offline_run.data_dir in path.parents
+    staging = offline_run.run_dir.resolve() / "artifacts" / "staging"
+    for name, path in entries.items():  # what `wandb sync <run dir>` will upload: a copy inside that dir
+        assert path.parent == staging and path.is_file()
+        assert path.read_bytes() == (offline_run.out / "export" / name).read_bytes()
     metadata = json.loads(artifact.metadata)
     assert metadata["train/loss"] == pytest.approx(offline_run.metrics["train/loss"])
     if HAS_STS_CALLBACK:
@@ -97,12 +133,23 @@ def test_sts_rows_pairs_spearman_with_pearson_and_skips_aggregates():
     assert sts_rows(metrics) == [["a", 0.7, 0.6], ["b", None, 0.1]]
 
 
+def test_staging_inside_restores_the_users_data_dir(monkeypatch, tmp_path):
+    monkeypatch.setenv("WANDB_DATA_DIR", "/users/own")
+    with staging_inside(SimpleNamespace(sync_dir=str(tmp_path))) as staging:
+        assert staging == tmp_path.resolve() / "artifacts" / "staging"
+    assert os.environ["WANDB_DATA_DIR"] == "/users/own"
+    monkeypatch.delenv("WANDB_DATA_DIR")
+    with pytest.raises(RuntimeError), staging_inside(SimpleNamespace(sync_dir=str(tmp_path))):
+        raise RuntimeError
+    assert "WANDB_DATA_DIR" not in os.environ
+
+
 def test_disabled_wandb_logs_and_stages_nothing(tmp_path, monkeypatch):
     """WANDB_MODE=disabled (the test default): no artifact copy of a possibly large export."""
     import wandb
     from lightning.pytorch.loggers import WandbLogger
 
-    data_dir = _wandb_env(monkeypatch, tmp_path, "disabled")
+    home = _wandb_env(monkeypatch, tmp_path / "home", "disabled")
     export = tmp_path / "export"
     export.mkdir()
     (export / "config.json").write_text("{}")
@@ -113,4 +160,38 @@ def test_disabled_wandb_logs_and_stages_nothing(tmp_path, monkeypatch):
         log_final(trainer, export)
     finally:
         wandb.finish()
-    assert not [p for p in data_dir.rglob("*") if p.is_file()]
+    assert not _files(home) and not [p for p in _files(tmp_path) if "staging" in str(p)]
+
+
+def _compose(overrides: list[str], hydra_config: bool = False):
+    from hydra import compose, initialize_config_dir
+
+    from tests.paths import CONFIG_DIR
+
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return compose(config_name="train", overrides=overrides, return_hydra_config=hydra_config)
+
+
+def test_group_is_the_experiment_inside_a_hydra_job():
+    """What ``python train.py experiment=... logger=wandb`` resolves: Hydra's choice of the experiment."""
+    from hydra.core.hydra_config import HydraConfig
+
+    cfg = _compose(["experiment=ct_minilm_l3", "logger=wandb_offline"], hydra_config=True)
+    HydraConfig.instance().set_config(cfg)
+    try:
+        assert cfg.logger.wandb.group == "ct_minilm_l3"
+        assert list(cfg.logger.wandb.tags) == ["ct", "paraphrase-MiniLM-L3-v2"]
+    finally:
+        HydraConfig.instance().cfg = None
+
+
+@pytest.mark.parametrize(("overrides", "group", "tags"), [
+    (["model=flow"], "flow", ["flow", "all-MiniLM-L6-v2"]),
+    (["model=sbert_nli", "model.model_name_or_path=/runs/ct/seed0/export"], "sbert_nli", ["sbert_nli", "seed0/export"]),
+    (["model=cross_view_ae", "data.sources=[all-mpnet-base-v2,org/paraphrase-MiniLM-L3-v2]"], "cross_view_ae",
+     ["cross_view_ae", "all-mpnet-base-v2", "paraphrase-MiniLM-L3-v2"]),
+    (["logger.wandb.group=mine", "logger.wandb.tags=[a,b]"], "mine", ["a", "b"]),  # the user's word wins
+])
+def test_group_and_tags_from_the_config(overrides, group, tags):
+    cfg = _compose(["logger=wandb", *overrides])
+    assert cfg.logger.wandb.group == group and list(cfg.logger.wandb.tags) == tags
