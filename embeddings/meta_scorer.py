@@ -61,9 +61,23 @@ class MetaEmbeddingScorer(VectorScorer):
         return {"embedding": self.projection.apply(self.views(sentences))}
 
 
-def save_meta_embedding(path: str | os.PathLike, projection: MetaProjection, sources: Sequence[Mapping]) -> Path:
-    """Write the export directory atomically (see the module docstring)."""
+def source_spec_mapping(spec: str | Mapping) -> dict:
+    """A source spec as the mapping the export stores: a plain name ``x`` becomes ``{model: x}``.
+
+    Why: configs give sources either way (``data.sources=[all-mpnet-base-v2, {model: ..., pooling: cls}]``);
+    ``dict("all-mpnet-base-v2")`` failed only at export, after the whole training.
+    """
+    mapping = {"model": spec} if isinstance(spec, str) else dict(spec) if isinstance(spec, Mapping) else {}
+    if "model" not in mapping:
+        raise ConfigError(f"source spec {spec!r} is neither a model name nor a mapping with a 'model' key")
+    return mapping
+
+
+def save_meta_embedding(path: str | os.PathLike, projection: MetaProjection, sources: Sequence[str | Mapping]) -> Path:
+    """Write the export directory atomically (see the module docstring), with its ``LOADING.md``."""
     from safetensors.torch import save_file
+
+    from embeddings.export_note import EXPORT, evaluate_command, write_loading_note
 
     if len(sources) != len(projection.dims):
         raise ConfigError(f"{len(sources)} source specs for a meta-embedding of {len(projection.dims)} sources")
@@ -73,12 +87,17 @@ def save_meta_embedding(path: str | os.PathLike, projection: MetaProjection, sou
             raise ConfigError("meta-embedding 'ae' has no trained autoencoder to export")
         tensors.update({f"ae.{k}": v for k, v in projection.autoencoder.state_dict().items()})
     meta = {"format": FORMAT, "version": FORMAT_VERSION, "method": projection.method, "dims": projection.dims,
-            "options": projection.options, "sources": [dict(s) for s in sources],
+            "options": projection.options, "sources": [source_spec_mapping(s) for s in sources],
             "autoencoder": projection.autoencoder.config() if projection.autoencoder is not None else None}
     target = Path(path)
     with atomic_directory(target) as tmp:
         save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, str(tmp / WEIGHTS_FILE))
         (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2))
+    names = ", ".join(f"`{s['model']}`" for s in meta["sources"])
+    write_loading_note(target, f"Meta-embedding `{projection.method}` of {len(sources)} frozen sources ({names}; "
+                       "referenced, not copied), compared by cosine.",
+                       evaluate_command(["none"], f"{{name:meta,path:{EXPORT}}}"),
+                       "it combines the vectors of several separate encoders")
     return target
 
 

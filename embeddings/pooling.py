@@ -53,13 +53,19 @@ def layers_mean_pool(layers: Sequence[int]) -> Callable[[TokenBatch], torch.Tens
     return pool
 
 
+# Layer-averaging poolings by the ``hidden_states`` indices they average; the export reads the same
+# table to build a sentence-transformers pipeline that reproduces them (embeddings.st_export).
+LAYER_POOLINGS: dict[str, tuple[int, ...]] = {
+    "first_last_avg": (1, -1),
+    "last2_avg": (-2, -1),
+    "last3_avg": (-3, -2, -1),
+}
+
 POOLINGS: dict[str, Callable[[TokenBatch], torch.Tensor]] = {
     "cls": cls_pool,
     "mean": mean_pool,
     "max": max_pool,
-    "first_last_avg": layers_mean_pool([1, -1]),
-    "last2_avg": layers_mean_pool([-2, -1]),
-    "last3_avg": layers_mean_pool([-3, -2, -1]),
+    **{name: layers_mean_pool(list(layers)) for name, layers in LAYER_POOLINGS.items()},
 }
 
 

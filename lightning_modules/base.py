@@ -12,7 +12,6 @@ The Hugging Face model is registered once, as ``self.encoder_model``; ``self.enc
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -25,16 +24,16 @@ from torch import Tensor
 
 from embeddings.atomic import atomic_directory
 from embeddings.errors import ConfigError, unknown_choice
+from embeddings.export_note import EXPORT, evaluate_command, write_loading_note
 from embeddings.hf_encoder import HFEncoder
 from embeddings.pooling import PoolingScorer, get_pooling
 from embeddings.scorer import Scorer
+from embeddings.st_export import write_sentence_transformers_files
 
 log = logging.getLogger(__name__)
 
 OPTIMIZERS = ("adamw", "rmsprop")
 SCHEDULERS = ("linear", "constant")
-# Our pooling names that sentence-transformers' Pooling module reproduces exactly.
-ST_POOLING = {"cls": "pooling_mode_cls_token", "mean": "pooling_mode_mean_tokens", "max": "pooling_mode_max_tokens"}
 
 
 def check_finite(loss: Tensor, step: int) -> None:
@@ -184,34 +183,27 @@ class EncoderModule(LightningModule):
 
     # ------------------------------------------------------------------------------------ export
     def export(self, path: str | os.PathLike) -> Path:
-        """Write a directory loadable by ``AutoModel.from_pretrained`` and ``SentenceTransformer``.
+        """Write a directory loadable by ``AutoModel.from_pretrained`` and, where it can reproduce our
+        pooling, by ``SentenceTransformer`` (``embeddings.st_export``), plus ``LOADING.md``.
 
         Atomic (temp dir beside the target, then ``os.replace``): a crash never leaves a half-written
-        model that a later run would load. transformers 5 always writes ``model.safetensors``. The
-        sentence-transformers files (``modules.json``, ``sentence_bert_config.json``,
-        ``1_Pooling/config.json``) are written when the pooling is one it reproduces (cls/mean/max).
+        model that a later run would load. transformers 5 always writes ``model.safetensors``. Where
+        sentence-transformers cannot reproduce the pooling, no sentence-transformers files are written
+        (it would load the directory with mean pooling, silently): a warning and the note say so.
         """
         target = Path(path)
+        pooling = self.hparams.pooling
         with atomic_directory(target) as tmp:
             self.encoder_model.save_pretrained(tmp)
             self.encoder.tokenizer.save_pretrained(tmp)
-            self._write_sentence_transformers_files(tmp)
+            why_not = write_sentence_transformers_files(tmp, pooling, self.embedding_dim,
+                                                        int(self.encoder_model.config.num_hidden_layers),
+                                                        self.encoder.max_length)
+        if why_not is not None:
+            log.warning("%s: no sentence-transformers files (%s); load it with evaluate.py scorers=[%s]",
+                        target, why_not, pooling)
+        write_loading_note(target, f"{type(self).__name__}: a Hugging Face encoder (`AutoModel.from_pretrained`), "
+                           f"sentence vector = `{pooling}` pooling, compared by cosine.",
+                           evaluate_command([EXPORT], pooling), why_not)
         log.info("exported %s", target)
         return target
-
-    def _write_sentence_transformers_files(self, folder: Path) -> None:
-        pooling = self.hparams.pooling
-        if pooling not in ST_POOLING:
-            log.warning("pooling %r has no sentence-transformers equivalent: exported the Hugging Face model only",
-                        pooling)
-            return
-        modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-                   {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
-        (folder / "modules.json").write_text(json.dumps(modules, indent=2))
-        (folder / "sentence_bert_config.json").write_text(
-            json.dumps({"max_seq_length": self.encoder.max_length, "do_lower_case": False}, indent=2))
-        flags = {key: key == ST_POOLING[pooling] for key in (*ST_POOLING.values(),
-                 "pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken")}
-        (folder / "1_Pooling").mkdir()
-        (folder / "1_Pooling" / "config.json").write_text(
-            json.dumps({"word_embedding_dimension": self.embedding_dim, **flags}, indent=2))

@@ -25,6 +25,7 @@ from torch import Tensor
 
 from embeddings.encoder import BaseEncoder
 from embeddings.errors import ConfigError
+from embeddings.export_note import EXPORT, evaluate_command, write_loading_note
 from embeddings.flow_scorer import FLOW_KEYS, FlowScorer, save_flow_export
 from embeddings.pooling import get_pooling
 from lightning_modules.base import check_finite
@@ -120,9 +121,16 @@ class BertFlowModule(FrozenEncoderMixin, LightningModule):
     def export(self, path: str | os.PathLike) -> Path:
         """``flow_config.json`` (encoder reference + Glow settings) and ``flow.safetensors``, atomically.
 
-        ``embeddings.flow_scorer.load_flow_scorer(path)`` rebuilds the scorer.
+        ``embeddings.flow_scorer.load_flow_scorer(path)`` rebuilds the scorer; ``LOADING.md`` gives the
+        ``evaluate.py`` line (a Glow on top of the encoder is no sentence-transformers pipeline).
         """
         hp = self.hparams
         config = {k: hp[k] for k in (*ENCODER_KEYS, *FLOW_KEYS)}
         config["model_name_or_path"] = str(config["model_name_or_path"])
-        return save_flow_export(path, self.flow, config)
+        target = save_flow_export(path, self.flow, config)
+        write_loading_note(target, f"BERT-flow: a Glow on the frozen `{config['model_name_or_path']}` "
+                           f"(`{hp.pooling}` pooling); the sentence vector is the flow's latent z, compared by cosine.",
+                           evaluate_command([config["model_name_or_path"]], f"{{name:flow,path:{EXPORT}}}",
+                                            hp.max_length),
+                           "the Glow has no sentence-transformers module")
+        return target

@@ -10,11 +10,11 @@ over the average of its last 2 layers (Appendix A.3: 2 beats 1 almost always; 2 
 ``train_pooling`` drives the loss and ``eval_layers`` (1, 2 or 3 -> the base's ``pooling`` = ``mean``,
 ``last2_avg`` or ``last3_avg``) drives ``scorer()`` and STS validation.
 
-Export: ``EncoderModule.export`` writes the sentence-transformers files only for cls / mean / max pooling.
-With ``eval_layers`` 2 or 3 (the paper's setting) no sentence-transformers ``Pooling`` reproduces the
-layer average, so the export holds the Hugging Face model only (with a warning); load it with our
-``load_encoder`` + pooling ``last2_avg`` / ``last3_avg``. ``eval_layers=1`` exports a full
-sentence-transformers directory.
+Export: ``EncoderModule.export`` writes the Hugging Face model plus sentence-transformers files that
+reproduce the EVALUATED pooling, so ``SentenceTransformer(export).encode`` gives the vectors STS validation
+scored for every ``eval_layers``: 2 and 3 become ``WeightedLayerPooling`` over the last layers, then mean
+pooling (``embeddings.st_export``). ``evaluate.py encoders=[<export>] scorers=[last2_avg]`` (the command is
+in the export's ``LOADING.md``) scores the same vectors.
 """
 
 from __future__ import annotations

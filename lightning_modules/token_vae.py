@@ -27,6 +27,7 @@ from lightning.pytorch import LightningModule
 from torch import Tensor
 
 from embeddings.errors import ConfigError
+from embeddings.export_note import EXPORT, evaluate_command, write_loading_note
 from embeddings.latte_mix import (
     categorical_kl_uniform,
     class_usage,
@@ -179,5 +180,10 @@ class TokenVAEModule(FrozenEncoderMixin, LightningModule):
         config["model_name_or_path"] = str(hp.model_name_or_path)
         config["score_tau"] = hp.score_tau or hp.tau
         target = save_token_vae(path, self.posterior, self.decoder, config)
+        write_loading_note(target, f"Token VAE ({hp.latent} latent) on the frozen `{config['model_name_or_path']}` "
+                           f"(hidden state {hp.layer}): a sentence is represented through its tokens' VAE posteriors.",
+                           evaluate_command([config["model_name_or_path"]], f"{{name:latte_mix,path:{EXPORT}}}",
+                                            hp.max_length),
+                           "the per-token VAE posterior has no sentence-transformers module")
         log.info("exported token VAE to %s", target)
         return target

@@ -174,9 +174,10 @@ def test_eval_layers_and_dim_mismatch(student, tiny_model_dir, tmp_path):
         student.training_step({"sentences": SENTENCES, "targets": torch.zeros(4, 16)}, 0)
     with pytest.raises(ConfigError, match="eval_layers"):
         SEDModule(model_name_or_path=str(tiny_model_dir), eval_layers=4)
-    assert not (student.export(tmp_path / "two") / "modules.json").exists()  # no sentence-transformers twin
+    # the layer average travels to SentenceTransformer (vectors: tests/test_export_roundtrip.py)
+    assert (student.export(tmp_path / "two") / "1_WeightedLayerPooling").is_dir()
     one = SEDModule(model_name_or_path=str(tiny_model_dir), max_length=32, eval_layers=1)
-    assert one.hparams.pooling == "mean" and (one.export(tmp_path / "one") / "modules.json").is_file()
+    assert one.hparams.pooling == "mean" and not (one.export(tmp_path / "one") / "1_WeightedLayerPooling").exists()
     assert SEDModule(model_name_or_path=str(tiny_model_dir), eval_layers=3).scorer().pooling == "last3_avg"
 
 
