@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -195,3 +196,13 @@ def test_group_is_the_experiment_inside_a_hydra_job():
 def test_group_and_tags_from_the_config(overrides, group, tags):
     cfg = _compose(["logger=wandb", *overrides])
     assert cfg.logger.wandb.group == group and list(cfg.logger.wandb.tags) == tags
+
+
+@pytest.mark.skipif(not HAS_STS_CALLBACK, reason="no STS callback, no STS metrics")
+def test_compare_runs_reads_the_offline_runs_sts_table(offline_run, tmp_path):
+    """A run with only ``logger=wandb_offline`` (no metrics.csv, no before/after table) still compares offline."""
+    from sts.run_results import read_run
+
+    shutil.copytree(offline_run.out / "wandb", tmp_path / "run" / "wandb")
+    (run,) = read_run(tmp_path / "run")
+    assert run.rows == [("after", {"stsb-dev": pytest.approx(offline_run.metrics["val/stsb-dev_spearman"])})]
