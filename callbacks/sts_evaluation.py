@@ -99,6 +99,7 @@ class STSEvaluationCallback(L.Callback):
         self.last_results: dict[str, dict] | None = None  # score_tasks-shaped: {task: aggregate(...)}
         self.last_metrics: dict[str, float] | None = None
         self.start_metrics: dict[str, float] | None = None
+        self.last_step: int | None = None  # global step of the last evaluation (None: none yet)
 
     # ------------------------------------------------------------------ setup: tasks and pair indices
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
@@ -131,22 +132,58 @@ class STSEvaluationCallback(L.Callback):
             for logger in trainer.loggers:
                 logger.log_metrics(metrics, step=trainer.global_step)
 
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch,
+                           batch_idx: int) -> None:
+        """At ``max_steps``, ask the fit loop to stop, which makes Lightning run its validation first.
+
+        Why: a run that ``max_steps`` ends before its epoch does would otherwise never validate: no final
+        ``val/`` metric, no best checkpoint (``ModelCheckpoint`` ranks at validation), no before/after table.
+        ``should_stop`` is Lightning's own early-stop path, which validates before stopping; the loop ends at
+        ``max_steps`` anyway, so nothing else changes.
+        """
+        if 0 < trainer.max_steps <= trainer.global_step:
+            trainer.should_stop = True
+            if trainer.check_val_every_n_epoch not in (None, 1):
+                # Validation is otherwise gated to epoch multiples; the last step must be scored whatever its epoch.
+                trainer.check_val_every_n_epoch = 1
+
+    def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """The last epoch validates even when ``check_val_every_n_epoch`` does not divide ``max_epochs``."""
+        last_epoch = trainer.max_epochs is not None and trainer.current_epoch + 1 >= trainer.max_epochs > 0
+        if last_epoch and trainer.check_val_every_n_epoch not in (None, 1):
+            trainer.check_val_every_n_epoch = 1
+
     def on_validation_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.sanity_checking:
             return
-        if trainer.state.fn == "fit" and (trainer.current_epoch + 1) % self.every_n_epochs != 0:
+        final = trainer.should_stop or (trainer.max_epochs is not None
+                                        and trainer.current_epoch + 1 >= trainer.max_epochs > 0)
+        if trainer.state.fn == "fit" and (trainer.current_epoch + 1) % self.every_n_epochs != 0 and not final:
             return
         metrics = self.evaluate(trainer, pl_module)
+        self.last_step = trainer.global_step
         for key, value in metrics.items():
             pl_module.log(key, value, prog_bar=key == AVG_KEY, rank_zero_only=False, sync_dist=False)
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        """Rank 0: the before/after Spearman table in the log and in ``<default_root_dir>/sts_before_after.md``."""
-        start, last = getattr(self, "start_metrics", None), getattr(self, "last_metrics", None)
+        """Score the final weights if no validation did, then write ``sts_before_after.md`` (rank 0).
+
+        The fallback covers runs with validation switched off (``limit_val_batches=0``): their final
+        metrics go to the loggers and ``trainer.callback_metrics``, but no best checkpoint can be ranked.
+        """
+        if trainer.state.fn == "fit" and self.last_step != trainer.global_step:
+            log.warning("no validation ran at the final step %d: scoring STS now (no best checkpoint is ranked "
+                        "without a validation loop)", trainer.global_step)
+            metrics = self.evaluate(trainer, pl_module)
+            self.last_step = trainer.global_step
+            trainer.callback_metrics.update({k: torch.tensor(v) for k, v in metrics.items()})
+            if trainer.is_global_zero:
+                for logger in trainer.loggers:
+                    logger.log_metrics(metrics, step=trainer.global_step)
+        start, last = self.start_metrics, self.last_metrics
         if not (trainer.is_global_zero and start and last):
             return
-        table = before_after_table(start, last)
-        log.info("STS Spearman x100 before / after training:\n%s", table)
+        table = before_after_table(start, last)  # train() prints it in the run summary
         atomic_write(Path(trainer.default_root_dir) / "sts_before_after.md", (table + "\n").encode())
 
     # ------------------------------------------------------------------ evaluation

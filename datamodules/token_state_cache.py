@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from datamodules.cached_embeddings import model_fingerprint
+from embeddings.console import progress
 from embeddings.errors import ConfigError, DataError
 from embeddings.source_cache import sentences_digest
 
@@ -102,8 +102,8 @@ def build_cache(stem: Path, key: dict, encoder, sentences: Sequence[str], layer:
         out = np.lib.format.open_memmap(tmp[0], mode="w+", dtype=dtype, shape=(int(offsets[-1]), encoder.hidden_size))
         order = np.argsort(-lengths, kind="stable")
         with torch.inference_mode():
-            for start in tqdm(range(0, len(order), batch_size), desc=f"caching token states ({encoder.name})",
-                              unit="batch", disable=len(order) < 2000):
+            for start in progress(range(0, len(order), batch_size), desc=f"caching token states ({encoder.name})",
+                                  unit="batch", disable=len(order) < 2000):
                 rows = order[start:start + batch_size]
                 batch = encoder.forward_ids([ids[i] for i in rows])
                 states = batch.hidden_states[layer].float().cpu().numpy()

@@ -14,8 +14,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 
 import torch
-from tqdm.auto import tqdm
 
+from embeddings.console import progress
 from embeddings.errors import DataError
 from embeddings.token_batch import TokenBatch
 
@@ -111,7 +111,7 @@ class BaseEncoder(ABC):
             show_progress = len(unique) >= PROGRESS_MIN_SENTENCES
         chunks: list[Pooled] = []
         with torch.inference_mode():
-            for start in tqdm(range(0, len(order), bs), desc=desc, disable=not show_progress, unit="batch"):
+            for start in progress(range(0, len(order), bs), desc=desc, disable=not show_progress, unit="batch"):
                 batch = self.forward_ids([ids[i] for i in order[start : start + bs]])
                 chunks.append(pool(batch))
         inverse = torch.empty(len(unique), dtype=torch.long)

@@ -24,12 +24,27 @@ def unknown_choice(kind: str, value: object, choices: object) -> ConfigError:
     return ConfigError(f"unknown {kind} {value!r}; choose one of: {valid}")
 
 
+def missing_value_message(err: Exception) -> str:
+    """One line for an unset mandatory (``???``) config value: the key and how to set it.
+
+    Why: OmegaConf raises ``MissingMandatoryValue`` from wherever the value is first read, deep inside
+    instantiation, with a 30-line traceback; the user needs only the key and an example.
+    """
+    key = getattr(err, "full_key", None) or "a mandatory value"
+    return f"{key} must be set (it is ??? in the config): add {key}=<value> to the command line"
+
+
 def run_or_exit(fn, *args):
     """Entry-point guard: user errors print one clear line and exit 2 instead of a deep traceback."""
     import sys
+
+    from omegaconf.errors import MissingMandatoryValue
 
     try:
         return fn(*args)
     except (ConfigError, DataError) as err:
         print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+    except MissingMandatoryValue as err:
+        print(f"error: {missing_value_message(err)}", file=sys.stderr)
         sys.exit(2)

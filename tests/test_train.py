@@ -62,8 +62,6 @@ def _cfg(out: Path, model_dir: Path, data_dir: Path, overrides=(), config_name: 
     # an explicit override of the same key wins.
     model_keys = {"model_name_or_path": str(model_dir), "max_length": 32, "eval_batch_size": 8}
     base = [f"paths.data_dir={data_dir}", "data.batch_size=4", "trainer.log_every_n_steps=1", "trainer.enable_progress_bar=false", "trainer.enable_model_summary=false"]
-    if not any(o.startswith("data=") and o != "data=nli" for o in overrides):
-        base.append("data.sources=[snli:dev,sick:trial]")
     if HAS_STS_CALLBACK:
         base.append("callbacks.sts_evaluation.batch_size=8")
     else:  # the STS callback is another engineer's file; train without it until it lands
@@ -72,6 +70,9 @@ def _cfg(out: Path, model_dir: Path, data_dir: Path, overrides=(), config_name: 
         cfg = compose(config_name=config_name, overrides=[*base, *overrides])
     with open_dict(cfg):
         cfg.output_dir = str(out)
+        # NLI data (the default, or what the model brings): the tiny SNLI dev split + SICK trial
+        if str(cfg.data._target_).endswith("NLIDataModule") and not any(o.startswith("data.sources=") for o in overrides):
+            cfg.data.sources = ["snli:dev", "sick:trial"]
         for key, value in model_keys.items():
             if key in cfg.model and not any(o.startswith(f"model.{key}=") for o in overrides):
                 cfg.model[key] = value

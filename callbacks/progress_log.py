@@ -1,0 +1,74 @@
+"""Training progress as log lines when there is no progress bar (stdout is a file or a pipe).
+
+Why: Lightning's bar redraws one line with ``\\r``; written to a file it shows nothing useful until the
+run ends (``make run > log`` printed nothing for minutes). ``train()`` switches the bar off when the
+console is not a terminal, and this callback then logs a line every ``every_s`` seconds (step, share,
+loss, time left) plus one line per STS evaluation, on rank 0 only.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import lightning as L
+import torch
+
+from embeddings.console import progress_line
+
+log = logging.getLogger(__name__)
+
+
+class LogProgress(L.Callback):
+    """Log ``train: 120/400 steps (30%), 1m02s elapsed, ~2m25s left | loss 1.234`` every ``every_s`` seconds.
+
+    Args:
+        every_s: seconds between two progress lines (the last step is always logged).
+    """
+
+    def __init__(self, every_s: float = 30.0) -> None:
+        if every_s <= 0:
+            raise ValueError(f"every_s must be > 0, got {every_s}")
+        self.every_s = float(every_s)
+        self.active = False
+        self._start = self._last = 0.0
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.active = trainer.progress_bar_callback is None and trainer.is_global_zero
+        self._start = self._last = time.monotonic()
+        if self.active:
+            log.info("training: %s optimizer steps (a progress line every %.0f s)",
+                     _total(trainer) or "?", self.every_s)
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch,
+                           batch_idx: int) -> None:
+        if not self.active:
+            return
+        now = time.monotonic()
+        total = _total(trainer)
+        if now - self._last < self.every_s and trainer.global_step != total:
+            return
+        self._last = now
+        line = progress_line("train", trainer.global_step, total, now - self._start, "steps")
+        loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
+        if isinstance(loss, torch.Tensor):
+            line += f" | loss {loss.detach().float().item():.4f}"
+        log.info("%s", line)
+
+    def on_validation_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if self.active and not trainer.sanity_checking:
+            log.info("STS evaluation at step %d ...", trainer.global_step)
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if not self.active or trainer.sanity_checking:
+            return
+        scores = {k[len("val/"):-len("_spearman")]: float(v) for k, v in trainer.callback_metrics.items()
+                  if k.startswith("val/") and k.endswith("_spearman")}
+        if scores:
+            log.info("STS Spearman x100 at step %d: %s", trainer.global_step,
+                     ", ".join(f"{name} {value:.2f}" for name, value in scores.items()))
+
+
+def _total(trainer: L.Trainer) -> int | None:
+    total = trainer.estimated_stepping_batches
+    return int(total) if total not in (None, float("inf")) else None

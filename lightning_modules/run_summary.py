@@ -1,0 +1,33 @@
+"""The closing lines of a training run: what changed, where the results are, what to run next.
+
+Why: a first run should end by answering "did it help, where is my model, what now" without the user
+reading a log. Built from what the run wrote (``sts_before_after.md``, the best checkpoint, the export),
+so the summary can never disagree with the files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def run_summary(output_dir: Path, elapsed_s: float, best_checkpoint: str | None = None,
+                best_score: float | None = None, monitor: str | None = None, exported: bool = False) -> str:
+    """A multi-line summary of a finished run (the before/after table, artefacts, next commands)."""
+    minutes, seconds = divmod(int(round(elapsed_s)), 60)
+    lines = [f"run finished in {minutes}m{seconds:02d}s: {output_dir}"]
+    table = output_dir / "sts_before_after.md"
+    if table.is_file():
+        lines += ["STS Spearman x100 before / after training (" + str(table) + "):", table.read_text().rstrip()]
+    if best_checkpoint:
+        score = f" ({monitor} {best_score:.2f})" if best_score is not None and monitor else ""
+        lines.append(f"best checkpoint: {best_checkpoint}{score}")
+    export = output_dir / "export"
+    if exported and export.is_dir():
+        lines.append(f"export: {export}")
+        if (export / "modules.json").is_file():
+            lines.append(f"  loads with SentenceTransformer({str(export)!r}) and AutoModel.from_pretrained(...)")
+        lines += ["next:",
+                  f"  python evaluate.py 'encoders=[{export}]'            # score the export on the STS tasks",
+                  f"  python -m sts.compare_runs {output_dir} <other runs>   # one table + PNG of several runs",
+                  "  python train.py --help                              # every method and the data it brings"]
+    return "\n".join(lines)

@@ -1,0 +1,76 @@
+"""Which STS tasks a training data config contains: a train/test leak warns instead of passing silently.
+
+Why: SICK pairs are NLI pairs with relatedness scores, and ``sts:<task>`` sentence sources feed the STS
+sentences themselves to unsupervised objectives; a run that trains on a task the STS callback then scores
+reports numbers that are not held out. Some runs do that on purpose (BERT-flow's "target" setting fits on
+the unlabelled evaluation sentences), so this warns and names the task; it never refuses.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import PurePath
+
+log = logging.getLogger(__name__)
+
+# Original file names (sts/readers.py) -> the task they hold.
+FILE_TASKS = {"sts-train.csv": "stsb-train", "sts-dev.csv": "stsb-dev", "sts-test.csv": "stsb-test",
+              "sick_train.txt": "sick-train", "sick_trial.txt": "sick-trial", "sick_test_annotated.txt": "sick-test",
+              "sick_test.txt": "sick-test"}
+SEMEVAL_DIR = re.compile(r"sts(20\d\d)-en-test", re.IGNORECASE)
+SOURCE_KEYS = ("sources", "files")
+
+
+def tasks_of_source(spec: str) -> set[str]:
+    """STS tasks one data source string holds (``sick:train``, ``nli:sick:trial``, ``sts:a+b``, a file path)."""
+    spec = spec.strip()
+    if spec.startswith("nli:"):
+        spec = spec[len("nli:"):]
+    if spec.startswith("hub:"):
+        spec = spec[len("hub:"):]
+    if spec.startswith("sts:"):
+        return {part for part in spec[len("sts:"):].split("+") if part}
+    corpus, _, split = spec.partition(":")
+    if corpus.lower() == "sick" and split:
+        return {f"sick-{split.split(':')[-1].lower()}"}
+    path = PurePath(spec)
+    found = {FILE_TASKS[path.name.lower()]} if path.name.lower() in FILE_TASKS else set()
+    for part in path.parts:
+        match = SEMEVAL_DIR.fullmatch(part)
+        if match:
+            found.add(f"sts{int(match.group(1)) % 100}")
+    return found
+
+
+def training_sources(data_cfg: Mapping) -> list[str]:
+    """The source / file strings of a data config (``data.sources``, ``data.files``)."""
+    out: list[str] = []
+    for key in SOURCE_KEYS:
+        value = data_cfg.get(key) if hasattr(data_cfg, "get") else None
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, Iterable):
+            out.extend(str(v) for v in value if isinstance(v, str))
+    return out
+
+
+def leaked_tasks(data_cfg: Mapping, eval_tasks: Sequence[str]) -> dict[str, str]:
+    """``{evaluated task: training source holding it}`` for every overlap (empty: nothing leaks)."""
+    scored = {part for name in eval_tasks for part in str(name).split("+")}
+    leaks: dict[str, str] = {}
+    for source in training_sources(data_cfg):
+        for task in sorted(tasks_of_source(source) & scored):
+            leaks.setdefault(task, source)
+    return leaks
+
+
+def warn_leaks(data_cfg: Mapping, eval_tasks: Sequence[str]) -> dict[str, str]:
+    """Log one warning per evaluated task the training data contains; returns the overlaps."""
+    leaks = leaked_tasks(data_cfg, eval_tasks)
+    for task, source in leaks.items():
+        log.warning("train/test leak: the training data %r contains %s, which the STS evaluation scores; "
+                    "its numbers are not held out (drop it from data.sources / data.files, or score other tasks "
+                    "with callbacks.sts_evaluation.tasks=[...])", source, task)
+    return leaks

@@ -1,0 +1,50 @@
+"""Train/test leaks: which STS tasks a training data config holds, and the default config holds none it scores."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from sts.leaks import leaked_tasks, tasks_of_source, warn_leaks
+from tests.paths import CONFIG_DIR
+
+
+@pytest.mark.parametrize("source, tasks", [
+    ("sick:train", {"sick-train"}),
+    ("nli:sick:trial", {"sick-trial"}),
+    ("sts:sts12+sts16+stsb-dev", {"sts12", "sts16", "stsb-dev"}),
+    ("stsb/sts-dev.csv", {"stsb-dev"}),
+    ("sick/SICK_train.txt", {"sick-train"}),
+    ("sts/STS2012-en-test/STS.input.MSRvid.txt", {"sts12"}),
+    ("snli:dev", set()),
+    ("wiki/wiki_sentences_100k.txt", set()),
+])
+def test_tasks_of_source(source, tasks):
+    assert tasks_of_source(source) == tasks
+
+
+def _cfg(overrides):
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return compose(config_name="train", overrides=[*overrides, "paths.data_dir=/data"])
+
+
+@pytest.mark.parametrize("model", sorted(p.stem for p in (CONFIG_DIR / "model").glob("*.yaml")))
+def test_no_default_model_trains_on_what_the_default_evaluation_scores(model):
+    cfg = _cfg([f"model={model}"])
+    assert leaked_tasks(cfg.data, list(cfg.callbacks.sts_evaluation.tasks)) == {}
+
+
+def test_quickstart_scores_only_held_out_tasks():
+    cfg = _cfg(["experiment=quickstart"])
+    tasks = list(cfg.callbacks.sts_evaluation.tasks)
+    assert len(tasks) == 4 and leaked_tasks(cfg.data, tasks) == {}
+
+
+def test_a_leaking_config_warns_naming_the_task(caplog):
+    cfg = _cfg(["data.sources=[snli:dev,sick:train]", "callbacks.sts_evaluation.tasks=[stsb-dev,sick-train+sick-trial]"])
+    with caplog.at_level(logging.WARNING, logger="sts.leaks"):
+        leaks = warn_leaks(cfg.data, list(cfg.callbacks.sts_evaluation.tasks))
+    assert leaks == {"sick-train": "sick:train"}
+    assert "sick-train" in caplog.text and "not held out" in caplog.text
