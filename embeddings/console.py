@@ -21,7 +21,7 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 ADVERT_MARKERS = ("💡 Tip:", "litlogger", "litmodels")
-LIGHTNING_LOGGERS = ("lightning.pytorch", "lightning.fabric", "lightning_fabric", "pytorch_lightning")
+LIGHTNING_LOGGERS = ("lightning", "lightning.pytorch", "lightning.fabric", "lightning_fabric", "pytorch_lightning")
 QUIET_WARNINGS = (r".*isinstance\(treespec, LeafSpec\).*",)
 
 

@@ -1,0 +1,42 @@
+"""The console of a run: Lightning lines once, no adverts, progress lines off a terminal."""
+
+from __future__ import annotations
+
+import io
+import logging
+
+import lightning.pytorch  # noqa: F401  (adds Lightning's own console handlers, as in a real run)
+
+from embeddings.console import _logged, configure_console, progress, progress_line
+
+
+def test_lightning_lines_once_and_no_adverts():
+    root = logging.getLogger()
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    root.addHandler(handler)
+    try:
+        configure_console()
+        logging.getLogger("lightning.fabric.utilities.seed").info("Seed set to 42")
+        logging.getLogger("lightning.pytorch.utilities.rank_zero").info(
+            "💡 Tip: For seamless cloud logging, try installing [litlogger](https://pypi.org/project/litlogger/)")
+        logging.getLogger("lightning.pytorch.utilities.rank_zero").info("GPU available: False, used: False")
+    finally:
+        root.removeHandler(handler)
+    lines = stream.getvalue().splitlines()
+    assert lines.count("Seed set to 42") == 1 and "GPU available: False, used: False" in lines
+    assert not any("litlogger" in line for line in lines)
+    for name in ("lightning", "lightning.pytorch", "lightning.fabric"):
+        assert not [h for h in logging.getLogger(name).handlers if type(h) is logging.StreamHandler]
+
+
+def test_progress_lines_off_a_terminal(caplog):
+    with caplog.at_level(logging.INFO, logger="embeddings.console"):
+        assert list(_logged(range(3), "encode", 3, "batch", every_s=1e-9)) == [0, 1, 2]
+    assert "encode: 3/3 batch (100%)" in caplog.text
+    assert list(progress(range(4), "x", disable=True)) == [0, 1, 2, 3]  # pytest's capture is no terminal
+
+
+def test_progress_line_format():
+    assert progress_line("train", 120, 400, 62.0, "steps") == "train: 120/400 steps (30%), 1m02s elapsed, ~2m25s left"
+    assert progress_line("read", 5, None, 3725.0) == "read: 5 batch, 1h02m elapsed"
