@@ -1,0 +1,21 @@
+"""The closing summary of a run is built from the files the run wrote."""
+
+from __future__ import annotations
+
+from lightning_modules.run_summary import run_summary
+
+
+def test_summary_names_table_checkpoint_export_and_next_commands(tmp_path):
+    (tmp_path / "export").mkdir()
+    (tmp_path / "export" / "modules.json").write_text("[]")
+    (tmp_path / "sts_before_after.md").write_text("| task | before | after | change |\n| average | 47.00 | 60.00 | +13.00 |\n")
+    text = run_summary(tmp_path, 125.0, str(tmp_path / "best-step9.ckpt"), 71.234, "val/stsb-dev_spearman", True)
+    assert "run finished in 2m05s" in text and "| average | 47.00 | 60.00 | +13.00 |" in text
+    assert "best-step9.ckpt (val/stsb-dev_spearman 71.23)" in text
+    assert f"export: {tmp_path / 'export'}" in text and "SentenceTransformer(" in text
+    assert f"python evaluate.py 'encoders=[{tmp_path / 'export'}]'" in text and "sts.compare_runs" in text
+
+
+def test_no_export_no_next_commands(tmp_path):
+    text = run_summary(tmp_path, 3.0, exported=False)
+    assert "export" not in text and "next:" not in text and "before / after" not in text
