@@ -18,4 +18,4 @@ def test_summary_names_table_checkpoint_export_and_next_commands(tmp_path):
 
 def test_no_export_no_next_commands(tmp_path):
     text = run_summary(tmp_path, 3.0, exported=False)
-    assert "export" not in text and "next:" not in text and "before / after" not in text
+    assert "export:" not in text and "next:" not in text and "before / after" not in text
