@@ -1,5 +1,5 @@
 # Two commands for a fresh machine (see README):
-#   make run    install + a short SBERT-NLI training of the packaged all-MiniLM-L6-v2 (STS before / after,
+#   make run    install + a sentence encoder trained from scratch (bert-random-4x256, NLI; STS before / after,
 #               export to outputs/quickstart/export)
 #   make test   install + lint + the test suite (what .ci/run calls)
 PYTHON ?= python3
