@@ -45,6 +45,18 @@ def test_model_brings_its_data_group(model):
     assert not missing, f"model={model} leaves data.{missing} unset (???): it cannot run with its defaults"
 
 
+@pytest.mark.parametrize("model", MODELS)
+def test_model_data_and_trainer_keys_win_over_the_groups_files(model):
+    """A model file's ``data:`` / ``trainer:`` keys must merge after the groups' own files (defaults order)."""
+    spec = yaml.safe_load((CONFIG_DIR / "model" / f"{model}.yaml").read_text())
+    cfg = _compose([f"model={model}"])
+    for group in ("data", "trainer"):
+        for key, value in (spec.get(group) or {}).items():
+            assert OmegaConf.to_container(cfg[group])[key] == value, f"model={model}: {group}.{key} lost"
+    if spec.get("trainer"):
+        assert _compose([f"model={model}", "trainer=gpu"]).trainer.accelerator == "gpu"
+
+
 def test_command_line_data_wins_over_the_model_default():
     assert _compose(["model=ct", "data=nli"]).data._target_.endswith("NLIDataModule")
 
