@@ -33,6 +33,23 @@ def l2_normalize(x: Tensor, eps: float = 1e-12) -> Tensor:
     return x / x.norm(dim=-1, keepdim=True).clamp_min(eps)
 
 
+def orthogonal_procrustes(source: Tensor, target: Tensor) -> tuple[Tensor, float]:
+    """``(R, s)`` minimising ``|s * source @ R - target|`` over matrices ``R`` with orthonormal rows or columns.
+
+    Why one function: a meta-embedding's ``align_to`` and SED's ``align_to`` (teachers mapped onto the
+    student's space, ``datamodules.distillation``) both need it. ``source`` ``(n, d_s)`` and ``target``
+    ``(n, d_t)`` are rows of the same sentences; centre them first for a map between centred spaces. For
+    ``d_s != d_t`` the thin SVD gives the semi-orthogonal ``(d_s, d_t)`` solution. Computed in float64.
+    """
+    if source.shape[0] != target.shape[0]:
+        raise ConfigError(f"Procrustes needs the same sentences on both sides, got {source.shape[0]} and {target.shape[0]} rows")
+    source, target = source.double(), target.double()
+    u, _, vh = torch.linalg.svd(source.T @ target, full_matrices=False)
+    rotation = u @ vh
+    scale = float((source @ rotation * target).sum() / (source * source).sum())
+    return rotation, scale
+
+
 def check_views(views: Sequence[Tensor], dims: Sequence[int] | None = None) -> None:
     """Same number of rows in every view, finite values, and the expected dimensions."""
     if not views:
@@ -156,9 +173,7 @@ class MetaProjection:
             offset = target.mean(0)
             out, target = out - out.mean(0), target - offset
             self.tensors["align_offset"] = offset.float()
-        u, _, vh = torch.linalg.svd(out.T @ target)
-        rotation = u @ vh
-        scale = float((out @ rotation * target).sum() / (out * out).sum())
+        rotation, scale = orthogonal_procrustes(out, target)
         self.tensors["align_rotation"] = rotation.float()
         self.options["align_scale"] = scale
         return self

@@ -6,6 +6,7 @@ two give different vectors of the same size; a 16-d BERT is the teacher of the w
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -197,3 +198,56 @@ def test_experiment_fast_dev_run(tmp_path, tiny_model_dir, teacher2_dir, sed_dat
     metrics = train(cfg)
     assert "val/stsb-dev_spearman" in metrics and np.isfinite(metrics["train/loss"]), metrics
     assert np.isfinite(metrics["train/cosine"])
+
+
+# ------------------------------------------------------------------- teachers mapped onto the student
+def test_map_onto_recovers_a_rotated_scaled_shifted_copy():
+    from datamodules.distillation import map_onto
+
+    g = torch.Generator().manual_seed(0)
+    reference = torch.randn(60, 8, generator=g).double() + 3.0
+    centred = reference - reference.mean(0)
+    rotation, _ = torch.linalg.qr(torch.randn(8, 8, generator=g).double())
+    teacher = centred @ rotation * 2.5 - 7.0  # another basis, scale and mean
+    assert np.allclose(map_onto(teacher.numpy(), reference.numpy()), reference.numpy(), atol=1e-8)
+    wider, _ = torch.linalg.qr(torch.randn(12, 8, generator=g).double())  # 8-d space inside a 12-d teacher
+    assert np.allclose(map_onto((centred @ wider.T).numpy(), reference.numpy()), reference.numpy(), atol=1e-8)
+
+
+def test_align_to_maps_each_teacher_onto_the_student_before_the_mean(tmp_path, sed_data_dir, tiny_model_dir,
+                                                                     teacher2_dir, one_thread):
+    from datamodules.distillation import map_onto
+    from embeddings.sentence_source import EncoderSource
+
+    teachers = [tiny_model_dir, teacher2_dir]
+    dm = _dm(sed_data_dir, teachers, tmp_path / "cache", align_to=str(tiny_model_dir))
+    assert dm.targets_path() != _dm(sed_data_dir, teachers, tmp_path / "cache").targets_path()
+    dm.prepare_data()
+    dm.setup("fit")
+    sentences = [dm.dataset[i][0] for i in range(len(dm.dataset))]
+    student = EncoderSource(str(tiny_model_dir)).embed(sentences).numpy()  # also the first teacher: not mapped
+    second = EncoderSource(str(teacher2_dir)).embed(sentences).numpy()
+    expected = (student + map_onto(second, student)) / 2
+    assert np.allclose(dm.dataset.targets.numpy(), expected, atol=1e-5)
+    info = json.loads(dm.targets_path().with_suffix(".json").read_text())
+    assert 0.0 < info["start_cosine"] <= 1.0
+
+
+def test_align_to_lets_teachers_of_other_sizes_join(tmp_path, sed_data_dir, tiny_model_dir, one_thread):
+    small = _random_bert(tiny_model_dir, tmp_path / "small", seed=2, hidden_size=16, intermediate_size=32)
+    dm = _dm(sed_data_dir, [small], tmp_path / "cache", align_to=str(tiny_model_dir))
+    dm.prepare_data()
+    assert dm.target_dim == 32  # the student's size, not the teacher's
+
+
+def test_model_sed_brings_runnable_teachers_and_data_distillation_alone_does_not():
+    from omegaconf import OmegaConf
+    from omegaconf.errors import MissingMandatoryValue
+
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        sed = compose(config_name="train", overrides=["model=sed", "paths.data_dir=/data"])
+        other = compose(config_name="train", overrides=["model=ct", "data=distillation", "paths.data_dir=/data"])
+    assert len(sed.data.teachers) >= 2 and sed.data.align_to == sed.model.model_name_or_path
+    assert OmegaConf.is_missing(other.data, "teachers")
+    with pytest.raises(MissingMandatoryValue):
+        OmegaConf.to_container(other.data, resolve=True, throw_on_missing=True)
