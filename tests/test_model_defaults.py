@@ -47,12 +47,20 @@ def test_model_brings_its_data_group(model):
 
 @pytest.mark.parametrize("model", MODELS)
 def test_model_data_and_trainer_keys_win_over_the_groups_files(model):
-    """A model file's ``data:`` / ``trainer:`` keys must merge after the groups' own files (defaults order)."""
+    """A model file's ``data:`` / ``trainer:`` / ``callbacks:`` keys merge after the groups' files (defaults order)."""
     spec = yaml.safe_load((CONFIG_DIR / "model" / f"{model}.yaml").read_text())
     cfg = _compose([f"model={model}"])
-    for group in ("data", "trainer"):
-        for key, value in (spec.get(group) or {}).items():
-            assert OmegaConf.to_container(cfg[group])[key] == value, f"model={model}: {group}.{key} lost"
+    def leaves(node, prefix=()):
+        for key, value in node.items():
+            yield from leaves(value, (*prefix, key)) if isinstance(value, dict) else [((*prefix, key), value)]
+
+    for group in ("data", "trainer", "callbacks"):
+        for path, value in leaves(spec.get(group) or {}):
+            composed = OmegaConf.select(cfg[group], ".".join(path))
+            if isinstance(value, str) and "${" in value:
+                continue  # an interpolation: resolved elsewhere
+            plain = OmegaConf.to_object(composed) if OmegaConf.is_config(composed) else composed
+            assert plain == value, f"model={model}: {group}.{'.'.join(path)} lost"
     if spec.get("trainer"):
         assert _compose([f"model={model}", "trainer=gpu"]).trainer.accelerator == "gpu"
 
