@@ -9,6 +9,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from embeddings.export_note import EXPORT, NOTE_FILE
+
+
+def evaluate_command(export: Path) -> str:
+    """The ``evaluate.py`` line the export's ``LOADING.md`` gives (flow / VAE / meta exports need their scorer)."""
+    note = export / NOTE_FILE
+    if note.is_file():
+        for line in note.read_text().splitlines():
+            if line.strip().startswith("python evaluate.py"):
+                return line.strip().replace(EXPORT, str(export))
+    return f"python evaluate.py 'encoders=[{export}]'"
+
 
 def run_summary(output_dir: Path, elapsed_s: float, best_checkpoint: str | None = None,
                 best_score: float | None = None, monitor: str | None = None, exported: bool = False) -> str:
@@ -26,7 +38,7 @@ def run_summary(output_dir: Path, elapsed_s: float, best_checkpoint: str | None 
         lines.append(f"export: {export}")
         if (export / "modules.json").is_file():
             lines.append(f"  loads with SentenceTransformer({str(export)!r}) and AutoModel.from_pretrained(...)")
-        steps = [(f"python evaluate.py 'encoders=[{export}]'", "score the export on the STS tasks"),
+        steps = [(evaluate_command(export), "score the export on the STS tasks"),
                  (f"python -m sts.compare_runs {output_dir} <other runs>", "one table + PNG of several runs"),
                  ("python train.py --help", "every method and the data it brings")]
         width = max(len(command) for command, _ in steps)

@@ -19,3 +19,12 @@ def test_summary_names_table_checkpoint_export_and_next_commands(tmp_path):
 def test_no_export_no_next_commands(tmp_path):
     text = run_summary(tmp_path, 3.0, exported=False)
     assert "export:" not in text and "next:" not in text and "before / after" not in text
+
+
+def test_next_command_follows_the_exports_loading_note(tmp_path):
+    from embeddings.export_note import evaluate_command, write_loading_note
+
+    (tmp_path / "export").mkdir()
+    write_loading_note(tmp_path / "export", "a meta-embedding", evaluate_command(["none"], "{name:meta,path:<export>}"))
+    text = run_summary(tmp_path, 1.0, exported=True)
+    assert f"scorers=[{{name:meta,path:{tmp_path / 'export'}}}]" in text and "encoders=[none]" in text
