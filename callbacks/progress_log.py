@@ -14,6 +14,7 @@ import time
 import lightning as L
 import torch
 
+from callbacks.sts_evaluation import spearman_line
 from embeddings.console import progress_line
 
 log = logging.getLogger(__name__)
@@ -62,11 +63,9 @@ class LogProgress(L.Callback):
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if not self.active or trainer.sanity_checking:
             return
-        scores = {k[len("val/"):-len("_spearman")]: float(v) for k, v in trainer.callback_metrics.items()
-                  if k.startswith("val/") and k.endswith("_spearman")}
+        scores = spearman_line(trainer.callback_metrics)
         if scores:
-            log.info("STS Spearman x100 at step %d: %s", trainer.global_step,
-                     ", ".join(f"{name} {value:.2f}" for name, value in scores.items()))
+            log.info("STS Spearman x100 at step %d: %s", trainer.global_step, scores)
 
 
 def _total(trainer: L.Trainer) -> int | None:

@@ -46,6 +46,12 @@ def before_after_table(start: dict[str, float], last: dict[str, float]) -> str:
     return "\n".join(rows)
 
 
+def spearman_line(metrics: dict[str, float]) -> str:
+    """``stsb-dev 71.02, sts12 54.39, sts_avg 61.06``: every ``val/<task>_spearman`` of a metrics dict."""
+    return ", ".join(f"{k[len('val/'):-len('_spearman')]} {float(v):.2f}" for k, v in metrics.items()
+                     if k.startswith("val/") and k.endswith("_spearman"))
+
+
 def shard_for_rank(unique: Sequence[str], rank: int, world_size: int) -> list[str]:
     """Sentences rank ``rank`` encodes: ``unique[rank::world_size]`` topped up to the longest shard.
 
@@ -129,6 +135,7 @@ class STSEvaluationCallback(L.Callback):
         metrics = self.evaluate(trainer, pl_module)
         self.start_metrics = metrics
         if trainer.is_global_zero:  # loggers write on rank 0 only; every rank took part in evaluate()
+            log.info("STS Spearman x100 before training: %s", spearman_line(metrics))
             for logger in trainer.loggers:
                 logger.log_metrics(metrics, step=trainer.global_step)
 

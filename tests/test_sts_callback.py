@@ -242,3 +242,11 @@ def test_before_after_table_rows():
     rows = before_after_table(start, last).splitlines()
     assert rows[2] == "| stsb-dev | 50.00 | 61.25 | +11.25 |" and rows[3].startswith("| average |")
     assert len(rows) == 4  # pearson keys are not rows
+
+
+def test_spearman_line_lists_only_spearman_scores():
+    from callbacks.sts_evaluation import spearman_line
+
+    metrics = {"val/stsb-dev_spearman": torch.tensor(71.0234), "val/stsb-dev_pearson": 70.0, "train/loss": 2.0,
+               "val/sts_avg_spearman": 61.06}
+    assert spearman_line(metrics) == "stsb-dev 71.02, sts_avg 61.06"
