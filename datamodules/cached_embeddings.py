@@ -28,36 +28,14 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from datamodules.loader import per_device_batch_size
 from datamodules.sentence_files import DEFAULT_CACHE, SentenceIndex, source_paths
-from embeddings.errors import ConfigError, DataError
+from embeddings.errors import DataError
+from embeddings.fingerprint import file_stat, model_fingerprint  # model_fingerprint: re-exported (old home)
 from embeddings.load_encoder import load_encoder
 from embeddings.pooling import get_pooling
 from embeddings.source_cache import npy_cache_problem
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 1
-
-
-def _stat(path: Path) -> dict:
-    st = path.stat()
-    return {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-
-
-def model_fingerprint(name: str) -> dict:
-    """The model name plus size / mtime of its files when it is (or resolves to) a local directory.
-
-    Why: a directory retrained in place keeps its name; its weight files' stats change.
-    """
-    try:
-        from embeddings.packaged_models import resolve_model_path
-
-        local = Path(resolve_model_path(name))
-    except ConfigError:  # a static packaged model: its package version is its identity
-        return {"name": name}
-    if not local.is_dir():
-        return {"name": name}  # a hub name: the name is all we know offline
-    files = sorted(p for p in local.rglob("*")
-                   if p.is_file() and not any(part.startswith(".") for part in p.relative_to(local).parts))
-    return {"name": name, "files": [_stat(p) for p in files]}
 
 
 class CachedEmbeddingDataModule(LightningDataModule):
@@ -101,7 +79,7 @@ class CachedEmbeddingDataModule(LightningDataModule):
         """Everything that changes the cached vectors (plain JSON)."""
         return {"version": CACHE_VERSION, "model": model_fingerprint(self.model_name_or_path),
                 "pooling": self.pooling, "max_length": self.max_length,
-                "files": [_stat(p) for p in self._paths()], "max_sentences": self.max_sentences,
+                "files": [file_stat(p) for p in self._paths()], "max_sentences": self.max_sentences,
                 "min_words": self.min_words, "max_words": self.max_words}
 
     def cache_path(self, key: dict | None = None) -> Path:

@@ -19,6 +19,7 @@ import torch
 
 from embeddings.atomic import atomic_directory, read_export_config
 from embeddings.errors import ConfigError
+from embeddings.fingerprint import model_fingerprint
 from embeddings.meta_embedding import MetaProjection, l2_normalize
 from embeddings.scorer import Representation, Scorer, VectorScorer
 from embeddings.sentence_source import SentenceSource, build_source
@@ -167,8 +168,6 @@ class MetaSource(SentenceSource):
         return self.scorer.represent(sentences)["embedding"]
 
     def fingerprint(self) -> dict:
-        from datamodules.cached_embeddings import model_fingerprint
-
         return {"kind": "meta", "export": model_fingerprint(self.path),
                 "sources": [s.fingerprint() for s in self.scorer.sources]}
 

