@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from callbacks.sts_evaluation import STSEvaluationCallback
 from embeddings.errors import ConfigError, unknown_choice
 from embeddings.hf_encoder import HFEncoder
 from embeddings.pooling import PoolingScorer
@@ -91,6 +91,20 @@ def step_lambda(lr: float, final_lr: float, every: int, drops: int):
         return (lr - k * (lr - final_lr) / max(drops, 1)) / lr
 
     return factor
+
+
+@runtime_checkable
+class STSEvaluator(Protocol):
+    """What CT needs from the STS callback (``callbacks.sts_evaluation.STSEvaluationCallback`` offers it).
+
+    Why a protocol: ``lightning_modules/`` never imports ``callbacks/`` (issue 17 layering); CT finds the
+    callback among ``trainer.callbacks`` by this API and scores its two copies with the callback's ``evaluate``.
+    """
+
+    task_names: Sequence[str]
+    every_n_epochs: int
+
+    def evaluate(self, trainer, pl_module) -> dict[str, float]: ...
 
 
 class ContrastiveTensionModule(EncoderModule):
@@ -266,8 +280,8 @@ class ContrastiveTensionModule(EncoderModule):
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
     # ---------------------------------------------------------------------------------- selection
-    def _sts_callback(self) -> STSEvaluationCallback | None:
-        found = [c for c in self.trainer.callbacks if isinstance(c, STSEvaluationCallback)]
+    def _sts_callback(self) -> STSEvaluator | None:
+        found = [c for c in self.trainer.callbacks if isinstance(c, STSEvaluator)]
         return found[0] if found else None
 
     def on_fit_start(self) -> None:
