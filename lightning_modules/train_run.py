@@ -20,7 +20,6 @@ from omegaconf import DictConfig, open_dict
 from omegaconf.errors import MissingMandatoryValue
 from torch.utils.data import DataLoader
 
-from callbacks.rng_state import RNGStateCallback
 from embeddings.console import configure_console, interactive
 from embeddings.errors import ConfigError, DataError
 from lightning_modules.run_summary import run_summary
@@ -113,7 +112,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
     datamodule = _build(cfg.data)
     ensure_val_loop(datamodule)
     model = _build(cfg.model)
-    callbacks = [*_instantiate_all(cfg.get("callbacks")), RNGStateCallback()]
+    callbacks = _instantiate_all(cfg.get("callbacks"))  # configs/callbacks/default.yaml lists the always-on ones
     loggers = _instantiate_all(cfg.get("logger"))
     if loggers:
         callbacks.append(LearningRateMonitor(logging_interval="step"))
