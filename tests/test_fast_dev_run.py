@@ -18,9 +18,6 @@ from tests.test_train import _cfg, train_data_dir  # noqa: F401  (module-scoped 
 
 # Pipelines chain several trainings: tests/test_pipeline.py runs one with tiny stages.
 EXPERIMENTS = sorted(p.stem for p in (CONFIG_DIR / "experiment").glob("*.yaml") if not p.stem.startswith("pipeline_"))
-DATA_GROUPS = {"NLIDataModule": "nli", "SentenceDataModule": "sentences",
-               "CachedEmbeddingDataModule": "cached_embeddings", "TokenStateDataModule": "token_states",
-               "DistillationDataModule": "distillation", "SourceViewsDataModule": "source_views"}
 # What the tiny fixtures offer each data group (the real files are far too big for a unit test).
 TINY_DATA = {"nli": ["data.sources=[snli:dev,snli:test,sick:trial]"],
              "sentences": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8"],
@@ -34,14 +31,14 @@ COMMON = ["+trainer.fast_dev_run=true", "export=false", "callbacks.sts_evaluatio
 
 
 def _groups(overrides: list[str]) -> tuple[str, str]:
-    """(model group, data group) a set of overrides selects, read from the composed targets."""
+    """(model group, data group) a set of overrides selects: Hydra's own record of the chosen config files.
+
+    Why not a class-name map: a new method needs only its config files; the choices name them directly.
+    """
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose(config_name="train", overrides=[*overrides, "paths.data_dir=/data"])
-    data = DATA_GROUPS[str(cfg.data._target_).rsplit(".", 1)[1]]
-    model = {"SBERTNLIModule": "sbert_nli", "ContrastiveTensionModule": "ct",
-             "BertFlowModule": "flow", "TokenVAEModule": "token_vae", "SEDModule": "sed",
-             "CrossViewAEModule": "cross_view_ae"}[str(cfg.model._target_).rsplit(".", 1)[1]]
-    return model, data
+        cfg = compose(config_name="train", overrides=[*overrides, "paths.data_dir=/data"], return_hydra_config=True)
+    choices = cfg.hydra.runtime.choices
+    return str(choices["model"]), str(choices["data"])
 
 
 def _fast_dev_run(tmp_path, model_dir, data_dir, overrides: list[str]) -> dict[str, float]:
