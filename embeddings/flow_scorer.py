@@ -20,9 +20,9 @@ import torch
 from embeddings.atomic import atomic_directory, read_export_config
 from embeddings.encoder import BaseEncoder
 from embeddings.errors import ConfigError
+from embeddings.glow import Glow
 from embeddings.pooling import get_pooling
 from embeddings.scorer import Representation, VectorScorer
-from lightning_modules.glow import Glow
 
 log = logging.getLogger(__name__)
 

@@ -36,6 +36,7 @@ from embeddings.latte_mix import (
 from embeddings.scorer import Representation, Scorer
 from embeddings.similarity import cosine_rows
 from embeddings.token_batch import TokenBatch
+from embeddings.token_vae_nets import CONFIG_FILE, FORMAT, FORMAT_VERSION, load_token_vae
 
 # Valid distances per latent type; the first is the default.
 DISTANCES: dict[str, tuple[str, ...]] = {"categorical": ("cosine", "js", "l2"), "normal": ("l2", "cosine"), "ae": ("cosine",)}
@@ -179,7 +180,6 @@ def load_token_vae_scorer(path: str | os.PathLike, encoder: BaseEncoder | None =
         distance: override the exported distance (e.g. score a categorical VAE by ``js`` and ``cosine``).
     """
     from embeddings.load_encoder import load_encoder
-    from lightning_modules.token_vae_nets import CONFIG_FILE, FORMAT, FORMAT_VERSION
 
     if encoder is None:
         from embeddings.atomic import read_export_config
@@ -199,8 +199,6 @@ class LatteMixExportScorer(LatteMixScorer):
 
     def __init__(self, encoder: BaseEncoder, path: str, distance: str | None = None,
                  batch_size: int | None = None) -> None:
-        from lightning_modules.token_vae_nets import load_token_vae
-
         posterior, _, config = load_token_vae(path)
         super().__init__(encoder, posterior.to(encoder.device), layer=int(config["layer"]), latent=config["latent"],
                          distance=distance or config["distance"], tau=float(config["score_tau"]),

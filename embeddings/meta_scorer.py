@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from embeddings.atomic import atomic_directory, read_export_config
+from embeddings.cross_view_ae_nets import CrossViewAutoencoder
 from embeddings.errors import ConfigError
 from embeddings.fingerprint import model_fingerprint
 from embeddings.meta_embedding import MetaProjection, l2_normalize
@@ -111,8 +112,6 @@ def load_meta_projection(path: str | os.PathLike) -> tuple[MetaProjection, list[
     tensors = load_file(str(folder / WEIGHTS_FILE))
     projection = MetaProjection(config["method"], [int(d) for d in config["dims"]], dict(config["options"]))
     if config["method"] == "ae":
-        from lightning_modules.cross_view_ae_nets import CrossViewAutoencoder
-
         ae = CrossViewAutoencoder(**config["autoencoder"])
         ae.load_state_dict({k.removeprefix("ae."): v for k, v in tensors.items() if k.startswith("ae.")})
         projection.autoencoder = ae.eval()

@@ -22,10 +22,10 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
+from embeddings.cross_view_ae_nets import AE_LOSSES, CrossViewAutoencoder
 from embeddings.errors import ConfigError, unknown_choice
 from embeddings.meta_embedding import MetaProjection
 from lightning_modules.base import check_finite
-from lightning_modules.cross_view_ae_nets import AE_LOSSES, CrossViewAutoencoder
 
 log = logging.getLogger(__name__)
 

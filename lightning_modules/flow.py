@@ -4,7 +4,7 @@ The paper's finding is that BERT's sentence vectors lie in an anisotropic, non-s
 them to an isotropic Gaussian with an invertible flow, trained unsupervised on sentences of the target
 domain, makes cosine in the latent space a better similarity. Recipe (Sec. 4 and the reference
 scripts): the encoder stays frozen, first-last-avg pooling, Adam lr 1e-3, one epoch; Glow with levels 3,
-depth 3, width 32 (see ``lightning_modules.glow`` for the architecture choices).
+depth 3, width 32 (see ``embeddings.glow`` for the architecture choices).
 
 Why not an ``EncoderModule``: that class registers a trainable encoder, so checkpoints would carry and
 the optimizer would see weights that never change. Here the encoder is a plain-scalar reference
@@ -27,10 +27,10 @@ from embeddings.encoder import BaseEncoder
 from embeddings.errors import ConfigError
 from embeddings.export_note import EXPORT, evaluate_command, write_loading_note
 from embeddings.flow_scorer import FLOW_KEYS, FlowScorer, save_flow_export
+from embeddings.glow import Glow
 from embeddings.pooling import get_pooling
 from lightning_modules.base import check_finite
 from lightning_modules.frozen_encoder import FrozenEncoderMixin
-from lightning_modules.glow import Glow
 
 log = logging.getLogger(__name__)
 ENCODER_KEYS = ("model_name_or_path", "pooling", "max_length")

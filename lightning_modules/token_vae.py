@@ -35,9 +35,9 @@ from embeddings.latte_mix import (
     gumbel_softmax,
     thresholded_kl,
 )
+from embeddings.token_vae_nets import NET_KEYS, build_nets, save_token_vae
 from lightning_modules.base import check_finite
 from lightning_modules.frozen_encoder import FrozenEncoderMixin
-from lightning_modules.token_vae_nets import NET_KEYS, build_nets, save_token_vae
 
 log = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ def test_bad_checkpoint_is_a_clear_error(tmp_path):
 
 def test_flow_export_scores_through_the_registry_and_is_not_shared(tmp_path, tiny_encoder):
     from embeddings.flow_scorer import load_flow_scorer, save_flow_export
-    from lightning_modules.glow import Glow
+    from embeddings.glow import Glow
 
     torch.manual_seed(0)
     flow = Glow(32, levels=2, depth=1, hidden=8)

@@ -9,9 +9,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from embeddings.cross_view_ae_nets import CrossViewAutoencoder, reconstruction_loss
 from embeddings.errors import ConfigError, DataError
 from embeddings.meta_embedding import MetaProjection, average, concatenate, fit_meta
-from lightning_modules.cross_view_ae_nets import CrossViewAutoencoder, reconstruction_loss
 from tests.test_train import train_data_dir  # noqa: F401  (module-scoped fixture)
 
 

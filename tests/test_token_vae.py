@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from embeddings.errors import ConfigError
+from embeddings.token_vae_nets import load_token_vae
 from lightning_modules.token_vae import TokenVAEModule, triangle_lambda
-from lightning_modules.token_vae_nets import load_token_vae
 from tests.conftest import WORDS
 
 SENTENCES = [" ".join(WORDS[i:i + 5]) for i in range(0, 30, 3)]

@@ -9,7 +9,7 @@ architecture is ``split``: after each level but the last, the second half of the
 out under the standard normal prior and the first half flows on. We reproduce exactly that on vectors.
 
 This file is the multi-scale model; the steps (ActNorm -> invertible linear map -> coupling, as in the
-reference) and their parametrisation are ``lightning_modules.glow_layers``, re-exported here.
+reference) and their parametrisation are ``embeddings.glow_layers``, re-exported here.
 
 * The reference default config (``--flow_model_config=config_l3_d3_w32``) is levels 3, depth 3, width 32
   with ``coupling="additive"`` and ``permutation=true`` (the fixed reversal). Our defaults keep the
@@ -25,7 +25,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from lightning_modules.glow_layers import ActNorm, Coupling, FlowStep, InvertibleLinear
+from embeddings.glow_layers import ActNorm, Coupling, FlowStep, InvertibleLinear
 
 __all__ = ["ActNorm", "Coupling", "FlowStep", "Glow", "InvertibleLinear"]
 

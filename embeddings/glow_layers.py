@@ -2,7 +2,7 @@
 
 Each layer maps ``x -> (y, log|det dy/dx|)`` per vector and has an exact ``inverse``; ``FlowStep`` chains
 them as one Glow step (the reference's ``revnet_step``). The multi-scale model that stacks the steps is
-``lightning_modules.glow``. Choices, as in bohanli/BERT-flow (``flow/glow_ops_1x1.py``) unless said:
+``embeddings.glow``. Choices, as in bohanli/BERT-flow (``flow/glow_ops_1x1.py``) unless said:
 
 * Invertible linear map: LU parametrisation ``W = P L (U + diag(sign(s) exp(log s)))``, initialised
   from a random rotation (Glow paper Sec. 3.2, the reference's ``permutation=False`` path). log|det W|
