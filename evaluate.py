@@ -1,6 +1,6 @@
 """Evaluate scorers on STS tasks: ``python evaluate.py encoders=[all-MiniLM-L6-v2] scorers=[mean,sbert_wk]``.
 
-Thin Hydra wrapper around :func:`sts.evaluate_run.evaluate`; see ``configs/evaluate.yaml``.
+Thin Hydra wrapper around :func:`runs.evaluate_run.evaluate`; see ``configs/evaluate.yaml``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ register_resolver()  # `--help` fills configs/hydra/help/evaluate.yaml from the 
 
 @hydra.main(version_base="1.3", config_path="configs", config_name="evaluate")
 def main(cfg: DictConfig) -> None:
-    from sts.evaluate_run import evaluate
+    from runs.evaluate_run import evaluate
 
     run_or_exit(evaluate, cfg)
 

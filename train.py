@@ -1,6 +1,6 @@
 """Train a method: ``python train.py model=sbert_nli data=nli trainer=gpu``.
 
-Thin Hydra wrapper around :func:`lightning_modules.train_run.train`; see ``configs/train.yaml``.
+Thin Hydra wrapper around :func:`runs.train_run.train`; see ``configs/train.yaml``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ register_resolver()  # `--help` fills configs/hydra/help/train.yaml from the cod
 
 @hydra.main(version_base="1.3", config_path="configs", config_name="train")
 def main(cfg: DictConfig) -> None:
-    from lightning_modules.train_run import train
+    from runs.train_run import train
 
     run_or_exit(train, cfg)
 

@@ -3,9 +3,9 @@
 Why from files and not from W&B: the comparison must work for people without a W&B server, on run
 directories copied from a cluster. Each reader parses exactly what the code writes:
 
-- evaluate runs (``sts/evaluate_run.py``): ``results.json`` from ``sts.report.write_reports``, one row
+- evaluate runs (``runs/evaluate_run.py``): ``results.json`` from ``sts.report.write_reports``, one row
   per (encoder, scorer);
-- training runs (``lightning_modules/train_run.py``): the STS callback's ``val/<task>_spearman`` in
+- training runs (``runs/train_run.py``): the STS callback's ``val/<task>_spearman`` in
   ``csv/metrics.csv`` (``logger=csv``), else its ``sts_before_after.md``, else the final table that
   ``logger=wandb_offline`` leaves in ``wandb/*run-*/files/media/table/val/sts_final_*.table.json``.
   The label comes from ``.hydra/config.yaml`` and ``.hydra/hydra.yaml`` (experiment / method / backbone

@@ -23,9 +23,9 @@ LAYERS: dict[str, int] = {
     "embeddings": 0,
     "sts": 1,
     "datamodules": 2, "lightning_modules": 2, "callbacks": 2,
-    "benchmarks": 3, "train": 3, "evaluate": 3,
+    "benchmarks": 3, "train": 3, "evaluate": 3, "runs": 3,
 }
-TOP_LEVEL = {"benchmarks", "train", "evaluate"}
+TOP_LEVEL = {"benchmarks", "train", "evaluate", "runs"}
 LIGHTNING_FREE = {"embeddings", "sts"}
 LIGHTNING = {"lightning", "pytorch_lightning"}
 

@@ -50,7 +50,7 @@ def eval_dir(tmp_path_factory, tiny_model_dir, tiny_data_dir) -> Path:
     from hydra import compose, initialize_config_dir
     from omegaconf import open_dict
 
-    from sts.evaluate_run import evaluate
+    from runs.evaluate_run import evaluate
 
     out = tmp_path_factory.mktemp("evaluate") / "e1"
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):

@@ -46,7 +46,7 @@ def _cfg(out: Path, model_dir: Path, data_dir: Path, overrides=()):
 def ct_run(tmp_path_factory, tiny_model_dir, ct_data_dir):
     """Train 2 steps, recording every pair batch and the dropout modes seen while training."""
     import lightning_modules.contrastive_tension as ct
-    from lightning_modules.train_run import train
+    from runs.train_run import train
 
     batches, modes, models = [], [], []
     real_pairs, real_step = ct.make_ct_pairs, ct.ContrastiveTensionModule.training_step

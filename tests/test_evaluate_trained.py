@@ -12,7 +12,7 @@ from tests.test_train import train_data_dir, trained  # noqa: F401  (module-scop
 
 
 def test_checkpoint_and_export_score_the_same(tmp_path, trained, tiny_data_dir):  # noqa: F811
-    from sts.evaluate_run import evaluate
+    from runs.evaluate_run import evaluate
 
     _, _, out = trained
     ckpt, export = out / "checkpoints" / "last.ckpt", out / "export"
@@ -56,7 +56,7 @@ def test_latte_mix_export_scores_through_evaluate(tmp_path, tiny_model_dir, tiny
     """A token-VAE export is a scorer spec ``{name: latte_mix, path, distance}`` on its own encoder."""
     from embeddings.latte_mix_scorer import load_token_vae_scorer
     from lightning_modules.token_vae import TokenVAEModule
-    from sts.evaluate_run import evaluate
+    from runs.evaluate_run import evaluate
     from sts.scoring import main_score, score_tasks
     from sts.tasks import load_task
 

@@ -50,7 +50,7 @@ def _cases() -> list:
 
 def _build_module(name: str, options: dict, model_dir):
     """The module ``train.py model=<name>`` would build, on the tiny model (sources: plain name + mapping)."""
-    from lightning_modules.train_run import _build
+    from runs.train_run import _build
 
     tiny = str(model_dir)
     overrides = [f"model={name}", "paths.data_dir=/nonexistent"]
@@ -72,7 +72,7 @@ def _build_module(name: str, options: dict, model_dir):
 
 
 def _documented_scorer(folder):
-    """The scorer the note's ``evaluate.py`` line builds (as ``sts.evaluate_run.evaluate`` does)."""
+    """The scorer the note's ``evaluate.py`` line builds (as ``runs.evaluate_run.evaluate`` does)."""
     from embeddings.load_encoder import load_encoder
     from embeddings.registry import build_scorer
 
@@ -117,7 +117,7 @@ def test_export_loads_as_evaluated(name, options, tiny_model_dir, tmp_path, one_
 
 def test_cross_view_ae_run_with_plain_name_sources_exports(tmp_path, tiny_model_dir, train_data_dir, one_thread):  # noqa: F811
     """The reported crash: ``model=cross_view_ae data=source_views`` trained, validated, then lost its export."""
-    from lightning_modules.train_run import train
+    from runs.train_run import train
     from tests.test_train import _cfg
 
     tiny = str(tiny_model_dir)

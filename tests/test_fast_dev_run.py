@@ -42,7 +42,7 @@ def _groups(overrides: list[str]) -> tuple[str, str]:
 
 
 def _fast_dev_run(tmp_path, model_dir, data_dir, overrides: list[str]) -> dict[str, float]:
-    from lightning_modules.train_run import train
+    from runs.train_run import train
 
     model, data = _groups(overrides)
     tiny = [f"data={data}", *TINY_DATA[data], *TINY_MODEL.get(model, [])]

@@ -151,7 +151,7 @@ def _cfg(out: Path, model_dir: Path, data_dir: Path, overrides=()):
 def test_train_export_and_load_flow_scorer(tmp_path, tiny_model_dir, flow_data_dir):
     from embeddings.flow_scorer import load_flow_scorer
     from lightning_modules.flow import BertFlowModule
-    from lightning_modules.train_run import train
+    from runs.train_run import train
 
     cfg = _cfg(tmp_path, tiny_model_dir, flow_data_dir, ["+trainer.limit_train_batches=3"])
     assert cfg.data.pooling == "first_last_avg" and cfg.data.model_name_or_path == str(tiny_model_dir)
@@ -179,7 +179,7 @@ def test_train_export_and_load_flow_scorer(tmp_path, tiny_model_dir, flow_data_d
 def test_mismatched_encoder_settings_and_bad_dim_are_config_errors(tmp_path, tiny_model_dir, flow_data_dir):
     from embeddings.errors import ConfigError
     from lightning_modules.flow import BertFlowModule
-    from lightning_modules.train_run import train
+    from runs.train_run import train
 
     with pytest.raises(ConfigError, match="multiple of 2\\*\\*levels"):
         BertFlowModule(str(tiny_model_dir), levels=6)

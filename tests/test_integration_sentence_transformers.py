@@ -32,7 +32,7 @@ def test_stsb_dev_matches_sentence_transformers_evaluator(tmp_path):
     from tests.test_evaluate import _cfg
 
     data = _data_dir()
-    from sts.evaluate_run import evaluate
+    from runs.evaluate_run import evaluate
 
     ours = evaluate(_cfg(tmp_path, ["encoders=[all-MiniLM-L6-v2]", "scorers=[mean]", "tasks=[stsb-dev]",
                                     f"paths.data_dir={data}"]))[0]["tasks"]["stsb-dev"]["all"]["spearman"]

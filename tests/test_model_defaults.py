@@ -71,7 +71,7 @@ def test_command_line_data_wins_over_the_model_default():
 
 @pytest.mark.parametrize("model", MODELS)
 def test_model_defaults_run_and_end_scored(model, tmp_path, tiny_model_dir, train_data_dir, one_thread):  # noqa: F811
-    from lightning_modules.train_run import train
+    from runs.train_run import train
 
     group = data_group_of(model)
     tiny = [f"model={model}", *TINY_DATA[group], *TINY_MODEL.get(model, []), "trainer.max_steps=3",

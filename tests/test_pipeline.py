@@ -7,7 +7,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
 
 from embeddings.errors import ConfigError
-from lightning_modules.pipeline_run import substitute
+from runs.pipeline_run import substitute
 from tests.paths import CONFIG_DIR
 from tests.test_train import train_data_dir  # noqa: F401  (module-scoped fixture)
 
@@ -46,8 +46,8 @@ def _tiny_pipeline(out, model_dir, data_dir):
 
 def test_tiny_ct_sed_flow_pipeline_runs_end_to_end_and_resumes(tmp_path, tiny_model_dir, train_data_dir,  # noqa: F811
                                                                 monkeypatch, one_thread):
-    from lightning_modules import train_run
-    from lightning_modules.train_run import train
+    from runs import train_run
+    from runs.train_run import train
 
     cfg = _tiny_pipeline(tmp_path, tiny_model_dir, train_data_dir)
     metrics = train(cfg)
@@ -65,7 +65,7 @@ def test_tiny_ct_sed_flow_pipeline_runs_end_to_end_and_resumes(tmp_path, tiny_mo
 
 
 def test_pipeline_refuses_an_unknown_stage_reference(tmp_path, tiny_model_dir, train_data_dir):  # noqa: F811
-    from lightning_modules.train_run import train
+    from runs.train_run import train
 
     cfg = _tiny_pipeline(tmp_path, tiny_model_dir, train_data_dir)
     with open_dict(cfg):

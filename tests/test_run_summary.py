@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lightning_modules.run_summary import run_summary
+from runs.run_summary import run_summary
 
 
 def test_summary_names_table_checkpoint_export_and_next_commands(tmp_path):

@@ -184,7 +184,7 @@ def test_eval_layers_and_dim_mismatch(student, tiny_model_dir, tmp_path):
 
 # ------------------------------------------------------------------------------------------- a full run
 def test_experiment_fast_dev_run(tmp_path, tiny_model_dir, teacher2_dir, sed_data_dir, one_thread):
-    from lightning_modules.train_run import train
+    from runs.train_run import train
 
     overrides = ["experiment=sed_minilm_l3", f"model.model_name_or_path={tiny_model_dir}", "model.max_length=32",
                  "model.eval_batch_size=8", f"paths.data_dir={sed_data_dir}", f"data.teachers=[{tiny_model_dir},"

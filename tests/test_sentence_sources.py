@@ -66,7 +66,7 @@ def test_evaluate_with_encoder_free_scorers(tmp_path, tiny_model_dir, tiny_data_
     from hydra import compose, initialize_config_dir
     from omegaconf import open_dict
 
-    from sts.evaluate_run import evaluate
+    from runs.evaluate_run import evaluate
     from tests.paths import CONFIG_DIR
 
     spec = f"{{name:source,model:{tiny_model_dir},label:tiny-source}}"

@@ -81,7 +81,7 @@ def _cfg(out: Path, model_dir: Path, data_dir: Path, overrides=(), config_name: 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, tiny_model_dir, train_data_dir):
-    from lightning_modules.train_run import train
+    from runs.train_run import train
 
     out = tmp_path_factory.mktemp("run")
     # An epoch cut to 2 batches (not max_steps, which stops mid-epoch before the STS validation).
@@ -134,7 +134,7 @@ def test_export_loads_in_transformers_and_sentence_transformers(trained, tiny_mo
 
 
 def test_resume_from_last_continues_the_step_count(trained, tiny_model_dir, train_data_dir):
-    from lightning_modules.train_run import train
+    from runs.train_run import train
 
     cfg, _, out = trained
     resumed = out.parent / "resumed"
@@ -160,7 +160,7 @@ def test_every_trainable_parameter_gets_a_gradient(tiny_model_dir):
 
 def test_nan_loss_stops_with_clear_error(tmp_path, tiny_model_dir, train_data_dir, monkeypatch):
     import lightning_modules.sbert_nli as sbert_nli
-    from lightning_modules.train_run import train
+    from runs.train_run import train
 
     real = sbert_nli.sbert_nli_loss
     monkeypatch.setattr(sbert_nli, "sbert_nli_loss", lambda logits, labels: real(logits, labels) * float("nan"))
@@ -180,7 +180,7 @@ def test_unknown_config_key_is_a_clear_hydra_error(tmp_path, tiny_model_dir, tra
     ("ckpt_path=/no/such.ckpt", "is not a file"),
 ])
 def test_bad_values_raise_config_error(tmp_path, tiny_model_dir, train_data_dir, override, message):
-    from lightning_modules.train_run import train
+    from runs.train_run import train
 
     cfg = _cfg(tmp_path, tiny_model_dir, train_data_dir, [override, "+trainer.fast_dev_run=true"])
     with pytest.raises(ConfigError, match=message):
@@ -210,7 +210,7 @@ def test_sentences_datamodule_from_config(tmp_path, tiny_model_dir, train_data_d
 
 
 def test_experiment_runs_fast_dev_run(tmp_path, tiny_model_dir, train_data_dir):
-    from lightning_modules.train_run import train
+    from runs.train_run import train
 
     cfg = _cfg(tmp_path, tiny_model_dir, train_data_dir, ["experiment=sbert_nli_minilm_l6",
                                                           "+trainer.fast_dev_run=true", "export=false"])
@@ -220,7 +220,7 @@ def test_experiment_runs_fast_dev_run(tmp_path, tiny_model_dir, train_data_dir):
 
 def test_wandb_offline_logger_writes_locally(tmp_path, tiny_model_dir, train_data_dir, monkeypatch):
     pytest.importorskip("wandb")
-    from lightning_modules.train_run import train
+    from runs.train_run import train
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_DIR", str(tmp_path))

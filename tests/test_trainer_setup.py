@@ -10,7 +10,7 @@ import torch
 from omegaconf import OmegaConf
 
 from embeddings.errors import ConfigError
-from lightning_modules.trainer_setup import resolve_trainer
+from runs.trainer_setup import resolve_trainer
 from tests.paths import ROOT
 
 

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from lightning_modules.wandb_export import TABLE_COLUMNS, log_final, staging_inside, sts_rows
+from runs.wandb_export import TABLE_COLUMNS, log_final, staging_inside, sts_rows
 from tests.test_train import HAS_STS_CALLBACK, _cfg, train_data_dir  # noqa: F401  (module-scoped fixture)
 from tests.wandb_records import offline_run_file, read_finished_run
 
@@ -47,7 +47,7 @@ def offline_run(tmp_path_factory, tiny_model_dir, train_data_dir):  # noqa: F811
     """One epoch cut to 2 batches (the STS validation runs at its end), exported, logged offline."""
     import wandb
 
-    from lightning_modules.train_run import train
+    from runs.train_run import train
 
     root = tmp_path_factory.mktemp("wandb")
     out, home = root / "run", root / "home"

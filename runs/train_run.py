@@ -22,9 +22,9 @@ from torch.utils.data import DataLoader
 
 from embeddings.console import configure_console, interactive
 from embeddings.errors import ConfigError, DataError
-from lightning_modules.run_summary import run_summary
-from lightning_modules.trainer_setup import resolve_trainer
-from lightning_modules.wandb_export import log_config, log_final
+from runs.run_summary import run_summary
+from runs.trainer_setup import resolve_trainer
+from runs.wandb_export import log_config, log_final
 from sts.leaks import warn_leaks
 
 log = logging.getLogger(__name__)
@@ -93,10 +93,10 @@ def train(cfg: DictConfig) -> dict[str, float]:
 
     Side effects under ``cfg.output_dir``: ``checkpoints/`` (ModelCheckpoint), logger files, and
     ``export/`` (Hugging Face + sentence-transformers directory) when ``cfg.export``. A config with a
-    ``pipeline`` block runs its stages instead (``lightning_modules.pipeline_run``).
+    ``pipeline`` block runs its stages instead (``runs.pipeline_run``).
     """
     if cfg.get("pipeline"):  # a chain of stages, each an ordinary train config (see pipeline_run)
-        from lightning_modules.pipeline_run import run_pipeline
+        from runs.pipeline_run import run_pipeline
 
         return run_pipeline(cfg)
     started = time.monotonic()

@@ -62,7 +62,7 @@ def _compose(overrides: list[str]) -> DictConfig:
 
 def _run_stage_seed(stage: DictConfig, seed: int, index: int, common: list[str], tasks: list[str],
                     exports: dict[str, list[str]], out: Path) -> dict[str, float]:
-    from lightning_modules.train_run import train
+    from runs.train_run import train
 
     metrics_file = out / "metrics.json"
     if metrics_file.is_file() and (out / "export").is_dir():
