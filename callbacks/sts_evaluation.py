@@ -52,6 +52,11 @@ def spearman_line(metrics: dict[str, float]) -> str:
                      if k.startswith("val/") and k.endswith("_spearman"))
 
 
+def _last_epoch(trainer: L.Trainer) -> bool:
+    """Whether the current epoch is the last one ``max_epochs`` allows (the fit's final scoring is due)."""
+    return trainer.max_epochs is not None and trainer.current_epoch + 1 >= trainer.max_epochs > 0
+
+
 def shard_for_rank(unique: Sequence[str], rank: int, world_size: int) -> list[str]:
     """Sentences rank ``rank`` encodes: ``unique[rank::world_size]`` topped up to the longest shard.
 
@@ -156,15 +161,13 @@ class STSEvaluationCallback(L.Callback):
 
     def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """The last epoch validates even when ``check_val_every_n_epoch`` does not divide ``max_epochs``."""
-        last_epoch = trainer.max_epochs is not None and trainer.current_epoch + 1 >= trainer.max_epochs > 0
-        if last_epoch and trainer.check_val_every_n_epoch not in (None, 1):
+        if _last_epoch(trainer) and trainer.check_val_every_n_epoch not in (None, 1):
             trainer.check_val_every_n_epoch = 1
 
     def on_validation_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.sanity_checking:
             return
-        final = trainer.should_stop or (trainer.max_epochs is not None
-                                        and trainer.current_epoch + 1 >= trainer.max_epochs > 0)
+        final = trainer.should_stop or _last_epoch(trainer)
         if trainer.state.fn == "fit" and (trainer.current_epoch + 1) % self.every_n_epochs != 0 and not final:
             return
         metrics = self.evaluate(trainer, pl_module)
