@@ -9,7 +9,7 @@ import hydra
 from omegaconf import DictConfig
 
 from embeddings.errors import run_or_exit
-from sts.help_text import register_resolver
+from runs.help_text import register_resolver
 
 register_resolver()  # `--help` fills configs/hydra/help/evaluate.yaml from the code and configs
 

@@ -105,7 +105,7 @@ def main() -> None:
     args = parser.parse_args()
     from transformers import AutoTokenizer
 
-    from embeddings.packaged_models import resolve_model_path
+    from embeddings.encoders.packaged import resolve_model_path
 
     tokenizer = AutoTokenizer.from_pretrained(str(resolve_model_path(args.tokenizer)))
     tokenize = lambda s: tokenizer(s, add_special_tokens=False)["input_ids"]  # noqa: E731

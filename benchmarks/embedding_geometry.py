@@ -20,13 +20,13 @@ import numpy as np
 import torch
 
 from datamodules.sentence_files import read_sentences
-from embeddings.similarity import cosine_rows
+from embeddings.scoring.similarity import cosine_rows
 from sts.scoring import correlations
 from sts.tasks import load_task
 
 
 def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The project's row cosine (``embeddings.similarity.cosine_rows``) on numpy rows."""
+    """The project's row cosine (``embeddings.scoring.similarity.cosine_rows``) on numpy rows."""
     return cosine_rows(torch.from_numpy(a), torch.from_numpy(b)).numpy()
 
 
@@ -76,8 +76,8 @@ def _vectors(scorer, sentences: Sequence[str]) -> np.ndarray:
 
 
 def _encoder(path: str, max_length: int):
-    from embeddings.checkpoint_encoder import encoder_from_checkpoint
-    from embeddings.hf_encoder import HFEncoder
+    from embeddings.encoders.checkpoint import encoder_from_checkpoint
+    from embeddings.encoders.hf import HFEncoder
 
     if path.endswith(".ckpt"):
         return encoder_from_checkpoint(path, max_length=max_length)
@@ -95,7 +95,7 @@ def main() -> None:
     missing = [m for m in args.models if not Path(m).exists()]
     if missing:
         parser.error(f"not found: {', '.join(missing)} (give model directories, exports or .ckpt files)")
-    from embeddings.pooling import PoolingScorer
+    from embeddings.methods.pooling import PoolingScorer
 
     pairs = next(iter(load_task("stsb-dev", args.data_dir).subsets.values()))
     corpus = list(read_sentences([args.corpus], args.data_dir))[-args.corpus_sentences:]

@@ -16,9 +16,9 @@ import time
 
 import torch
 
-from embeddings.hf_encoder import HFEncoder
-from embeddings.packaged_models import resolve_model_path
-from embeddings.pooling import mean_pool
+from embeddings.encoders.hf import HFEncoder
+from embeddings.encoders.packaged import resolve_model_path
+from embeddings.methods.pooling import mean_pool
 from sts.tasks import load_task
 
 

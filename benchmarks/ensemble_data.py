@@ -2,7 +2,7 @@
 
 Why one module: the meta-embedding table, its ablation and the SED runs must see exactly the same
 sentences and the same source vectors; the slow sources (all-mpnet-base-v2) are encoded once per corpus
-into ``<cache>/sources`` (``embeddings.source_cache``) and every later run reads them back.
+into ``<cache>/sources`` (``embeddings.sources.cache``) and every later run reads them back.
 
     python -m benchmarks.ensemble_data --data-dir ../shared/data   # warm the caches (all five sources)
 """
@@ -19,8 +19,8 @@ import numpy as np
 import torch
 
 from datamodules.sentence_files import DEFAULT_CACHE, read_sentences
-from embeddings.sentence_source import SentenceSource, build_source
-from embeddings.source_cache import cached_source_vectors
+from embeddings.sources.cache import cached_source_vectors
+from embeddings.sources.sentence_source import SentenceSource, build_source
 from sts.tasks import STSTask, load_task
 
 log = logging.getLogger(__name__)

@@ -17,9 +17,9 @@ import time
 import torch
 
 from benchmarks.ensemble_data import sts_tasks, task_sentences
-from embeddings.load_encoder import load_encoder
-from embeddings.meta_scorer import load_meta_scorer
-from embeddings.pooling import PoolingScorer
+from embeddings.encoders.load import load_encoder
+from embeddings.methods.meta.scorer import load_meta_scorer
+from embeddings.methods.pooling import PoolingScorer
 
 
 def timed(scorer, sentences) -> float:

@@ -21,10 +21,10 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 import torch  # noqa: E402
 
 from benchmarks.latte_mix_sweep import score, train_one  # noqa: E402
-from embeddings.latte_mix_scorer import LatteMixScorer  # noqa: E402
-from embeddings.layer_memo_encoder import LayerMemoEncoder  # noqa: E402
-from embeddings.load_encoder import load_encoder  # noqa: E402
-from embeddings.pooling import PoolingScorer  # noqa: E402
+from embeddings.encoders.layer_memo import LayerMemoEncoder  # noqa: E402
+from embeddings.encoders.load import load_encoder  # noqa: E402
+from embeddings.methods.latte_mix.scorer import LatteMixScorer  # noqa: E402
+from embeddings.methods.pooling import PoolingScorer  # noqa: E402
 from sts.tasks import load_task  # noqa: E402
 
 

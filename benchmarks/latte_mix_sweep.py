@@ -28,10 +28,10 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 
 import torch  # noqa: E402
 
-from embeddings.latte_mix_scorer import LatteMixScorer  # noqa: E402
-from embeddings.layer_memo_encoder import LayerMemoEncoder  # noqa: E402
-from embeddings.load_encoder import load_encoder  # noqa: E402
-from embeddings.pooling import PoolingScorer  # noqa: E402
+from embeddings.encoders.layer_memo import LayerMemoEncoder  # noqa: E402
+from embeddings.encoders.load import load_encoder  # noqa: E402
+from embeddings.methods.latte_mix.scorer import LatteMixScorer  # noqa: E402
+from embeddings.methods.pooling import PoolingScorer  # noqa: E402
 from sts.scoring import main_score, score_tasks  # noqa: E402
 from sts.tasks import load_task  # noqa: E402
 
@@ -55,7 +55,7 @@ def train_one(config: dict, seed: int, datamodule, args, input_dim: int):
     """``args.epochs`` epochs of a token VAE on the cached features; returns the trained module (CPU, eval mode)."""
     import lightning as L
 
-    from lightning_modules.token_vae import TokenVAEModule
+    from lightning_modules.latte_mix import TokenVAEModule
 
     L.seed_everything(seed, workers=True)
     module = TokenVAEModule(model_name_or_path=args.model, layer=args.layer, max_length=args.max_length,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from embeddings.random_bert import make_random_bert as build_random_bert
+from embeddings.encoders.random_bert import make_random_bert as build_random_bert
 
 
 def minilm_dir() -> Path:
@@ -25,7 +25,7 @@ def minilm_dir() -> Path:
 
 
 def make_random_bert(out: str | Path, **kwargs) -> Path:
-    """``embeddings.random_bert.make_random_bert`` with the packaged MiniLM-L6 tokenizer."""
+    """``embeddings.encoders.random_bert.make_random_bert`` with the packaged MiniLM-L6 tokenizer."""
     return build_random_bert(out, minilm_dir(), **kwargs)
 
 

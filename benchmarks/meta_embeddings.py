@@ -32,9 +32,9 @@ from benchmarks.ensemble_data import (  # noqa: E402
     sts_tasks,
     task_sentences,
 )
-from embeddings.meta_embedding import fit_meta  # noqa: E402
-from embeddings.meta_scorer import MetaEmbeddingScorer, StandardisedCosineEnsemble  # noqa: E402
-from embeddings.scorer import VectorScorer  # noqa: E402
+from embeddings.methods.meta.projections import fit_meta  # noqa: E402
+from embeddings.methods.meta.scorer import MetaEmbeddingScorer, StandardisedCosineEnsemble  # noqa: E402
+from embeddings.scoring.scorer import VectorScorer  # noqa: E402
 from lightning_modules.cross_view_ae import fit_cross_view_ae  # noqa: E402
 from sts.scoring import main_score, score_tasks  # noqa: E402
 

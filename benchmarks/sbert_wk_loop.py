@@ -1,6 +1,6 @@
 """SBERT-WK as a plain per-sentence / per-token / per-layer numpy loop: the independent reference.
 
-Why it exists: ``embeddings.sbert_wk.sbert_wk_pool`` computes the same numbers in a vectorised,
+Why it exists: ``embeddings.methods.sbert_wk.sbert_wk_pool`` computes the same numbers in a vectorised,
 closed form (a Gram matrix per token instead of one QR per token and layer). This file re-derives
 the authors' behaviour (``utils.dissecting`` of BinWang28/SBERT-WK-Sentence-Embedding) the slow,
 literal way - numpy QR of each window matrix, Python slice semantics for the layer windows - so the

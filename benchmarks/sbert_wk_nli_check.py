@@ -20,10 +20,10 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 
 import torch  # noqa: E402
 
-from embeddings.load_encoder import load_encoder  # noqa: E402
-from embeddings.packaged_models import resolve_model_path  # noqa: E402
-from embeddings.registry import build_scorer  # noqa: E402
-from embeddings.shared_pass import share_forward_pass  # noqa: E402
+from embeddings.encoders.load import load_encoder  # noqa: E402
+from embeddings.encoders.packaged import resolve_model_path  # noqa: E402
+from embeddings.scoring.registry import build_scorer  # noqa: E402
+from embeddings.scoring.shared_pass import share_forward_pass  # noqa: E402
 from sts.scoring import score_tasks  # noqa: E402
 from sts.tasks import load_task, resolve_data_dir  # noqa: E402
 

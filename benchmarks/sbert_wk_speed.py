@@ -29,10 +29,10 @@ import torch  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 from benchmarks.sbert_wk_loop import sbert_wk_loop  # noqa: E402
-from embeddings.hf_encoder import HFEncoder  # noqa: E402
-from embeddings.load_encoder import load_encoder  # noqa: E402
-from embeddings.sbert_wk import sbert_wk_pool  # noqa: E402
-from embeddings.token_batch import TokenBatch  # noqa: E402
+from embeddings.encoders.hf import HFEncoder  # noqa: E402
+from embeddings.encoders.load import load_encoder  # noqa: E402
+from embeddings.encoders.token_batch import TokenBatch  # noqa: E402
+from embeddings.methods.sbert_wk import sbert_wk_pool  # noqa: E402
 from sts.tasks import load_task  # noqa: E402
 
 

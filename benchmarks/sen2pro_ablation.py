@@ -27,10 +27,10 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from scipy.stats import spearmanr  # noqa: E402
 
-from embeddings.load_encoder import load_encoder  # noqa: E402
-from embeddings.pooling import PoolingScorer  # noqa: E402
-from embeddings.scorer import take  # noqa: E402
-from embeddings.sen2pro import Sen2ProScorer, l1_gaps  # noqa: E402
+from embeddings.encoders.load import load_encoder  # noqa: E402
+from embeddings.methods.pooling import PoolingScorer  # noqa: E402
+from embeddings.methods.sen2pro.scorer import Sen2ProScorer, l1_gaps  # noqa: E402
+from embeddings.scoring.scorer import take  # noqa: E402
 from sts.tasks import load_task  # noqa: E402
 
 ALPHAS: tuple[str | float, ...] = ("paper", "dataset", "inverse", 0.01, 0.05)

@@ -42,8 +42,8 @@ import torch  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
 from datamodules.token_states import TokenStateDataModule  # noqa: E402
-from embeddings.hf_encoder import resolve_device  # noqa: E402
-from embeddings.load_encoder import load_encoder  # noqa: E402
+from embeddings.encoders.hf import resolve_device  # noqa: E402
+from embeddings.encoders.load import load_encoder  # noqa: E402
 
 Step = Callable[[dict], float]
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -55,7 +55,7 @@ def make_step(kind: str, input_dim: int, args, device: torch.device) -> tuple[st
     torch.manual_seed(args.seed)
     if kind in ("auto", "token_vae"):
         try:
-            from lightning_modules.token_vae import TokenVAEModule
+            from lightning_modules.latte_mix import TokenVAEModule
         except ImportError as err:
             if kind == "token_vae":
                 raise

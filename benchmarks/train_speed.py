@@ -33,8 +33,8 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 import torch  # noqa: E402
 
 from datamodules.nli_readers import load_source  # noqa: E402
-from embeddings.packaged_models import resolve_model_path  # noqa: E402
-from lightning_modules.contrastive_tension import ContrastiveTensionModule, pair_rng  # noqa: E402
+from embeddings.encoders.packaged import resolve_model_path  # noqa: E402
+from lightning_modules.ct import ContrastiveTensionModule, pair_rng  # noqa: E402
 from lightning_modules.losses import make_ct_pairs  # noqa: E402
 from lightning_modules.sbert_nli import SBERTNLIModule  # noqa: E402
 

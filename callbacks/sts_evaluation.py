@@ -26,9 +26,9 @@ import lightning as L
 import numpy as np
 import torch
 
-from embeddings.atomic import atomic_write
-from embeddings.encoder import validate_sentences
-from embeddings.scorer import Representation, Scorer, take
+from embeddings.encoders.base import validate_sentences
+from embeddings.io.atomic import atomic_write
+from embeddings.scoring.scorer import Representation, Scorer, take
 from sts.scoring import aggregate, main_score
 from sts.tasks import STSTask, load_task
 
@@ -203,7 +203,7 @@ class STSEvaluationCallback(L.Callback):
             self.setup(trainer, pl_module, "validate")
         build = getattr(pl_module, "scorer", None)
         if not callable(build):
-            raise TypeError(f"{type(pl_module).__name__} must define scorer() -> embeddings.scorer.Scorer "
+            raise TypeError(f"{type(pl_module).__name__} must define scorer() -> embeddings.scoring.scorer.Scorer "
                             "built on its live modules for STSEvaluationCallback")
         modes = [(m, m.training) for m in pl_module.modules()]
         pl_module.eval()

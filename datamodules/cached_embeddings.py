@@ -28,11 +28,14 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from datamodules.loader import per_device_batch_size
 from datamodules.sentence_files import DEFAULT_CACHE, SentenceIndex, source_paths
+from embeddings.encoders.load import load_encoder
 from embeddings.errors import DataError
-from embeddings.fingerprint import file_stat, model_fingerprint  # model_fingerprint: re-exported (old home)
-from embeddings.load_encoder import load_encoder
-from embeddings.pooling import get_pooling
-from embeddings.source_cache import npy_cache_problem
+from embeddings.io.fingerprint import (  # model_fingerprint: re-exported (old home)
+    file_stat,
+    model_fingerprint,
+)
+from embeddings.methods.pooling import get_pooling
+from embeddings.sources.cache import npy_cache_problem
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 1

@@ -5,7 +5,7 @@ Why a datamodule of its own: Sentence Ensemble Distillation (Carlsson & Sahlgren
 teachers are frozen, so their vectors are computed once. ``prepare_data`` (once per node) reads the lines
 exactly as ``datamodules.sentences`` / ``cached_embeddings`` do (``source_paths`` + ``SentenceIndex``: same
 files, same skipping of empty / non-UTF-8 lines, same ``max_sentences``), gets every teacher's vectors
-through ``embeddings.source_cache`` (cached by the teacher's fingerprint and a digest of the sentences, so
+through ``embeddings.sources.cache`` (cached by the teacher's fingerprint and a digest of the sentences, so
 another seed or method reuses them) and writes their mean as one float32 ``.npy``. The file name hashes a
 key that needs no model loading (teacher specs and model-file stats, sentence-file stats, filters), so
 ``setup`` on every rank maps it without building a teacher; its sidecar also holds the full key (teacher
@@ -50,9 +50,9 @@ from datamodules.loader import (
 )
 from datamodules.sentence_files import DEFAULT_CACHE, SentenceIndex, source_paths
 from embeddings.errors import ConfigError, DataError
-from embeddings.meta_embedding import orthogonal_procrustes
-from embeddings.sentence_source import build_source
-from embeddings.source_cache import cached_source_vectors, save_npy_atomic, sentences_digest
+from embeddings.methods.meta.projections import orthogonal_procrustes
+from embeddings.sources.cache import cached_source_vectors, save_npy_atomic, sentences_digest
+from embeddings.sources.sentence_source import build_source
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 1

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from embeddings.atomic import atomic_write
 from embeddings.errors import ConfigError, DataError
+from embeddings.io.atomic import atomic_write
 from sts.tasks import resolve_data_dir
 
 log = logging.getLogger(__name__)

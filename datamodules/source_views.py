@@ -1,7 +1,7 @@
 """Cached vectors of several frozen sentence sources over one corpus: the data of the cross-view AE.
 
 Why: meta-embedding training touches only the sources' OUTPUTS; encoding the corpus once per source
-(``embeddings.source_cache``, keyed by the source's fingerprint and the sentences) makes 500 epochs cost
+(``embeddings.sources.cache``, keyed by the source's fingerprint and the sentences) makes 500 epochs cost
 seconds. Sentences are read with the same rules as every other sentence DataModule (``SentenceIndex``:
 empty / malformed / too-long lines skipped and counted). Each batch is a list of J tensors, one per
 source; Lightning's DistributedSampler shards it under DDP.
@@ -20,8 +20,8 @@ from torch.utils.data import DataLoader, TensorDataset
 from datamodules.loader import per_device_batch_size
 from datamodules.sentence_files import DEFAULT_CACHE, SentenceIndex, source_paths
 from embeddings.errors import ConfigError
-from embeddings.sentence_source import build_source
-from embeddings.source_cache import cached_source_vectors
+from embeddings.sources.cache import cached_source_vectors
+from embeddings.sources.sentence_source import build_source
 
 log = logging.getLogger(__name__)
 

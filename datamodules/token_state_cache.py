@@ -25,7 +25,7 @@ import torch
 from datamodules.cached_embeddings import model_fingerprint
 from embeddings.console import progress
 from embeddings.errors import ConfigError, DataError
-from embeddings.source_cache import sentences_digest
+from embeddings.sources.cache import sentences_digest
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 1

@@ -129,7 +129,7 @@ class TokenStateDataModule(LightningDataModule):
             return
         if problem != "missing":
             log.warning("token-state cache %s is not usable (%s): rebuilding it", stem, problem)
-        from embeddings.load_encoder import load_encoder
+        from embeddings.encoders.load import load_encoder
 
         encoder = load_encoder(self.model_name_or_path, max_length=self.max_length,
                                batch_size=self.encode_batch_size, device=self.encode_device)

@@ -22,13 +22,13 @@ import torch
 from lightning.pytorch import LightningModule
 from torch import Tensor
 
-from embeddings.atomic import atomic_directory
+from embeddings.encoders.hf import HFEncoder
 from embeddings.errors import ConfigError, unknown_choice
-from embeddings.export_note import EXPORT, evaluate_command, write_loading_note
-from embeddings.hf_encoder import HFEncoder
-from embeddings.pooling import PoolingScorer, get_pooling
-from embeddings.scorer import Scorer
-from embeddings.st_export import write_sentence_transformers_files
+from embeddings.io.atomic import atomic_directory
+from embeddings.io.export_note import EXPORT, evaluate_command, write_loading_note
+from embeddings.io.st_export import write_sentence_transformers_files
+from embeddings.methods.pooling import PoolingScorer, get_pooling
+from embeddings.scoring.scorer import Scorer
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ class EncoderModule(LightningModule):
 
     Args:
         model_name_or_path: packaged short name (``all-MiniLM-L6-v2``), local directory, or hub name.
-        pooling: ``cls``, ``mean``, ``max``, ``first_last_avg`` or ``last2_avg`` (see embeddings.pooling).
+        pooling: ``cls``, ``mean``, ``max``, ``first_last_avg`` or ``last2_avg`` (see embeddings.methods.pooling).
         max_length: truncation in tokens; ``None`` takes the model's sentence-transformers setting.
         lr: peak learning rate.
         weight_decay: decoupled weight decay, not applied to biases and LayerNorm weights (as in
@@ -184,7 +184,7 @@ class EncoderModule(LightningModule):
     # ------------------------------------------------------------------------------------ export
     def export(self, path: str | os.PathLike) -> Path:
         """Write a directory loadable by ``AutoModel.from_pretrained`` and, where it can reproduce our
-        pooling, by ``SentenceTransformer`` (``embeddings.st_export``), plus ``LOADING.md``.
+        pooling, by ``SentenceTransformer`` (``embeddings.io.st_export``), plus ``LOADING.md``.
 
         Atomic (temp dir beside the target, then ``os.replace``): a crash never leaves a half-written
         model that a later run would load. transformers 5 always writes ``model.safetensors``. Where

@@ -4,7 +4,7 @@ The paper's finding is that BERT's sentence vectors lie in an anisotropic, non-s
 them to an isotropic Gaussian with an invertible flow, trained unsupervised on sentences of the target
 domain, makes cosine in the latent space a better similarity. Recipe (Sec. 4 and the reference
 scripts): the encoder stays frozen, first-last-avg pooling, Adam lr 1e-3, one epoch; Glow with levels 3,
-depth 3, width 32 (see ``embeddings.glow`` for the architecture choices).
+depth 3, width 32 (see ``embeddings.methods.flow.glow`` for the architecture choices).
 
 Why not an ``EncoderModule``: that class registers a trainable encoder, so checkpoints would carry and
 the optimizer would see weights that never change. Here the encoder is a plain-scalar reference
@@ -23,12 +23,12 @@ import torch
 from lightning.pytorch import LightningModule
 from torch import Tensor
 
-from embeddings.encoder import BaseEncoder
+from embeddings.encoders.base import BaseEncoder
 from embeddings.errors import ConfigError
-from embeddings.export_note import EXPORT, evaluate_command, write_loading_note
-from embeddings.flow_scorer import FLOW_KEYS, FlowScorer, save_flow_export
-from embeddings.glow import Glow
-from embeddings.pooling import get_pooling
+from embeddings.io.export_note import EXPORT, evaluate_command, write_loading_note
+from embeddings.methods.flow.glow import Glow
+from embeddings.methods.flow.scorer import FLOW_KEYS, FlowScorer, save_flow_export
+from embeddings.methods.pooling import get_pooling
 from lightning_modules.base import check_finite
 from lightning_modules.frozen_encoder import FrozenEncoderMixin
 
@@ -42,14 +42,14 @@ def encoder_hidden_size(model_name_or_path: str) -> int:
     Why: the Glow must exist at construction (optimizer, checkpoint loading), but loading the weights
     just to read one number would be wasteful.
     """
-    from embeddings.packaged_models import resolve_model_path
+    from embeddings.encoders.packaged import resolve_model_path
 
     try:
         from transformers import AutoConfig
 
         return int(AutoConfig.from_pretrained(resolve_model_path(model_name_or_path)).hidden_size)
     except (ConfigError, OSError, ValueError, AttributeError):  # static word vectors, or no config
-        from embeddings.load_encoder import load_encoder
+        from embeddings.encoders.load import load_encoder
 
         return int(load_encoder(model_name_or_path).hidden_size)
 
@@ -121,7 +121,7 @@ class BertFlowModule(FrozenEncoderMixin, LightningModule):
     def export(self, path: str | os.PathLike) -> Path:
         """``flow_config.json`` (encoder reference + Glow settings) and ``flow.safetensors``, atomically.
 
-        ``embeddings.flow_scorer.load_flow_scorer(path)`` rebuilds the scorer; ``LOADING.md`` gives the
+        ``embeddings.methods.flow.scorer.load_flow_scorer(path)`` rebuilds the scorer; ``LOADING.md`` gives the
         ``evaluate.py`` line (a Glow on top of the encoder is no sentence-transformers pipeline).
         """
         hp = self.hparams

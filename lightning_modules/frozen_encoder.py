@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from embeddings.encoder import BaseEncoder
+from embeddings.encoders.base import BaseEncoder
 
 
 class FrozenEncoderMixin:
@@ -39,7 +39,7 @@ class FrozenEncoderMixin:
     def frozen_encoder(self) -> BaseEncoder:
         """The encoder, loaded once (eval mode, no gradients) and kept on this module's device."""
         if self._encoder is None:
-            from embeddings.load_encoder import load_encoder
+            from embeddings.encoders.load import load_encoder
 
             name, max_length, batch_size = self._frozen_encoder_spec()
             self._encoder = load_encoder(name, max_length=max_length, batch_size=batch_size, device=str(self.device))

@@ -13,7 +13,7 @@ over the average of its last 2 layers (Appendix A.3: 2 beats 1 almost always; 2 
 Export: ``EncoderModule.export`` writes the Hugging Face model plus sentence-transformers files that
 reproduce the EVALUATED pooling, so ``SentenceTransformer(export).encode`` gives the vectors STS validation
 scored for every ``eval_layers``: 2 and 3 become ``WeightedLayerPooling`` over the last layers, then mean
-pooling (``embeddings.st_export``). ``evaluate.py encoders=[<export>] scorers=[last2_avg]`` (the command is
+pooling (``embeddings.io.st_export``). ``evaluate.py encoders=[<export>] scorers=[last2_avg]`` (the command is
 in the export's ``LOADING.md``) scores the same vectors.
 """
 
@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from embeddings.errors import ConfigError
-from embeddings.pooling import get_pooling
+from embeddings.methods.pooling import get_pooling
 from lightning_modules.base import EncoderModule, embed_length_buckets
 
 EVAL_POOLING = {1: "mean", 2: "last2_avg", 3: "last3_avg"}

@@ -14,10 +14,10 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from embeddings.encoders.load import load_encoder
 from embeddings.errors import UnsupportedError
-from embeddings.load_encoder import load_encoder
-from embeddings.registry import build_scorer
-from embeddings.shared_pass import share_forward_pass
+from embeddings.scoring.registry import build_scorer
+from embeddings.scoring.shared_pass import share_forward_pass
 from sts.report import markdown_table, write_reports
 from sts.scoring import score_tasks
 from sts.tasks import load_task
@@ -59,7 +59,7 @@ def evaluate(cfg: DictConfig) -> list[dict]:
     print(markdown_table(results))
     print(f"wrote {', '.join(str(p) for p in paths.values())}")
     if cfg.wandb.enabled:
-        from sts.wandb_report import log_results
+        from runs.wandb_report import log_results
 
         log_results(cfg, results, paths)
     return results

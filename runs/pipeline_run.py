@@ -23,8 +23,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from embeddings.atomic import atomic_write
 from embeddings.errors import ConfigError
+from embeddings.io.atomic import atomic_write
 
 log = logging.getLogger(__name__)
 PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_]+)(:each)?\}")
@@ -117,10 +117,10 @@ def pipeline_table(rows: list[dict], tasks: list[str]) -> str:
 
 def run_pipeline(cfg: DictConfig) -> dict[str, float]:
     """Run every stage x seed in order; returns the last stage's mean metrics."""
-    from embeddings.load_encoder import load_encoder
-    from embeddings.meta_scorer import MeanEnsembleScorer
-    from embeddings.pooling import PoolingScorer
-    from embeddings.sentence_source import build_source
+    from embeddings.encoders.load import load_encoder
+    from embeddings.methods.meta.scorer import MeanEnsembleScorer
+    from embeddings.methods.pooling import PoolingScorer
+    from embeddings.sources.sentence_source import build_source
 
     spec = cfg.pipeline
     if not spec.get("stages"):

@@ -11,7 +11,7 @@ dir>`` uploads all three later. wandb's own default stages them in ``~/.local/sh
 directory copied elsewhere for ``wandb sync`` lost its model.
 
 Also registers the resolvers ``configs/logger/wandb.yaml`` uses for the run's group and tags
-(``sts.run_labels``): ``train()`` imports this module before it builds the loggers.
+(``runs.run_labels``): ``train()`` imports this module before it builds the loggers.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 from lightning.pytorch.loggers import WandbLogger
 from omegaconf import DictConfig, OmegaConf
 
-from sts.run_labels import run_group, run_tags
+from runs.run_labels import run_group, run_tags
 
 log = logging.getLogger(__name__)
 

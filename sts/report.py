@@ -11,7 +11,7 @@ import math
 import os
 from pathlib import Path
 
-from embeddings.atomic import atomic_write
+from embeddings.io.atomic import atomic_write
 from sts.scoring import main_score
 from sts.tasks import STANDARD_TASKS
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
-from embeddings.scorer import Scorer
+from embeddings.scoring.scorer import Scorer
 from sts.tasks import STSTask
 
 MAIN_AGGREGATE = "all"

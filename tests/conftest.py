@@ -52,7 +52,7 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture()
 def tiny_encoder(tiny_model_dir):
-    from embeddings.hf_encoder import HFEncoder
+    from embeddings.encoders.hf import HFEncoder
 
     return HFEncoder.from_pretrained(str(tiny_model_dir), max_length=32, batch_size=4)
 

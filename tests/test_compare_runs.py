@@ -1,4 +1,4 @@
-"""``python -m sts.compare_runs`` on real run directories: one tiny ``train.py`` run (a real Hydra run dir
+"""``python -m runs.compare_runs`` on real run directories: one tiny ``train.py`` run (a real Hydra run dir
 with ``.hydra/``, ``csv/metrics.csv``, ``sts_before_after.md``) and one tiny ``evaluate`` run (``results.json``).
 """
 
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from embeddings.errors import DataError
-from sts.compare_runs import flatten, markdown_table
-from sts.run_results import RunRows, read_run
+from runs.compare_runs import flatten, markdown_table
+from runs.run_results import RunRows, read_run
 from tests.paths import CONFIG_DIR
 from tests.test_train import train_data_dir  # noqa: F401  (module-scoped fixture)
 
@@ -63,7 +63,7 @@ def eval_dir(tmp_path_factory, tiny_model_dir, tiny_data_dir) -> Path:
 
 
 def _csv_spearman(path: Path) -> list[dict[str, float]]:
-    """The metrics.csv rows with STS values, read independently of sts.run_results."""
+    """The metrics.csv rows with STS values, read independently of runs.run_results."""
     with path.open(newline="") as f:
         rows = list(csv.DictReader(f))
     return [{t: float(r[f"val/{t}_spearman"]) for t in TASKS} for r in rows if r.get(f"val/{TASKS[0]}_spearman")]
@@ -76,7 +76,7 @@ def _table_rows(table: str) -> dict[tuple[str, str], list[str]]:
 
 def test_one_command_compares_training_and_evaluate_runs(train_dir, eval_dir, tiny_model_dir, tmp_path):
     out = tmp_path / "cmp"
-    done = _run(["-m", "sts.compare_runs", str(train_dir), str(eval_dir), "--out", str(out)])
+    done = _run(["-m", "runs.compare_runs", str(train_dir), str(eval_dir), "--out", str(out)])
     assert done.returncode == 0, done.stderr
     table = (out / "comparison.md").read_text()
     assert done.stdout.startswith(table)
@@ -124,7 +124,7 @@ def test_not_a_run_dir_and_no_results_are_one_line_errors(train_dir, tmp_path):
     (tmp_path / "bad" / "results.json").write_text('{"results": [{"encoder": "x"}]}')
     with pytest.raises(DataError, match="is not an evaluate results file"):
         read_run(tmp_path / "bad")
-    done = _run(["-m", "sts.compare_runs", str(train_dir), str(tmp_path / "empty"), "--out", str(tmp_path / "o")])
+    done = _run(["-m", "runs.compare_runs", str(train_dir), str(tmp_path / "empty"), "--out", str(tmp_path / "o")])
     assert done.returncode == 2 and done.stderr.strip().count("\n") == 0
     assert done.stderr.startswith(f"error: {tmp_path / 'empty'} is not a run directory")
     assert not (tmp_path / "o").exists()

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from embeddings.errors import ConfigError, DataError
-from embeddings.pooling import POOLINGS, PoolingScorer, get_pooling, mean_pool
+from embeddings.methods.pooling import POOLINGS, PoolingScorer, get_pooling, mean_pool
 
 SENTENCES = ["a man plays a guitar .", "a dog runs .", "a man plays a guitar .", "two children sing a song in the park ."]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from embeddings.registry import build_scorer
-from embeddings.shared_pass import share_forward_pass
+from embeddings.scoring.registry import build_scorer
+from embeddings.scoring.shared_pass import share_forward_pass
 from tests.test_evaluate import _cfg
 from tests.test_train import train_data_dir, trained  # noqa: F401  (module-scoped fixtures)
 
@@ -23,8 +23,8 @@ def test_checkpoint_and_export_score_the_same(tmp_path, trained, tiny_data_dir):
 
 
 def test_bad_checkpoint_is_a_clear_error(tmp_path):
+    from embeddings.encoders.load import load_encoder
     from embeddings.errors import ConfigError
-    from embeddings.load_encoder import load_encoder
 
     bad = tmp_path / "x.ckpt"
     torch.save({"state_dict": {}, "hyper_parameters": {}}, bad)
@@ -33,8 +33,8 @@ def test_bad_checkpoint_is_a_clear_error(tmp_path):
 
 
 def test_flow_export_scores_through_the_registry_and_is_not_shared(tmp_path, tiny_encoder):
-    from embeddings.flow_scorer import load_flow_scorer, save_flow_export
-    from embeddings.glow import Glow
+    from embeddings.methods.flow.glow import Glow
+    from embeddings.methods.flow.scorer import load_flow_scorer, save_flow_export
 
     torch.manual_seed(0)
     flow = Glow(32, levels=2, depth=1, hidden=8)
@@ -54,8 +54,8 @@ def test_flow_export_scores_through_the_registry_and_is_not_shared(tmp_path, tin
 
 def test_latte_mix_export_scores_through_evaluate(tmp_path, tiny_model_dir, tiny_data_dir):
     """A token-VAE export is a scorer spec ``{name: latte_mix, path, distance}`` on its own encoder."""
-    from embeddings.latte_mix_scorer import load_token_vae_scorer
-    from lightning_modules.token_vae import TokenVAEModule
+    from embeddings.methods.latte_mix.scorer import load_token_vae_scorer
+    from lightning_modules.latte_mix import TokenVAEModule
     from runs.evaluate_run import evaluate
     from sts.scoring import main_score, score_tasks
     from sts.tasks import load_task

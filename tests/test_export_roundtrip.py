@@ -23,8 +23,8 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf, open_dict
 
-from embeddings.export_note import EXPORT, NOTE_FILE
-from embeddings.pooling import POOLINGS
+from embeddings.io.export_note import EXPORT, NOTE_FILE
+from embeddings.methods.pooling import POOLINGS
 from tests.paths import CONFIG_DIR
 from tests.test_train import train_data_dir  # noqa: F401  (module-scoped fixture)
 
@@ -73,8 +73,8 @@ def _build_module(name: str, options: dict, model_dir):
 
 def _documented_scorer(folder):
     """The scorer the note's ``evaluate.py`` line builds (as ``runs.evaluate_run.evaluate`` does)."""
-    from embeddings.load_encoder import load_encoder
-    from embeddings.registry import build_scorer
+    from embeddings.encoders.load import load_encoder
+    from embeddings.scoring.registry import build_scorer
 
     note = (folder / NOTE_FILE).read_text()
     line = next(row.strip() for row in note.splitlines() if row.strip().startswith("python evaluate.py "))
@@ -145,7 +145,7 @@ def test_ct_exports_the_kept_copy(tiny_model_dir, tmp_path, one_thread):
 
 def test_pooling_without_sentence_transformers_form(tiny_model_dir, tmp_path, monkeypatch, caplog):
     """A pooling sentence-transformers cannot reproduce: HF model + note + warning, no ST files."""
-    from embeddings.pooling import cls_pool
+    from embeddings.methods.pooling import cls_pool
     from lightning_modules.base import EncoderModule
 
     monkeypatch.setitem(POOLINGS, "cls_twice", lambda batch: 2 * cls_pool(batch))
@@ -159,7 +159,7 @@ def test_pooling_without_sentence_transformers_form(tiny_model_dir, tmp_path, mo
 
 
 def test_layer_weights():
-    from embeddings.st_export import layer_weights
+    from embeddings.io.st_export import layer_weights
 
     assert layer_weights((-2, -1), 6) == (5, [1.0, 1.0])
     assert layer_weights((1, -1), 3) == (1, [1.0, 0.0, 1.0])

@@ -59,8 +59,8 @@ def count_encodes(monkeypatch):
 
 
 def test_cache_is_built_once_and_matches_the_encoder(tmp_path, tiny_model_dir, flow_data_dir, count_encodes):
-    from embeddings.load_encoder import load_encoder
-    from embeddings.pooling import get_pooling
+    from embeddings.encoders.load import load_encoder
+    from embeddings.methods.pooling import get_pooling
 
     dm = _dm(tiny_model_dir, flow_data_dir, tmp_path)
     dm.prepare_data()
@@ -149,7 +149,7 @@ def _cfg(out: Path, model_dir: Path, data_dir: Path, overrides=()):
 
 
 def test_train_export_and_load_flow_scorer(tmp_path, tiny_model_dir, flow_data_dir):
-    from embeddings.flow_scorer import load_flow_scorer
+    from embeddings.methods.flow.scorer import load_flow_scorer
     from lightning_modules.flow import BertFlowModule
     from runs.train_run import train
 

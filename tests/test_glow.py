@@ -1,4 +1,4 @@
-"""The BERT-flow Glow (embeddings.glow, glow_layers): invertibility, exact log-det, init, learning, shape errors."""
+"""The BERT-flow Glow (embeddings.methods.flow.glow, glow_layers): invertibility, exact log-det, init, learning, shape errors."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from embeddings.glow import Glow
-from embeddings.glow_layers import ActNorm
+from embeddings.methods.flow.glow import Glow
+from embeddings.methods.flow.glow_layers import ActNorm
 
 CONFIGS = [("affine", "lu"), ("affine", "reverse"), ("additive", "lu"), ("additive", "reverse")]
 

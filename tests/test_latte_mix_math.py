@@ -10,7 +10,7 @@ import torch
 from scipy.spatial.distance import jensenshannon
 
 from embeddings.errors import ConfigError
-from embeddings.latte_mix import (
+from embeddings.methods.latte_mix.maths import (
     categorical_kl_uniform,
     class_usage,
     gaussian_kl_standard,
@@ -24,7 +24,7 @@ from embeddings.latte_mix import (
     thresholded_kl,
     token_mixture,
 )
-from embeddings.latte_mix_scorer import LatteMixScorer, check_combination
+from embeddings.methods.latte_mix.scorer import LatteMixScorer, check_combination
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

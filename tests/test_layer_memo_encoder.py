@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from embeddings.encoders.layer_memo import LayerMemoEncoder
 from embeddings.errors import ConfigError
-from embeddings.layer_memo_encoder import LayerMemoEncoder
-from embeddings.pooling import PoolingScorer
+from embeddings.methods.pooling import PoolingScorer
 from tests.conftest import WORDS
 
 SENTENCES = [" ".join(WORDS[i:i + 4 + i % 3]) for i in range(0, 24, 2)]

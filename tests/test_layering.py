@@ -14,53 +14,51 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # (file, imported module, kind): one line each, why it is there today.
 KNOWN_VIOLATIONS: set[tuple[str, str, str]] = {
-    ("benchmarks/cooccurrence_ceiling.py", "embeddings.packaged_models", "in-function"),  # lazy first-party import
-    ("benchmarks/embedding_geometry.py", "embeddings.checkpoint_encoder", "in-function"),  # lazy first-party import
-    ("benchmarks/embedding_geometry.py", "embeddings.hf_encoder", "in-function"),  # lazy first-party import
-    ("benchmarks/embedding_geometry.py", "embeddings.pooling", "in-function"),  # lazy first-party import
+    ("benchmarks/cooccurrence_ceiling.py", "embeddings.encoders.packaged", "in-function"),  # lazy first-party import
+    ("benchmarks/embedding_geometry.py", "embeddings.encoders.checkpoint", "in-function"),  # lazy first-party import
+    ("benchmarks/embedding_geometry.py", "embeddings.encoders.hf", "in-function"),  # lazy first-party import
+    ("benchmarks/embedding_geometry.py", "embeddings.methods.pooling", "in-function"),  # lazy first-party import
     ("benchmarks/latte_mix_layers.py", "datamodules.token_states", "in-function"),  # lazy first-party import
     ("benchmarks/latte_mix_sweep.py", "datamodules.token_states", "in-function"),  # lazy first-party import
-    ("benchmarks/latte_mix_sweep.py", "lightning_modules.token_vae", "in-function"),  # lazy first-party import
-    ("benchmarks/token_cache_speed.py", "lightning_modules.token_vae", "in-function"),  # lazy first-party import
+    ("benchmarks/latte_mix_sweep.py", "lightning_modules.latte_mix", "in-function"),  # lazy first-party import
+    ("benchmarks/token_cache_speed.py", "lightning_modules.latte_mix", "in-function"),  # lazy first-party import
     ("datamodules/sentence_files.py", "sts.tasks", "in-function"),  # lazy first-party import
     ("datamodules/token_states.py", "datamodules.nli_readers", "in-function"),  # lazy first-party import
-    ("datamodules/token_states.py", "embeddings.load_encoder", "in-function"),  # lazy first-party import
-    ("embeddings/atomic.py", "embeddings.errors", "in-function"),  # lazy first-party import
-    ("embeddings/flow_scorer.py", "embeddings.load_encoder", "in-function"),  # lazy first-party import
-    ("embeddings/hf_encoder.py", "embeddings.packaged_models", "in-function"),  # lazy first-party import
-    ("embeddings/latte_mix_scorer.py", "embeddings.atomic", "in-function"),  # lazy first-party import
-    ("embeddings/latte_mix_scorer.py", "embeddings.load_encoder", "in-function"),  # lazy first-party import
-    ("embeddings/load_encoder.py", "embeddings.checkpoint_encoder", "in-function"),  # lazy first-party import
-    ("embeddings/load_encoder.py", "embeddings.hf_encoder", "in-function"),  # lazy first-party import
-    ("embeddings/meta_fit.py", "datamodules.sentence_files", "upward"),  # meta fit CLI reads sentence files via datamodules
-    ("embeddings/meta_fit.py", "lightning_modules.cross_view_ae", "in-function"),  # lazy first-party import
-    ("embeddings/meta_fit.py", "lightning_modules.cross_view_ae", "upward"),  # meta fit CLI (orchestration) trains the AE
-    ("embeddings/meta_scorer.py", "datamodules.sentence_files", "in-function"),  # lazy first-party import
-    ("embeddings/meta_scorer.py", "datamodules.sentence_files", "upward"),  # meta export reads sentence files via datamodules
-    ("embeddings/meta_scorer.py", "embeddings.export_note", "in-function"),  # lazy first-party import
-    ("embeddings/meta_scorer.py", "embeddings.source_cache", "in-function"),  # lazy first-party import
-    ("embeddings/sentence_source.py", "embeddings.load_encoder", "in-function"),  # lazy first-party import
-    ("embeddings/sentence_source.py", "embeddings.meta_scorer", "in-function"),  # module cycle meta_scorer <-> sentence_source
-    ("embeddings/sentence_source.py", "embeddings.pooling", "in-function"),  # lazy first-party import
-    ("embeddings/static_encoder.py", "embeddings.packaged_models", "in-function"),  # lazy first-party import
+    ("datamodules/token_states.py", "embeddings.encoders.load", "in-function"),  # lazy first-party import
+    ("embeddings/io/atomic.py", "embeddings.errors", "in-function"),  # lazy first-party import
+    ("embeddings/methods/flow/scorer.py", "embeddings.encoders.load", "in-function"),  # lazy first-party import
+    ("embeddings/encoders/hf.py", "embeddings.encoders.packaged", "in-function"),  # lazy first-party import
+    ("embeddings/methods/latte_mix/scorer.py", "embeddings.io.atomic", "in-function"),  # lazy first-party import
+    ("embeddings/methods/latte_mix/scorer.py", "embeddings.encoders.load", "in-function"),  # lazy first-party import
+    ("embeddings/encoders/load.py", "embeddings.encoders.checkpoint", "in-function"),  # lazy first-party import
+    ("embeddings/encoders/load.py", "embeddings.encoders.hf", "in-function"),  # lazy first-party import
+    ("runs/fit_meta.py", "lightning_modules.cross_view_ae", "in-function"),  # lazy first-party import
+    ("embeddings/methods/meta/scorer.py", "datamodules.sentence_files", "in-function"),  # lazy first-party import
+    ("embeddings/methods/meta/scorer.py", "datamodules.sentence_files", "upward"),  # meta export reads sentence files via datamodules
+    ("embeddings/methods/meta/scorer.py", "embeddings.io.export_note", "in-function"),  # lazy first-party import
+    ("embeddings/methods/meta/scorer.py", "embeddings.sources.cache", "in-function"),  # lazy first-party import
+    ("embeddings/sources/sentence_source.py", "embeddings.encoders.load", "in-function"),  # lazy first-party import
+    ("embeddings/sources/sentence_source.py", "embeddings.methods.meta.scorer", "in-function"),  # module cycle meta_scorer <-> sentence_source
+    ("embeddings/sources/sentence_source.py", "embeddings.methods.pooling", "in-function"),  # lazy first-party import
+    ("embeddings/encoders/static.py", "embeddings.encoders.packaged", "in-function"),  # lazy first-party import
     ("evaluate.py", "runs.evaluate_run", "in-function"),  # lazy so --help stays fast
-    ("lightning_modules/cross_view_ae.py", "embeddings.meta_scorer", "in-function"),  # lazy first-party import
-    ("lightning_modules/cross_view_ae.py", "embeddings.sentence_source", "in-function"),  # lazy first-party import
-    ("lightning_modules/flow.py", "embeddings.load_encoder", "in-function"),  # lazy first-party import
-    ("lightning_modules/flow.py", "embeddings.packaged_models", "in-function"),  # lazy first-party import
+    ("lightning_modules/cross_view_ae.py", "embeddings.methods.meta.scorer", "in-function"),  # lazy first-party import
+    ("lightning_modules/cross_view_ae.py", "embeddings.sources.sentence_source", "in-function"),  # lazy first-party import
+    ("lightning_modules/flow.py", "embeddings.encoders.load", "in-function"),  # lazy first-party import
+    ("lightning_modules/flow.py", "embeddings.encoders.packaged", "in-function"),  # lazy first-party import
     ("lightning_modules/frozen_encoder.py", "embeddings.errors", "in-function"),  # lazy first-party import
-    ("lightning_modules/frozen_encoder.py", "embeddings.load_encoder", "in-function"),  # lazy first-party import
-    ("runs/pipeline_run.py", "embeddings.load_encoder", "in-function"),  # lazy first-party import
-    ("runs/pipeline_run.py", "embeddings.meta_scorer", "in-function"),  # lazy first-party import
-    ("runs/pipeline_run.py", "embeddings.pooling", "in-function"),  # lazy first-party import
-    ("runs/pipeline_run.py", "embeddings.sentence_source", "in-function"),  # lazy first-party import
+    ("lightning_modules/frozen_encoder.py", "embeddings.encoders.load", "in-function"),  # lazy first-party import
+    ("runs/pipeline_run.py", "embeddings.encoders.load", "in-function"),  # lazy first-party import
+    ("runs/pipeline_run.py", "embeddings.methods.meta.scorer", "in-function"),  # lazy first-party import
+    ("runs/pipeline_run.py", "embeddings.methods.pooling", "in-function"),  # lazy first-party import
+    ("runs/pipeline_run.py", "embeddings.sources.sentence_source", "in-function"),  # lazy first-party import
     ("runs/pipeline_run.py", "runs.train_run", "in-function"),  # module cycle train_run <-> pipeline_run
     ("runs/pipeline_run.py", "sts.scoring", "in-function"),  # lazy first-party import
     ("runs/pipeline_run.py", "sts.tasks", "in-function"),  # lazy first-party import
-    ("lightning_modules/token_vae.py", "embeddings.latte_mix_scorer", "in-function"),  # lazy first-party import
-    ("lightning_modules/token_vae.py", "lightning_modules.flow", "in-function"),  # lazy first-party import
+    ("lightning_modules/latte_mix.py", "embeddings.methods.latte_mix.scorer", "in-function"),  # lazy first-party import
+    ("lightning_modules/latte_mix.py", "lightning_modules.flow", "in-function"),  # lazy first-party import
     ("runs/train_run.py", "runs.pipeline_run", "in-function"),  # module cycle train_run <-> pipeline_run
-    ("runs/evaluate_run.py", "sts.wandb_report", "in-function"),  # lazy first-party import
+    ("runs/evaluate_run.py", "runs.wandb_report", "in-function"),  # lazy first-party import
     ("sts/tasks.py", "sts.hub", "in-function"),  # lazy first-party import
     ("train.py", "runs.train_run", "in-function"),  # lazy so --help stays fast
 }
@@ -84,21 +82,21 @@ def test_allowlist_only_shrinks():
 def test_finds_the_cycles_architecture_md_names():
     # The import lines as architecture.md found them (checked in memory, so this test outlives their fixes).
     tree = {
-        "embeddings/flow_scorer.py": "from lightning_modules.glow import Glow\n",
-        "embeddings/sentence_source.py": ("class S:\n    def fingerprint(self):\n"
+        "embeddings/methods/flow/scorer.py": "from lightning_modules.glow import Glow\n",
+        "embeddings/sources/sentence_source.py": ("class S:\n    def fingerprint(self):\n"
                                           "        from datamodules.cached_embeddings import model_fingerprint\n"),
-        "lightning_modules/contrastive_tension.py": "from callbacks.sts_evaluation import STSEvaluationCallback\n",
+        "lightning_modules/ct.py": "from callbacks.sts_evaluation import STSEvaluationCallback\n",
         "runs/train_run.py": "def f():\n    from runs.pipeline_run import run\n",
     }
     assert check_tree(tree) == {
-        Violation("embeddings/flow_scorer.py", "lightning_modules.glow", "upward"),
-        Violation("embeddings/sentence_source.py", "datamodules.cached_embeddings", "upward"),
-        Violation("embeddings/sentence_source.py", "datamodules.cached_embeddings", "in-function"),
-        Violation("lightning_modules/contrastive_tension.py", "callbacks.sts_evaluation", "sideways"),
+        Violation("embeddings/methods/flow/scorer.py", "lightning_modules.glow", "upward"),
+        Violation("embeddings/sources/sentence_source.py", "datamodules.cached_embeddings", "upward"),
+        Violation("embeddings/sources/sentence_source.py", "datamodules.cached_embeddings", "in-function"),
+        Violation("lightning_modules/ct.py", "callbacks.sts_evaluation", "sideways"),
         Violation("runs/train_run.py", "runs.pipeline_run", "in-function"),
     }
     # ... and on the real tree the first one is gone: the Glow nets now live in embeddings/.
-    assert ("embeddings/flow_scorer.py", "lightning_modules.glow", "upward") not in {tuple(v) for v in _current()}
+    assert ("embeddings/methods/flow/scorer.py", "lightning_modules.glow", "upward") not in {tuple(v) for v in _current()}
 
 
 def test_planted_upward_imports_are_reported():
@@ -106,8 +104,8 @@ def test_planted_upward_imports_are_reported():
         "embeddings/x.py": "from lightning_modules.base import EncoderModule\n",
         "lightning_modules/y.py": "import callbacks.z\n",
         "sts/z.py": "def f():\n    import datamodules.nli\n",
-        "embeddings/ok.py": "import numpy\nfrom embeddings.pooling import get_pooling\n",
-        "datamodules/ok.py": "from sts.tasks import x\nfrom embeddings import atomic\n",
+        "embeddings/ok.py": "import numpy\nfrom embeddings.methods.pooling import get_pooling\n",
+        "datamodules/ok.py": "from sts.tasks import x\nfrom embeddings.io import atomic\n",
         "train.py": "from lightning_modules.base import EncoderModule\nfrom callbacks import z\n",
     }
     assert check_tree(tree) == {
@@ -139,6 +137,6 @@ def test_heavy_third_party_inside_functions_is_fine_and_relative_imports_resolve
 def test_sts_callback_offers_the_api_ct_finds_it_by():
     # CT no longer imports callbacks/: it finds the STS callback by this protocol (issue 17 layering).
     from callbacks.sts_evaluation import STSEvaluationCallback
-    from lightning_modules.contrastive_tension import STSEvaluator
+    from lightning_modules.ct import STSEvaluator
 
     assert isinstance(STSEvaluationCallback(tasks=["stsb-dev"]), STSEvaluator)

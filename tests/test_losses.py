@@ -186,7 +186,7 @@ def test_span_words_needs_halves():
     import pytest
 
     from embeddings.errors import ConfigError
-    from lightning_modules.contrastive_tension import ContrastiveTensionModule
+    from lightning_modules.ct import ContrastiveTensionModule
 
     with pytest.raises(ConfigError, match="span_words"):
         ContrastiveTensionModule(model_name_or_path="unused", views="identical", span_words=8)
@@ -196,7 +196,7 @@ def test_frozen_layers_freeze_embeddings_and_bottom_layers_of_both_copies(tiny_m
     import pytest
 
     from embeddings.errors import ConfigError
-    from lightning_modules.contrastive_tension import ContrastiveTensionModule
+    from lightning_modules.ct import ContrastiveTensionModule
 
     module = ContrastiveTensionModule(model_name_or_path=str(tiny_model_dir), frozen_layers=1)
     for model in (module.encoder_model, module.encoder2_model):
@@ -213,7 +213,7 @@ def test_trainable_word_embeddings_leaves_only_the_word_rows_of_both_copies_to_t
     import pytest
 
     from embeddings.errors import ConfigError
-    from lightning_modules.contrastive_tension import ContrastiveTensionModule
+    from lightning_modules.ct import ContrastiveTensionModule
 
     module = ContrastiveTensionModule(model_name_or_path=str(tiny_model_dir), trainable="word_embeddings")
     for model in (module.encoder_model, module.encoder2_model):
@@ -231,7 +231,7 @@ def test_length_matched_groups_split_a_batch_by_length_and_cover_every_sentence(
     import pytest
 
     from embeddings.errors import ConfigError
-    from lightning_modules.ct_scratch_options import length_matched_groups
+    from lightning_modules.ct_options import length_matched_groups
 
     sentences = [" ".join(["w"] * n) for n in (9, 1, 7, 3, 5, 2, 8, 4)]
     groups = length_matched_groups(sentences, 2)
@@ -246,7 +246,7 @@ def test_length_groups_apply_to_in_batch_only(tiny_model_dir):
     import pytest
 
     from embeddings.errors import ConfigError
-    from lightning_modules.contrastive_tension import ContrastiveTensionModule
+    from lightning_modules.ct import ContrastiveTensionModule
 
     with pytest.raises(ConfigError, match="length_groups"):
         ContrastiveTensionModule(model_name_or_path=str(tiny_model_dir), objective="bce", length_groups=2)

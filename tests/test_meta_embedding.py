@@ -9,9 +9,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from embeddings.cross_view_ae_nets import CrossViewAutoencoder, reconstruction_loss
 from embeddings.errors import ConfigError, DataError
-from embeddings.meta_embedding import MetaProjection, average, concatenate, fit_meta
+from embeddings.methods.meta.cross_view_ae_nets import CrossViewAutoencoder, reconstruction_loss
+from embeddings.methods.meta.projections import MetaProjection, average, concatenate, fit_meta
 from tests.test_train import train_data_dir  # noqa: F401  (module-scoped fixture)
 
 
@@ -142,9 +142,9 @@ def second_tiny_model_dir(tmp_path_factory, tiny_model_dir):
 @pytest.mark.parametrize("method", ["conc", "avg", "svd", "gcca", "ae"])
 def test_meta_of_two_tiny_encoders_fits_saves_reloads_and_scores_identically(
         method, tmp_path, tiny_model_dir, second_tiny_model_dir, one_thread):
-    from embeddings.meta_scorer import load_meta_scorer, save_meta_embedding
-    from embeddings.registry import build_scorer
-    from embeddings.sentence_source import build_source
+    from embeddings.methods.meta.scorer import load_meta_scorer, save_meta_embedding
+    from embeddings.scoring.registry import build_scorer
+    from embeddings.sources.sentence_source import build_source
     from lightning_modules.cross_view_ae import fit_cross_view_ae
     from tests.conftest import WORDS
 
@@ -158,7 +158,7 @@ def test_meta_of_two_tiny_encoders_fits_saves_reloads_and_scores_identically(
     else:
         projection = fit_meta(method, views, d=8, tau=0.5)
     assert isinstance(projection, MetaProjection)
-    from embeddings.meta_scorer import MetaEmbeddingScorer
+    from embeddings.methods.meta.scorer import MetaEmbeddingScorer
 
     scorer = MetaEmbeddingScorer(sources, projection)
     save_meta_embedding(tmp_path / "meta", projection, specs)
@@ -174,7 +174,7 @@ def test_meta_of_two_tiny_encoders_fits_saves_reloads_and_scores_identically(
 
 
 def test_scorers_that_need_an_encoder_refuse_none():
-    from embeddings.registry import build_scorer
+    from embeddings.scoring.registry import build_scorer
 
     with pytest.raises(ConfigError, match="needs an encoder"):
         build_scorer("mean", None)
@@ -183,8 +183,8 @@ def test_scorers_that_need_an_encoder_refuse_none():
 def test_meta_fit_cli_exports_a_loadable_meta_embedding(tmp_path, tiny_model_dir, train_data_dir, one_thread):  # noqa: F811
     import argparse
 
-    from embeddings.meta_fit import fit_and_export
-    from embeddings.meta_scorer import load_meta_scorer
+    from embeddings.methods.meta.scorer import load_meta_scorer
+    from runs.fit_meta import fit_and_export
 
     args = argparse.Namespace(method="gcca", sources=str(tiny_model_dir),
                               files="wiki/wiki_sentences_100k.txt", data_dir=str(train_data_dir),
@@ -218,7 +218,7 @@ def test_procrustes_alignment_keeps_cosines_and_lands_on_the_target():
 def test_alignment_with_the_target_mean_lands_on_a_shifted_target_and_saves(tmp_path):
     """``add_target_mean``: a target = rotated, scaled meta-embedding + a constant (a transformer's common
     component) is hit exactly; the plain rotation cannot produce the constant. The offset survives export."""
-    from embeddings.meta_scorer import load_meta_projection, save_meta_embedding
+    from embeddings.methods.meta.scorer import load_meta_projection, save_meta_embedding
 
     z, views = shared_signal_views(n=500, dims=(10, 6))
     proj = fit_meta("gcca", views, d=6, tau=0.1)

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import torch
 
-from embeddings import onnx_bert
-from embeddings import packaged_models as pm
+from embeddings.encoders import onnx_bert
+from embeddings.encoders import packaged as pm
 from embeddings.errors import ConfigError
 
 
@@ -61,7 +61,7 @@ def test_static_name_is_not_a_transformer_dir(cache):
 
 
 def test_unknown_encoder_lists_packaged_names(cache):
-    from embeddings.load_encoder import load_encoder
+    from embeddings.encoders.load import load_encoder
 
     with pytest.raises(ConfigError, match="no-such-org/no-such-model") as err:
         load_encoder("no-such-org/no-such-model")

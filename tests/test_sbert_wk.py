@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from benchmarks.sbert_wk_loop import sbert_wk_loop
+from embeddings.encoders.token_batch import TokenBatch
 from embeddings.errors import ConfigError, DataError
-from embeddings.sbert_wk import SBERTWKScorer, context_windows, sbert_wk_pool
-from embeddings.token_batch import TokenBatch
+from embeddings.methods.sbert_wk import SBERTWKScorer, context_windows, sbert_wk_pool
 
 # Different lengths in one padded batch; the last is a single word ([CLS] w [SEP]).
 SENTENCES = [
@@ -26,7 +26,7 @@ def six_layer_encoder(tmp_path_factory):
     """A 6-layer random BERT (7 hidden states), so layer_start=4 leaves 3 layers: the window edge cases."""
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
-    from embeddings.hf_encoder import HFEncoder
+    from embeddings.encoders.hf import HFEncoder
     from tests.conftest import WORDS
 
     path = tmp_path_factory.mktemp("tiny_bert6")

@@ -7,7 +7,7 @@ import pytest
 import torch
 from scipy.stats import pearsonr, spearmanr
 
-from embeddings.scorer import VectorScorer
+from embeddings.scoring.scorer import VectorScorer
 from sts.readers import STSPairs
 from sts.scoring import aggregate, correlations, score_tasks
 from sts.tasks import STSTask

@@ -77,7 +77,7 @@ def test_sed_loss_matches_hand_computation_and_gradient():
 # -------------------------------------------------------------------------------------- the targets
 def test_targets_are_the_teachers_mean_and_cached(tmp_path, sed_data_dir, tiny_model_dir, teacher2_dir,
                                                   monkeypatch, one_thread):
-    from embeddings.sentence_source import EncoderSource
+    from embeddings.sources.sentence_source import EncoderSource
 
     dm = _dm(sed_data_dir, [tiny_model_dir, teacher2_dir], tmp_path / "cache")
     dm.prepare_data()
@@ -153,7 +153,7 @@ def test_student_learns_a_fixed_batch(student):
 
 
 def test_student_trains_on_the_final_layer_and_scores_on_the_last_two(student):
-    from embeddings.pooling import masked_mean
+    from embeddings.methods.pooling import masked_mean
 
     assert student.hparams.pooling == "last2_avg" and student.hparams.eval_layers == 2
     scorer = student.scorer()
@@ -217,7 +217,7 @@ def test_map_onto_recovers_a_rotated_scaled_shifted_copy():
 def test_align_to_maps_each_teacher_onto_the_student_before_the_mean(tmp_path, sed_data_dir, tiny_model_dir,
                                                                      teacher2_dir, one_thread):
     from datamodules.distillation import map_onto
-    from embeddings.sentence_source import EncoderSource
+    from embeddings.sources.sentence_source import EncoderSource
 
     teachers = [tiny_model_dir, teacher2_dir]
     dm = _dm(sed_data_dir, teachers, tmp_path / "cache", align_to=str(tiny_model_dir))

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from embeddings.augment import (
+from embeddings.encoders.static import StaticWordEncoder
+from embeddings.errors import ConfigError
+from embeddings.methods.sen2pro.augment import (
     augment,
     augment_sentence,
     build_vocabulary,
@@ -19,10 +21,8 @@ from embeddings.augment import (
     swap_words,
     validate_ops,
 )
-from embeddings.errors import ConfigError
-from embeddings.registry import build_scorer
-from embeddings.sen2pro import Sen2ProScorer, balance_alpha, banded_moments, sen2pro_distance
-from embeddings.static_encoder import StaticWordEncoder
+from embeddings.methods.sen2pro.scorer import Sen2ProScorer, balance_alpha, banded_moments, sen2pro_distance
+from embeddings.scoring.registry import build_scorer
 from tests.conftest import WORDS
 
 SENTENCES = ["a man plays a guitar .", "a woman cuts an onion .", "a dog runs in the park .", "dog"]

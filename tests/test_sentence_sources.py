@@ -9,14 +9,14 @@ import pytest
 import torch
 
 from embeddings.errors import ConfigError
-from embeddings.sentence_source import EncoderSource, build_source
-from embeddings.source_cache import cache_file, cached_source_vectors
+from embeddings.sources.cache import cache_file, cached_source_vectors
+from embeddings.sources.sentence_source import EncoderSource, build_source
 
 SENTENCES = ["a man plays a guitar .", "a dog runs in the park .", "a woman cuts an onion ."]
 
 
 def test_encoder_source_is_mean_pooling_of_the_encoder(tiny_model_dir, tiny_encoder, one_thread):
-    from embeddings.pooling import mean_pool
+    from embeddings.methods.pooling import mean_pool
 
     source = build_source({"model": str(tiny_model_dir), "max_length": 32})
     assert isinstance(source, EncoderSource) and source.dim == 32

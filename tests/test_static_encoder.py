@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from embeddings import packaged_models as pm
-from embeddings import static_encoder as se
+from embeddings.encoders import packaged as pm
+from embeddings.encoders import static as se
+from embeddings.encoders.static import StaticWordEncoder, words
 from embeddings.errors import ConfigError
-from embeddings.pooling import PoolingScorer
-from embeddings.static_encoder import StaticWordEncoder, words
+from embeddings.methods.pooling import PoolingScorer
 
 VOCAB = ["the", "man", "plays", "guitar", ".", "do", "n't", "stop", "'s", "it", "u.s.", "well-known", "3.5"]
 
@@ -106,7 +106,7 @@ def fake_glove_package(tmp_path, monkeypatch, vectors):
 
 
 def test_from_package_and_load_encoder(fake_glove_package, vectors):
-    from embeddings.load_encoder import load_encoder
+    from embeddings.encoders.load import load_encoder
 
     enc = StaticWordEncoder.from_package()
     assert enc.hidden_size == 4 and enc.name == "glove-6b-50d" and not enc.has_cls_token

@@ -25,8 +25,8 @@ from lightning.pytorch.utilities import rank_zero_only
 from torch.utils.data import DataLoader, TensorDataset
 
 from callbacks.sts_evaluation import STSEvaluationCallback, shard_for_rank, unshard
-from embeddings.hf_encoder import HFEncoder
-from embeddings.pooling import PoolingScorer
+from embeddings.encoders.hf import HFEncoder
+from embeddings.methods.pooling import PoolingScorer
 from sts.scoring import main_score, score_tasks
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 import torch
 
-import embeddings.load_encoder as load_module
+import embeddings.encoders.load as load_module
 from datamodules.nli_readers import load_source
 from datamodules.token_state_cache import _files, build_cache, cache_key
 from datamodules.token_states import TokenStateDataModule
+from embeddings.encoders.static import StaticWordEncoder, words
 from embeddings.errors import ConfigError, DataError
-from embeddings.static_encoder import StaticWordEncoder, words
 from tests.conftest import WORDS
 from tests.test_train import train_data_dir  # noqa: F401  (module-scoped fixture)
 

@@ -46,7 +46,7 @@ def test_cache_is_reused_and_bad_caches_are_rebuilt(tiny_model_dir, train_data_d
     first.setup("fit")
     reference = first.dataset[3].clone()
 
-    import embeddings.load_encoder as load_module
+    import embeddings.encoders.load as load_module
 
     def refuse(*args, **kwargs):
         raise AssertionError("re-encoded although a valid cache exists")

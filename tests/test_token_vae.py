@@ -1,4 +1,4 @@
-"""Token VAEs (lightning_modules.token_vae): every latent trains, logs its KL diagnostics, stops on NaN,
+"""Token VAEs (lightning_modules.latte_mix): every latent trains, logs its KL diagnostics, stops on NaN,
 exports and reloads to a scorer that scores identically, and the warm-up-then-decay schedule."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from embeddings.errors import ConfigError
-from embeddings.token_vae_nets import load_token_vae
-from lightning_modules.token_vae import TokenVAEModule, triangle_lambda
+from embeddings.methods.latte_mix.nets import load_token_vae
+from lightning_modules.latte_mix import TokenVAEModule, triangle_lambda
 from tests.conftest import WORDS
 
 SENTENCES = [" ".join(WORDS[i:i + 5]) for i in range(0, 30, 3)]
@@ -78,7 +78,7 @@ def test_schedule_warms_up_from_min_lr_and_decays_back():
 
 @pytest.mark.parametrize("latent,distance", [("categorical", "js"), ("normal", "l2"), ("ae", "cosine")])
 def test_export_reloads_to_an_identical_scorer(tiny_model_dir, tmp_path, latent, distance):
-    from embeddings.latte_mix_scorer import load_token_vae_scorer
+    from embeddings.methods.latte_mix.scorer import load_token_vae_scorer
 
     m = module(tiny_model_dir, latent, distance=distance).eval()
     torch.manual_seed(0)

@@ -201,7 +201,7 @@ def test_group_and_tags_from_the_config(overrides, group, tags):
 @pytest.mark.skipif(not HAS_STS_CALLBACK, reason="no STS callback, no STS metrics")
 def test_compare_runs_reads_the_offline_runs_sts_table(offline_run, tmp_path):
     """A run with only ``logger=wandb_offline`` (no metrics.csv, no before/after table) still compares offline."""
-    from sts.run_results import read_run
+    from runs.run_results import read_run
 
     shutil.copytree(offline_run.out / "wandb", tmp_path / "run" / "wandb")
     (run,) = read_run(tmp_path / "run")

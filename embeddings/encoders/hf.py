@@ -1,0 +1,114 @@
+"""Hugging Face transformer encoder: hub name, local directory, or packaged short name."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import torch
+
+from embeddings.encoders.base import BaseEncoder, pad_ids
+from embeddings.encoders.token_batch import TokenBatch
+from embeddings.errors import ConfigError
+
+DEFAULT_MAX_LENGTH = 256
+
+
+def sentence_transformers_max_length(path: Path) -> int | None:
+    """``max_seq_length`` of a sentence-transformers directory, so we truncate exactly as it does."""
+    cfg = path / "sentence_bert_config.json"
+    if cfg.is_file():
+        return json.loads(cfg.read_text()).get("max_seq_length")
+    return None
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+class HFEncoder(BaseEncoder):
+    """A transformer returning every layer's token states.
+
+    Args:
+        model: a ``transformers`` model (already loaded) - use ``from_pretrained`` for names/paths.
+        tokenizer: its tokenizer.
+        max_length: truncation length in tokens (special tokens included).
+        batch_size: default sentences per forward pass.
+        device: ``cpu``, ``cuda``, or ``auto``.
+        name: label used in tables.
+    """
+
+    def __init__(self, model, tokenizer, max_length: int = DEFAULT_MAX_LENGTH, batch_size: int = 64,
+                 device: str | torch.device | None = "cpu", name: str = "hf-encoder") -> None:
+        self.device = resolve_device(device)
+        self.model = model.to(self.device).eval()
+        self.tokenizer = tokenizer
+        self.max_length = int(max_length)
+        self.batch_size = int(batch_size)
+        self.name = name
+        # Only sentence-boundary tokens count as special: [UNK] / [MASK] stand for real words.
+        boundary = {tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.bos_token_id,
+                    tokenizer.eos_token_id, tokenizer.pad_token_id}
+        self._special_ids = torch.tensor(sorted(i for i in boundary if i is not None), dtype=torch.long)
+        self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str, max_length: int | None = None, **kwargs) -> HFEncoder:
+        """Load from a packaged short name (offline), a local directory, or a hub name (online)."""
+        from transformers import AutoModel, AutoTokenizer
+
+        from embeddings.encoders.packaged import resolve_model_path
+
+        path = resolve_model_path(name_or_path)
+        local = Path(path)
+        if max_length is None:
+            max_length = (sentence_transformers_max_length(local) if local.is_dir() else None) or DEFAULT_MAX_LENGTH
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(path)
+            model = AutoModel.from_pretrained(path)
+        except OSError as err:
+            raise ConfigError(
+                f"could not load model {name_or_path!r} (resolved to {path!r}): not a packaged short name, "
+                f"not a local directory with a Hugging Face model, and the hub is unreachable or has no such "
+                f"model. Underlying error: {err}"
+            ) from err
+        kwargs.setdefault("name", Path(str(name_or_path)).name)
+        return cls(model, tokenizer, max_length=max_length, **kwargs)
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.model.config.hidden_size)
+
+    @property
+    def num_layers(self) -> int:
+        return int(self.model.config.num_hidden_layers) + 1
+
+    def tokenize(self, sentences: Sequence[str]) -> list[list[int]]:
+        out = self.tokenizer(list(sentences), truncation=True, max_length=self.max_length,
+                             add_special_tokens=True, return_attention_mask=False,
+                             return_token_type_ids=False)
+        return out["input_ids"]
+
+    def pad(self, ids: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Right-pad to the longest sequence of this batch (dynamic padding)."""
+        return pad_ids(ids, self._pad_id)
+
+    def forward_ids(self, ids: Sequence[Sequence[int]]) -> TokenBatch:
+        input_ids, mask = self.pad(ids)
+        input_ids, mask = input_ids.to(self.device), mask.to(self.device)
+        out = self.model(input_ids=input_ids, attention_mask=mask, output_hidden_states=True, return_dict=True)
+        special = torch.isin(input_ids, self._special_ids.to(self.device)) & mask.bool()
+        return TokenBatch(hidden_states=tuple(out.hidden_states), attention_mask=mask, special_tokens_mask=special)
+
+    @contextlib.contextmanager
+    def stochastic(self) -> Iterator[None]:
+        """MC dropout: dropout layers active, everything else as at inference."""
+        self.model.train()
+        try:
+            yield
+        finally:
+            self.model.eval()

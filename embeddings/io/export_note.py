@@ -1,0 +1,62 @@
+"""``LOADING.md``: every export says, inside itself, how to load the vectors that were evaluated.
+
+Why one helper for every method: an export directory outlives the run that wrote it (W&B artifacts,
+copies), and the wrong loader fails silently: ``SentenceTransformer`` loads any Hugging Face directory
+with mean pooling, and a BERT-flow or VAE export's encoder alone scores as a plain pooling baseline. The
+note names the sentence-transformers status and the exact ``evaluate.py`` command that reproduces the
+evaluated scores (tested: ``tests/test_export_roundtrip.py`` runs that command's loader). ``loading_note``
+returns the markdown so a model card can embed it; the file name leaves ``README.md`` to such a card.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+
+from embeddings.io.atomic import atomic_write
+
+NOTE_FILE = "LOADING.md"
+EXPORT = "<export>"  # stands for this directory in the commands of the note
+
+log = logging.getLogger(__name__)
+
+
+def evaluate_command(encoders: Sequence[str], scorer: str, max_length: int | None = None) -> str:
+    """The shell-quoted ``evaluate.py`` line scoring ``scorer`` on ``encoders`` (``<export>`` = this dir).
+
+    ``max_length``: the truncation the method was evaluated with, when the encoder does not carry it.
+    """
+    args = ["python", "evaluate.py", f"encoders=[{','.join(encoders)}]", f"scorers=[{scorer}]"]
+    return shlex.join(args + ([f"encoder.max_length={int(max_length)}"] if max_length is not None else []))
+
+
+def loading_note(what: str, command: str, sentence_transformers: str | None) -> str:
+    """The markdown of the note.
+
+    Args:
+        what: one line on what the directory holds (method, representation).
+        command: ``evaluate_command(...)``: the project's way to get the evaluated scores.
+        sentence_transformers: ``None`` when ``SentenceTransformer(<export>)`` gives the evaluated vectors,
+            else why it cannot (then no sentence-transformers files were written).
+    """
+    if sentence_transformers is None:
+        st = f'`SentenceTransformer("{EXPORT}").encode(...)` gives exactly the vectors that were evaluated.'
+    else:
+        st = (f"not a sentence-transformers model: {sentence_transformers}. "
+              "Load it with sts-lightning, as below.")
+    return (f"# Loading this export\n\n{what}\n\n- sentence-transformers: {st}\n"
+            f"- sts-lightning (the evaluated scores; `{EXPORT}` is this directory):\n\n      {command}\n")
+
+
+def write_loading_note(folder: str | os.PathLike, what: str, command: str,
+                       sentence_transformers: str | None = None) -> Path:
+    """Write ``LOADING.md`` into ``folder`` (atomically) and log how to load it; returns the file."""
+    path = Path(folder) / NOTE_FILE
+    atomic_write(path, loading_note(what, command, sentence_transformers).encode())
+    if sentence_transformers is not None:
+        log.info("%s is not a sentence-transformers model (%s); load it with: %s", Path(folder),
+                 sentence_transformers, command.replace(EXPORT, str(folder)))
+    return path

@@ -1,0 +1,106 @@
+"""Glow on sentence vectors: the flow of BERT-flow (Li et al., EMNLP 2020), in plain torch.
+
+BERT-flow maps pooled embeddings to an isotropic Gaussian with a Glow (Kingma & Dhariwal 2018) trained
+by maximum likelihood, then scores with cosine in the latent space. The reference code
+(bohanli/BERT-flow, ``flow/glow_1x1.py`` + ``flow/glow_ops_1x1.py``) treats a ``(batch, C)`` vector as a
+``1 x 1 x C`` image, so every convolution is 1x1 (a dense layer over channels) and ``squeeze`` is
+commented out: a 1x1 image has no spatial extent to fold into channels. What stays of the multi-scale
+architecture is ``split``: after each level but the last, the second half of the channels is factored
+out under the standard normal prior and the first half flows on. We reproduce exactly that on vectors.
+
+This file is the multi-scale model; the steps (ActNorm -> invertible linear map -> coupling, as in the
+reference) and their parametrisation are ``embeddings.methods.flow.glow_layers``, re-exported here.
+
+* The reference default config (``--flow_model_config=config_l3_d3_w32``) is levels 3, depth 3, width 32
+  with ``coupling="additive"`` and ``permutation=true`` (the fixed reversal). Our defaults keep the
+  Glow paper's affine coupling and learned LU map; ``coupling="additive", permutation="reverse"`` is
+  the reference's architecture.
+* ``nll`` is in bits per dimension, like the reference objective (``-log p / (C log 2)``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from embeddings.methods.flow.glow_layers import ActNorm, Coupling, FlowStep, InvertibleLinear
+
+__all__ = ["ActNorm", "Coupling", "FlowStep", "Glow", "InvertibleLinear"]
+
+
+class Glow(nn.Module):
+    """Multi-scale Glow on ``(batch, dim)`` vectors with a standard normal prior on the whole latent.
+
+    Level ``l`` runs ``depth`` steps on ``dim / 2**l`` channels, then (but the last) factors out its second
+    half. ``z = cat(factored_0, ..., factored_{L-2}, last)``, the reference's ``concat(eps + [z])`` (its
+    split prior is a fixed N(0, 1), so eps is the half itself). The first forward in training mode runs
+    the data-dependent init. Args: ``dim`` (a multiple of ``2**levels``: every level's coupling halves
+    it), ``levels``, ``depth``, ``hidden`` (coupling width), ``coupling`` (``"affine"``/``"additive"``),
+    ``permutation`` (``"lu"``/``"reverse"``); see the module docstring for the reference's values.
+    """
+
+    def __init__(self, dim: int, levels: int = 3, depth: int = 3, hidden: int = 32,
+                 coupling: str = "affine", permutation: str = "lu") -> None:
+        super().__init__()
+        if coupling not in ("affine", "additive"):
+            raise ValueError(f"coupling must be 'affine' or 'additive', got {coupling!r}")
+        if permutation not in ("lu", "reverse"):
+            raise ValueError(f"permutation must be 'lu' or 'reverse', got {permutation!r}")
+        if levels < 1 or depth < 1 or hidden < 1:
+            raise ValueError(f"levels, depth and hidden must be >= 1, got {levels}, {depth}, {hidden}")
+        if dim < 2**levels or dim % 2**levels:
+            raise ValueError(
+                f"dim={dim} cannot be split by {levels} levels: each level's coupling halves the "
+                f"channels and each split halves them again, so dim must be a multiple of 2**levels="
+                f"{2**levels}; use fewer levels or project the embedding first"
+            )
+        self.dim, self.n_levels = dim, levels
+        self.levels = nn.ModuleList(
+            nn.ModuleList(FlowStep(dim >> level, hidden, coupling == "affine", permutation) for _ in range(depth))
+            for level in range(levels)
+        )
+
+    @property
+    def initialized(self) -> bool:
+        """Whether every ActNorm (flow and coupling nets) has had its data-dependent init."""
+        return all(bool(m.initialized) for m in self.modules() if isinstance(m, ActNorm))
+
+    def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """Map data to latent. Returns ``z`` ``(batch, dim)`` and ``log|det dz/dx|`` ``(batch,)`` in nats."""
+        if x.ndim != 2 or x.shape[-1] != self.dim:
+            raise ValueError(f"expected a (batch, {self.dim}) tensor, got {tuple(x.shape)}")
+        log_det = x.new_zeros(x.shape[0])
+        factored = []
+        for level, steps in enumerate(self.levels):
+            for step in steps:
+                x, ld = step(x)
+                log_det = log_det + ld
+            if level < self.n_levels - 1:
+                x, z_level = x.chunk(2, dim=-1)
+                factored.append(z_level)
+        return torch.cat([*factored, x], dim=-1), log_det
+
+    def inverse(self, z: Tensor) -> Tensor:
+        """Map latent back to data (exact up to float error)."""
+        if not self.initialized:
+            raise RuntimeError("Glow.inverse before ActNorm's data-dependent init: run forward on a training batch")
+        sizes = [self.dim >> (level + 1) for level in range(self.n_levels - 1)] + [self.dim >> (self.n_levels - 1)]
+        parts = z.split(sizes, dim=-1)
+        x = parts[-1]
+        for level in reversed(range(self.n_levels)):
+            if level < self.n_levels - 1:
+                x = torch.cat([x, parts[level]], dim=-1)
+            for step in reversed(self.levels[level]):
+                x = step.inverse(x)
+        return x
+
+    def log_prob(self, x: Tensor) -> Tensor:
+        """``log p(x)`` in nats per vector: N(0, I) log-density of ``z`` plus the log-det."""
+        z, log_det = self(x)
+        return log_det - 0.5 * (z**2).sum(-1) - 0.5 * self.dim * math.log(2 * math.pi)
+
+    def nll(self, x: Tensor) -> Tensor:
+        """Negative log-likelihood in bits per dimension, per vector (the reference's objective)."""
+        return -self.log_prob(x) / (self.dim * math.log(2.0))

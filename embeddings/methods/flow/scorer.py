@@ -1,0 +1,136 @@
+"""BERT-flow's scorer: frozen pooled vector -> Glow latent ``z``, compared by cosine; its export format.
+
+Why a scorer of its own: the representation is not the encoder's pooled vector but the flow's image of
+it, so neither ``PoolingScorer`` nor a sentence-transformers directory can reproduce it. The export is a
+directory with ``flow_config.json`` (a REFERENCE to the frozen encoder -- model name or path, pooling,
+max length -- plus the Glow hyper-parameters) and ``flow.safetensors`` (the Glow state dict, buffers
+included); the encoder is not copied because training never changed it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import torch
+
+from embeddings.encoders.base import BaseEncoder
+from embeddings.errors import ConfigError
+from embeddings.io.atomic import atomic_directory, read_export_config
+from embeddings.methods.flow.glow import Glow
+from embeddings.methods.pooling import get_pooling
+from embeddings.scoring.scorer import Representation, VectorScorer
+
+log = logging.getLogger(__name__)
+
+FORMAT = "sts-lightning/bert-flow"
+FORMAT_VERSION = 1
+CONFIG_FILE, WEIGHTS_FILE = "flow_config.json", "flow.safetensors"
+FLOW_KEYS = ("levels", "depth", "hidden", "coupling", "permutation")
+
+
+class FlowScorer(VectorScorer):
+    """Pools with the frozen encoder, maps the vectors through the flow; ``{"embedding": z}``.
+
+    Args:
+        encoder: the frozen encoder the flow was trained on (same pooling and max length).
+        flow: a trained ``Glow`` over ``encoder.hidden_size`` channels.
+        pooling: the pooling the training features used (BERT-flow: ``first_last_avg``).
+        batch_size: sentences per encoder forward pass (``None``: the encoder's).
+    """
+
+    def __init__(self, encoder: BaseEncoder, flow: Glow, pooling: str = "first_last_avg",
+                 batch_size: int | None = None) -> None:
+        if flow.dim != encoder.hidden_size:
+            raise ConfigError(f"the flow maps {flow.dim}-d vectors but encoder {encoder.name} gives "
+                              f"{encoder.hidden_size}-d ones")
+        self.encoder, self.flow, self.pooling = encoder, flow, pooling
+        # ``pool_fn``, not ``pool``: shared_pass would take a ``pool`` attribute for a plain pooling
+        # scorer and skip the flow.
+        self.pool_fn = get_pooling(pooling)
+        self.batch_size = batch_size
+        self.name = f"flow-{pooling}"
+
+    def represent(self, sentences: Sequence[str]) -> Representation:
+        emb = self.encoder.encode(sentences, self.pool_fn, batch_size=self.batch_size, desc=f"{self.name} encode")
+        param = next(self.flow.parameters())
+        was_training = self.flow.training
+        self.flow.eval()  # never let ActNorm's data-dependent init run on evaluation sentences
+        try:
+            with torch.inference_mode(), torch.autocast(device_type=param.device.type, enabled=False):
+                z, _ = self.flow(emb.to(device=param.device, dtype=param.dtype))  # float32, like training
+        finally:
+            self.flow.train(was_training)
+        return {"embedding": z.float().cpu()}
+
+
+def save_flow_export(path: str | os.PathLike, flow: Glow, config: Mapping) -> Path:
+    """Write ``flow_config.json`` + ``flow.safetensors`` to ``path`` atomically (temp dir, then rename).
+
+    Args:
+        path: the target directory (replaced if it exists).
+        flow: the trained Glow.
+        config: ``model_name_or_path``, ``pooling``, ``max_length`` and the ``FLOW_KEYS``.
+    """
+    from safetensors.torch import save_file
+
+    missing = {"model_name_or_path", "pooling", "max_length", *FLOW_KEYS} - set(config)
+    if missing:
+        raise ConfigError(f"flow export config lacks {sorted(missing)}")
+    if not flow.initialized:
+        log.warning("exporting a flow whose ActNorm layers were never initialised (it was not trained)")
+    target = Path(path)
+    with atomic_directory(target) as tmp:
+        state = {k: v.detach().cpu().contiguous() for k, v in flow.state_dict().items()}
+        save_file(state, str(tmp / WEIGHTS_FILE))
+        meta = {"format": FORMAT, "version": FORMAT_VERSION, "dim": flow.dim, **dict(config)}
+        (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2))
+    log.info("exported flow to %s", target)
+    return target
+
+
+def load_flow(path: str | os.PathLike) -> tuple[Glow, dict]:
+    """The Glow (eval mode, CPU) and the config of an export directory."""
+    from safetensors.torch import load_file
+
+    folder = Path(path)
+    config = read_export_config(folder, CONFIG_FILE, FORMAT, FORMAT_VERSION, "BERT-flow")
+    flow = Glow(int(config["dim"]), **{k: config[k] for k in FLOW_KEYS})
+    flow.load_state_dict(load_file(str(folder / WEIGHTS_FILE)))
+    return flow.eval(), config
+
+
+def load_flow_scorer(path: str | os.PathLike, encoder: BaseEncoder | None = None, device: str = "cpu",
+                     batch_size: int | None = None) -> FlowScorer:
+    """Rebuild the scorer of an export directory.
+
+    Args:
+        path: directory written by ``BertFlowModule.export`` / ``save_flow_export``.
+        encoder: an already loaded encoder to reuse (it must be the one the config names); ``None`` loads
+            it from the config with ``load_encoder``.
+        device: where a newly loaded encoder and the flow run.
+        batch_size: sentences per forward pass.
+    """
+    from embeddings.encoders.load import load_encoder
+
+    flow, config = load_flow(path)
+    if encoder is None:
+        encoder = load_encoder(config["model_name_or_path"], max_length=config["max_length"],
+                               batch_size=batch_size or 64, device=device)
+    flow.to(encoder.device)
+    return FlowScorer(encoder, flow, pooling=config["pooling"], batch_size=batch_size)
+
+
+class FlowExportScorer(FlowScorer):
+    """Registry entry ``{name: flow, path: <export dir>}``: a flow export on the configured encoder.
+
+    Why an adapter: ``evaluate.py`` builds every scorer as ``cls(encoder, **options)``; the export's
+    own config says which pooling the flow was trained on, and the encoder must be the one it names.
+    """
+
+    def __init__(self, encoder: BaseEncoder, path: str, batch_size: int | None = None) -> None:
+        flow, config = load_flow(path)
+        super().__init__(encoder, flow.to(encoder.device), pooling=config["pooling"], batch_size=batch_size)

@@ -1,0 +1,239 @@
+"""Latte-Mix (Li et al.): the tensor maths of a token-level VAE on frozen token states, and its distances.
+
+Pure functions, no Lightning, so the training module and the scorer share one tested implementation.
+Paper map: Gumbel-Softmax reparameterisation (Sec. 2.4, Eq. 4); the beta-weighted ELBO (Eq. 3) with a
+uniform categorical prior or N(0, I) and KL thresholding (App. A.4); a sentence is the MIXTURE of its
+tokens' posteriors, ``p(z|m) ~ 1/K sum_i q(z|u_i)`` (Eq. 2), compared by cosine, Jensen-Shannon or L2
+(Sec. 3, App. A.5-A.6); the Normal VAE uses the closed-form L2 between Gaussian mixtures (Sec. 4.2).
+
+Similarities follow the ``Scorer`` convention: higher = more similar, so distances are negated.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import torch
+
+from embeddings.scoring.similarity import cosine_rows
+
+log = logging.getLogger(__name__)
+
+ACTIVE_UNIT_NATS = 0.01  # a unit whose average KL is below this carries no information (collapsed)
+LOG_FLOOR = -1000.0  # log-scale Gaussian-mixture L2: log(L2 + e^-1000), so identical mixtures stay finite
+F32_SAFE_LOG = 80.0  # |log L2| beyond this does not survive the float32 cast of ``Scorer.score_pairs``
+PAIR_BUDGET = 1 << 22  # float64 elements of one (rows, Ta, Tb, Dz) block of the mixture L2
+
+
+def _f32(x: torch.Tensor) -> torch.Tensor:
+    """At least float32: KL and entropies in bf16 (mixed precision training) lose most of their digits."""
+    return x.to(torch.promote_types(x.dtype, torch.float32))
+
+
+def gumbel_softmax(logits: torch.Tensor, tau: float, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Relaxed one-hot sample over the last dim (Eq. 4): ``softmax((log pi + g) / tau)``, g ~ Gumbel(0, 1).
+
+    ``logits`` may be unnormalised: ``log pi = logits - logsumexp(logits)`` differs by a constant that
+    the softmax cancels. ``g = -log(-log u)`` (footnote 1) with u clamped inside (0, 1) so neither log
+    sees 0; the argmax of a sample is an exact draw from ``softmax(logits)`` at any temperature.
+    """
+    work = _f32(logits)
+    device = logits.device if generator is None else generator.device
+    u = torch.rand(logits.shape, generator=generator, device=device, dtype=work.dtype).to(logits.device)
+    info = torch.finfo(work.dtype)
+    g = -torch.log(-torch.log(u.clamp(info.tiny, 1.0 - info.eps)))
+    return torch.softmax((work + g) / tau, dim=-1).to(logits.dtype)
+
+
+def categorical_kl_uniform(logits: torch.Tensor) -> torch.Tensor:
+    """``KL(softmax(logits) || Uniform(K))`` over the last dim -> ``(...)``; the KL term of Eq. 3 (App. A.4).
+
+    ``sum q log q + log K``, with ``log q`` from ``log_softmax`` so that a near one-hot q stays finite.
+    """
+    log_q = torch.log_softmax(_f32(logits), dim=-1)
+    return (log_q.exp() * log_q).sum(-1) + math.log(logits.shape[-1])
+
+
+def gaussian_kl_standard(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
+    """``KL(N(mu, exp(logvar)) || N(0, 1))`` per latent dimension: the Normal VAE's term of Eq. 3."""
+    mu, logvar = _f32(mu), _f32(logvar)
+    return 0.5 * (mu.pow(2) + logvar.exp() - 1.0 - logvar)
+
+
+def thresholded_kl(kl_per_unit: torch.Tensor, mask: torch.Tensor,
+                   threshold: float) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """KL thresholding / free bits (Kingma et al. 2016, App. A.4: epsilon = 0.3) against KL vanishing.
+
+    Each latent unit's KL is averaged over the real tokens of the batch; a unit pays
+    ``max(avg, threshold)``, so a unit already under the threshold gets no gradient pushing it further
+    to the prior (it is free to carry information). An all-padding batch averages over one token (0).
+
+    Args:
+        kl_per_unit: ``(B, T, U)`` KL per token and unit (U categorical variables or Gaussian dims).
+        mask: ``(B, T)`` True/1 for real tokens.
+        threshold: free nats per unit (0 gives the plain KL summed over units).
+
+    Returns:
+        The loss (scalar) and detached stats: ``kl_raw`` (unthresholded sum over units of the average
+        KL), ``active_units`` (units above ``ACTIVE_UNIT_NATS``; a collapsed unit has ~0) and
+        ``frac_below_threshold``.
+    """
+    real = mask.bool().unsqueeze(-1)
+    kl = kl_per_unit.masked_fill(~real, 0.0)  # not a product: padding garbage (inf, nan) must not leak
+    avg = kl.sum((0, 1)) / real.sum().clamp_min(1)
+    loss = avg.clamp_min(threshold).sum()
+    stats = {
+        "kl_raw": avg.sum().detach(),
+        "active_units": (avg > ACTIVE_UNIT_NATS).sum().detach(),
+        "frac_below_threshold": (avg < threshold).float().mean().detach(),
+    }
+    return loss, stats
+
+
+def _masked_weights(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``(B, T)`` token weights ``1/T_real`` (0 on padding); a sentence without real tokens is an error."""
+    m = mask.to(dtype)
+    lengths = m.sum(1, keepdim=True)
+    if bool((lengths == 0).any()):
+        raise ValueError("a sentence has no real tokens (empty mask row): its mixture is undefined")
+    return m / lengths
+
+
+def token_mixture(per_token: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``(B, T, ...)`` -> ``(B, ...)``: mean over real tokens, the sentence mixture of Eq. 2."""
+    w = _masked_weights(mask, per_token.dtype)
+    w = w.view(*w.shape, *([1] * (per_token.dim() - 2)))
+    return (per_token.masked_fill(w == 0, 0.0) * w).sum(1)  # masked_fill: padding may hold inf / nan
+
+
+def class_usage(probs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Perplexity of the batch-aggregated posterior per categorical variable, averaged over D.
+
+    A collapse / KL-vanishing diagnostic (Sec. 2.5): ~1 means every token lands in one class, ~K
+    means all classes are used evenly. ``probs`` ``(B, T, D, K)``, ``mask`` ``(B, T)``.
+    """
+    real = mask.bool()[..., None, None]
+    agg = _f32(probs).masked_fill(~real, 0.0).sum((0, 1)) / real.sum().clamp_min(1)  # (D, K)
+    entropy = -torch.special.xlogy(agg, agg).sum(-1)
+    return entropy.exp().mean()
+
+
+def mixture_cosine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Cosine of flattened ``(n, D, K)`` categorical mixtures (the paper's best metric, App. A.5)."""
+    return cosine_rows(a.flatten(1), b.flatten(1))
+
+
+def mixture_js(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Negative Jensen-Shannon divergence (nats) of ``(n, D, K)`` mixtures, summed over the D variables.
+
+    ``JS = H((P+Q)/2) - (H(P) + H(Q))/2`` per variable, in float64 with ``xlogy`` (0 log 0 = 0);
+    in [0, log 2] per variable, clamped at 0 against rounding.
+    """
+    p, q = a.double(), b.double()
+    m = 0.5 * (p + q)
+
+    def entropy(x: torch.Tensor) -> torch.Tensor:
+        return -torch.special.xlogy(x, x).sum(-1)
+
+    js = (entropy(m) - 0.5 * (entropy(p) + entropy(q))).clamp_min(0.0)
+    return -js.sum(-1).float()
+
+
+def mixture_l2(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Negative Euclidean distance of flattened ``(n, D, K)`` mixtures."""
+    return -(a.double() - b.double()).flatten(1).norm(dim=-1).float()
+
+
+def _log_cross(mu_a, var_a, mask_a, mu_b, var_b, mask_b) -> torch.Tensor:
+    """``log int p q`` per row for equal-weight diagonal Gaussian mixtures, chunked over rows.
+
+    ``int N(x; a, A) N(x; b, B) dx = N(a; b, A + B)``; the pair terms are combined by a masked
+    logsumexp, so nothing is exponentiated and no term can under- or overflow.
+    """
+    n, dz = mu_a.shape[0], mu_a.shape[-1]
+    wa = _masked_weights(mask_a, torch.float64).log()  # log(1/T) on real tokens, -inf on padding
+    wb = _masked_weights(mask_b, torch.float64).log()
+    rows = max(1, PAIR_BUDGET // (mask_a.shape[1] * mask_b.shape[1] * dz))
+    out = []
+    for s in range(0, n, rows):
+        sl = slice(s, s + rows)
+        ta = int(mask_a[sl].bool().any(0).nonzero().max()) + 1  # drop padding past the chunk's last token
+        tb = int(mask_b[sl].bool().any(0).nonzero().max()) + 1
+        ma, va = mu_a[sl, :ta].double(), var_a[sl, :ta].double()
+        mb, vb = mu_b[sl, :tb].double(), var_b[sl, :tb].double()
+        cov = (va[:, :, None] + vb[:, None]).clamp_min(1e-300)  # (c, Ta, Tb, Dz)
+        maha = ((ma[:, :, None] - mb[:, None]).pow(2) / cov).sum(-1)
+        log_n = -0.5 * (dz * math.log(2 * math.pi) + cov.log().sum(-1) + maha)
+        log_w = wa[sl, :ta, None] + wb[sl, None, :tb]
+        out.append(torch.logsumexp((log_n + log_w).flatten(1), dim=1))
+    return torch.cat(out)
+
+
+def gaussian_mixture_log_l2(mu_a: torch.Tensor, var_a: torch.Tensor, mask_a: torch.Tensor,
+                            mu_b: torch.Tensor, var_b: torch.Tensor, mask_b: torch.Tensor) -> torch.Tensor:
+    """``log ||p - q||_2`` (float64, ``-inf`` where p = q) of the sentences' Gaussian mixtures (Sec. 4.2).
+
+    ``L2^2 = int p^2 - 2 int p q + int q^2``; with ``M`` the largest of the three logs,
+    ``log L2^2 = M + log(e^{A-M} - 2 e^{B-M} + e^{C-M})``. Rows are sentences: ``mu``/``var``
+    ``(n, T, Dz)`` padded, ``mask`` ``(n, T)``, every token weighted 1/T_real. The difference of the
+    three terms cancels to relative ~1e-16, the float64 resolution of L2^2 near p = q.
+    """
+    aa = _log_cross(mu_a, var_a, mask_a, mu_a, var_a, mask_a)
+    ab = _log_cross(mu_a, var_a, mask_a, mu_b, var_b, mask_b)
+    bb = _log_cross(mu_b, var_b, mask_b, mu_b, var_b, mask_b)
+    top = torch.maximum(torch.maximum(aa, ab), bb)
+    rest = ((aa - top).exp() - 2 * (ab - top).exp() + (bb - top).exp()).clamp_min(0.0)
+    return 0.5 * (top + rest.log())
+
+
+def gaussian_mixture_log_cosine(mu_a: torch.Tensor, var_a: torch.Tensor, mask_a: torch.Tensor,
+                                mu_b: torch.Tensor, var_b: torch.Tensor, mask_b: torch.Tensor) -> torch.Tensor:
+    """``log`` of the cosine between two Gaussian-mixture densities, ``int pq / sqrt(int p^2 int q^2)``.
+
+    Not in the paper: the L2 between densities contains each mixture's self-term ``int p^2``, which in
+    ``Dz`` dimensions scales like ``sigma^-Dz`` and can swamp the cross term, so L2 ends up ranking sentences
+    by their posterior variances. Normalising by the self-terms (the density analogue of cosine) removes that.
+    Returned as a log (<= 0, 0 for identical mixtures): a monotone transform, so Spearman is unchanged and
+    nothing under- or overflows.
+    """
+    aa = _log_cross(mu_a, var_a, mask_a, mu_a, var_a, mask_a)
+    ab = _log_cross(mu_a, var_a, mask_a, mu_b, var_b, mask_b)
+    bb = _log_cross(mu_b, var_b, mask_b, mu_b, var_b, mask_b)
+    return (ab - 0.5 * (aa + bb)).clamp_max(0.0).float()
+
+
+def gaussian_mixture_l2(mu_a: torch.Tensor, var_a: torch.Tensor, mask_a: torch.Tensor,
+                        mu_b: torch.Tensor, var_b: torch.Tensor, mask_b: torch.Tensor,
+                        scale: str = "auto") -> torch.Tensor:
+    """Similarity of Gaussian mixtures from their closed-form L2 distance (Normal VAE, Sec. 4.2).
+
+    In high dimension L2 is routinely out of float range (``int p^2`` of a 768-d N(0, I) token is
+    e^-972; a sharp posterior's is e^+hundreds), and ``Scorer.score_pairs`` casts to float32.
+
+    Args:
+        scale: ``"linear"``: ``-L2``; ``"log"``: ``-log(L2 + e^LOG_FLOOR)``, a strictly monotone
+            transform (same Spearman ranking, finite for identical mixtures); ``"auto"``: linear if
+            every nonzero L2 of THIS call lies in ``e^[-80, 80]`` (safe in float32), else log for the
+            whole call (so one call's scores are always comparable) with a warning.
+    """
+    log_l2 = gaussian_mixture_log_l2(mu_a, var_a, mask_a, mu_b, var_b, mask_b)
+    if scale == "auto":
+        finite = log_l2[torch.isfinite(log_l2)]
+        fits = finite.numel() == 0 or bool(finite.abs().max() <= F32_SAFE_LOG)
+        if not fits:
+            log.warning("Gaussian-mixture L2 spans e^[%.0f, %.0f], outside float32: scoring -log(L2) "
+                        "(same ranking) for this call", float(finite.min()), float(finite.max()))
+        scale = "linear" if fits else "log"
+    if scale == "linear":
+        return -log_l2.exp().float()
+    if scale == "log":
+        return -torch.logaddexp(log_l2, torch.full_like(log_l2, LOG_FLOOR)).float()
+    raise ValueError(f"scale must be 'auto', 'linear' or 'log', got {scale!r}")
+
+
+__all__ = [
+    "categorical_kl_uniform", "class_usage", "cosine_rows", "gaussian_kl_standard", "gaussian_mixture_l2", "gaussian_mixture_log_cosine",
+    "gaussian_mixture_log_l2", "gumbel_softmax", "mixture_cosine", "mixture_js", "mixture_l2",
+    "thresholded_kl", "token_mixture",
+]

@@ -1,0 +1,115 @@
+"""The networks of the token VAEs (Latte-Mix and its baselines) and their export format.
+
+One encoder MLP (the *posterior*) and one decoder MLP serve all three latent types; only the encoder's
+output head and the sampling differ (Li et al., Latte-Mix, Sec. 2.3-2.4 and Appendix A.5):
+
+* ``categorical``: ``D`` categorical variables with ``K`` classes, logits ``(N, D, K)``; Gumbel-Softmax
+  samples, flattened to ``D * K``, feed the decoder.
+* ``normal``: a diagonal Gaussian, ``mu`` and ``logvar`` ``(N, D)``; reparameterised samples.
+* ``ae``: a deterministic code ``(N, D)``.
+
+The posterior's output dict is the interface ``embeddings.methods.latte_mix.scorer.LatteMixScorer`` reads, so a
+scorer can be rebuilt from an export without Lightning. The export is a directory with
+``token_vae_config.json`` (a REFERENCE to the frozen encoder and its layer, plus the VAE settings) and
+``token_vae.safetensors`` (posterior and decoder weights); the encoder is not copied, it never changed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from torch import Tensor, nn
+
+from embeddings.errors import ConfigError, unknown_choice
+from embeddings.io.atomic import atomic_directory, read_export_config
+
+LATENTS = ("categorical", "normal", "ae")
+FORMAT, FORMAT_VERSION = "sts-lightning/token-vae", 1
+CONFIG_FILE, WEIGHTS_FILE = "token_vae_config.json", "token_vae.safetensors"
+NET_KEYS = ("input_dim", "latent", "latent_dim", "num_classes", "hidden_dim", "encoder_layers", "decoder_layers")
+
+
+def mlp(inputs: int, hidden: int, outputs: int, layers: int) -> nn.Sequential:
+    """``layers`` linear maps with ReLU between them; 1 layer is a single linear map (the paper's 1-layer encoder)."""
+    if layers < 1:
+        raise ConfigError(f"an MLP needs at least 1 layer, got {layers}")
+    sizes = [inputs, *([hidden] * (layers - 1)), outputs]
+    parts: list[nn.Module] = []
+    for i in range(layers):
+        parts.append(nn.Linear(sizes[i], sizes[i + 1]))
+        if i < layers - 1:
+            parts.append(nn.ReLU())
+    return nn.Sequential(*parts)
+
+
+class TokenPosterior(nn.Module):
+    """q(z | u) per token: ``(N, input_dim)`` token states -> the latent's parameters (a dict, see module doc)."""
+
+    def __init__(self, input_dim: int, latent: str = "categorical", latent_dim: int = 64, num_classes: int = 100,
+                 hidden_dim: int = 512, layers: int = 1) -> None:
+        super().__init__()
+        if latent not in LATENTS:
+            raise unknown_choice("token VAE latent", latent, LATENTS)
+        if latent_dim < 1 or (latent == "categorical" and num_classes < 2):
+            raise ConfigError(f"latent_dim must be >= 1 and num_classes >= 2, got {latent_dim}, {num_classes}")
+        self.latent, self.latent_dim, self.num_classes = latent, int(latent_dim), int(num_classes)
+        width = {"categorical": latent_dim * num_classes, "normal": 2 * latent_dim, "ae": latent_dim}[latent]
+        self.net = mlp(int(input_dim), int(hidden_dim), width, int(layers))
+
+    def forward(self, features: Tensor) -> dict[str, Tensor]:
+        out = self.net(features)
+        if self.latent == "categorical":
+            return {"logits": out.view(*out.shape[:-1], self.latent_dim, self.num_classes)}
+        if self.latent == "normal":
+            mu, logvar = out.chunk(2, dim=-1)
+            return {"mu": mu, "logvar": logvar.clamp(-20.0, 10.0)}  # exp() stays finite in float32
+        return {"code": out}
+
+    @property
+    def decoder_input_dim(self) -> int:
+        return self.latent_dim * (self.num_classes if self.latent == "categorical" else 1)
+
+
+def build_nets(config: Mapping) -> tuple[TokenPosterior, nn.Sequential]:
+    """Posterior and decoder from the ``NET_KEYS`` of a config (hyper-parameters or an export's JSON)."""
+    posterior = TokenPosterior(int(config["input_dim"]), config["latent"], int(config["latent_dim"]),
+                               int(config["num_classes"]), int(config["hidden_dim"]), int(config["encoder_layers"]))
+    decoder = mlp(posterior.decoder_input_dim, int(config["hidden_dim"]), int(config["input_dim"]),
+                  int(config["decoder_layers"]))
+    return posterior, decoder
+
+
+def save_token_vae(path: str | os.PathLike, posterior: nn.Module, decoder: nn.Module, config: Mapping) -> Path:
+    """``token_vae_config.json`` + ``token_vae.safetensors`` written atomically (temp dir, then rename)."""
+    from safetensors.torch import save_file
+
+    missing = {"model_name_or_path", "layer", "max_length", *NET_KEYS} - set(config)
+    if missing:
+        raise ConfigError(f"token VAE export config lacks {sorted(missing)}")
+    target = Path(path)
+    state = {f"posterior.{k}": v for k, v in posterior.state_dict().items()}
+    state.update({f"decoder.{k}": v for k, v in decoder.state_dict().items()})
+    with atomic_directory(target) as tmp:
+        save_file({k: v.detach().cpu().contiguous() for k, v in state.items()}, str(tmp / WEIGHTS_FILE))
+        meta = {"format": FORMAT, "version": FORMAT_VERSION, **dict(config)}
+        (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2))
+    return target
+
+
+def load_token_vae(path: str | os.PathLike) -> tuple[TokenPosterior, nn.Sequential, dict]:
+    """Posterior, decoder (eval mode, CPU) and config of an export directory."""
+    from safetensors.torch import load_file
+
+    folder = Path(path)
+    config = read_export_config(folder, CONFIG_FILE, FORMAT, FORMAT_VERSION, "token-VAE")
+    posterior, decoder = build_nets(config)
+    state = load_file(str(folder / WEIGHTS_FILE))
+    posterior.load_state_dict({k[len("posterior."):]: v for k, v in state.items() if k.startswith("posterior.")})
+    decoder.load_state_dict({k[len("decoder."):]: v for k, v in state.items() if k.startswith("decoder.")})
+    return posterior.eval(), decoder.eval(), config
+
+
+__all__ = ["LATENTS", "NET_KEYS", "TokenPosterior", "build_nets", "load_token_vae", "mlp", "save_token_vae"]

@@ -1,0 +1,205 @@
+"""Latte-Mix scorer: frozen token states -> trained VAE posterior per token -> sentence mixture -> distance.
+
+Why a scorer of its own: the representation is a distribution (the average of the tokens' posteriors,
+Eq. 2), not a pooled vector, and the Normal VAE's mixture cannot even be summarised by one vector (its
+L2 needs every token's mean and variance). The posterior net is any ``nn.Module`` with the interface
+
+    ``posterior(features (N, H)) -> dict``: categorical ``{"logits": (N, D, K)}``,
+    normal ``{"mu": (N, Dz), "logvar": (N, Dz)}``, ae ``{"code": (N, Dz)}``,
+
+run on the real (non-padding) tokens of ``hidden_states[layer]`` only.
+
+Choices: at test time the categorical posterior is the deterministic tempered softmax
+``softmax(logits / tau)`` -- no Gumbel noise, so a sentence always gets the same representation; a
+small tau (0.3, "for training and test", App. A.5) sharpens each token's modes in the mixture. The
+Normal VAE's representation is padded to the longest sentence of the ``represent`` call.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+from collections.abc import Sequence
+
+import torch
+
+from embeddings.encoders.base import BaseEncoder, validate_sentences
+from embeddings.encoders.token_batch import TokenBatch
+from embeddings.errors import ConfigError, unknown_choice
+from embeddings.methods.latte_mix.maths import (
+    gaussian_mixture_l2,
+    gaussian_mixture_log_cosine,
+    mixture_cosine,
+    mixture_js,
+    mixture_l2,
+    token_mixture,
+)
+from embeddings.methods.latte_mix.nets import CONFIG_FILE, FORMAT, FORMAT_VERSION, load_token_vae
+from embeddings.scoring.scorer import Representation, Scorer
+from embeddings.scoring.similarity import cosine_rows
+
+# Valid distances per latent type; the first is the default.
+DISTANCES: dict[str, tuple[str, ...]] = {"categorical": ("cosine", "js", "l2"), "normal": ("l2", "cosine"), "ae": ("cosine",)}
+OUTPUTS = {"categorical": {"logits": 3}, "normal": {"mu": 2, "logvar": 2}, "ae": {"code": 2}}  # key -> ndim
+
+
+def valid_combinations() -> str:
+    return "; ".join(f"{latent}: {'/'.join(d)}" for latent, d in DISTANCES.items())
+
+
+def check_combination(latent: str, distance: str | None = None) -> str:
+    """The distance to use for ``latent`` (``None``: its default); a ConfigError for an invalid pair.
+
+    Separate from the scorer so a training config fails at start-up, not after an epoch of training.
+    """
+    if latent not in DISTANCES:
+        raise unknown_choice("latte-mix latent", latent, DISTANCES)
+    distance = DISTANCES[latent][0] if distance is None else distance
+    if distance not in DISTANCES[latent]:
+        raise ConfigError(f"latte-mix: latent {latent!r} has no distance {distance!r}; valid "
+                          f"combinations: {valid_combinations()}")
+    return distance
+
+
+class LatteMixScorer(Scorer):
+    """Sentence = mixture of its tokens' VAE posteriors, compared by the configured distance.
+
+    Args:
+        encoder: the frozen encoder the VAE was trained on.
+        posterior: the VAE's encoder net (interface in the module docstring).
+        layer: which ``hidden_states`` entry feeds the VAE (Hugging Face order: 0 embeddings, -1 last).
+        latent: ``"categorical"`` (Latte-Mix), ``"normal"`` (Normal VAE) or ``"ae"`` (autoencoder).
+        distance: ``"cosine"``, ``"js"`` or ``"l2"`` (``None``: cosine, or l2 for normal); see
+            ``DISTANCES`` for the valid combinations.
+        tau: test temperature of the categorical posterior.
+        batch_size: sentences per encoder forward pass (``None``: the encoder's).
+        pad_tokens: normal latent only: pad every representation to this many tokens instead of the
+            call's longest, so that shards encoded on different DDP ranks can be all-gathered.
+    """
+
+    def __init__(self, encoder: BaseEncoder, posterior: torch.nn.Module, layer: int = -1,
+                 latent: str = "categorical", distance: str | None = None, tau: float = 0.3,
+                 batch_size: int | None = None, pad_tokens: int | None = None) -> None:
+        distance = check_combination(latent, distance)
+        self.pad_tokens = pad_tokens
+        if isinstance(tau, bool) or not isinstance(tau, numbers.Real) or not float(tau) > 0:
+            raise ConfigError(f"latte-mix tau must be a number > 0, got {tau!r}")
+        n_layers = encoder.num_layers
+        if isinstance(layer, bool) or not isinstance(layer, numbers.Integral) or not -n_layers <= layer < n_layers:
+            raise ConfigError(f"latte-mix layer {layer!r}: encoder {encoder.name} has hidden states "
+                              f"0..{n_layers - 1} (or -{n_layers}..-1)")
+        self.encoder, self.posterior = encoder, posterior
+        self.layer, self.latent, self.distance = int(layer), latent, distance
+        self.tau, self.batch_size = float(tau), batch_size
+        self.name = f"latte-mix-{latent}-{distance}"
+
+    def _run_posterior(self, batch: TokenBatch) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """Posterior outputs on the real tokens ``(N, ...)`` and the ``(B, T)`` bool mask they came from."""
+        param = next(self.posterior.parameters(), None)
+        device = param.device if param is not None else batch.attention_mask.device
+        dtype = param.dtype if param is not None and param.dtype.is_floating_point else torch.float32
+        mask = batch.attention_mask.bool()
+        feats = batch.hidden_states[self.layer][mask].to(device=device, dtype=dtype)
+        with torch.autocast(device_type=device.type, enabled=False):
+            out = self.posterior(feats)
+        for key, ndim in OUTPUTS[self.latent].items():
+            value = out.get(key) if isinstance(out, dict) else None
+            if value is None or value.dim() != ndim or value.shape[0] != feats.shape[0]:
+                got = {k: tuple(v.shape) for k, v in out.items()} if isinstance(out, dict) else type(out).__name__
+                raise ValueError(f"{self.name}: the posterior must return {key!r} of {ndim} dims with one "
+                                 f"row per token ({feats.shape[0]}); got {got}")
+        return {k: v.float() for k, v in out.items()}, mask.to(device)
+
+    @staticmethod
+    def _scatter(values: torch.Tensor, mask: torch.Tensor, width: int, fill: float = 0.0) -> torch.Tensor:
+        """Packed ``(N, ...)`` token rows back to padded ``(B, width, ...)``."""
+        out = values.new_full((mask.shape[0], width, *values.shape[1:]), fill)
+        out[:, : mask.shape[1]][mask] = values
+        return out
+
+    def _pool(self, width: int):
+        def pool(batch: TokenBatch) -> dict[str, torch.Tensor]:
+            out, mask = self._run_posterior(batch)
+            if self.latent == "categorical":
+                probs = torch.softmax(out["logits"] / self.tau, dim=-1)
+                return {"mixture": token_mixture(self._scatter(probs, mask, mask.shape[1]), mask)}
+            if self.latent == "ae":
+                return {"embedding": token_mixture(self._scatter(out["code"], mask, mask.shape[1]), mask)}
+            padded = torch.zeros(mask.shape[0], width, dtype=torch.bool, device=mask.device)
+            padded[:, : mask.shape[1]] = mask
+            return {"mu": self._scatter(out["mu"], mask, width),
+                    "var": self._scatter(out["logvar"].exp(), mask, width, fill=1.0), "mask": padded}
+
+        return pool
+
+    def represent(self, sentences: Sequence[str]) -> Representation:
+        """categorical ``{"mixture": (n, D, K)}``; normal ``{"mu", "var": (n, T, Dz), "mask": (n, T)}``
+        (T = the call's longest tokenisation); ae ``{"embedding": (n, Dz)}``."""
+        sentences = list(sentences)
+        validate_sentences(sentences)
+        width = 0
+        if self.latent == "normal" and sentences:
+            width = max(len(ids) for ids in self.encoder.tokenize(list(dict.fromkeys(sentences))))
+            if self.pad_tokens is not None:
+                if width > self.pad_tokens:
+                    raise ValueError(f"{self.name}: a sentence has {width} tokens > pad_tokens={self.pad_tokens}")
+                width = int(self.pad_tokens)
+        was_training = self.posterior.training
+        self.posterior.eval()
+        try:
+            rep = self.encoder.encode(sentences, self._pool(width), batch_size=self.batch_size, desc=self.name)
+        finally:
+            self.posterior.train(was_training)
+        if "mask" in rep:
+            rep["mask"] = rep["mask"].bool()  # ``encode`` hands every output back as float32
+        return rep  # type: ignore[return-value]
+
+    def similarity(self, a: Representation, b: Representation) -> torch.Tensor:
+        """Row-wise similarity of aligned representations (negated distances: higher = more similar)."""
+        if self.latent == "normal":  # O(n T^2 Dz) in float64: run it where the posterior runs (a GPU)
+            param = next(self.posterior.parameters(), None)
+            device = param.device if param is not None else a["mu"].device
+            args = [rep[k].to(device) for rep in (a, b) for k in ("mu", "var", "mask")]
+            fn = gaussian_mixture_l2 if self.distance == "l2" else gaussian_mixture_log_cosine
+            return fn(*args).cpu()
+        if self.latent == "ae":
+            return cosine_rows(a["embedding"], b["embedding"])
+        fn = {"cosine": mixture_cosine, "js": mixture_js, "l2": mixture_l2}[self.distance]
+        return fn(a["mixture"], b["mixture"])
+
+
+def load_token_vae_scorer(path: str | os.PathLike, encoder: BaseEncoder | None = None, device: str = "cpu",
+                          batch_size: int | None = None, distance: str | None = None) -> LatteMixScorer:
+    """Rebuild the scorer of a ``TokenVAEModule.export`` directory.
+
+    Args:
+        path: the export directory (``token_vae_config.json`` + ``token_vae.safetensors``).
+        encoder: an already loaded encoder to reuse (must be the one the config names); ``None`` loads it.
+        device: where a newly loaded encoder and the posterior run.
+        batch_size: sentences per forward pass.
+        distance: override the exported distance (e.g. score a categorical VAE by ``js`` and ``cosine``).
+    """
+    from embeddings.encoders.load import load_encoder
+
+    if encoder is None:
+        from embeddings.io.atomic import read_export_config
+
+        config = read_export_config(path, CONFIG_FILE, FORMAT, FORMAT_VERSION, "token-VAE")
+        encoder = load_encoder(config["model_name_or_path"], max_length=config["max_length"],
+                               batch_size=batch_size or 64, device=device)
+    return LatteMixExportScorer(encoder, str(path), distance=distance, batch_size=batch_size)
+
+
+class LatteMixExportScorer(LatteMixScorer):
+    """Registry entry ``{name: latte_mix, path: <export dir>, distance: js}`` on the configured encoder.
+
+    Why an adapter: ``evaluate.py`` builds every scorer as ``cls(encoder, **options)``; the export's own
+    config says which layer, latent and temperature the VAE was trained with.
+    """
+
+    def __init__(self, encoder: BaseEncoder, path: str, distance: str | None = None,
+                 batch_size: int | None = None) -> None:
+        posterior, _, config = load_token_vae(path)
+        super().__init__(encoder, posterior.to(encoder.device), layer=int(config["layer"]), latent=config["latent"],
+                         distance=distance or config["distance"], tau=float(config["score_tau"]),
+                         batch_size=batch_size)

@@ -1,0 +1,213 @@
+"""Meta-embeddings as scorers and sources, and their export format.
+
+A fitted meta-embedding is a directory: ``meta_config.json`` (method, options, the SOURCE SPECS that
+``build_source`` rebuilds, their dimensions, the autoencoder's settings for ``ae``) and
+``meta.safetensors`` (the fitted tensors: SVD mean / components, GCCA means / thetas, or the autoencoder's
+state dict). The sources are referenced, not copied: they are frozen, and a 400 MB mpnet copy per fitted
+projection would buy nothing. ``evaluate.py`` scores one as ``{name: meta, path: <dir>}``; SED uses one as
+a teacher through ``build_source({model: <dir>})``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import torch
+
+from embeddings.errors import ConfigError
+from embeddings.io.atomic import atomic_directory, read_export_config
+from embeddings.io.fingerprint import model_fingerprint
+from embeddings.methods.meta.cross_view_ae_nets import CrossViewAutoencoder
+from embeddings.methods.meta.projections import MetaProjection, l2_normalize
+from embeddings.scoring.scorer import Representation, Scorer, VectorScorer
+from embeddings.scoring.similarity import cosine_rows
+from embeddings.sources.sentence_source import SentenceSource, build_source
+
+FORMAT, FORMAT_VERSION = "sts-lightning/meta-embedding", 1
+CONFIG_FILE, WEIGHTS_FILE = "meta_config.json", "meta.safetensors"
+
+
+def is_meta_export(path: str | os.PathLike) -> bool:
+    return (Path(str(path)).expanduser() / CONFIG_FILE).is_file()
+
+
+class MetaEmbeddingScorer(VectorScorer):
+    """Every source embeds the sentences; the projection combines them; cosine compares.
+
+    Args:
+        sources: the frozen sources, in the order the projection was fitted on.
+        projection: a ``MetaProjection`` (conc / avg / svd / gcca / ae).
+        cache_dir: keep each source's vectors of a sentence list in ``embeddings.sources.cache`` (``None``:
+            encode every time); distillation targets use it so a corpus is encoded once per source.
+    """
+
+    def __init__(self, sources: Sequence[SentenceSource], projection: MetaProjection,
+                 cache_dir: str | os.PathLike | None = None) -> None:
+        dims = [s.dim for s in sources]
+        if dims != projection.dims:
+            raise ConfigError(f"the sources give {dims}-d vectors, the meta-embedding was fitted on {projection.dims}")
+        self.sources, self.projection, self.cache_dir = list(sources), projection, cache_dir
+        self.name = f"meta-{projection.method}"
+
+    def views(self, sentences: Sequence[str]) -> list[torch.Tensor]:
+        if self.cache_dir is None:
+            return [s.embed(sentences) for s in self.sources]
+        from embeddings.sources.cache import cached_source_vectors
+
+        return [torch.from_numpy(cached_source_vectors(s, sentences, self.cache_dir)) for s in self.sources]
+
+    def represent(self, sentences: Sequence[str]) -> Representation:
+        return {"embedding": self.projection.apply(self.views(sentences))}
+
+
+def source_spec_mapping(spec: str | Mapping) -> dict:
+    """A source spec as the mapping the export stores: a plain name ``x`` becomes ``{model: x}``.
+
+    Why: configs give sources either way (``data.sources=[all-mpnet-base-v2, {model: ..., pooling: cls}]``);
+    ``dict("all-mpnet-base-v2")`` failed only at export, after the whole training.
+    """
+    mapping = {"model": spec} if isinstance(spec, str) else dict(spec) if isinstance(spec, Mapping) else {}
+    if "model" not in mapping:
+        raise ConfigError(f"source spec {spec!r} is neither a model name nor a mapping with a 'model' key")
+    return mapping
+
+
+def save_meta_embedding(path: str | os.PathLike, projection: MetaProjection, sources: Sequence[str | Mapping]) -> Path:
+    """Write the export directory atomically (see the module docstring), with its ``LOADING.md``."""
+    from safetensors.torch import save_file
+
+    from embeddings.io.export_note import EXPORT, evaluate_command, write_loading_note
+
+    if len(sources) != len(projection.dims):
+        raise ConfigError(f"{len(sources)} source specs for a meta-embedding of {len(projection.dims)} sources")
+    tensors = dict(projection.tensors)
+    if projection.method == "ae":
+        if projection.autoencoder is None:
+            raise ConfigError("meta-embedding 'ae' has no trained autoencoder to export")
+        tensors.update({f"ae.{k}": v for k, v in projection.autoencoder.state_dict().items()})
+    meta = {"format": FORMAT, "version": FORMAT_VERSION, "method": projection.method, "dims": projection.dims,
+            "options": projection.options, "sources": [source_spec_mapping(s) for s in sources],
+            "autoencoder": projection.autoencoder.config() if projection.autoencoder is not None else None}
+    target = Path(path)
+    with atomic_directory(target) as tmp:
+        save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, str(tmp / WEIGHTS_FILE))
+        (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2))
+    names = ", ".join(f"`{s['model']}`" for s in meta["sources"])
+    write_loading_note(target, f"Meta-embedding `{projection.method}` of {len(sources)} frozen sources ({names}; "
+                       "referenced, not copied), compared by cosine.",
+                       evaluate_command(["none"], f"{{name:meta,path:{EXPORT}}}"),
+                       "it combines the vectors of several separate encoders")
+    return target
+
+
+def load_meta_projection(path: str | os.PathLike) -> tuple[MetaProjection, list[dict]]:
+    """The projection of an export directory and its source specs."""
+    from safetensors.torch import load_file
+
+    folder = Path(path).expanduser()
+    config = read_export_config(folder, CONFIG_FILE, FORMAT, FORMAT_VERSION, "meta-embedding")
+    tensors = load_file(str(folder / WEIGHTS_FILE))
+    projection = MetaProjection(config["method"], [int(d) for d in config["dims"]], dict(config["options"]))
+    if config["method"] == "ae":
+        ae = CrossViewAutoencoder(**config["autoencoder"])
+        ae.load_state_dict({k.removeprefix("ae."): v for k, v in tensors.items() if k.startswith("ae.")})
+        projection.autoencoder = ae.eval()
+    projection.tensors = {k: v for k, v in tensors.items() if not k.startswith("ae.")}
+    return projection, list(config["sources"])
+
+
+def load_meta_scorer(path: str | os.PathLike, batch_size: int = 64, device: str = "cpu",
+                     cache_dir: str | os.PathLike | None = None) -> MetaEmbeddingScorer:
+    projection, specs = load_meta_projection(path)
+    return MetaEmbeddingScorer([build_source(s, batch_size=batch_size, device=device) for s in specs], projection,
+                               cache_dir=cache_dir)
+
+
+class MetaExportScorer(Scorer):
+    """Registry entry ``{name: meta, path: <export dir>}``; the configured encoder is not used."""
+
+    def __init__(self, encoder=None, path: str = "", batch_size: int = 64) -> None:
+        if not path:
+            raise ConfigError("scorer 'meta' needs path=<a meta-embedding export directory>")
+        self.inner = load_meta_scorer(path, batch_size=batch_size)
+        self.name = self.inner.name
+
+    def represent(self, sentences: Sequence[str]) -> Representation:
+        return self.inner.represent(sentences)
+
+    def similarity(self, a: Representation, b: Representation) -> torch.Tensor:
+        return self.inner.similarity(a, b)
+
+
+class MetaSource(SentenceSource):
+    """A meta-embedding export as a sentence source (e.g. the distillation target of a SED student).
+
+    Its sources' vectors are cached (``cache_dir``, default ``$STS_CACHE_DIR``): a corpus that fitted the
+    meta-embedding is then not encoded again to distil it.
+    """
+
+    def __init__(self, path: str | os.PathLike, batch_size: int = 64, device: str = "cpu",
+                 cache_dir: str | os.PathLike | None = None) -> None:
+        from datamodules.sentence_files import DEFAULT_CACHE
+
+        self.path = str(path)
+        self.scorer = load_meta_scorer(path, batch_size=batch_size, device=device,
+                                       cache_dir=Path(cache_dir or DEFAULT_CACHE).expanduser())
+        self.name = f"meta-{self.scorer.projection.method}:{Path(self.path).name}"
+        self._spec = {"model": self.path}
+
+    @property
+    def dim(self) -> int:
+        return self.scorer.projection.output_dim
+
+    def embed(self, sentences: Sequence[str]) -> torch.Tensor:
+        return self.scorer.represent(sentences)["embedding"]
+
+    def fingerprint(self) -> dict:
+        return {"kind": "meta", "export": model_fingerprint(self.path),
+                "sources": [s.fingerprint() for s in self.scorer.sources]}
+
+
+class StandardisedCosineEnsemble(Scorer):
+    """Score-level ensemble: the mean over sources of each source's cosine, standardised.
+
+    Why: sources' cosines live on different scales (E5's sit in 0.7-1.0); z-scoring each with the mean and
+    std of its cosines over random sentence pairs of the fitting corpus (``fit``) lets them be averaged.
+    The baseline every meta-embedding has to beat (models.md: mpnet + L3 + e5 give 89.5 STS-B dev).
+    """
+
+    def __init__(self, sources: Sequence[SentenceSource]) -> None:
+        self.sources = list(sources)
+        self.stats = torch.tensor([[0.0, 1.0]] * len(self.sources))
+        self.name = "avg-std-cosine"
+
+    def fit(self, views: Sequence[torch.Tensor], pairs: int = 20000, seed: int = 0) -> StandardisedCosineEnsemble:
+        g = torch.Generator().manual_seed(seed)
+        n = int(views[0].shape[0])
+        a, b = torch.randint(n, (pairs,), generator=g), torch.randint(n, (pairs,), generator=g)
+        cos = [cosine_rows(v[a].float(), v[b].float()) for v in views]
+        self.stats = torch.tensor([[float(c.mean()), float(c.std())] for c in cos])
+        return self
+
+    def represent(self, sentences: Sequence[str]) -> Representation:
+        return {f"v{j}": l2_normalize(s.embed(sentences).float()) for j, s in enumerate(self.sources)}
+
+    def similarity(self, a: Representation, b: Representation) -> torch.Tensor:
+        z = [((a[f"v{j}"] * b[f"v{j}"]).sum(-1) - m) / s for j, (m, s) in enumerate(self.stats.tolist())]
+        return torch.stack(z).mean(0)
+
+
+class MeanEnsembleScorer(VectorScorer):
+    """The full ensemble of same-size sources: the mean of their raw vectors (SED's target, Eq. 1), by cosine."""
+
+    def __init__(self, sources: Sequence[SentenceSource]) -> None:
+        dims = {s.dim for s in sources}
+        if len(dims) != 1:
+            raise ConfigError(f"a mean ensemble needs sources of one size, got {sorted(dims)}")
+        self.sources, self.name = list(sources), f"mean-ensemble-{len(sources)}"
+
+    def represent(self, sentences: Sequence[str]) -> Representation:
+        return {"embedding": torch.stack([s.embed(sentences).float() for s in self.sources]).mean(0)}

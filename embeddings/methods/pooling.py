@@ -1,0 +1,92 @@
+"""Pooling baselines: token states of a ``TokenBatch`` -> one vector per sentence.
+
+Conventions (and why):
+- ``mean``/``max`` pool the last layer over all real tokens, [CLS]/[SEP] included, exactly as
+  sentence-transformers' ``Pooling`` does, so our numbers are comparable to its evaluator.
+- ``first_last_avg`` averages the first *transformer* layer (``hidden_states[1]``) and the last,
+  the corrected SimCSE / BERT-flow convention (older code used the embedding output, index 0).
+- ``last2_avg`` averages the true last two layers (``hidden_states[-2]`` and ``[-1]``).
+With a single-layer encoder (static word vectors) every layer-based pooling reduces to ``mean``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+
+from embeddings.encoders.base import BaseEncoder
+from embeddings.encoders.token_batch import TokenBatch
+from embeddings.errors import UnsupportedError, unknown_choice
+from embeddings.scoring.scorer import Representation, VectorScorer
+
+
+def masked_mean(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean over tokens of ``(batch, tokens, hidden)`` where ``mask`` is 1."""
+    m = mask.unsqueeze(-1).to(states.dtype)
+    return (states * m).sum(1) / m.sum(1).clamp_min(1.0)
+
+
+def cls_pool(batch: TokenBatch) -> torch.Tensor:
+    return batch.hidden_states[-1][:, 0]
+
+
+def mean_pool(batch: TokenBatch) -> torch.Tensor:
+    return masked_mean(batch.hidden_states[-1], batch.attention_mask)
+
+
+def max_pool(batch: TokenBatch) -> torch.Tensor:
+    states = batch.hidden_states[-1]
+    neg = torch.finfo(states.dtype).min
+    return states.masked_fill(~batch.attention_mask.bool().unsqueeze(-1), neg).amax(1)
+
+
+def layers_mean_pool(layers: Sequence[int]) -> Callable[[TokenBatch], torch.Tensor]:
+    """Mean over tokens of the average of the given layers (indices into ``hidden_states``)."""
+
+    def pool(batch: TokenBatch) -> torch.Tensor:
+        if batch.num_layers == 1:
+            return mean_pool(batch)
+        avg = sum(batch.hidden_states[i] for i in layers) / len(layers)
+        return masked_mean(avg, batch.attention_mask)
+
+    return pool
+
+
+# Layer-averaging poolings by the ``hidden_states`` indices they average; the export reads the same
+# table to build a sentence-transformers pipeline that reproduces them (embeddings.io.st_export).
+LAYER_POOLINGS: dict[str, tuple[int, ...]] = {
+    "first_last_avg": (1, -1),
+    "last2_avg": (-2, -1),
+    "last3_avg": (-3, -2, -1),
+}
+
+POOLINGS: dict[str, Callable[[TokenBatch], torch.Tensor]] = {
+    "cls": cls_pool,
+    "mean": mean_pool,
+    "max": max_pool,
+    **{name: layers_mean_pool(list(layers)) for name, layers in LAYER_POOLINGS.items()},
+}
+
+
+def get_pooling(name: str) -> Callable[[TokenBatch], torch.Tensor]:
+    if name not in POOLINGS:
+        raise unknown_choice("pooling", name, POOLINGS)
+    return POOLINGS[name]
+
+
+class PoolingScorer(VectorScorer):
+    """A pooled vector compared by cosine: the baseline every method is measured against."""
+
+    def __init__(self, encoder: BaseEncoder, pooling: str = "mean", batch_size: int | None = None) -> None:
+        self.pool = get_pooling(pooling)
+        if pooling == "cls" and not getattr(encoder, "has_cls_token", True):
+            raise UnsupportedError(f"pooling 'cls' needs an encoder with a [CLS] token; {encoder.name} has none")
+        self.encoder = encoder
+        self.pooling = pooling
+        self.batch_size = batch_size
+        self.name = pooling
+
+    def represent(self, sentences: Sequence[str]) -> Representation:
+        emb = self.encoder.encode(sentences, self.pool, batch_size=self.batch_size, desc=f"{self.name} encode")
+        return {"embedding": emb}  # type: ignore[dict-item]

@@ -1,0 +1,221 @@
+"""Sen2Pro (Shen et al. 2023): a sentence as a distribution, estimated from a frozen encoder.
+
+Following the paper:
+- Model uncertainty (Sec. 3.1, Eq. 1): N forward passes with MC dropout (``encoder.stochastic()``).
+- Data uncertainty (Sec. 3.1, Eq. 2): N word-level augmented copies (drop / swap / replace / insert,
+  one op per copy, see ``embeddings.methods.sen2pro.augment``), encoded in eval mode.
+- Estimation (Sec. 3.2): mean (Eq. 3) and the banding estimator of the covariance (Eq. 4-5), i.e.
+  only its diagonal, with the population normaliser 1/|S|.
+- Pooling ``first_last_avg`` and N = 15 per source (Sec. 4.3); the appendix prefers 50 MC passes and
+  >= 30 augmentations for STS, at 3-7x the cost.
+- Distance (Eq. 7): ``(1 - alpha) * l1(mu_a - mu_b) + alpha * l1(var_a - var_b)``; similarity is its
+  negative so that higher means more similar, like every ``Scorer``.
+
+Our choices where the paper is silent or ambiguous:
+- Combining sources for STS: Sec. 4.1 states ``(mu_m + mu_d) / 2`` and ``(var_m + var_d) / 2`` only
+  for classification; we use the same (the "individual estimation" of Appendix D) for STS.
+- Augmentation vocabulary: the words of the sentences passed to ``represent`` (encoder-agnostic), or
+  the ``vocabulary`` argument. With the default, replace/insert draw from the words of that call, so
+  a sentence's representation depends on the word set of the call (``score_pairs`` passes a whole
+  dataset at once). MC-dropout masks likewise depend on how ``encode`` batches the call.
+- Alpha (Eq. 8, ``alpha = l1(dmu) / l1(dvar)``), three modes:
+
+  * ``"paper"``: Eq. 8 per pair, as printed. Algebra: then ``alpha * l1(dvar) == l1(dmu)`` and
+    ``d = (2 - alpha) * l1(dmu) = 2 l1(dmu) - l1(dmu)**2 / l1(dvar)``; once alpha > 1 (the mean gap
+    larger than the variance gap, the usual case) the mean term enters with a NEGATIVE weight.
+  * ``"dataset"``: Eq. 8 with both l1 norms averaged over all pairs of one ``similarity`` call, so
+    the two terms have equal average size (one balance factor per dataset). Same sign problem.
+  * ``"inverse"``: the inverse ratio over all pairs of the call, ``mean l1(dvar) / mean l1(dmu)``,
+    which lands in the paper's stated 0.01-0.05 range.
+  * a float in [0, 1]: fixed alpha. DEFAULT 0.05 (the paper's upper value): a pair's score then does
+    not depend on which other pairs are scored with it.
+
+  Measured (``benchmarks/sen2pro_ablation.py``, all-MiniLM-L6-v2, 300 STS-B dev pairs): Eq. 8 as
+  printed gives alpha ~ 20-80 and Spearman -66 to -92, i.e. the ranking is inverted. The INVERSE
+  ratio ``l1(dvar) / l1(dmu)`` is 0.013-0.044, the paper's "alpha is usually 0.01-0.05", so Eq. 8 is
+  most likely printed upside down. With alpha that small the variance term barely moves the ranking
+  (alpha = 0, 0.01 and 0.05 agree to 0.05 points), so the default is the fixed 0.05.
+- ``normalize`` (default False, the paper's setting): L2-normalise every sample vector before the
+  moments. Sentence-transformers models are trained for cosine; l1 of unnormalised means ranks
+  worse than cosine (see the README results), normalising puts the distance on the cosine scale.
+
+  A zero variance gap (a deterministic encoder has no model uncertainty) makes Eq. 8 undefined;
+  there alpha is 0, i.e. the plain l1 distance of the means.
+- An encoder without its own ``stochastic()`` (static vectors) would give N identical passes, so it
+  gets one pass and a zero model variance.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+
+import torch
+from tqdm.auto import tqdm
+
+from embeddings.encoders.base import PROGRESS_MIN_SENTENCES, BaseEncoder
+from embeddings.errors import ConfigError, UnsupportedError, unknown_choice
+from embeddings.methods.pooling import get_pooling
+from embeddings.methods.sen2pro.augment import OPS, augment, stable_seed, validate_ops
+from embeddings.scoring.scorer import Representation, Scorer
+
+SOURCES = ("model", "data")
+ALPHA_MODES = ("paper", "dataset", "inverse")
+
+
+def banded_moments(samples: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean (Eq. 3) and banded covariance diagonal (Eq. 4-5) of ``(N, n, d)`` samples -> two ``(n, d)``.
+
+    Population variance (divide by N, as Eq. 4); computed in float64 because the variances are
+    small differences of large pooled values.
+    """
+    x = samples.double()
+    mu = x.mean(0)
+    var = ((x - mu) ** 2).mean(0)
+    return mu.float(), var.float()
+
+
+def balance_alpha(dmu: torch.Tensor, dvar: torch.Tensor, alpha: str | float) -> torch.Tensor:
+    """Alpha per pair (broadcastable to ``dmu``) for the given mode; 0 where Eq. 8 divides by 0."""
+    if alpha == "paper":
+        return torch.where(dvar > 0, dmu / dvar.clamp_min(torch.finfo(dvar.dtype).tiny), torch.zeros_like(dmu))
+    if alpha == "dataset":
+        den = dvar.mean()
+        return dmu.mean() / den if den > 0 else torch.zeros((), dtype=dmu.dtype)
+    if alpha == "inverse":
+        den = dmu.mean()
+        return (dvar.mean() / den).clamp(max=1.0) if den > 0 else torch.zeros((), dtype=dmu.dtype)
+    return torch.tensor(float(alpha), dtype=dmu.dtype)
+
+
+def l1_gaps(a: Representation, b: Representation) -> tuple[torch.Tensor, torch.Tensor]:
+    """Row-wise ``l1(mu_a - mu_b)`` and ``l1(var_a - var_b)`` in float64."""
+    dmu = (a["mean"].double() - b["mean"].double()).abs().sum(-1)
+    dvar = (a["var"].double() - b["var"].double()).abs().sum(-1)
+    return dmu, dvar
+
+
+def sen2pro_distance(a: Representation, b: Representation, alpha: str | float = 0.05) -> torch.Tensor:
+    """Eq. 7 row-wise for aligned representations ``{"mean", "var"}`` (float32 out)."""
+    dmu, dvar = l1_gaps(a, b)
+    w = balance_alpha(dmu, dvar, alpha)
+    return ((1 - w) * dmu + w * dvar).float()
+
+
+def check_alpha(alpha: object) -> str | float:
+    """``"paper"``, ``"dataset"`` or a real number in [0, 1]; anything else is a ConfigError."""
+    if isinstance(alpha, str):
+        if alpha not in ALPHA_MODES:
+            raise ConfigError(f"sen2pro alpha {alpha!r}: use 'paper', 'dataset', 'inverse' or a number in [0, 1]")
+        return alpha
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0.0 <= float(alpha) <= 1.0:
+        raise ConfigError(f"sen2pro alpha {alpha!r}: use 'paper', 'dataset', 'inverse' or a number in [0, 1]")
+    return float(alpha)
+
+
+def check_uncertainty(uncertainty: str | Sequence[str]) -> tuple[str, ...]:
+    """Sources as a tuple; a string may join them with '+' (``"model+data"``) for command lines."""
+    items = uncertainty.split("+") if isinstance(uncertainty, str) else list(uncertainty)
+    sources = tuple(dict.fromkeys(str(s).strip() for s in items))
+    if not sources:
+        raise ConfigError("sen2pro uncertainty: name at least one of 'model', 'data'")
+    for s in sources:
+        if s not in SOURCES:
+            raise unknown_choice("sen2pro uncertainty source", s, SOURCES)
+    return sources
+
+
+class Sen2ProScorer(Scorer):
+    """Probabilistic sentence embedding: ``{"mean", "var"}`` per sentence, compared by Eq. 7.
+
+    Args:
+        encoder: any ``BaseEncoder``; MC dropout needs one with ``stochastic()`` (HF encoders).
+        pooling: pooling name for every sample (the paper: ``first_last_avg``).
+        n_samples: N, samples per uncertainty source (>= 2, a variance needs two).
+        uncertainty: sources, ``("model", "data")``, one of them, or ``"model+data"``.
+        alpha: ``"paper"`` (Eq. 8 per pair), ``"dataset"`` (Eq. 8 over all pairs) or a float.
+        seed: base of the MC-dropout seeds and of the augmentation RNGs.
+        batch_size: sentences per forward pass (default: the encoder's).
+        ops: augmentation operations (subset of drop, swap, replace, insert).
+        vocabulary: words for replace/insert; default: the words of the sentences represented.
+        normalize: L2-normalise each sample before estimating the moments.
+    """
+
+    name = "sen2pro"
+
+    def __init__(self, encoder: BaseEncoder, pooling: str = "first_last_avg", n_samples: int = 15,
+                 uncertainty: str | Sequence[str] = ("model", "data"), alpha: str | float = 0.05,
+                 seed: int = 0, batch_size: int | None = None, ops: Sequence[str] = OPS,
+                 vocabulary: Sequence[str] | None = None, normalize: bool = False) -> None:
+        if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral) or n_samples < 2:
+            raise ConfigError(f"sen2pro n_samples must be an integer >= 2 (a variance needs two samples), "
+                              f"got {n_samples!r}")
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+            raise ConfigError(f"sen2pro seed must be an integer, got {seed!r}")
+        self.pool_fn = get_pooling(pooling)  # not ``pool``: shared_pass would take this for a pooling scorer
+        if pooling == "cls" and not getattr(encoder, "has_cls_token", True):
+            raise UnsupportedError(f"pooling 'cls' needs an encoder with a [CLS] token; {encoder.name} has none")
+        self.encoder = encoder
+        self.pooling = pooling
+        self.n_samples = int(n_samples)
+        self.uncertainty = check_uncertainty(uncertainty)
+        self.alpha = check_alpha(alpha)
+        self.seed = int(seed)
+        self.batch_size = batch_size
+        self.ops = validate_ops(ops)
+        self.vocabulary = None if vocabulary is None else tuple(vocabulary)
+        self.normalize = bool(normalize)
+        self.last_alpha: torch.Tensor | None = None  # alpha(s) of the latest ``similarity`` call
+
+    @property
+    def _has_dropout(self) -> bool:
+        return type(self.encoder).stochastic is not BaseEncoder.stochastic
+
+    def _encode(self, sentences: Sequence[str]) -> torch.Tensor:
+        out = self.encoder.encode(sentences, self.pool_fn, batch_size=self.batch_size, show_progress=False)
+        return torch.nn.functional.normalize(out, dim=-1) if self.normalize else out  # type: ignore[arg-type]
+
+    def _model_samples(self, sentences: Sequence[str], bar: tqdm) -> torch.Tensor:
+        """(N, n, d) MC-dropout samples; seeded per pass, caller's RNG state untouched."""
+        if not self._has_dropout:
+            bar.update(self.n_samples)
+            return self._encode(sentences).unsqueeze(0)
+        device = self.encoder.device
+        cuda = [device.index or 0] if device.type == "cuda" else []
+        out = []
+        with torch.random.fork_rng(devices=cuda), self.encoder.stochastic():
+            for i in range(self.n_samples):
+                torch.manual_seed(stable_seed("mc-dropout", self.seed, i))
+                out.append(self._encode(sentences))
+                bar.update(1)
+        return torch.stack(out)
+
+    def _data_samples(self, sentences: Sequence[str], bar: tqdm) -> torch.Tensor:
+        """(N, n, d) samples of augmented copies, eval mode; pass k encodes copy k of every sentence."""
+        copies = augment(sentences, self.n_samples, self.seed, self.ops, self.vocabulary)
+        out = []
+        for k in range(self.n_samples):
+            out.append(self._encode([c[k] for c in copies]))
+            bar.update(1)
+        return torch.stack(out)
+
+    def represent(self, sentences: Sequence[str]) -> Representation:
+        """``{"mean": (n, d), "var": (n, d)}``, the average over the configured sources."""
+        sentences = list(sentences)
+        show = len(set(sentences)) >= PROGRESS_MIN_SENTENCES
+        moments = []
+        with tqdm(total=self.n_samples * len(self.uncertainty), desc=f"{self.name} passes", unit="pass",
+                  disable=not show) as bar:
+            for source in self.uncertainty:
+                sampler = self._model_samples if source == "model" else self._data_samples
+                moments.append(banded_moments(sampler(sentences, bar)))
+        mean = torch.stack([m for m, _ in moments]).mean(0)
+        var = torch.stack([v for _, v in moments]).mean(0)
+        return {"mean": mean, "var": var}
+
+    def similarity(self, a: Representation, b: Representation) -> torch.Tensor:
+        """Negative Eq. 7 distance of aligned rows (so higher = more similar)."""
+        dmu, dvar = l1_gaps(a, b)
+        w = balance_alpha(dmu, dvar, self.alpha)
+        self.last_alpha = w
+        return -((1 - w) * dmu + w * dvar).float()

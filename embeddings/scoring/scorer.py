@@ -1,0 +1,58 @@
+"""The scorer interface: sentences -> representation, two representations -> similarity.
+
+Every method, trained or training-free, ends in a ``Scorer``. The STS evaluator, ``evaluate.py``,
+the training callback and export speak only to this interface, so a new method adds a scorer and
+nothing else changes. A representation is a dict of tensors whose first dimension indexes
+sentences (``{"embedding": (n, d)}`` for pooled vectors, ``{"mean", "var"}`` for Sen2Pro, ...).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import torch
+
+from embeddings.encoders.base import validate_sentences
+from embeddings.scoring.similarity import cosine_rows
+
+Representation = dict[str, torch.Tensor]
+
+
+def take(rep: Representation, rows: torch.Tensor) -> Representation:
+    """Select sentences (rows) from every tensor of a representation."""
+    return {k: v[rows] for k, v in rep.items()}
+
+
+class Scorer(ABC):
+    """Turns sentences into representations and pairs of representations into similarities."""
+
+    name: str = "scorer"
+
+    @abstractmethod
+    def represent(self, sentences: Sequence[str]) -> Representation:
+        """One row per input sentence, in input order."""
+
+    @abstractmethod
+    def similarity(self, a: Representation, b: Representation) -> torch.Tensor:
+        """Row-wise similarity of aligned representations: higher means more similar."""
+
+    def score_pairs(self, sentences1: Sequence[str], sentences2: Sequence[str]) -> torch.Tensor:
+        """Similarity of each (sentences1[i], sentences2[i]); every distinct sentence is encoded once."""
+        if len(sentences1) != len(sentences2):
+            raise ValueError(f"pair lists differ in length: {len(sentences1)} vs {len(sentences2)}")
+        validate_sentences(sentences1, "sentences1")
+        validate_sentences(sentences2, "sentences2")
+        unique = list(dict.fromkeys([*sentences1, *sentences2]))
+        index = {s: i for i, s in enumerate(unique)}
+        rep = self.represent(unique)
+        rows1 = torch.tensor([index[s] for s in sentences1], dtype=torch.long)
+        rows2 = torch.tensor([index[s] for s in sentences2], dtype=torch.long)
+        return self.similarity(take(rep, rows1), take(rep, rows2)).float()
+
+
+class VectorScorer(Scorer):
+    """Scorers whose representation is one vector per sentence, compared by cosine."""
+
+    def similarity(self, a: Representation, b: Representation) -> torch.Tensor:
+        return cosine_rows(a["embedding"], b["embedding"])

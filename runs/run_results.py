@@ -1,0 +1,143 @@
+"""Read the STS results of a finished run directory, training or evaluation, into labelled rows.
+
+Why from files and not from W&B: the comparison must work for people without a W&B server, on run
+directories copied from a cluster. Each reader parses exactly what the code writes:
+
+- evaluate runs (``runs/evaluate_run.py``): ``results.json`` from ``sts.report.write_reports``, one row
+  per (encoder, scorer);
+- training runs (``runs/train_run.py``): the STS callback's ``val/<task>_spearman`` in
+  ``csv/metrics.csv`` (``logger=csv``), else its ``sts_before_after.md``, else the final table that
+  ``logger=wandb_offline`` leaves in ``wandb/*run-*/files/media/table/val/sts_final_*.table.json``.
+  The label comes from ``.hydra/config.yaml`` and ``.hydra/hydra.yaml`` (experiment / method / backbone
+  / seed, as the W&B group and tags name the run).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from embeddings.errors import DataError
+from runs.run_labels import backbone_names, method_name, short_name
+
+# sts.scoring.MAIN_AGGREGATE, not imported: sts.scoring pulls in torch, 4 s for a table tool.
+MAIN_AGGREGATE = "all"
+AVG_TASK = "sts_avg"  # val/sts_avg_spearman: the callback's own average, not a task
+SPEARMAN = re.compile(r"^val/(.+)_spearman$")
+
+
+@dataclass
+class RunRows:
+    """One run directory's rows: ``(stage, {task: Spearman x100})`` with stage before / after / an eval label."""
+
+    run_dir: Path
+    label: str
+    rows: list[tuple[str, dict[str, float]]] = field(default_factory=list)
+
+
+def _csv_rows(path: Path) -> list[dict[str, float]]:
+    """Every metrics.csv row that holds STS results, in order (the callback logs all tasks in one row)."""
+    with path.open(newline="") as f:
+        out = []
+        for row in csv.DictReader(f):
+            scores = {m.group(1): float(v) for k, v in row.items()
+                      if k and v not in (None, "") and (m := SPEARMAN.match(k)) and m.group(1) != AVG_TASK}
+            if scores:
+                out.append(scores)
+    return out
+
+
+def _before_after_md(path: Path) -> list[tuple[str, dict[str, float]]]:
+    """``| task | before | after | change |`` rows of the STS callback's ``sts_before_after.md``."""
+    before, after = {}, {}
+    for line in path.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or cells[0] in ("task", "average") or set(cells[0]) <= {"-"}:
+            continue
+        try:
+            before[cells[0]], after[cells[0]] = float(cells[1]), float(cells[2])
+        except ValueError as err:
+            raise DataError(f"{path}: cannot read the row {line.strip()!r} ({err})") from None
+    return [("before", before), ("after", after)] if after else []
+
+
+def _wandb_table(run_dir: Path) -> list[tuple[str, dict[str, float]]]:
+    """The last final-STS table a W&B run (offline or online) saved in the run directory."""
+    tables = sorted(run_dir.glob("wandb/*run-*/files/media/table/val/sts_final_*.table.json"),
+                    key=lambda p: p.stat().st_mtime)
+    if not tables:
+        return []
+    table = json.loads(tables[-1].read_text())
+    task, spearman = table["columns"].index("task"), table["columns"].index("spearman")
+    return [("after", {r[task]: math.nan if r[spearman] is None else float(r[spearman]) for r in table["data"]})]
+
+
+def _train_label(run_dir: Path) -> str:
+    """``experiment/method/backbone/seed<k>`` from the saved Hydra config; the directory's name without one."""
+    config, hydra = run_dir / ".hydra" / "config.yaml", run_dir / ".hydra" / "hydra.yaml"
+    if not config.is_file():
+        return f"{run_dir.parent.name}/{run_dir.name}" if run_dir.parent.name else run_dir.name
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.load(config)
+    experiment = OmegaConf.select(OmegaConf.load(hydra), "hydra.runtime.choices.experiment") \
+        if hydra.is_file() else None
+    model = cfg.get("model") or {}
+    try:
+        backbone = "+".join(backbone_names(model))
+    except Exception:  # noqa: BLE001  (an interpolation into Hydra's runtime cannot resolve offline)
+        backbone = ""
+    seed = OmegaConf.select(cfg, "seed", default=None, throw_on_resolution_failure=False)
+    parts = [experiment, method_name(model), backbone, None if seed is None else f"seed{seed}"]
+    return "/".join(str(p) for p in parts if p)
+
+
+def read_train_run(run_dir: Path) -> RunRows:
+    """Before (when the callback scored the start: ``eval_at_start``) and after rows of a training run."""
+    rows: list[tuple[str, dict[str, float]]] = []
+    metrics = run_dir / "csv" / "metrics.csv"
+    before_after = run_dir / "sts_before_after.md"
+    if metrics.is_file() and (scored := _csv_rows(metrics)):
+        # sts_before_after.md exists only when the first scoring was the "before" one.
+        rows = ([("before", scored[0])] if before_after.is_file() and len(scored) > 1 else []) + [("after", scored[-1])]
+    elif before_after.is_file():
+        rows = _before_after_md(before_after)
+    else:
+        rows = _wandb_table(run_dir)
+    if not rows:
+        raise DataError(f"{run_dir} has no STS results: no val/<task>_spearman in csv/metrics.csv, no "
+                        "sts_before_after.md, no W&B sts_final table (was callbacks.sts_evaluation switched off?)")
+    return RunRows(run_dir, _train_label(run_dir), rows)
+
+
+def read_evaluate_run(run_dir: Path) -> list[RunRows]:
+    """One entry per (encoder, scorer) of an evaluate run's ``results.json``; the main (``all``) Spearman."""
+    path = run_dir / "results.json"
+    try:
+        results = json.loads(path.read_text())["results"]
+        return [RunRows(run_dir, f"{short_name(r['encoder'])} / {r['scorer']}",
+                        [("eval", {t: float(v[MAIN_AGGREGATE]["spearman"]) for t, v in r["tasks"].items()})])
+                for r in results]
+    except (ValueError, KeyError, TypeError) as err:
+        raise DataError(f"{path} is not an evaluate results file ({type(err).__name__}: {err})") from None
+
+
+def read_run(path: str | Path) -> list[RunRows]:
+    """The rows of any run directory: ``results.json`` makes it an evaluate run, the training files a training run."""
+    run_dir = Path(path)
+    if not run_dir.is_dir():
+        raise DataError(f"{run_dir} is not a directory")
+    if (run_dir / "results.json").is_file():
+        runs = read_evaluate_run(run_dir)
+        if not runs:
+            raise DataError(f"{run_dir}/results.json has no results")
+        return runs
+    markers = (".hydra/config.yaml", "csv/metrics.csv", "sts_before_after.md")
+    if any((run_dir / m).is_file() for m in markers) or any(run_dir.glob("wandb/*run-*")):
+        return [read_train_run(run_dir)]
+    raise DataError(f"{run_dir} is not a run directory: no results.json (evaluate.py) and no "
+                    f"{', '.join(markers)} or wandb/ (train.py)")
