@@ -16,7 +16,7 @@ register_resolver()  # `--help` fills configs/hydra/help/evaluate.yaml from the 
 
 @hydra.main(version_base="1.3", config_path="configs", config_name="evaluate")
 def main(cfg: DictConfig) -> None:
-    from runs.evaluate_run import evaluate
+    from runs.evaluate_run import evaluate  # deferred: `--help` must not load torch (see tests/layering.py)
 
     run_or_exit(evaluate, cfg)
 

@@ -1,6 +1,6 @@
 """Train a method: ``python train.py model=sbert_nli data=nli trainer=gpu``.
 
-Thin Hydra wrapper around :func:`runs.train_run.train`; see ``configs/train.yaml``.
+Thin Hydra wrapper around :func:`runs.launch.launch` (one run, or a pipeline of runs); see ``configs/train.yaml``.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ register_resolver()  # `--help` fills configs/hydra/help/train.yaml from the cod
 
 @hydra.main(version_base="1.3", config_path="configs", config_name="train")
 def main(cfg: DictConfig) -> None:
-    from runs.train_run import train
+    from runs.launch import launch  # deferred: `--help` must not load torch (see tests/layering.py)
 
-    run_or_exit(train, cfg)
+    run_or_exit(launch, cfg)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import svds
 
 from datamodules.sentence_files import read_sentences
+from embeddings.encoders.packaged import resolve_model_path
 from sts.scoring import correlations
 from sts.tasks import load_task
 
@@ -105,7 +106,6 @@ def main() -> None:
     args = parser.parse_args()
     from transformers import AutoTokenizer
 
-    from embeddings.encoders.packaged import resolve_model_path
 
     tokenizer = AutoTokenizer.from_pretrained(str(resolve_model_path(args.tokenizer)))
     tokenize = lambda s: tokenizer(s, add_special_tokens=False)["input_ids"]  # noqa: E731

@@ -20,6 +20,9 @@ import numpy as np
 import torch
 
 from datamodules.sentence_files import read_sentences
+from embeddings.encoders.checkpoint import encoder_from_checkpoint
+from embeddings.encoders.hf import HFEncoder
+from embeddings.methods.pooling import PoolingScorer
 from embeddings.scoring.similarity import cosine_rows
 from sts.scoring import correlations
 from sts.tasks import load_task
@@ -76,8 +79,6 @@ def _vectors(scorer, sentences: Sequence[str]) -> np.ndarray:
 
 
 def _encoder(path: str, max_length: int):
-    from embeddings.encoders.checkpoint import encoder_from_checkpoint
-    from embeddings.encoders.hf import HFEncoder
 
     if path.endswith(".ckpt"):
         return encoder_from_checkpoint(path, max_length=max_length)
@@ -95,7 +96,6 @@ def main() -> None:
     missing = [m for m in args.models if not Path(m).exists()]
     if missing:
         parser.error(f"not found: {', '.join(missing)} (give model directories, exports or .ckpt files)")
-    from embeddings.methods.pooling import PoolingScorer
 
     pairs = next(iter(load_task("stsb-dev", args.data_dir).subsets.values()))
     corpus = list(read_sentences([args.corpus], args.data_dir))[-args.corpus_sentences:]

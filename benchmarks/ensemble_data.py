@@ -19,8 +19,9 @@ import numpy as np
 import torch
 
 from datamodules.sentence_files import DEFAULT_CACHE, read_sentences
+from embeddings.sources.build import build_source
 from embeddings.sources.cache import cached_source_vectors
-from embeddings.sources.sentence_source import SentenceSource, build_source
+from embeddings.sources.sentence_source import SentenceSource
 from sts.tasks import STSTask, load_task
 
 log = logging.getLogger(__name__)

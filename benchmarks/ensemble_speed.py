@@ -18,8 +18,8 @@ import torch
 
 from benchmarks.ensemble_data import sts_tasks, task_sentences
 from embeddings.encoders.load import load_encoder
-from embeddings.methods.meta.scorer import load_meta_scorer
 from embeddings.methods.pooling import PoolingScorer
+from embeddings.sources.build import load_meta_scorer
 
 
 def timed(scorer, sentences) -> float:

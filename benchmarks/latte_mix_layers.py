@@ -21,6 +21,7 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 import torch  # noqa: E402
 
 from benchmarks.latte_mix_sweep import score, train_one  # noqa: E402
+from datamodules.token_states import TokenStateDataModule
 from embeddings.encoders.layer_memo import LayerMemoEncoder  # noqa: E402
 from embeddings.encoders.load import load_encoder  # noqa: E402
 from embeddings.methods.latte_mix.scorer import LatteMixScorer  # noqa: E402
@@ -51,7 +52,6 @@ def main() -> None:
         return
     torch.set_num_threads(args.threads)
     args.max_length, args.batch_size, args.set = None, 16, {}
-    from datamodules.token_states import TokenStateDataModule
 
     tasks = [load_task(args.task, args.data_dir)]
     base = load_encoder(args.model)

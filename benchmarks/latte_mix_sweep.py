@@ -28,10 +28,12 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 
 import torch  # noqa: E402
 
+from datamodules.token_states import TokenStateDataModule
 from embeddings.encoders.layer_memo import LayerMemoEncoder  # noqa: E402
 from embeddings.encoders.load import load_encoder  # noqa: E402
 from embeddings.methods.latte_mix.scorer import LatteMixScorer  # noqa: E402
 from embeddings.methods.pooling import PoolingScorer  # noqa: E402
+from lightning_modules.latte_mix import TokenVAEModule
 from sts.scoring import main_score, score_tasks  # noqa: E402
 from sts.tasks import load_task  # noqa: E402
 
@@ -55,7 +57,6 @@ def train_one(config: dict, seed: int, datamodule, args, input_dim: int):
     """``args.epochs`` epochs of a token VAE on the cached features; returns the trained module (CPU, eval mode)."""
     import lightning as L
 
-    from lightning_modules.latte_mix import TokenVAEModule
 
     L.seed_everything(seed, workers=True)
     module = TokenVAEModule(model_name_or_path=args.model, layer=args.layer, max_length=args.max_length,
@@ -102,7 +103,6 @@ def main() -> None:
     args.set = {k: ast.literal_eval(v) for k, v in (item.split("=", 1) for item in args.set)}
     torch.set_num_threads(args.threads)
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
-    from datamodules.token_states import TokenStateDataModule
 
     datamodule = TokenStateDataModule(data_dir=args.data_dir, files=args.files.split(","),
                                         model_name_or_path=args.model, layer=args.layer, max_length=args.max_length,

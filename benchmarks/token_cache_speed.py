@@ -44,6 +44,7 @@ from torch.utils.data import DataLoader  # noqa: E402
 from datamodules.token_states import TokenStateDataModule  # noqa: E402
 from embeddings.encoders.hf import resolve_device  # noqa: E402
 from embeddings.encoders.load import load_encoder  # noqa: E402
+from lightning_modules.latte_mix import TokenVAEModule  # noqa: E402
 
 Step = Callable[[dict], float]
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -54,29 +55,22 @@ def make_step(kind: str, input_dim: int, args, device: torch.device) -> tuple[st
     """A fresh model + Adam and the per-batch training step; the same seed gives the same start each time."""
     torch.manual_seed(args.seed)
     if kind in ("auto", "token_vae"):
-        try:
-            from lightning_modules.latte_mix import TokenVAEModule
-        except ImportError as err:
-            if kind == "token_vae":
-                raise
-            print(f"TokenVAEModule not importable ({err!r}): falling back to the MLP autoencoder", file=sys.stderr)
-        else:
-            module = TokenVAEModule(model_name_or_path=args.model, layer=args.layer, max_length=args.max_length,
-                                    input_dim=input_dim).to(device).train()
-            module.log = lambda *a, **k: None  # no trainer attached: logging is a no-op
-            optimizer = torch.optim.Adam(module.parameters(), lr=module.hparams.lr)
-            counter = iter(range(sys.maxsize))
+        module = TokenVAEModule(model_name_or_path=args.model, layer=args.layer, max_length=args.max_length,
+                                input_dim=input_dim).to(device).train()
+        module.log = lambda *a, **k: None  # no trainer attached: logging is a no-op
+        optimizer = torch.optim.Adam(module.parameters(), lr=module.hparams.lr)
+        counter = iter(range(sys.maxsize))
 
-            def vae_step(batch: dict) -> float:
-                loss = module.training_step(batch, next(counter))
-                loss.backward()
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
-                return float(loss.detach())
+        def vae_step(batch: dict) -> float:
+            loss = module.training_step(batch, next(counter))
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            return float(loss.detach())
 
-            hp = module.hparams
-            return (f"TokenVAEModule ({hp.latent}, D={hp.latent_dim}, K={hp.num_classes}, hidden {hp.hidden_dim}, "
-                    f"{hp.encoder_layers}+{hp.decoder_layers} layers)"), vae_step
+        hp = module.hparams
+        return (f"TokenVAEModule ({hp.latent}, D={hp.latent_dim}, K={hp.num_classes}, hidden {hp.hidden_dim}, "
+                f"{hp.encoder_layers}+{hp.decoder_layers} layers)"), vae_step
     net = torch.nn.Sequential(torch.nn.Linear(input_dim, 256), torch.nn.GELU(), torch.nn.Linear(256, 64),
                               torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, input_dim)).to(device)
     optimizer = torch.optim.Adam(net.parameters(), lr=1e-3)

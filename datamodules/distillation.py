@@ -51,8 +51,8 @@ from datamodules.loader import (
 from datamodules.sentence_files import DEFAULT_CACHE, SentenceIndex, source_paths
 from embeddings.errors import ConfigError, DataError
 from embeddings.methods.meta.projections import orthogonal_procrustes
+from embeddings.sources.build import build_source
 from embeddings.sources.cache import cached_source_vectors, save_npy_atomic, sentences_digest
-from embeddings.sources.sentence_source import build_source
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 1

@@ -26,11 +26,11 @@ import numpy as np
 
 from embeddings.errors import ConfigError, DataError
 from embeddings.io.atomic import atomic_write
-from sts.tasks import resolve_data_dir
+from embeddings.io.cache_root import DEFAULT_CACHE
+from sts.tasks import load_task, resolve_data_dir
 
 log = logging.getLogger(__name__)
 SHOW_LINES = 5
-DEFAULT_CACHE = os.environ.get("STS_CACHE_DIR", "~/.cache/sts-lightning")
 
 
 def scan_file(path: Path, min_words: int = 1, max_words: int | None = None) -> tuple[np.ndarray, dict]:
@@ -169,7 +169,6 @@ def materialize_sts(spec: str, data_dir: str | None, cache_dir: Path) -> Path:
     (Li et al. 2020, "target" rows); this makes those sentences a training source like any file. The file
     is named by a hash of the sentences, so a changed data directory gives a new file.
     """
-    from sts.tasks import load_task
 
     name = spec.split(":", 1)[1]
     if not name:

@@ -20,8 +20,8 @@ from torch.utils.data import DataLoader, TensorDataset
 from datamodules.loader import per_device_batch_size
 from datamodules.sentence_files import DEFAULT_CACHE, SentenceIndex, source_paths
 from embeddings.errors import ConfigError
+from embeddings.sources.build import build_source
 from embeddings.sources.cache import cached_source_vectors
-from embeddings.sources.sentence_source import build_source
 
 log = logging.getLogger(__name__)
 

@@ -19,6 +19,7 @@ from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader, Dataset
 
 from datamodules.loader import per_device_batch_size
+from datamodules.nli_readers import load_source
 from datamodules.sentence_files import DEFAULT_CACHE, SentenceIndex, source_paths
 from datamodules.token_state_cache import (
     DTYPES,
@@ -29,6 +30,7 @@ from datamodules.token_state_cache import (
     check_cache,
     open_cache,
 )
+from embeddings.encoders.load import load_encoder
 from embeddings.errors import ConfigError, DataError, unknown_choice
 
 log = logging.getLogger(__name__)
@@ -98,7 +100,6 @@ class TokenStateDataModule(LightningDataModule):
     def sentences(self) -> list[str]:
         """The training sentences, de-duplicated in source order (read once per process)."""
         if self._sentences is None:
-            from datamodules.nli_readers import load_source
 
             found: list[str] = []
             plain = [f for f in self.files if not f.startswith("nli:")]
@@ -129,7 +130,6 @@ class TokenStateDataModule(LightningDataModule):
             return
         if problem != "missing":
             log.warning("token-state cache %s is not usable (%s): rebuilding it", stem, problem)
-        from embeddings.encoders.load import load_encoder
 
         encoder = load_encoder(self.model_name_or_path, max_length=self.max_length,
                                batch_size=self.encode_batch_size, device=self.encode_device)

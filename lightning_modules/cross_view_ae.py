@@ -25,6 +25,8 @@ from torch.utils.data import DataLoader, TensorDataset
 from embeddings.errors import ConfigError, unknown_choice
 from embeddings.methods.meta.cross_view_ae_nets import AE_LOSSES, CrossViewAutoencoder
 from embeddings.methods.meta.projections import MetaProjection
+from embeddings.methods.meta.scorer import MetaEmbeddingScorer, save_meta_embedding
+from embeddings.sources.build import build_source
 from lightning_modules.base import check_finite
 
 log = logging.getLogger(__name__)
@@ -34,7 +36,7 @@ class CrossViewAEModule(LightningModule):
     """J encoders + J decoders trained on all J^2 reconstructions; the meta-embedding is ``sum_j E_j(x_j)``.
 
     Args:
-        sources: source specs (``embeddings.sources.sentence_source.build_source``), in the data's order; needed
+        sources: source specs (``embeddings.sources.build.build_source``), in the data's order; needed
             only for STS evaluation and export (``None``: train only, e.g. from in-memory views).
         dims: source dimensions; ``None`` takes them from the datamodule (``dims``) at setup.
         d: meta-embedding size; ``None``: the largest source dimension (the paper's choice).
@@ -105,15 +107,12 @@ class CrossViewAEModule(LightningModule):
         return [OmegaConf.to_container(s) if not isinstance(s, str | dict) else s for s in self.hparams.sources]
 
     def scorer(self):
-        from embeddings.methods.meta.scorer import MetaEmbeddingScorer
-        from embeddings.sources.sentence_source import build_source
 
         if self._sources is None:
             self._sources = [build_source(s, batch_size=self.hparams.eval_batch_size) for s in self._source_specs()]
         return MetaEmbeddingScorer(self._sources, self.projection())
 
     def export(self, path: str | os.PathLike) -> Path:
-        from embeddings.methods.meta.scorer import save_meta_embedding
 
         return save_meta_embedding(path, self.projection(), self._source_specs())
 

@@ -24,6 +24,8 @@ from lightning.pytorch import LightningModule
 from torch import Tensor
 
 from embeddings.encoders.base import BaseEncoder
+from embeddings.encoders.load import load_encoder
+from embeddings.encoders.packaged import resolve_model_path
 from embeddings.errors import ConfigError
 from embeddings.io.export_note import EXPORT, evaluate_command, write_loading_note
 from embeddings.methods.flow.glow import Glow
@@ -42,14 +44,12 @@ def encoder_hidden_size(model_name_or_path: str) -> int:
     Why: the Glow must exist at construction (optimizer, checkpoint loading), but loading the weights
     just to read one number would be wasteful.
     """
-    from embeddings.encoders.packaged import resolve_model_path
 
     try:
         from transformers import AutoConfig
 
         return int(AutoConfig.from_pretrained(resolve_model_path(model_name_or_path)).hidden_size)
     except (ConfigError, OSError, ValueError, AttributeError):  # static word vectors, or no config
-        from embeddings.encoders.load import load_encoder
 
         return int(load_encoder(model_name_or_path).hidden_size)
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import torch
 
 from embeddings.encoders.base import BaseEncoder
+from embeddings.encoders.load import load_encoder
+from embeddings.errors import ConfigError
 
 
 class FrozenEncoderMixin:
@@ -32,14 +34,12 @@ class FrozenEncoderMixin:
         wrong = [f"{k}: model {self.hparams[k]!r} vs data {getattr(datamodule, k)!r}" for k in self.feature_keys
                  if hasattr(datamodule, k) and str(getattr(datamodule, k)) != str(self.hparams[k])]
         if wrong:
-            from embeddings.errors import ConfigError
 
             raise ConfigError("the cached features come from another encoder setting: " + "; ".join(wrong))
 
     def frozen_encoder(self) -> BaseEncoder:
         """The encoder, loaded once (eval mode, no gradients) and kept on this module's device."""
         if self._encoder is None:
-            from embeddings.encoders.load import load_encoder
 
             name, max_length, batch_size = self._frozen_encoder_spec()
             self._encoder = load_encoder(name, max_length=max_length, batch_size=batch_size, device=str(self.device))

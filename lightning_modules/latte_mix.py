@@ -36,7 +36,9 @@ from embeddings.methods.latte_mix.maths import (
     thresholded_kl,
 )
 from embeddings.methods.latte_mix.nets import NET_KEYS, build_nets, save_token_vae
+from embeddings.methods.latte_mix.scorer import LatteMixScorer, check_combination
 from lightning_modules.base import check_finite
+from lightning_modules.flow import encoder_hidden_size  # every layer has the same width
 from lightning_modules.frozen_encoder import FrozenEncoderMixin
 
 log = logging.getLogger(__name__)
@@ -88,7 +90,6 @@ class TokenVAEModule(FrozenEncoderMixin, LightningModule):
         super().__init__()
         self.save_hyperparameters()
         if input_dim is None:
-            from lightning_modules.flow import encoder_hidden_size  # every layer has the same width
 
             self.hparams.input_dim = encoder_hidden_size(str(model_name_or_path))
         if tau <= 0 or (score_tau is not None and score_tau <= 0):
@@ -96,7 +97,6 @@ class TokenVAEModule(FrozenEncoderMixin, LightningModule):
         if not 0 < beta_warmup_ratio <= 1 or not 0 <= warmup_ratio < 1 or not 0 < min_lr <= lr:
             raise ConfigError("need 0 < beta_warmup_ratio <= 1, 0 <= warmup_ratio < 1 and 0 < min_lr <= lr")
         self.posterior, self.decoder = build_nets(self.hparams)
-        from embeddings.methods.latte_mix.scorer import check_combination
 
         self.hparams.distance = check_combination(latent, distance)  # fail now, not after an epoch
         self._encoder = None
@@ -163,7 +163,6 @@ class TokenVAEModule(FrozenEncoderMixin, LightningModule):
     # ------------------------------------------------------------------------------- scoring
     def scorer(self):
         """The mixture scorer on the live posterior (the STS callback switches eval mode)."""
-        from embeddings.methods.latte_mix.scorer import LatteMixScorer
 
         hp = self.hparams
         encoder = self.frozen_encoder()

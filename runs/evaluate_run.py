@@ -18,6 +18,7 @@ from embeddings.encoders.load import load_encoder
 from embeddings.errors import UnsupportedError
 from embeddings.scoring.registry import build_scorer
 from embeddings.scoring.shared_pass import share_forward_pass
+from runs.wandb_report import log_results
 from sts.report import markdown_table, write_reports
 from sts.scoring import score_tasks
 from sts.tasks import load_task
@@ -59,7 +60,6 @@ def evaluate(cfg: DictConfig) -> list[dict]:
     print(markdown_table(results))
     print(f"wrote {', '.join(str(p) for p in paths.values())}")
     if cfg.wandb.enabled:
-        from runs.wandb_report import log_results
 
         log_results(cfg, results, paths)
     return results

@@ -21,8 +21,9 @@ from datamodules.sentence_files import DEFAULT_CACHE, read_sentences
 from embeddings.errors import ConfigError, run_or_exit
 from embeddings.methods.meta.projections import METHODS, MetaProjection, fit_meta
 from embeddings.methods.meta.scorer import save_meta_embedding
+from embeddings.sources.build import build_source
 from embeddings.sources.cache import cached_source_vectors
-from embeddings.sources.sentence_source import build_source
+from lightning_modules.cross_view_ae import fit_cross_view_ae
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,6 @@ def fit_and_export(args: argparse.Namespace) -> MetaProjection:
              for s in specs]
     log.info("fitting %s on %d sentences, sources %s", args.method, len(sentences), specs)
     if args.method == "ae":
-        from lightning_modules.cross_view_ae import fit_cross_view_ae
 
         projection = fit_cross_view_ae(views, d=args.d, hidden_layers=args.hidden_layers, loss=args.loss,
                                        epochs=args.epochs, batch_size=args.batch_size, seed=args.seed)

@@ -23,8 +23,15 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from embeddings.encoders.load import load_encoder
 from embeddings.errors import ConfigError
 from embeddings.io.atomic import atomic_write
+from embeddings.methods.meta.scorer import MeanEnsembleScorer
+from embeddings.methods.pooling import PoolingScorer
+from embeddings.sources.build import build_source
+from runs import train_run
+from sts.scoring import main_score, score_tasks
+from sts.tasks import load_task
 
 log = logging.getLogger(__name__)
 PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_]+)(:each)?\}")
@@ -62,8 +69,6 @@ def _compose(overrides: list[str]) -> DictConfig:
 
 def _run_stage_seed(stage: DictConfig, seed: int, index: int, common: list[str], tasks: list[str],
                     exports: dict[str, list[str]], out: Path) -> dict[str, float]:
-    from runs.train_run import train
-
     metrics_file = out / "metrics.json"
     if metrics_file.is_file() and (out / "export").is_dir():
         log.info("pipeline: %s seed %d already done (%s)", stage.name, seed, out)
@@ -74,7 +79,7 @@ def _run_stage_seed(stage: DictConfig, seed: int, index: int, common: list[str],
     cfg = _compose(overrides)
     with open_dict(cfg):
         cfg.output_dir = str(out)
-    metrics = train(cfg)
+    metrics = train_run.train(cfg)
     atomic_write(metrics_file, json.dumps(metrics, indent=1).encode())
     return metrics
 
@@ -91,8 +96,6 @@ def _summary(label: str, runs: list[dict[str, float]], tasks: list[str]) -> dict
 
 
 def _score_row(label: str, scorer, tasks: list[str], data_dir) -> dict:
-    from sts.scoring import main_score, score_tasks
-    from sts.tasks import load_task
 
     scores = score_tasks(scorer, [load_task(t, data_dir) for t in tasks])
     return {"stage": label, "runs": 1, "tasks": {t: {"mean": main_score(v), "max": main_score(v), "std": 0.0}
@@ -117,10 +120,6 @@ def pipeline_table(rows: list[dict], tasks: list[str]) -> str:
 
 def run_pipeline(cfg: DictConfig) -> dict[str, float]:
     """Run every stage x seed in order; returns the last stage's mean metrics."""
-    from embeddings.encoders.load import load_encoder
-    from embeddings.methods.meta.scorer import MeanEnsembleScorer
-    from embeddings.methods.pooling import PoolingScorer
-    from embeddings.sources.sentence_source import build_source
 
     spec = cfg.pipeline
     if not spec.get("stages"):

@@ -93,12 +93,11 @@ def train(cfg: DictConfig) -> dict[str, float]:
 
     Side effects under ``cfg.output_dir``: ``checkpoints/`` (ModelCheckpoint), logger files, and
     ``export/`` (Hugging Face + sentence-transformers directory) when ``cfg.export``. A config with a
-    ``pipeline`` block runs its stages instead (``runs.pipeline_run``).
+    ``pipeline`` block is run by ``runs.launch.launch`` instead.
     """
-    if cfg.get("pipeline"):  # a chain of stages, each an ordinary train config (see pipeline_run)
-        from runs.pipeline_run import run_pipeline
-
-        return run_pipeline(cfg)
+    if cfg.get("pipeline"):
+        raise ConfigError("a config with a `pipeline` block runs its stages through runs.launch.launch "
+                          "(python train.py experiment=<pipeline>), not train()")
     started = time.monotonic()
     configure_console()
     resolve_trainer(cfg.trainer)  # devices / precision checked before anything heavy loads

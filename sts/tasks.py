@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from embeddings.errors import DataError, unknown_choice
+from sts.hub import load_hub_task
 from sts.readers import STSPairs, read_semeval_dir, read_sick, read_stsb
 
 DATA_DIR_ENV = "STS_DATA_DIR"
@@ -96,7 +97,6 @@ def load_task(name: str, data_dir: str | os.PathLike | None = None, source: str 
     subsets: dict[str, STSPairs] = {}
     for part in parts:
         if source == "hub":
-            from sts.hub import load_hub_task
 
             loaded = load_hub_task(part)
         elif source == "local":

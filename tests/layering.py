@@ -9,7 +9,10 @@ import statement, module level or inside a function, and reports the ones that b
 - "sideways": a package imports another package of its own layer (e.g. `lightning_modules` -> `callbacks`).
 - "lightning": `embeddings/` or `sts/` imports `lightning` / `pytorch_lightning`.
 - "in-function": a first-party import inside a function (the usual way to dodge a cycle); imports of optional
-  heavy third-party dependencies inside functions are fine.
+  heavy third-party dependencies inside functions are fine, and so is the one deferred import of an entry
+  point (`train.py`, `evaluate.py` import their `runs.*` module inside `main`, so `--help` answers without
+  loading torch).
+- "cycle": modules that import each other at module level (reported once per cycle, on its first file).
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ LAYERS: dict[str, int] = {
     "benchmarks": 3, "train": 3, "evaluate": 3, "runs": 3,
 }
 TOP_LEVEL = {"benchmarks", "train", "evaluate", "runs"}
+ENTRY_POINTS = {"train.py", "evaluate.py"}  # may defer their runs.* import (fast --help)
 LIGHTNING_FREE = {"embeddings", "sts"}
 LIGHTNING = {"lightning", "pytorch_lightning"}
 
@@ -33,7 +37,7 @@ LIGHTNING = {"lightning", "pytorch_lightning"}
 class Violation(NamedTuple):
     file: str      # path relative to the repository root, with "/" separators
     module: str    # the imported module as written (relative imports resolved)
-    kind: str      # "upward" | "sideways" | "lightning" | "in-function"
+    kind: str      # "upward" | "sideways" | "lightning" | "in-function" | "cycle"
 
 
 def _package_of(rel_path: str) -> str:
@@ -81,7 +85,7 @@ def check_source(source: str, rel_path: str) -> set[Violation]:
             found.add(Violation(rel_path, module, "lightning"))
         if top not in LAYERS:
             continue
-        if in_function:
+        if in_function and not (rel_path in ENTRY_POINTS and top == "runs"):
             found.add(Violation(rel_path, module, "in-function"))
         if top == package or package in TOP_LEVEL:
             continue
@@ -92,12 +96,59 @@ def check_source(source: str, rel_path: str) -> set[Violation]:
     return found
 
 
+def _module_name(rel_path: str) -> str:
+    parts = rel_path[:-3].split("/")
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_cycles(files: Mapping[str, str]) -> set[Violation]:
+    """One violation per import cycle among first-party modules (module-level imports only).
+
+    ``from pkg import name`` counts as an import of ``pkg.name`` when that is a module of the tree, else of ``pkg``.
+    """
+    modules = {_module_name(p): p for p in files}
+    graph: dict[str, set[str]] = {}
+    for module, rel_path in modules.items():
+        edges: set[str] = set()
+        for node in ast.parse(files[rel_path], filename=rel_path).body:
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = next(iter(_imports(ast.Module(body=[node], type_ignores=[]), rel_path)))[0]
+                names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            edges |= {n for n in names if n in modules and n != module}
+        graph[module] = edges
+    found: set[Violation] = set()
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    stack: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        stack.append(module)
+        for nxt in sorted(graph[module]):
+            if state.get(nxt) == 1:
+                cycle = stack[stack.index(nxt):]
+                first = min(cycle)
+                found.add(Violation(modules[first], " -> ".join(cycle[cycle.index(first):] + cycle[:cycle.index(first)]
+                                                                + [first]), "cycle"))
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+    return found
+
+
 def check_tree(files: Mapping[str, str]) -> set[Violation]:
     """Violations in an in-memory tree {relative path: source}."""
     found: set[Violation] = set()
     for rel_path, source in files.items():
         found |= check_source(source, rel_path)
-    return found
+    return found | module_cycles(files)
 
 
 def repo_files(root: Path) -> dict[str, str]:

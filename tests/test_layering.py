@@ -1,8 +1,7 @@
-"""Layering check (issue 17, step 1): packages import only their own package or lower layers.
+"""Layering check (issue 17): packages import only their own package or lower layers, with no cycles.
 
-Rules and kinds are in `tests/layering.py`. Today's tree breaks some of them; every such import is listed in
-KNOWN_VIOLATIONS. The test fails on a violation not listed AND on a listed one that no longer occurs, so the
-list can only shrink: remove an entry in the commit that removes its import.
+Rules and kinds are in `tests/layering.py`; the real tree must have no violation at all (no allowlist), and the
+planted trees below show that each rule fires.
 """
 from __future__ import annotations
 
@@ -12,71 +11,13 @@ from tests.layering import Violation, check_source, check_tree, repo_files
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# (file, imported module, kind): one line each, why it is there today.
-KNOWN_VIOLATIONS: set[tuple[str, str, str]] = {
-    ("benchmarks/cooccurrence_ceiling.py", "embeddings.encoders.packaged", "in-function"),  # lazy first-party import
-    ("benchmarks/embedding_geometry.py", "embeddings.encoders.checkpoint", "in-function"),  # lazy first-party import
-    ("benchmarks/embedding_geometry.py", "embeddings.encoders.hf", "in-function"),  # lazy first-party import
-    ("benchmarks/embedding_geometry.py", "embeddings.methods.pooling", "in-function"),  # lazy first-party import
-    ("benchmarks/latte_mix_layers.py", "datamodules.token_states", "in-function"),  # lazy first-party import
-    ("benchmarks/latte_mix_sweep.py", "datamodules.token_states", "in-function"),  # lazy first-party import
-    ("benchmarks/latte_mix_sweep.py", "lightning_modules.latte_mix", "in-function"),  # lazy first-party import
-    ("benchmarks/token_cache_speed.py", "lightning_modules.latte_mix", "in-function"),  # lazy first-party import
-    ("datamodules/sentence_files.py", "sts.tasks", "in-function"),  # lazy first-party import
-    ("datamodules/token_states.py", "datamodules.nli_readers", "in-function"),  # lazy first-party import
-    ("datamodules/token_states.py", "embeddings.encoders.load", "in-function"),  # lazy first-party import
-    ("embeddings/io/atomic.py", "embeddings.errors", "in-function"),  # lazy first-party import
-    ("embeddings/methods/flow/scorer.py", "embeddings.encoders.load", "in-function"),  # lazy first-party import
-    ("embeddings/encoders/hf.py", "embeddings.encoders.packaged", "in-function"),  # lazy first-party import
-    ("embeddings/methods/latte_mix/scorer.py", "embeddings.io.atomic", "in-function"),  # lazy first-party import
-    ("embeddings/methods/latte_mix/scorer.py", "embeddings.encoders.load", "in-function"),  # lazy first-party import
-    ("embeddings/encoders/load.py", "embeddings.encoders.checkpoint", "in-function"),  # lazy first-party import
-    ("embeddings/encoders/load.py", "embeddings.encoders.hf", "in-function"),  # lazy first-party import
-    ("runs/fit_meta.py", "lightning_modules.cross_view_ae", "in-function"),  # lazy first-party import
-    ("embeddings/methods/meta/scorer.py", "datamodules.sentence_files", "in-function"),  # lazy first-party import
-    ("embeddings/methods/meta/scorer.py", "datamodules.sentence_files", "upward"),  # meta export reads sentence files via datamodules
-    ("embeddings/methods/meta/scorer.py", "embeddings.io.export_note", "in-function"),  # lazy first-party import
-    ("embeddings/methods/meta/scorer.py", "embeddings.sources.cache", "in-function"),  # lazy first-party import
-    ("embeddings/sources/sentence_source.py", "embeddings.encoders.load", "in-function"),  # lazy first-party import
-    ("embeddings/sources/sentence_source.py", "embeddings.methods.meta.scorer", "in-function"),  # module cycle meta_scorer <-> sentence_source
-    ("embeddings/sources/sentence_source.py", "embeddings.methods.pooling", "in-function"),  # lazy first-party import
-    ("embeddings/encoders/static.py", "embeddings.encoders.packaged", "in-function"),  # lazy first-party import
-    ("evaluate.py", "runs.evaluate_run", "in-function"),  # lazy so --help stays fast
-    ("lightning_modules/cross_view_ae.py", "embeddings.methods.meta.scorer", "in-function"),  # lazy first-party import
-    ("lightning_modules/cross_view_ae.py", "embeddings.sources.sentence_source", "in-function"),  # lazy first-party import
-    ("lightning_modules/flow.py", "embeddings.encoders.load", "in-function"),  # lazy first-party import
-    ("lightning_modules/flow.py", "embeddings.encoders.packaged", "in-function"),  # lazy first-party import
-    ("lightning_modules/frozen_encoder.py", "embeddings.errors", "in-function"),  # lazy first-party import
-    ("lightning_modules/frozen_encoder.py", "embeddings.encoders.load", "in-function"),  # lazy first-party import
-    ("runs/pipeline_run.py", "embeddings.encoders.load", "in-function"),  # lazy first-party import
-    ("runs/pipeline_run.py", "embeddings.methods.meta.scorer", "in-function"),  # lazy first-party import
-    ("runs/pipeline_run.py", "embeddings.methods.pooling", "in-function"),  # lazy first-party import
-    ("runs/pipeline_run.py", "embeddings.sources.sentence_source", "in-function"),  # lazy first-party import
-    ("runs/pipeline_run.py", "runs.train_run", "in-function"),  # module cycle train_run <-> pipeline_run
-    ("runs/pipeline_run.py", "sts.scoring", "in-function"),  # lazy first-party import
-    ("runs/pipeline_run.py", "sts.tasks", "in-function"),  # lazy first-party import
-    ("lightning_modules/latte_mix.py", "embeddings.methods.latte_mix.scorer", "in-function"),  # lazy first-party import
-    ("lightning_modules/latte_mix.py", "lightning_modules.flow", "in-function"),  # lazy first-party import
-    ("runs/train_run.py", "runs.pipeline_run", "in-function"),  # module cycle train_run <-> pipeline_run
-    ("runs/evaluate_run.py", "runs.wandb_report", "in-function"),  # lazy first-party import
-    ("sts/tasks.py", "sts.hub", "in-function"),  # lazy first-party import
-    ("train.py", "runs.train_run", "in-function"),  # lazy so --help stays fast
-}
-
-
 def _current() -> set[Violation]:
     return check_tree(repo_files(ROOT))
 
 
-def test_no_new_layering_violations():
-    new = sorted(v for v in _current() if tuple(v) not in KNOWN_VIOLATIONS)
-    assert not new, "imports that break the layering (tests/layering.py):\n" + "\n".join(map(str, new))
-
-
-def test_allowlist_only_shrinks():
-    current = {tuple(v) for v in _current()}
-    stale = sorted(KNOWN_VIOLATIONS - current)
-    assert not stale, "fixed violations still in KNOWN_VIOLATIONS (delete them):\n" + "\n".join(map(str, stale))
+def test_the_tree_keeps_the_layering():
+    found = sorted(_current())
+    assert not found, "imports that break the layering (rules in tests/layering.py):\n" + "\n".join(map(str, found))
 
 
 def test_finds_the_cycles_architecture_md_names():
@@ -140,3 +81,20 @@ def test_sts_callback_offers_the_api_ct_finds_it_by():
     from lightning_modules.ct import STSEvaluator
 
     assert isinstance(STSEvaluationCallback(tasks=["stsb-dev"]), STSEvaluator)
+
+
+def test_module_cycles_and_deferred_entry_point_imports():
+    tree = {
+        "embeddings/__init__.py": "",
+        "embeddings/a.py": "from embeddings.b import x\n",
+        "embeddings/b.py": "from embeddings import a\n",
+        "runs/p.py": "from runs import t\n",
+        "runs/t.py": "import runs.p\n",
+        "train.py": "def main():\n    from runs.launch import launch\n",
+        "evaluate.py": "def main():\n    from embeddings.encoders.load import load_encoder\n",
+    }
+    assert check_tree(tree) == {
+        Violation("embeddings/a.py", "embeddings.a -> embeddings.b -> embeddings.a", "cycle"),
+        Violation("runs/p.py", "runs.p -> runs.t -> runs.p", "cycle"),
+        Violation("evaluate.py", "embeddings.encoders.load", "in-function"),  # only the runs.* import is exempt
+    }

@@ -142,9 +142,9 @@ def second_tiny_model_dir(tmp_path_factory, tiny_model_dir):
 @pytest.mark.parametrize("method", ["conc", "avg", "svd", "gcca", "ae"])
 def test_meta_of_two_tiny_encoders_fits_saves_reloads_and_scores_identically(
         method, tmp_path, tiny_model_dir, second_tiny_model_dir, one_thread):
-    from embeddings.methods.meta.scorer import load_meta_scorer, save_meta_embedding
+    from embeddings.methods.meta.scorer import save_meta_embedding
     from embeddings.scoring.registry import build_scorer
-    from embeddings.sources.sentence_source import build_source
+    from embeddings.sources.build import build_source, load_meta_scorer
     from lightning_modules.cross_view_ae import fit_cross_view_ae
     from tests.conftest import WORDS
 
@@ -183,7 +183,7 @@ def test_scorers_that_need_an_encoder_refuse_none():
 def test_meta_fit_cli_exports_a_loadable_meta_embedding(tmp_path, tiny_model_dir, train_data_dir, one_thread):  # noqa: F811
     import argparse
 
-    from embeddings.methods.meta.scorer import load_meta_scorer
+    from embeddings.sources.build import load_meta_scorer
     from runs.fit_meta import fit_and_export
 
     args = argparse.Namespace(method="gcca", sources=str(tiny_model_dir),

@@ -47,7 +47,7 @@ def _tiny_pipeline(out, model_dir, data_dir):
 def test_tiny_ct_sed_flow_pipeline_runs_end_to_end_and_resumes(tmp_path, tiny_model_dir, train_data_dir,  # noqa: F811
                                                                 monkeypatch, one_thread):
     from runs import train_run
-    from runs.train_run import train
+    from runs.launch import launch as train
 
     cfg = _tiny_pipeline(tmp_path, tiny_model_dir, train_data_dir)
     metrics = train(cfg)
@@ -65,7 +65,7 @@ def test_tiny_ct_sed_flow_pipeline_runs_end_to_end_and_resumes(tmp_path, tiny_mo
 
 
 def test_pipeline_refuses_an_unknown_stage_reference(tmp_path, tiny_model_dir, train_data_dir):  # noqa: F811
-    from runs.train_run import train
+    from runs.launch import launch as train
 
     cfg = _tiny_pipeline(tmp_path, tiny_model_dir, train_data_dir)
     with open_dict(cfg):

@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from embeddings.errors import ConfigError
+from embeddings.sources.build import build_source
 from embeddings.sources.cache import cache_file, cached_source_vectors
-from embeddings.sources.sentence_source import EncoderSource, build_source
+from embeddings.sources.sentence_source import EncoderSource
 
 SENTENCES = ["a man plays a guitar .", "a dog runs in the park .", "a woman cuts an onion ."]
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 
 from embeddings.encoders.base import BaseEncoder, pad_ids
+from embeddings.encoders.packaged import resolve_model_path
 from embeddings.encoders.token_batch import TokenBatch
 from embeddings.errors import ConfigError
 
@@ -61,7 +62,6 @@ class HFEncoder(BaseEncoder):
         """Load from a packaged short name (offline), a local directory, or a hub name (online)."""
         from transformers import AutoModel, AutoTokenizer
 
-        from embeddings.encoders.packaged import resolve_model_path
 
         path = resolve_model_path(name_or_path)
         local = Path(path)

