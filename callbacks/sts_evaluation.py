@@ -28,6 +28,7 @@ import torch
 
 from embeddings.encoders.base import validate_sentences
 from embeddings.io.atomic import atomic_write
+from embeddings.scoring.protocols import BatchedScorer, Scorable
 from embeddings.scoring.scorer import Representation, Scorer, take
 from sts.scoring import aggregate, main_score
 from sts.tasks import STSTask, load_task
@@ -201,15 +202,14 @@ class STSEvaluationCallback(L.Callback):
         """Collective: every rank must call it. Returns the flat metrics, identical on every rank."""
         if self.tasks is None:
             self.setup(trainer, pl_module, "validate")
-        build = getattr(pl_module, "scorer", None)
-        if not callable(build):
+        if not isinstance(pl_module, Scorable):
             raise TypeError(f"{type(pl_module).__name__} must define scorer() -> embeddings.scoring.scorer.Scorer "
-                            "built on its live modules for STSEvaluationCallback")
+                            "built on its live modules for STSEvaluationCallback (embeddings.scoring.protocols)")
         modes = [(m, m.training) for m in pl_module.modules()]
         pl_module.eval()
         try:
             with torch.inference_mode():
-                scorer = build()
+                scorer = pl_module.scorer()
                 rep = self.gather_representation(trainer, pl_module, scorer)
                 outcome = self._score(scorer, rep) if trainer.is_global_zero else None
         finally:
@@ -227,14 +227,15 @@ class STSEvaluationCallback(L.Callback):
         """Encode this rank's shard, all-gather the shards, return the full representation (unique order, CPU)."""
         world_size, rank = trainer.world_size, trainer.global_rank
         shard = shard_for_rank(self.unique, rank, world_size)
-        previous = getattr(scorer, "batch_size", None)
-        if hasattr(scorer, "batch_size"):
-            scorer.batch_size = self.batch_size  # type: ignore[attr-defined]
+        batched = isinstance(scorer, BatchedScorer)
+        previous = scorer.batch_size if batched else None
+        if batched:
+            scorer.batch_size = self.batch_size
         try:
             rep = scorer.represent(shard)
         finally:
-            if hasattr(scorer, "batch_size"):
-                scorer.batch_size = previous  # type: ignore[attr-defined]
+            if batched:
+                scorer.batch_size = previous
         if world_size == 1:
             return {k: v.cpu() for k, v in rep.items()}
         full: Representation = {}

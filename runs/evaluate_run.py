@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from embeddings.encoders.load import load_encoder
 from embeddings.errors import UnsupportedError
 from embeddings.scoring.registry import build_scorer
-from embeddings.scoring.shared_pass import share_forward_pass
+from embeddings.scoring.shared_pass import PrecomputedScorer, share_forward_pass
 from runs.wandb_report import log_results
 from sts.report import markdown_table, write_reports
 from sts.scoring import score_tasks
@@ -94,7 +94,7 @@ def _evaluate_encoder(enc_name: str, encoder, specs: list, defaults: dict, tasks
         scorer = built[i]
         t1 = time.perf_counter()
         scores = score_tasks(scorer, tasks)
-        seconds = time.perf_counter() - t1 + (shared_seconds if hasattr(scorer, "inner") else 0.0)
+        seconds = time.perf_counter() - t1 + (shared_seconds if isinstance(scorer, PrecomputedScorer) else 0.0)
         rows.append({"encoder": enc_name, "scorer": scorer.name, "tasks": scores, "seconds": seconds})
         log.info("%s / %s: %s", enc_name, scorer.name,
                  ", ".join(f"{t}={v['all']['spearman']:.2f}" for t, v in scores.items()))

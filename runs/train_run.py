@@ -22,6 +22,7 @@ from torch.utils.data import DataLoader
 
 from embeddings.console import configure_console, interactive
 from embeddings.errors import ConfigError, DataError
+from embeddings.scoring.protocols import Exportable
 from runs.run_summary import run_summary
 from runs.trainer_setup import resolve_trainer
 from runs.wandb_export import log_config, log_final
@@ -111,10 +112,12 @@ def train(cfg: DictConfig) -> dict[str, float]:
     datamodule = _build(cfg.data)
     ensure_val_loop(datamodule)
     model = _build(cfg.model)
-    callbacks = _instantiate_all(cfg.get("callbacks"))  # configs/callbacks/default.yaml lists the always-on ones
+    if cfg.get("export") and not isinstance(model, Exportable):
+        raise ConfigError(f"{type(model).__name__} has no export(path) (embeddings.scoring.protocols.Exportable): "
+                          "set export=false")
     loggers = _instantiate_all(cfg.get("logger"))
-    if loggers:
-        callbacks.append(LearningRateMonitor(logging_interval="step"))
+    # configs/callbacks/default.yaml lists every always-on callback; a learning-rate monitor fails without a logger.
+    callbacks = [c for c in _instantiate_all(cfg.get("callbacks")) if loggers or not isinstance(c, LearningRateMonitor)]
     trainer = _build(cfg.trainer, callbacks=callbacks, logger=loggers or False)
     log_config(loggers, cfg)
     trainer.fit(model, datamodule=datamodule, ckpt_path=resolve_ckpt_path(cfg.get("ckpt_path"), output_dir))

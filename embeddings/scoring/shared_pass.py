@@ -2,7 +2,7 @@
 
 Why: CLS, mean, max, first-last, last-2 and SBERT-WK all read the same ``TokenBatch``; encoding the
 evaluation sentences once instead of six times makes a comparison table ~6x cheaper. A scorer
-qualifies when it exposes ``pool`` (``TokenBatch -> (batch, dim)``) and compares by cosine.
+qualifies when it is a ``PooledScorer`` (``embeddings.scoring.protocols``: ``encoder`` + ``pool(TokenBatch)``).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import torch
 
 from embeddings.encoders.base import BaseEncoder
+from embeddings.scoring.protocols import PooledScorer
 from embeddings.scoring.scorer import Representation, Scorer
 
 
@@ -39,7 +40,7 @@ class PrecomputedScorer(Scorer):
 def share_forward_pass(encoder: BaseEncoder, scorers: Sequence[Scorer], sentences: Sequence[str],
                        batch_size: int | None = None) -> list[Scorer]:
     """Precompute every pool-type scorer on ``sentences`` in one encode; others pass through."""
-    pooled = [s for s in scorers if callable(getattr(s, "pool", None)) and getattr(s, "encoder", None) is encoder]
+    pooled = [s for s in scorers if isinstance(s, PooledScorer) and s.encoder is encoder]
     if len(pooled) < 2:
         return list(scorers)
     unique = list(dict.fromkeys(sentences))

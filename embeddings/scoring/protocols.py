@@ -1,0 +1,55 @@
+"""The contracts between layers, as protocols instead of attribute sniffing.
+
+Why: the STS callback, the export step and the shared forward pass used to ask ``getattr(x, "scorer")`` or
+``hasattr(x, "pool")``; a typo or a half-implemented method then failed late, deep inside a run. A protocol
+names the contract in one place, ``isinstance`` checks it up front, and a test (``tests/test_protocols.py``)
+checks that every ``configs/model/*.yaml`` module honours it.
+
+- ``Scorable``: what a trainable module offers the STS callback (``callbacks/sts_evaluation.py``): a scorer
+  built on its LIVE modules, so evaluation during training sees the current weights.
+- ``Exportable``: what it offers ``train.py``'s export step (``runs/train_run.py``): ``export(path)`` writes a
+  directory that ``evaluate.py`` (and, where possible, ``SentenceTransformer``) loads, and returns its path.
+- ``TrainedMethod``: both; every LightningModule of ``lightning_modules/`` is one.
+- ``PooledScorer``: what a scorer offers the shared forward pass (``embeddings/scoring/shared_pass.py``): its
+  encoder and a ``pool(TokenBatch) -> (batch, dim)`` compared by cosine.
+- ``BatchedScorer``: a scorer whose batch size the caller may set for one call (the STS callback's own).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import torch
+
+from embeddings.encoders.base import BaseEncoder
+from embeddings.encoders.token_batch import TokenBatch
+from embeddings.scoring.scorer import Scorer
+
+
+@runtime_checkable
+class Scorable(Protocol):
+    def scorer(self) -> Scorer: ...
+
+
+@runtime_checkable
+class Exportable(Protocol):
+    def export(self, path: str | os.PathLike) -> Path: ...
+
+
+@runtime_checkable
+class TrainedMethod(Scorable, Exportable, Protocol):
+    """A trainable method: scored during training (``scorer()``) and exported after it (``export(path)``)."""
+
+
+@runtime_checkable
+class PooledScorer(Protocol):
+    encoder: BaseEncoder
+
+    def pool(self, batch: TokenBatch) -> torch.Tensor: ...
+
+
+@runtime_checkable
+class BatchedScorer(Protocol):
+    batch_size: int

@@ -1,0 +1,62 @@
+"""Every trainable method honours the protocols the STS callback and the export step rely on (issue 17, item 4).
+
+The module classes are discovered from ``configs/model/*.yaml`` (their ``model._target_``), so a new method is
+checked without editing this file.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from embeddings.methods.pooling import PoolingScorer
+from embeddings.methods.sbert_wk import SBERTWKScorer
+from embeddings.scoring.protocols import BatchedScorer, PooledScorer, Scorable, TrainedMethod
+from embeddings.scoring.scorer import VectorScorer
+from embeddings.scoring.shared_pass import PrecomputedScorer, share_forward_pass
+from tests.paths import CONFIG_DIR
+
+
+def _module_classes() -> list:
+    params = []
+    for path in sorted((CONFIG_DIR / "model").glob("*.yaml")):
+        target = OmegaConf.load(path).model["_target_"]
+        module, _, name = target.rpartition(".")
+        params.append(pytest.param(getattr(importlib.import_module(module), name), id=path.stem))
+    return params
+
+
+@pytest.mark.parametrize("cls", _module_classes())
+def test_every_model_config_builds_a_trained_method(cls):
+    assert issubclass(cls, TrainedMethod)  # scorer() for the STS callback, export(path) for train.py
+
+
+def test_a_module_without_scorer_is_refused_up_front(tiny_data_dir):
+    from callbacks.sts_evaluation import STSEvaluationCallback
+
+    class NotAMethod(torch.nn.Module):
+        pass
+
+    assert not isinstance(NotAMethod(), Scorable)
+    with pytest.raises(TypeError, match="must define scorer"):
+        STSEvaluationCallback(tasks=["stsb-dev"], data_dir=str(tiny_data_dir)).evaluate(trainer=None, pl_module=NotAMethod())
+
+
+def test_pooled_scorers_share_one_forward_pass_and_others_pass_through(tiny_encoder):
+    mean, cls = PoolingScorer(tiny_encoder, pooling="mean"), PoolingScorer(tiny_encoder, pooling="cls")
+    wk = SBERTWKScorer(tiny_encoder, layer_start=0)
+
+    class WholeSentence(VectorScorer):  # no pool(): cannot read the shared token states
+        encoder = tiny_encoder
+
+        def represent(self, sentences):
+            return {"embedding": torch.ones(len(sentences), 2)}
+
+    other = WholeSentence()
+    assert all(isinstance(s, PooledScorer) and isinstance(s, BatchedScorer) for s in (mean, cls, wk))
+    assert not isinstance(other, PooledScorer)
+    shared = share_forward_pass(tiny_encoder, [mean, cls, wk, other], ["a man plays a guitar .", "a dog runs"])
+    assert [type(s) for s in shared[:3]] == [PrecomputedScorer] * 3 and shared[3] is other
