@@ -22,7 +22,8 @@ from embeddings.errors import ConfigError
 
 @pytest.fixture()
 def cache(tmp_path, monkeypatch) -> Path:
-    monkeypatch.setenv("STS_LIGHTNING_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("STS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("STS_LIGHTNING_CACHE", raising=False)
     monkeypatch.chdir(tmp_path)  # so no directory in the repo shadows a short name
     return tmp_path / "cache" / "models"
 

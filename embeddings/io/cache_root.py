@@ -1,11 +1,48 @@
-"""The one directory every cache of the project lives under.
+"""The one directory every cache of the project lives under, and the one variable that moves it.
 
-Why one place: line indexes, feature caches, source vectors and hub text files all need a writable home that
-a user can move (a fast disk, a shared cluster cache) with one environment variable, ``STS_CACHE_DIR``.
+Why one place: line indexes, feature and token-state caches, source vectors, distillation targets, hub text
+files and the packaged models (``<root>/models``) all need a writable home that a user can move (a fast disk,
+a shared cluster cache) with ONE environment variable, ``STS_CACHE_DIR`` (default ``~/.cache/sts-lightning``).
+The packaged-models cache used to be ``$STS_LIGHTNING_CACHE/models`` (default ``~/.cache/sts_lightning``);
+that variable is still honoured for the models, with a deprecation warning logged once.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+from pathlib import Path
 
-DEFAULT_CACHE = os.environ.get("STS_CACHE_DIR", "~/.cache/sts-lightning")
+log = logging.getLogger(__name__)
+
+CACHE_ENV = "STS_CACHE_DIR"
+DEFAULT_ROOT = "~/.cache/sts-lightning"
+LEGACY_MODELS_ENV = "STS_LIGHTNING_CACHE"  # deprecated: the packaged-models cache before it moved under the root
+_warned: set[str] = set()
+
+
+def cache_root() -> Path:
+    """``$STS_CACHE_DIR`` or ``~/.cache/sts-lightning``, user-expanded; read at call time."""
+    return Path(os.environ.get(CACHE_ENV) or DEFAULT_ROOT).expanduser()
+
+
+def cache_dir_or_root(cache_dir: str | os.PathLike | None) -> Path:
+    """A configured cache directory (user-expanded), or the cache root when none is given."""
+    return Path(cache_dir).expanduser() if cache_dir else cache_root()
+
+
+def models_cache_dir() -> Path:
+    """Where packaged models are materialised: ``<root>/models``; ``$STS_LIGHTNING_CACHE/models`` while the
+    deprecated variable is set (so existing model caches are still found), with a warning logged once."""
+    legacy = os.environ.get(LEGACY_MODELS_ENV)
+    if legacy:
+        if legacy not in _warned:
+            _warned.add(legacy)
+            log.warning("%s is deprecated: set %s=<dir> instead (models then live in <dir>/models); using %s/models",
+                        LEGACY_MODELS_ENV, CACHE_ENV, legacy)
+        return Path(legacy).expanduser() / "models"
+    return cache_root() / "models"
+
+
+# The root as a string, fixed at import (the form ``Path(cache_dir or DEFAULT_CACHE)`` callers expect).
+DEFAULT_CACHE = str(cache_root())

@@ -44,6 +44,17 @@ def layer_weights(layers: tuple[int, ...], num_hidden_layers: int) -> tuple[int,
     return start, weights
 
 
+def write_sentence_bert_config(folder: str | Path, max_length: int, config_kwargs: dict | None = None) -> Path:
+    """``sentence_bert_config.json``: the max sequence length (and Hugging Face config overrides) that
+    sentence-transformers applies when it loads ``folder``; the one writer of that file."""
+    config: dict = {"max_seq_length": int(max_length), "do_lower_case": False}
+    if config_kwargs:
+        config["config_kwargs"] = dict(config_kwargs)
+    path = Path(folder) / "sentence_bert_config.json"
+    path.write_text(json.dumps(config, indent=2))
+    return path
+
+
 def _module_type(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
@@ -59,7 +70,7 @@ def write_sentence_transformers_files(folder: str | Path, pooling: str, dim: int
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer, WeightedLayerPooling
 
     folder = Path(folder)
-    bert_config: dict = {"max_seq_length": int(max_length), "do_lower_case": False}
+    config_kwargs: dict = {}
     stages: list = []
     if pooling in LAYER_POOLINGS:
         found = layer_weights(LAYER_POOLINGS[pooling], num_hidden_layers)
@@ -68,7 +79,7 @@ def write_sentence_transformers_files(folder: str | Path, pooling: str, dim: int
         start, weights = found
         stages.append(WeightedLayerPooling(dim, num_hidden_layers=num_hidden_layers, layer_start=start,
                                            layer_weights=torch.nn.Parameter(torch.tensor(weights))))
-        bert_config["config_kwargs"] = {"output_hidden_states": True}
+        config_kwargs["output_hidden_states"] = True
     elif pooling not in ST_POOLING_MODES:
         return f"pooling {pooling!r} has no sentence-transformers equivalent"
     stages.append(Pooling(dim, pooling_mode=ST_POOLING_MODES.get(pooling, "mean")))
@@ -79,5 +90,5 @@ def write_sentence_transformers_files(folder: str | Path, pooling: str, dim: int
         (folder / entries[-1]["path"]).mkdir()
         module.save(str(folder / entries[-1]["path"]))
     (folder / "modules.json").write_text(json.dumps(entries, indent=2))
-    (folder / "sentence_bert_config.json").write_text(json.dumps(bert_config, indent=2))
+    write_sentence_bert_config(folder, max_length, config_kwargs)
     return None

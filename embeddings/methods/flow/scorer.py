@@ -9,7 +9,6 @@ included); the encoder is not copied because training never changed it.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -20,7 +19,7 @@ import torch
 from embeddings.encoders.base import BaseEncoder
 from embeddings.encoders.load import load_encoder
 from embeddings.errors import ConfigError
-from embeddings.io.atomic import atomic_directory, read_export_config
+from embeddings.io.export_dir import ExportFormat, load_export, save_export
 from embeddings.methods.flow.glow import Glow
 from embeddings.methods.pooling import get_pooling
 from embeddings.scoring.scorer import Representation, VectorScorer
@@ -30,6 +29,7 @@ log = logging.getLogger(__name__)
 FORMAT = "sts-lightning/bert-flow"
 FORMAT_VERSION = 1
 CONFIG_FILE, WEIGHTS_FILE = "flow_config.json", "flow.safetensors"
+EXPORT_FORMAT = ExportFormat(FORMAT, FORMAT_VERSION, CONFIG_FILE, WEIGHTS_FILE, "BERT-flow")
 FLOW_KEYS = ("levels", "depth", "hidden", "coupling", "permutation")
 
 
@@ -76,31 +76,21 @@ def save_flow_export(path: str | os.PathLike, flow: Glow, config: Mapping) -> Pa
         flow: the trained Glow.
         config: ``model_name_or_path``, ``pooling``, ``max_length`` and the ``FLOW_KEYS``.
     """
-    from safetensors.torch import save_file
-
     missing = {"model_name_or_path", "pooling", "max_length", *FLOW_KEYS} - set(config)
     if missing:
         raise ConfigError(f"flow export config lacks {sorted(missing)}")
     if not flow.initialized:
         log.warning("exporting a flow whose ActNorm layers were never initialised (it was not trained)")
-    target = Path(path)
-    with atomic_directory(target) as tmp:
-        state = {k: v.detach().cpu().contiguous() for k, v in flow.state_dict().items()}
-        save_file(state, str(tmp / WEIGHTS_FILE))
-        meta = {"format": FORMAT, "version": FORMAT_VERSION, "dim": flow.dim, **dict(config)}
-        (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2))
+    target = save_export(path, EXPORT_FORMAT, {"dim": flow.dim, **dict(config)}, flow.state_dict())
     log.info("exported flow to %s", target)
     return target
 
 
 def load_flow(path: str | os.PathLike) -> tuple[Glow, dict]:
     """The Glow (eval mode, CPU) and the config of an export directory."""
-    from safetensors.torch import load_file
-
-    folder = Path(path)
-    config = read_export_config(folder, CONFIG_FILE, FORMAT, FORMAT_VERSION, "BERT-flow")
+    config, state = load_export(path, EXPORT_FORMAT)
     flow = Glow(int(config["dim"]), **{k: config[k] for k in FLOW_KEYS})
-    flow.load_state_dict(load_file(str(folder / WEIGHTS_FILE)))
+    flow.load_state_dict(state)
     return flow.eval(), config
 
 

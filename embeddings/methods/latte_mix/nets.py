@@ -16,7 +16,6 @@ scorer can be rebuilt from an export without Lightning. The export is a director
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,11 +23,12 @@ from pathlib import Path
 from torch import Tensor, nn
 
 from embeddings.errors import ConfigError, unknown_choice
-from embeddings.io.atomic import atomic_directory, read_export_config
+from embeddings.io.export_dir import ExportFormat, load_export, save_export
 
 LATENTS = ("categorical", "normal", "ae")
 FORMAT, FORMAT_VERSION = "sts-lightning/token-vae", 1
 CONFIG_FILE, WEIGHTS_FILE = "token_vae_config.json", "token_vae.safetensors"
+EXPORT_FORMAT = ExportFormat(FORMAT, FORMAT_VERSION, CONFIG_FILE, WEIGHTS_FILE, "token-VAE")
 NET_KEYS = ("input_dim", "latent", "latent_dim", "num_classes", "hidden_dim", "encoder_layers", "decoder_layers")
 
 
@@ -84,32 +84,21 @@ def build_nets(config: Mapping) -> tuple[TokenPosterior, nn.Sequential]:
 
 def save_token_vae(path: str | os.PathLike, posterior: nn.Module, decoder: nn.Module, config: Mapping) -> Path:
     """``token_vae_config.json`` + ``token_vae.safetensors`` written atomically (temp dir, then rename)."""
-    from safetensors.torch import save_file
-
     missing = {"model_name_or_path", "layer", "max_length", *NET_KEYS} - set(config)
     if missing:
         raise ConfigError(f"token VAE export config lacks {sorted(missing)}")
-    target = Path(path)
     state = {f"posterior.{k}": v for k, v in posterior.state_dict().items()}
     state.update({f"decoder.{k}": v for k, v in decoder.state_dict().items()})
-    with atomic_directory(target) as tmp:
-        save_file({k: v.detach().cpu().contiguous() for k, v in state.items()}, str(tmp / WEIGHTS_FILE))
-        meta = {"format": FORMAT, "version": FORMAT_VERSION, **dict(config)}
-        (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2))
-    return target
+    return save_export(path, EXPORT_FORMAT, config, state)
 
 
 def load_token_vae(path: str | os.PathLike) -> tuple[TokenPosterior, nn.Sequential, dict]:
     """Posterior, decoder (eval mode, CPU) and config of an export directory."""
-    from safetensors.torch import load_file
-
-    folder = Path(path)
-    config = read_export_config(folder, CONFIG_FILE, FORMAT, FORMAT_VERSION, "token-VAE")
+    config, state = load_export(path, EXPORT_FORMAT)
     posterior, decoder = build_nets(config)
-    state = load_file(str(folder / WEIGHTS_FILE))
     posterior.load_state_dict({k[len("posterior."):]: v for k, v in state.items() if k.startswith("posterior.")})
     decoder.load_state_dict({k[len("decoder."):]: v for k, v in state.items() if k.startswith("decoder.")})
     return posterior.eval(), decoder.eval(), config
 
 
-__all__ = ["LATENTS", "NET_KEYS", "TokenPosterior", "build_nets", "load_token_vae", "mlp", "save_token_vae"]
+__all__ = ["EXPORT_FORMAT", "LATENTS", "NET_KEYS", "TokenPosterior", "build_nets", "load_token_vae", "mlp", "save_token_vae"]

@@ -27,7 +27,7 @@ from embeddings.encoders.base import BaseEncoder, validate_sentences
 from embeddings.encoders.load import load_encoder
 from embeddings.encoders.token_batch import TokenBatch
 from embeddings.errors import ConfigError, unknown_choice
-from embeddings.io.atomic import read_export_config
+from embeddings.io.export_dir import load_export_config
 from embeddings.methods.latte_mix.maths import (
     gaussian_mixture_l2,
     gaussian_mixture_log_cosine,
@@ -36,7 +36,7 @@ from embeddings.methods.latte_mix.maths import (
     mixture_l2,
     token_mixture,
 )
-from embeddings.methods.latte_mix.nets import CONFIG_FILE, FORMAT, FORMAT_VERSION, load_token_vae
+from embeddings.methods.latte_mix.nets import EXPORT_FORMAT, load_token_vae
 from embeddings.scoring.scorer import Representation, Scorer
 from embeddings.scoring.similarity import cosine_rows
 
@@ -183,8 +183,7 @@ def load_token_vae_scorer(path: str | os.PathLike, encoder: BaseEncoder | None =
     """
 
     if encoder is None:
-
-        config = read_export_config(path, CONFIG_FILE, FORMAT, FORMAT_VERSION, "token-VAE")
+        config = load_export_config(path, EXPORT_FORMAT)
         encoder = load_encoder(config["model_name_or_path"], max_length=config["max_length"],
                                batch_size=batch_size or 64, device=device)
     return LatteMixExportScorer(encoder, str(path), distance=distance, batch_size=batch_size)

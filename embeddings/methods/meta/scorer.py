@@ -11,7 +11,6 @@ with its sources: ``load_meta_scorer``).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -19,7 +18,7 @@ from pathlib import Path
 import torch
 
 from embeddings.errors import ConfigError
-from embeddings.io.atomic import atomic_directory, read_export_config
+from embeddings.io.export_dir import ExportFormat, load_export, save_export
 from embeddings.io.export_note import EXPORT, evaluate_command, write_loading_note
 from embeddings.methods.meta.cross_view_ae_nets import CrossViewAutoencoder
 from embeddings.methods.meta.projections import MetaProjection, l2_normalize
@@ -30,6 +29,7 @@ from embeddings.sources.sentence_source import SentenceSource
 
 FORMAT, FORMAT_VERSION = "sts-lightning/meta-embedding", 1
 CONFIG_FILE, WEIGHTS_FILE = "meta_config.json", "meta.safetensors"
+EXPORT_FORMAT = ExportFormat(FORMAT, FORMAT_VERSION, CONFIG_FILE, WEIGHTS_FILE, "meta-embedding")
 
 
 def is_meta_export(path: str | os.PathLike) -> bool:
@@ -77,8 +77,6 @@ def source_spec_mapping(spec: str | Mapping) -> dict:
 
 def save_meta_embedding(path: str | os.PathLike, projection: MetaProjection, sources: Sequence[str | Mapping]) -> Path:
     """Write the export directory atomically (see the module docstring), with its ``LOADING.md``."""
-    from safetensors.torch import save_file
-
     if len(sources) != len(projection.dims):
         raise ConfigError(f"{len(sources)} source specs for a meta-embedding of {len(projection.dims)} sources")
     tensors = dict(projection.tensors)
@@ -86,13 +84,10 @@ def save_meta_embedding(path: str | os.PathLike, projection: MetaProjection, sou
         if projection.autoencoder is None:
             raise ConfigError("meta-embedding 'ae' has no trained autoencoder to export")
         tensors.update({f"ae.{k}": v for k, v in projection.autoencoder.state_dict().items()})
-    meta = {"format": FORMAT, "version": FORMAT_VERSION, "method": projection.method, "dims": projection.dims,
+    meta = {"method": projection.method, "dims": projection.dims,
             "options": projection.options, "sources": [source_spec_mapping(s) for s in sources],
             "autoencoder": projection.autoencoder.config() if projection.autoencoder is not None else None}
-    target = Path(path)
-    with atomic_directory(target) as tmp:
-        save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, str(tmp / WEIGHTS_FILE))
-        (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2))
+    target = save_export(path, EXPORT_FORMAT, meta, tensors)
     names = ", ".join(f"`{s['model']}`" for s in meta["sources"])
     write_loading_note(target, f"Meta-embedding `{projection.method}` of {len(sources)} frozen sources ({names}; "
                        "referenced, not copied), compared by cosine.",
@@ -103,11 +98,7 @@ def save_meta_embedding(path: str | os.PathLike, projection: MetaProjection, sou
 
 def load_meta_projection(path: str | os.PathLike) -> tuple[MetaProjection, list[dict]]:
     """The projection of an export directory and its source specs."""
-    from safetensors.torch import load_file
-
-    folder = Path(path).expanduser()
-    config = read_export_config(folder, CONFIG_FILE, FORMAT, FORMAT_VERSION, "meta-embedding")
-    tensors = load_file(str(folder / WEIGHTS_FILE))
+    config, tensors = load_export(path, EXPORT_FORMAT)
     projection = MetaProjection(config["method"], [int(d) for d in config["dims"]], dict(config["options"]))
     if config["method"] == "ae":
         ae = CrossViewAutoencoder(**config["autoencoder"])

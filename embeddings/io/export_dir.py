@@ -1,0 +1,85 @@
+"""The export directory of every method that is not a sentence-transformers model: one JSON + one safetensors.
+
+Why one helper: BERT-flow (``flow_config.json`` + ``flow.safetensors``), the token VAEs of Latte-Mix
+(``token_vae_config.json`` + ``token_vae.safetensors``) and meta-embeddings (``meta_config.json`` +
+``meta.safetensors``) all store ``{"format": <tag>, "version": <n>, ...config}`` beside a tensor file. Each
+used to write and check that itself; here it is written atomically (``atomic_directory``: a crash never
+leaves a half-written export) and read back with the same clear ``ConfigError`` for a missing directory or
+file, another format or another version -- never weights loaded into the wrong network.
+
+A format is an ``ExportFormat`` constant of its module; the file names and the JSON layout (the format tag
+and version first, then the config in its own order, ``indent=2``) are those of the first exports, which
+``tests/test_legacy_exports.py`` loads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from embeddings.errors import ConfigError
+from embeddings.io.atomic import atomic_directory
+
+
+@dataclass(frozen=True)
+class ExportFormat:
+    """What identifies one export format: its tag, version, file names and a name for messages."""
+
+    tag: str
+    version: int
+    config_file: str
+    weights_file: str
+    what: str
+
+
+def save_export(path: str | os.PathLike, fmt: ExportFormat, config: Mapping, tensors: Mapping) -> Path:
+    """Write ``fmt.config_file`` (``{"format", "version", **config}``) and ``fmt.weights_file`` atomically.
+
+    Args:
+        path: the target directory (replaced if it exists).
+        fmt: the format.
+        config: JSON-able settings, written after the format tag and version in their own order.
+        tensors: name -> tensor (moved to the CPU, made contiguous and detached).
+    """
+    from safetensors.torch import save_file
+
+    target = Path(path)
+    with atomic_directory(target) as tmp:
+        save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, str(tmp / fmt.weights_file))
+        meta = {"format": fmt.tag, "version": fmt.version, **dict(config)}
+        (tmp / fmt.config_file).write_text(json.dumps(meta, indent=2))
+    return target
+
+
+def load_export_config(path: str | os.PathLike, fmt: ExportFormat) -> dict:
+    """The JSON config of an export directory (format tag and version included); ``ConfigError`` when
+    ``path`` is no directory, has no config file, or holds another format or version."""
+    folder = Path(path).expanduser()
+    if not folder.is_dir():
+        raise ConfigError(f"{folder} is not a {fmt.what} export: no such directory")
+    file = folder / fmt.config_file
+    if not file.is_file():
+        raise ConfigError(f"{folder} is not a {fmt.what} export: no {fmt.config_file}")
+    try:
+        config = json.loads(file.read_text())
+    except ValueError as err:
+        raise ConfigError(f"{file}: not valid JSON ({err})") from err
+    if not isinstance(config, dict) or config.get("format") != fmt.tag or config.get("version") != fmt.version:
+        got = config if not isinstance(config, dict) else f"format {config.get('format')!r} v{config.get('version')}"
+        raise ConfigError(f"{file}: {got}, expected {fmt.tag!r} v{fmt.version}")
+    return config
+
+
+def load_export(path: str | os.PathLike, fmt: ExportFormat) -> tuple[dict, dict]:
+    """``(config, tensors)`` of an export directory (tensors on the CPU); ``ConfigError`` as in
+    ``load_export_config``, or when the weights file is missing."""
+    from safetensors.torch import load_file
+
+    config = load_export_config(path, fmt)
+    weights = Path(path).expanduser() / fmt.weights_file
+    if not weights.is_file():
+        raise ConfigError(f"{Path(path)} is an incomplete {fmt.what} export: no {fmt.weights_file}")
+    return config, load_file(str(weights))
