@@ -12,12 +12,14 @@ not the loader's count of yielded ones (Lightning prefetches one batch ahead).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
+from typing import ClassVar
 
 import torch
 from lightning.fabric.utilities.data import _set_sampler_epoch
 from lightning.pytorch import LightningDataModule
-from torch.utils.data import DataLoader, IterableDataset, Sampler
+from torch.utils.data import DataLoader, Dataset, IterableDataset, Sampler
 
 from embeddings.errors import ConfigError
 
@@ -33,12 +35,13 @@ def per_device_batch_size(batch_size: int, world_size: int) -> int:
 def trainer_epoch(trainer) -> int | None:
     """The epoch the next training iterator belongs to: epochs processed so far, right after a resume too.
 
-    (``current_epoch`` lags by one when resuming from an end-of-epoch checkpoint.)
+    (``current_epoch`` lags by one when resuming from an end-of-epoch checkpoint; it is only the fallback
+    for a stand-in without a fit loop, and ``None`` where that has no epoch either.)
     """
     if trainer is None:
         return None
     loop = getattr(trainer, "fit_loop", None)
-    return loop.epoch_progress.current.processed if loop is not None else trainer.current_epoch
+    return loop.epoch_progress.current.processed if loop is not None else getattr(trainer, "current_epoch", None)
 
 
 def trainer_position(trainer) -> dict[str, int] | None:
@@ -60,6 +63,24 @@ def trainer_position(trainer) -> dict[str, int] | None:
 class ResumableDataModule(LightningDataModule):
     """Puts the training position into every checkpoint and hands it to the first loader after a resume.
 
+    A killed run resumed from ``last.ckpt`` then trains on exactly the batches, in exactly the order, an
+    uninterrupted run would have seen: each epoch's order is a function of ``(seed, epoch)`` alone, and the
+    first iterator after a resume skips the batches the saved position says were done.
+
+    What a subclass provides (``tests/test_resumable_datamodules.py`` checks every ``configs/data`` class):
+
+    * ``dataset``: built by ``setup`` (``None`` before). Map-style, or an ``IterableDataset`` with an
+      ``epoch`` attribute and ``set_epoch(epoch, skip_batches=...)`` that shards, orders and skips itself
+      (``datamodules.sentence_stream.SentenceStream``).
+    * ``batch_size`` (GLOBAL: every device gets ``batch_size // world_size``), ``seed``, ``shuffle``,
+      ``num_workers``: ``seed`` also seeds the loader's worker base seed per epoch.
+    * ``train_dataloader`` returning a ``ResumableLoader(..., datamodule=self)``. For map-style data
+      ``resumable_loader(collate_fn)`` is the whole method: an ``EpochShuffleSampler`` (or file order),
+      the per-device batch, workers.
+
+    ``resumable`` / ``resume_note`` say whether and how a class resumes mid-epoch; a DataModule that truly
+    cannot (its order depends on something no checkpoint holds) sets ``resumable = False`` and says why.
+
     Why the DataModule and not the loader's own ``state_dict`` (which Lightning also supports): when
     ``configure_optimizers`` reads ``trainer.estimated_stepping_batches`` (our warm-up schedules do),
     Lightning builds the train loader and its first iterator *before* it restores the loops, and then
@@ -67,7 +88,19 @@ class ResumableDataModule(LightningDataModule):
     iterator already knows the epoch and the number of batches to skip.
     """
 
+    resumable: ClassVar[bool] = True
+    resume_note: ClassVar[str] = ("per-epoch order from (seed, epoch); the checkpoint holds the position "
+                                  "(epoch, batches done) and the first iterator after a resume skips the done batches")
+    dataset: Dataset | None = None
+    batch_size: int
+    seed: int
+    shuffle: bool
+    num_workers: int
     _pending_position: dict[str, int] | None = None
+
+    @property
+    def world_size(self) -> int:
+        return self.trainer.world_size if self.trainer is not None else 1
 
     def state_dict(self) -> dict[str, int]:
         return trainer_position(self.trainer) or {}
@@ -84,6 +117,18 @@ class ResumableDataModule(LightningDataModule):
         if pending is not None:
             return pending["epoch"], pending["batches_done"]
         return trainer_epoch(self.trainer), 0
+
+    def resumable_loader(self, collate_fn: Callable | None = None, drop_last: bool = False) -> ResumableLoader:
+        """The training loader of map-style ``self.dataset``: shuffled by ``EpochShuffleSampler(seed)`` (or
+        in dataset order), ``batch_size // world_size`` a device, workers kept alive across epochs."""
+        if self.dataset is None:
+            self.setup("fit")
+        if self.num_workers > 0:
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        sampler = EpochShuffleSampler(len(self.dataset), self.seed) if self.shuffle else None
+        return ResumableLoader(self.dataset, batch_size=per_device_batch_size(self.batch_size, self.world_size),
+                               sampler=sampler, num_workers=self.num_workers, collate_fn=collate_fn,
+                               drop_last=drop_last, persistent_workers=self.num_workers > 0, datamodule=self)
 
 
 class EpochShuffleSampler(Sampler[int]):
@@ -109,17 +154,24 @@ class EpochShuffleSampler(Sampler[int]):
 
 
 class _SkipBatches:
-    """A batch sampler without its first ``skip`` batches (indices only: no data is loaded for them)."""
+    """A batch sampler without its first ``skip`` batches (indices only: no data is loaded for them).
 
-    def __init__(self, batch_sampler, skip: int):
+    ``skip`` is read when an iterator is created (``iter`` is eager, the batches lazy), so the loader can
+    set it for one iterator and clear it again before the next.
+    """
+
+    def __init__(self, batch_sampler, skip: int = 0):
         self.batch_sampler, self.skip = batch_sampler, skip
 
     def __len__(self) -> int:
         return max(len(self.batch_sampler) - self.skip, 0)
 
-    def __iter__(self):
-        it = iter(self.batch_sampler)
-        for _ in range(self.skip):
+    def __iter__(self) -> Iterator:
+        return self._batches(iter(self.batch_sampler), self.skip)
+
+    @staticmethod
+    def _batches(it: Iterator, skip: int) -> Iterator:
+        for _ in range(skip):
             if next(it, None) is None:
                 return
         yield from it
@@ -135,7 +187,13 @@ class ResumableLoader(DataLoader):
     loaded for them) or to the dataset's ``set_epoch(epoch, skip_batches)`` (iterable, e.g.
     ``SentenceStream``). ``state_dict`` / ``load_state_dict`` are present (the position itself travels
     in the DataModule's state) so that Lightning knows this loader resumes mid-epoch.
+
+    The index sampler is one ``_SkipBatches`` for the loader's life: with persistent workers DataLoader
+    keeps its first iterator and re-reads only *that* iterator's index sampler each epoch, so a wrapper
+    made for the first (resumed) iterator alone would skip the same batches again every later epoch.
     """
+
+    _skipper: _SkipBatches | None = None
 
     def __init__(self, *args, datamodule: ResumableDataModule | None = None, **kwargs):
         # Our own generator for the per-iterator base seed DataLoader draws (worker seeds): drawn from the
@@ -143,7 +201,6 @@ class ResumableLoader(DataLoader):
         kwargs["generator"] = kwargs.get("generator") or torch.Generator()
         super().__init__(*args, **kwargs)
         self.datamodule = datamodule
-        self._skip_now = 0
 
     def state_dict(self) -> dict:
         return {}
@@ -154,7 +211,11 @@ class ResumableLoader(DataLoader):
     @property
     def _index_sampler(self):
         base = super()._index_sampler
-        return _SkipBatches(base, self._skip_now) if self._skip_now else base
+        if isinstance(self.dataset, IterableDataset):  # it skips by itself (``set_epoch``)
+            return base
+        if self._skipper is None or self._skipper.batch_sampler is not base:
+            self._skipper = _SkipBatches(base)
+        return self._skipper
 
     def __iter__(self):
         epoch, skip = self.datamodule.next_iterator_position() if self.datamodule is not None else (None, 0)
@@ -164,8 +225,8 @@ class ResumableLoader(DataLoader):
             return super().__iter__()
         if epoch is not None:
             _set_sampler_epoch(self, epoch)
-        self._skip_now = skip
+        self._index_sampler.skip = skip
         try:
             return super().__iter__()
         finally:
-            self._skip_now = 0
+            self._index_sampler.skip = 0  # len(loader) is the full epoch again

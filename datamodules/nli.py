@@ -12,18 +12,12 @@ seeded by ``(seed, epoch)`` (``EpochShuffleSampler``) and the loader resumes mid
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from datamodules.loader import (
-    EpochShuffleSampler,
-    ResumableDataModule,
-    ResumableLoader,
-    per_device_batch_size,
-)
+from datamodules.loader import ResumableDataModule, per_device_batch_size
 from datamodules.nli_readers import NLIPairs, _load_hub, load_source
 from datamodules.nli_triplets import NLITripletDataset, build_triplets, collate_triplets
 from embeddings.errors import ConfigError, unknown_choice
@@ -91,10 +85,6 @@ class NLIDataModule(ResumableDataModule):
         self.dataset: NLIDataset | NLITripletDataset | None = None
         self.parts: dict[str, NLIPairs] = {}
 
-    @property
-    def world_size(self) -> int:
-        return self.trainer.world_size if self.trainer is not None else 1
-
     def prepare_data(self) -> None:
         """Download hub sources once per node; local files are read directly in ``setup``."""
         for spec in self.sources:
@@ -103,7 +93,7 @@ class NLIDataModule(ResumableDataModule):
                 _load_hub(parts[1], parts[2])
 
     def setup(self, stage: str | None = None) -> None:
-        self.per_device_batch = per_device_batch_size(self.batch_size, self.world_size)
+        per_device_batch_size(self.batch_size, self.world_size)  # a bad batch size fails here, before loading
         if self.dataset is None:
             self.parts = {spec: load_source(spec, self.data_dir, self.max_bad) for spec in self.sources}
             sources = ", ".join(f"{k} ({len(v)})" for k, v in self.parts.items())
@@ -117,11 +107,4 @@ class NLIDataModule(ResumableDataModule):
                 log.info("NLI training pairs: %d from %s", len(self.dataset), sources)
 
     def train_dataloader(self) -> DataLoader:
-        if self.dataset is None:
-            self.setup("fit")
-        if self.num_workers > 0:
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        sampler = EpochShuffleSampler(len(self.dataset), self.seed) if self.shuffle else None
-        return ResumableLoader(self.dataset, batch_size=self.per_device_batch, sampler=sampler,
-                               num_workers=self.num_workers, collate_fn=COLLATE[self.format], drop_last=self.drop_last,
-                               persistent_workers=self.num_workers > 0, datamodule=self)
+        return self.resumable_loader(COLLATE[self.format], drop_last=self.drop_last)

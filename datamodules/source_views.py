@@ -4,7 +4,8 @@ Why: meta-embedding training touches only the sources' OUTPUTS; encoding the cor
 (``embeddings.sources.cache``, keyed by the source's fingerprint and the sentences) makes 500 epochs cost
 seconds. Sentences are read with the same rules as every other sentence DataModule (``SentenceIndex``:
 empty / malformed / too-long lines skipped and counted). Each batch is a list of J tensors, one per
-source; Lightning's DistributedSampler shards it under DDP.
+source. Shuffling is a per-epoch permutation seeded by ``(seed, epoch)`` (``EpochShuffleSampler``, which
+Lightning wraps in a distributed sampler under DDP) and the loader resumes mid-epoch (``ResumableLoader``).
 """
 
 from __future__ import annotations
@@ -14,10 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import torch
-from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader, TensorDataset
 
-from datamodules.loader import per_device_batch_size
+from datamodules.loader import ResumableDataModule
 from datamodules.sentence_files import DEFAULT_CACHE, SentenceIndex, source_paths
 from embeddings.errors import ConfigError
 from embeddings.sources.build import build_source
@@ -26,7 +26,7 @@ from embeddings.sources.cache import cached_source_vectors
 log = logging.getLogger(__name__)
 
 
-class SourceViewsDataModule(LightningDataModule):
+class SourceViewsDataModule(ResumableDataModule):
     """Batches ``[x_1 (B, d_1), ..., x_J (B, d_J)]`` of cached source vectors.
 
     Args:
@@ -35,6 +35,8 @@ class SourceViewsDataModule(LightningDataModule):
         sources: source specs (``build_source``), in the order the model expects.
         batch_size: GLOBAL batch size (the paper: 10,000).
         max_sentences, min_words, max_words: corpus filters.
+        num_workers, seed, shuffle: the DataLoader (the permutation of epoch ``e`` depends on ``(seed, e)``).
+        encode_batch_size, encode_device: the one-off encoding pass of each source.
         cache_dir: line indexes and source caches (``None``: ``$STS_CACHE_DIR`` or ``~/.cache/sts-lightning``).
     """
 
@@ -83,8 +85,4 @@ class SourceViewsDataModule(LightningDataModule):
         return [int(t.shape[1]) for t in self.dataset.tensors]
 
     def train_dataloader(self) -> DataLoader:
-        self.setup("fit")
-        world = self.trainer.world_size if self.trainer is not None else 1
-        return DataLoader(self.dataset, batch_size=per_device_batch_size(self.batch_size, world),
-                          shuffle=self.shuffle, generator=torch.Generator().manual_seed(int(self.seed)),
-                          num_workers=self.num_workers)
+        return self.resumable_loader()

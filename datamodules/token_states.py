@@ -4,7 +4,9 @@ Sentences come from plain files (``wiki/wiki_sentences_100k.txt``, ``sts:<task>`
 ``datamodules.sentence_files`` with the usual skipping rules) and/or NLI sources without their labels
 (``nli:snli:dev``: the unique premises and hypotheses, first-seen order; Latte-Mix trains on SNLI
 sentences). ``prepare_data`` encodes them once per node into ``datamodules.token_state_cache``;
-``setup`` maps the cache. Sharding across GPUs is Lightning's ``DistributedSampler`` (map-style data).
+``setup`` maps the cache. Shuffling is a per-epoch permutation seeded by ``(seed, epoch)``
+(``EpochShuffleSampler``, which Lightning wraps in a distributed sampler under DDP) and the loader resumes
+mid-epoch (``ResumableLoader``): the cache is read-only and deterministic, so nothing else decides a batch.
 """
 
 from __future__ import annotations
@@ -15,10 +17,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader, Dataset
 
-from datamodules.loader import per_device_batch_size
+from datamodules.loader import ResumableDataModule
 from datamodules.nli_readers import load_source
 from datamodules.sentence_files import DEFAULT_CACHE, SentenceIndex, source_paths
 from datamodules.token_state_cache import (
@@ -60,7 +61,7 @@ def collate_token_states(rows: Sequence[torch.Tensor]) -> dict[str, torch.Tensor
     return {"features": features, "mask": mask}
 
 
-class TokenStateDataModule(LightningDataModule):
+class TokenStateDataModule(ResumableDataModule):
     """Token states of ``layer`` of a frozen encoder, cached once, served as padded sentence batches.
 
     Args:
@@ -72,7 +73,7 @@ class TokenStateDataModule(LightningDataModule):
         cache_dir: where caches live (default ``$STS_CACHE_DIR`` or ``~/.cache/sts-lightning``).
         max_sentences: use only the first N sentences (after de-duplication, in source order).
         dtype: storage of the cache (``float16`` halves disk and page cache; batches are float32).
-        num_workers, seed, shuffle: the DataLoader.
+        num_workers, seed, shuffle: the DataLoader (the permutation of epoch ``e`` depends on ``(seed, e)``).
         encode_batch_size, encode_device: the one-off encoding pass (``auto``: CUDA when available).
     """
 
@@ -164,10 +165,4 @@ class TokenStateDataModule(LightningDataModule):
         return cache_bytes(self._stem)
 
     def train_dataloader(self) -> DataLoader:
-        if self.dataset is None:
-            self.setup("fit")
-        world = self.trainer.world_size if self.trainer is not None else 1
-        return DataLoader(self.dataset, batch_size=per_device_batch_size(self.batch_size, world),
-                          shuffle=self.shuffle, generator=torch.Generator().manual_seed(int(self.seed)),
-                          num_workers=self.num_workers, collate_fn=collate_token_states,
-                          persistent_workers=self.num_workers > 0)
+        return self.resumable_loader(collate_token_states)
