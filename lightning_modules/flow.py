@@ -24,8 +24,7 @@ from lightning.pytorch import LightningModule
 from torch import Tensor
 
 from embeddings.encoders.base import BaseEncoder
-from embeddings.encoders.load import load_encoder
-from embeddings.encoders.packaged import resolve_model_path
+from embeddings.encoders.load import encoder_hidden_size
 from embeddings.errors import ConfigError
 from embeddings.io.export_note import EXPORT, evaluate_command, write_loading_note
 from embeddings.methods.flow.glow import Glow
@@ -36,22 +35,6 @@ from lightning_modules.frozen_encoder import FrozenEncoderMixin
 
 log = logging.getLogger(__name__)
 ENCODER_KEYS = ("model_name_or_path", "pooling", "max_length")
-
-
-def encoder_hidden_size(model_name_or_path: str) -> int:
-    """The pooled-vector width of an encoder, from its config alone when it is a transformer.
-
-    Why: the Glow must exist at construction (optimizer, checkpoint loading), but loading the weights
-    just to read one number would be wasteful.
-    """
-
-    try:
-        from transformers import AutoConfig
-
-        return int(AutoConfig.from_pretrained(resolve_model_path(model_name_or_path)).hidden_size)
-    except (ConfigError, OSError, ValueError, AttributeError):  # static word vectors, or no config
-
-        return int(load_encoder(model_name_or_path).hidden_size)
 
 
 class BertFlowModule(FrozenEncoderMixin, LightningModule):

@@ -26,6 +26,7 @@ import torch
 from lightning.pytorch import LightningModule
 from torch import Tensor
 
+from embeddings.encoders.load import encoder_hidden_size
 from embeddings.errors import ConfigError
 from embeddings.io.export_note import EXPORT, evaluate_command, write_loading_note
 from embeddings.methods.latte_mix.maths import (
@@ -38,7 +39,6 @@ from embeddings.methods.latte_mix.maths import (
 from embeddings.methods.latte_mix.nets import NET_KEYS, build_nets, save_token_vae
 from embeddings.methods.latte_mix.scorer import LatteMixScorer, check_combination
 from lightning_modules.base import check_finite
-from lightning_modules.flow import encoder_hidden_size  # every layer has the same width
 from lightning_modules.frozen_encoder import FrozenEncoderMixin
 
 log = logging.getLogger(__name__)

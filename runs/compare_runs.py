@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 from pathlib import Path
 
 from embeddings.errors import DataError, run_or_exit
-from embeddings.io.atomic import atomic_write
+from embeddings.io.atomic import atomic_file, atomic_write
 from runs.run_results import RunRows, read_run
 
 Row = tuple[str, str, dict[str, float]]  # (run label, stage, {task: Spearman x100})
@@ -89,11 +88,9 @@ def bar_chart(rows: list[Row], path: Path) -> None:
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     ax.set_title("STS Spearman x100 (hatched: before training)")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp.png")
-    fig.savefig(tmp, dpi=120)
+    with atomic_file(path) as tmp:
+        fig.savefig(tmp, dpi=120, format="png")
     plt.close(fig)
-    os.replace(tmp, path)
 
 
 def compare(run_dirs: list[str], out_dir: str | Path) -> dict[str, Path]:

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
-from embeddings.io.atomic import atomic_write
+from embeddings.io.atomic import atomic_file, atomic_write
 from sts.scoring import main_score
 from sts.tasks import STANDARD_TASKS
 
@@ -78,11 +77,9 @@ def bar_chart(results: list[dict], path: Path, title: str = "STS Spearman x100")
     fig.legend(handles, scorers, loc="center right", fontsize=8, frameon=False)
     fig.suptitle(title)
     fig.tight_layout(rect=(0, 0, 0.84, 1))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp.png")
-    fig.savefig(tmp, dpi=120)
+    with atomic_file(path) as tmp:
+        fig.savefig(tmp, dpi=120, format="png")
     plt.close(fig)
-    os.replace(tmp, path)
 
 
 def write_reports(results: list[dict], out_dir: Path, meta: dict | None = None) -> dict[str, Path]:

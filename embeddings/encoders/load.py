@@ -12,7 +12,7 @@ from pathlib import Path
 from embeddings.encoders.base import BaseEncoder
 from embeddings.encoders.checkpoint import encoder_from_checkpoint
 from embeddings.encoders.hf import HFEncoder
-from embeddings.encoders.packaged import is_packaged, packaged_model, packaged_names
+from embeddings.encoders.packaged import is_packaged, packaged_model, packaged_names, resolve_model_path
 from embeddings.encoders.static import StaticWordEncoder
 from embeddings.errors import ConfigError
 
@@ -51,3 +51,17 @@ def load_encoder(name: str, max_length: int | None = None, batch_size: int = 64,
             f"cannot load encoder {name!r}: {where}. Packaged short names (offline): "
             f"{', '.join(packaged_names())}. Underlying error: {err}"
         ) from err
+
+
+def encoder_hidden_size(model_name_or_path: str) -> int:
+    """The pooled-vector width of an encoder, from its config alone when it is a transformer.
+
+    Why: a head over frozen vectors (a Glow, a token VAE) must exist at construction (optimizer, checkpoint
+    loading), but loading the weights just to read one number would be wasteful.
+    """
+    try:
+        from transformers import AutoConfig
+
+        return int(AutoConfig.from_pretrained(resolve_model_path(model_name_or_path)).hidden_size)
+    except (ConfigError, OSError, ValueError, AttributeError):  # static word vectors, or no config
+        return int(load_encoder(model_name_or_path).hidden_size)
