@@ -30,9 +30,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -41,6 +40,7 @@ from torch import Tensor
 from embeddings.encoders.hf import HFEncoder
 from embeddings.errors import ConfigError, unknown_choice
 from embeddings.methods.pooling import PoolingScorer
+from embeddings.scoring.protocols import STSEvaluator
 from embeddings.scoring.scorer import Scorer
 from lightning_modules.base import SCHEDULERS, EncoderModule, embed_length_buckets
 from lightning_modules.ct_options import (
@@ -91,20 +91,6 @@ def step_lambda(lr: float, final_lr: float, every: int, drops: int):
         return (lr - k * (lr - final_lr) / max(drops, 1)) / lr
 
     return factor
-
-
-@runtime_checkable
-class STSEvaluator(Protocol):
-    """What CT needs from the STS callback (``callbacks.sts_evaluation.STSEvaluationCallback`` offers it).
-
-    Why a protocol: ``lightning_modules/`` never imports ``callbacks/`` (issue 17 layering); CT finds the
-    callback among ``trainer.callbacks`` by this API and scores its two copies with the callback's ``evaluate``.
-    """
-
-    task_names: Sequence[str]
-    every_n_epochs: int
-
-    def evaluate(self, trainer, pl_module) -> dict[str, float]: ...
 
 
 class ContrastiveTensionModule(EncoderModule):

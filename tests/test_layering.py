@@ -78,7 +78,7 @@ def test_heavy_third_party_inside_functions_is_fine_and_relative_imports_resolve
 def test_sts_callback_offers_the_api_ct_finds_it_by():
     # CT no longer imports callbacks/: it finds the STS callback by this protocol (issue 17 layering).
     from callbacks.sts_evaluation import STSEvaluationCallback
-    from lightning_modules.ct import STSEvaluator
+    from embeddings.scoring.protocols import STSEvaluator
 
     assert isinstance(STSEvaluationCallback(tasks=["stsb-dev"]), STSEvaluator)
 

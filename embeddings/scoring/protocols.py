@@ -13,11 +13,15 @@ checks that every ``configs/model/*.yaml`` module honours it.
 - ``PooledScorer``: what a scorer offers the shared forward pass (``embeddings/scoring/shared_pass.py``): its
   encoder and a ``pool(TokenBatch) -> (batch, dim)`` compared by cosine.
 - ``BatchedScorer``: a scorer whose batch size the caller may set for one call (the STS callback's own).
+- ``STSEvaluator``: what a module may ask of the STS callback: Contrastive Tension finds it among
+  ``trainer.callbacks`` by this API and scores its two copies with ``evaluate`` (``lightning_modules/`` never
+  imports ``callbacks/``).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -53,3 +57,13 @@ class PooledScorer(Protocol):
 @runtime_checkable
 class BatchedScorer(Protocol):
     batch_size: int
+
+
+@runtime_checkable
+class STSEvaluator(Protocol):
+    """The STS callback as a module sees it (``callbacks.sts_evaluation.STSEvaluationCallback`` offers it)."""
+
+    task_names: Sequence[str]
+    every_n_epochs: int
+
+    def evaluate(self, trainer, pl_module) -> dict[str, float]: ...
