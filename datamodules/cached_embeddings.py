@@ -3,45 +3,46 @@
 Why: objectives that train only a head on a FROZEN encoder (the Glow of BERT-flow) would otherwise
 re-encode every sentence at every step, which costs far more than the head itself. ``prepare_data``
 (once per node) encodes the sentences with the same ``load_encoder`` + ``get_pooling`` path the scorers
-use, chunk by chunk into a memory-mapped temp file, and renames it into place (atomic: a reader sees
-no cache or a whole one). The cache is named by a hash of everything that changes the vectors (model
-and its files, pooling, max length, the sentence files' sizes / mtimes, filters, ``max_sentences``) and
-a sidecar JSON repeats that key plus the array's shape: a cache whose sidecar disagrees, or whose array
-is truncated or unreadable, is rebuilt with a warning, never used. Lines are read with
-``datamodules.sentences`` (same skipping rules, same hub handling) so both datamodules see the same
-sentences. Sharding across GPUs is Lightning's ``DistributedSampler``.
+use, chunk by chunk into a memory-mapped temp file, and renames it into place (``embeddings.io.npy_cache``:
+atomic, a reader sees no cache or a whole one). The cache is named by a hash of everything that changes
+the vectors (model and its files, pooling, max length, the sentence files' sizes / mtimes, filters,
+``max_sentences``) and a sidecar JSON repeats that key plus the array's shape: a cache whose sidecar
+disagrees, or whose array is truncated or unreadable, is rebuilt with a warning, never used. Lines are
+read with ``datamodules.sentences`` (same skipping rules, same hub handling) so both datamodules see the
+same sentences. Shuffling is ``EpochShuffleSampler`` (seeded by ``(seed, epoch)``) behind a
+``ResumableLoader``, so a run killed mid-epoch continues with exactly the batches it would have seen;
+Lightning wraps the sampler in a distributed one under DDP.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import torch
-from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader, TensorDataset
 
-from datamodules.loader import per_device_batch_size
-from datamodules.sentence_files import DEFAULT_CACHE, SentenceIndex, source_paths
+from datamodules.loader import (
+    ResumableDataModule,
+)
+from datamodules.sentence_files import SentenceIndex, source_paths
 from embeddings.encoders.load import load_encoder
 from embeddings.errors import DataError
+from embeddings.io.cache_root import cache_dir_or_root
 from embeddings.io.fingerprint import (  # model_fingerprint: re-exported (old home)
     file_stat,
     model_fingerprint,
 )
+from embeddings.io.npy_cache import key_digest, npy_cache_problem, npy_cache_writer
 from embeddings.methods.pooling import get_pooling
-from embeddings.sources.cache import npy_cache_problem
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 1
 
 
-class CachedEmbeddingDataModule(LightningDataModule):
+class CachedEmbeddingDataModule(ResumableDataModule):
     """Training batches ``[vectors (per_device_batch, dim)]`` of frozen pooled sentence embeddings.
 
     Args:
@@ -52,7 +53,7 @@ class CachedEmbeddingDataModule(LightningDataModule):
         cache_dir: where line indexes and feature caches live (default ``$STS_CACHE_DIR`` or
             ``~/.cache/sts-lightning``).
         max_sentences: use only the first N usable sentences (in file order).
-        num_workers, seed, shuffle: the DataLoader (under DDP the DistributedSampler shuffles).
+        num_workers, seed, shuffle: the DataLoader (the permutation of epoch ``e`` depends on ``(seed, e)``).
         min_words, max_words: line filters, as in ``SentenceDataModule``.
         encode_batch_size, encode_device: the one-off encoding pass (``auto``: CUDA when available).
         chunk_size: sentences encoded per ``encode`` call, bounding host memory on large corpora.
@@ -71,7 +72,7 @@ class CachedEmbeddingDataModule(LightningDataModule):
         self.batch_size, self.num_workers, self.seed, self.shuffle = batch_size, num_workers, seed, shuffle
         self.max_sentences, self.min_words, self.max_words = max_sentences, min_words, max_words
         self.encode_batch_size, self.encode_device, self.chunk_size = encode_batch_size, encode_device, chunk_size
-        self.cache_dir = Path(cache_dir or DEFAULT_CACHE).expanduser()
+        self.cache_dir = cache_dir_or_root(cache_dir)
         self.dataset: TensorDataset | None = None
 
     # ---------------------------------------------------------------------------------- the cache
@@ -87,22 +88,21 @@ class CachedEmbeddingDataModule(LightningDataModule):
 
     def cache_path(self, key: dict | None = None) -> Path:
         """``<cache_dir>/features/<hash of the key>.npy``; the sidecar is the same name with ``.json``."""
-        digest = hashlib.sha1(json.dumps(key or self.cache_key(), sort_keys=True).encode()).hexdigest()[:20]
+        digest = key_digest(key or self.cache_key())
         return self.cache_dir / "features" / f"{Path(self.model_name_or_path).name}.{self.pooling}.{digest}.npy"
 
     @staticmethod
     def check_cache(path: Path, key: dict) -> str:
         """Why ``path`` cannot be used (``""`` if it can): missing, other key, truncated, unreadable."""
-        return npy_cache_problem(path, key)
+        return npy_cache_problem(path, {"key": key})
 
     def _encode_to(self, path: Path, key: dict) -> None:
         index = SentenceIndex.build(self._paths(), self.cache_dir, self.min_words, self.max_words, self.max_sentences)
         encoder = load_encoder(self.model_name_or_path, max_length=self.max_length,
                                batch_size=self.encode_batch_size, device=self.encode_device)
         pool, n = get_pooling(self.pooling), len(index)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp, out = path.with_suffix(f".tmp{os.getpid()}.npy"), None
-        try:
+        out = None
+        with npy_cache_writer(path, {"key": key}) as tmp:
             for start in range(0, n, self.chunk_size):
                 sentences = [index.sentence(i) for i in range(start, min(n, start + self.chunk_size))]
                 vectors = encoder.encode(sentences, pool, desc="caching features").float().numpy()
@@ -112,12 +112,6 @@ class CachedEmbeddingDataModule(LightningDataModule):
             out.flush()
             shape = list(out.shape)
             del out
-            meta = path.with_suffix(f".tmp{os.getpid()}.json")
-            meta.write_text(json.dumps({"key": key, "shape": shape}, indent=1))
-            os.replace(tmp, path)  # array first: a sidecar never describes an array not yet in place
-            os.replace(meta, path.with_suffix(".json"))
-        finally:
-            tmp.unlink(missing_ok=True)
         log.info("cached %d x %d %s features of %s in %s", *shape, self.pooling, self.model_name_or_path, path)
 
     def prepare_data(self) -> None:
@@ -150,11 +144,4 @@ class CachedEmbeddingDataModule(LightningDataModule):
         return int(self.dataset.tensors[0].shape[1])
 
     def train_dataloader(self) -> DataLoader:
-        if self.dataset is None:
-            self.setup("fit")
-        trainer = self.trainer
-        world = trainer.world_size if trainer is not None else 1
-        generator = torch.Generator().manual_seed(int(self.seed))
-        return DataLoader(self.dataset, batch_size=per_device_batch_size(self.batch_size, world),
-                          shuffle=self.shuffle, generator=generator, num_workers=self.num_workers,
-                          persistent_workers=self.num_workers > 0)
+        return self.resumable_loader()

@@ -28,8 +28,6 @@ Batches are ``{"sentences": list[str], "targets": (B, D)}`` from a map-style dat
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -48,11 +46,13 @@ from datamodules.loader import (
     ResumableLoader,
     per_device_batch_size,
 )
-from datamodules.sentence_files import DEFAULT_CACHE, SentenceIndex, source_paths
+from datamodules.sentence_files import SentenceIndex, source_paths
 from embeddings.errors import ConfigError, DataError
+from embeddings.io.cache_root import cache_dir_or_root
+from embeddings.io.npy_cache import inspect_npy_cache, key_digest, save_npy_cache
 from embeddings.methods.meta.projections import orthogonal_procrustes
 from embeddings.sources.build import build_source
-from embeddings.sources.cache import cached_source_vectors, save_npy_atomic, sentences_digest
+from embeddings.sources.cache import cached_source_vectors, sentences_digest
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 1
@@ -143,7 +143,7 @@ class DistillationDataModule(ResumableDataModule):
         self.batch_size, self.num_workers, self.seed, self.shuffle = int(batch_size), num_workers, int(seed), shuffle
         self.max_sentences, self.min_words, self.max_words = max_sentences, min_words, max_words
         self.encode_batch_size, self.encode_device = encode_batch_size, encode_device
-        self.cache_dir = Path(cache_dir or DEFAULT_CACHE).expanduser()
+        self.cache_dir = cache_dir_or_root(cache_dir)
         self.dataset: DistillationDataset | None = None
         self.teacher_names: list[str] = []  # for logging; filled by prepare_data / setup
 
@@ -169,20 +169,8 @@ class DistillationDataModule(ResumableDataModule):
 
     def targets_path(self, key: dict | None = None) -> Path:
         """``<cache_dir>/distillation/targets.<hash>.npy``; the sidecar is the same name with ``.json``."""
-        digest = hashlib.sha1(json.dumps(key or self.cache_key(), sort_keys=True).encode()).hexdigest()[:20]
+        digest = key_digest(key or self.cache_key())
         return self.cache_dir / "distillation" / f"targets.{digest}.npy"
-
-    @staticmethod
-    def _sidecar(path: Path) -> dict | None:
-        """The sidecar of a whole, readable targets file whose array matches it, else ``None``."""
-        meta = path.with_suffix(".json")
-        try:
-            info = json.loads(meta.read_text())
-            array = np.load(path, mmap_mode="r")
-        except (OSError, ValueError):
-            return None
-        ok = list(array.shape) == info.get("shape") and array.dtype == np.float32
-        return info if ok else None
 
     def _build(self, spec: str | dict):
         return build_source(spec, batch_size=self.encode_batch_size, device=self.encode_device)
@@ -217,10 +205,12 @@ class DistillationDataModule(ResumableDataModule):
             reference_source = self._build(self.align_to)
             full["align_to"] = reference_source.fingerprint()
         self.teacher_names = names
-        info = self._sidecar(path)
-        if info is not None and {k: info.get(k) for k in full} == full:
+        _, problem = inspect_npy_cache(path, full)
+        if not problem:
             log.info("using cached SED targets %s (teachers %s)", path, names)
             return
+        if problem != "missing":
+            log.warning("SED targets %s are not usable (%s): rebuilding them", path, problem)
         reference = None
         if self.align_to is not None:
             reference = cached_source_vectors(reference_source, sentences, self.cache_dir / "distillation")
@@ -238,7 +228,7 @@ class DistillationDataModule(ResumableDataModule):
             extra["start_cosine"] = mean_cosine(reference, target)
             log.info("teachers mapped onto %s; its mean cosine to the targets: %.4f", _model_of(self.align_to),
                      extra["start_cosine"])
-        save_npy_atomic(path, target, {**full, **extra, "shape": list(target.shape), "teachers": self.teacher_names})
+        save_npy_cache(path, target, {**full, **extra, "teachers": self.teacher_names})
         log.info("SED targets: mean of %d teachers %s, %d x %d, in %s", len(names), names,
                  *target.shape, path)
 
@@ -248,9 +238,9 @@ class DistillationDataModule(ResumableDataModule):
         if self.dataset is not None:
             return
         path = self.targets_path()
-        info = self._sidecar(path)
-        if info is None:
-            raise DataError(f"SED targets {path} are missing or unreadable: run prepare_data first")
+        info, problem = inspect_npy_cache(path, {})
+        if problem:
+            raise DataError(f"SED targets {path} are not usable ({problem}): run prepare_data first")
         index = self._index()
         self.dataset = DistillationDataset(index, torch.from_numpy(np.load(path, mmap_mode="c")))
         self.teacher_names = list(info.get("teachers", []))

@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from embeddings.errors import ConfigError, DataError
-from embeddings.io.atomic import atomic_write
-from embeddings.io.cache_root import DEFAULT_CACHE
+from embeddings.io.atomic import atomic_file, atomic_write
+from embeddings.io.cache_root import DEFAULT_CACHE, cache_dir_or_root  # noqa: F401  (DEFAULT_CACHE re-exported)
 from sts.tasks import load_task, resolve_data_dir
 
 log = logging.getLogger(__name__)
@@ -80,11 +80,8 @@ def load_spans(path: Path, cache_dir: Path | None, min_words: int = 1,
         with np.load(cached) as z:
             return z["spans"], json.loads(str(z["stats"]))
     spans, stats = scan_file(path, min_words, max_words)
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cached.with_suffix(f".tmp{os.getpid()}")
-    with tmp.open("wb") as fh:
+    with atomic_file(cached) as tmp, tmp.open("wb") as fh:  # a concurrent reader sees no file or a whole one
         np.savez(fh, spans=spans, stats=np.array(json.dumps(stats)))
-    os.replace(tmp, cached)  # atomic: a concurrent reader sees no file or a whole one
     return spans, stats
 
 
@@ -101,9 +98,8 @@ def materialize_hub(spec: str, cache_dir: Path, max_rows: int | None = None) -> 
         from datasets import load_dataset
 
         rows = load_dataset(name, config, split=split, streaming=True)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp, written, blank = out.with_suffix(f".tmp{os.getpid()}"), 0, 0
-        with tmp.open("w", encoding="utf-8") as fh:
+        written, blank = 0, 0
+        with atomic_file(out) as tmp, tmp.open("w", encoding="utf-8") as fh:
             for row in rows:
                 text = " ".join(str(row["text"] or "").split())  # rows may hold newlines: one row, one line
                 blank += not text
@@ -115,7 +111,6 @@ def materialize_hub(spec: str, cache_dir: Path, max_rows: int | None = None) -> 
     except Exception as err:  # network, auth, missing column: all mean the same to the user
         raise DataError(f"could not stream {spec} from the Hugging Face hub: {err!r}. "
                         "Offline? Use local files instead.") from err
-    os.replace(tmp, out)
     log.info("%s: wrote %d rows to %s, skipped %d empty rows", spec, written, out, blank)
     return out
 
@@ -209,6 +204,6 @@ def read_sentences(files: Sequence[str], data_dir: str | None, min_words: int = 
     Why de-duplicated: a fitting corpus (meta-embeddings) weighs every sentence once; the same list (and so
     the same source-cache key) comes back for the same arguments.
     """
-    cache = Path(cache_dir or DEFAULT_CACHE).expanduser()
+    cache = cache_dir_or_root(cache_dir)
     index = SentenceIndex.build(source_paths(list(files), data_dir, cache, None), cache, min_words, max_words)
     return list(dict.fromkeys(index.sentence(i) for i in range(len(index))))[:max_sentences]

@@ -5,17 +5,19 @@ at every step would cost far more than the VAE. The cache stores only real token
 sentences concatenated, ``states.npy`` ``(total_tokens, hidden)``, with ``offsets.npy`` ``(n + 1,)`` marking
 where each sentence starts, and a sidecar ``.json`` with the key (model fingerprint, layer, max length,
 dtype, a digest of the sentences) and the shapes. Files are written under temporary names and renamed
-into place, arrays first and the sidecar last, so a reader sees either no cache or a whole one. A cache
-whose sidecar disagrees with the run's key, or whose arrays are truncated or inconsistent, is rebuilt
-with a warning, never used.
+into place, arrays first and the sidecar last (``embeddings.io.atomic.atomic_files``), so a reader sees
+either no cache or a whole one. A cache whose sidecar disagrees with the run's key, or whose arrays are
+truncated or inconsistent, is rebuilt with a warning, never used.
+
+Why not ``embeddings.io.npy_cache``'s one-array writer: the cache is TWO arrays (ragged states and their
+offsets) under one sidecar whose shape field is ``states_shape``; folding it into the one-array layout would
+change the files of every existing cache for no gain. It uses that module's pieces instead: ``key_digest``
+for the name, ``read_sidecar`` / ``write_sidecar`` for the key check, and the same atomic multi-file rename.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,6 +27,8 @@ import torch
 from datamodules.cached_embeddings import model_fingerprint
 from embeddings.console import progress
 from embeddings.errors import ConfigError, DataError
+from embeddings.io.atomic import atomic_files
+from embeddings.io.npy_cache import key_digest, read_sidecar, write_sidecar
 from embeddings.sources.cache import sentences_digest
 
 log = logging.getLogger(__name__)
@@ -40,7 +44,7 @@ def cache_key(model: str, layer: int, max_length: int | None, dtype: str, senten
 
 def cache_stem(cache_dir: Path, model: str, key: dict) -> Path:
     """``<cache_dir>/token_states/<model>.layer<l>.<digest>``; the arrays and sidecar add suffixes."""
-    digest = hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
+    digest = key_digest(key)
     return cache_dir / "token_states" / f"{Path(model).name}.layer{key['layer']}.{digest}"
 
 
@@ -54,14 +58,14 @@ def check_cache(stem: Path, key: dict) -> str:
     states_file, offsets_file, meta_file = _files(stem)
     if not all(p.is_file() for p in (states_file, offsets_file, meta_file)):
         return "missing"
+    info, problem = read_sidecar(meta_file, {"key": key})
+    if problem:
+        return problem.replace("its key", "its key (model, layer, max length, dtype or sentences)")
     try:
-        info = json.loads(meta_file.read_text())
         states = np.load(states_file, mmap_mode="r")
         offsets = np.load(offsets_file, mmap_mode="r")
     except (OSError, ValueError) as err:  # a truncated .npy fails numpy's length check
         return f"unreadable ({err})"
-    if info.get("key") != key:
-        return "its key (model, layer, max length, dtype or sentences) differs from this run's"
     if list(states.shape) != info.get("states_shape") or states.dtype != DTYPES[key["dtype"]]:
         return f"states {states.shape} {states.dtype} do not match the sidecar {info.get('states_shape')}"
     if len(offsets) != key["num_sentences"] + 1 or int(offsets[-1]) != states.shape[0]:
@@ -94,11 +98,10 @@ def build_cache(stem: Path, key: dict, encoder, sentences: Sequence[str], layer:
     if (lengths == 0).any():
         raise DataError(f"{int((lengths == 0).sum())} sentences have no tokens for {encoder.name}")
     offsets = np.concatenate([[0], np.cumsum(lengths)])
-    stem.parent.mkdir(parents=True, exist_ok=True)
     states_file, offsets_file, meta_file = _files(stem)
-    tmp = [p.with_name(p.name + f".tmp{os.getpid()}") for p in (states_file, offsets_file, meta_file)]
     dtype = DTYPES[key["dtype"]]
-    try:
+    # arrays first, the sidecar last: a sidecar never describes arrays not yet in place
+    with atomic_files(states_file, offsets_file, meta_file) as tmp:
         out = np.lib.format.open_memmap(tmp[0], mode="w+", dtype=dtype, shape=(int(offsets[-1]), encoder.hidden_size))
         order = np.argsort(-lengths, kind="stable")
         with torch.inference_mode():
@@ -116,14 +119,7 @@ def build_cache(stem: Path, key: dict, encoder, sentences: Sequence[str], layer:
         out.flush()
         shape = list(out.shape)
         del out
-        with open(tmp[1], "wb") as handle:
-            np.save(handle, offsets)
-        tmp[2].write_text(json.dumps({"key": key, "states_shape": shape}, indent=1))
-        os.replace(tmp[0], states_file)  # arrays first: a sidecar never describes arrays not yet in place
-        os.replace(tmp[1], offsets_file)
-        os.replace(tmp[2], meta_file)
-    finally:
-        for p in tmp:
-            p.unlink(missing_ok=True)
+        np.save(tmp[1], offsets)
+        write_sidecar(tmp[2], {"key": key, "states_shape": shape})
     log.info("cached %d token states x %d (layer %d of %s, %d sentences) in %s", shape[0], shape[1], layer,
              encoder.name, len(sentences), states_file)

@@ -15,13 +15,15 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from datamodules.loader import per_device_batch_size
+from datamodules.cached_embeddings import CachedEmbeddingDataModule
+from datamodules.loader import ResumableDataModule, per_device_batch_size
 from datamodules.nli import NLIDataModule, collate_nli
 from datamodules.nli_readers import load_source, read_hub_nli
 from datamodules.sentence_files import SentenceIndex
 from datamodules.sentence_stream import SentenceStream, collate_sentences, shard_indices
 from datamodules.sentences import SentenceDataModule
 from embeddings.errors import ConfigError, DataError
+from embeddings.io.npy_cache import save_npy_cache
 
 PAIRS = [("a man plays a guitar .", "a man plays music .", "entailment"),
          ("a dog runs in the park .", "a cat sleeps .", "contradiction"),
@@ -282,3 +284,33 @@ def test_missing_sentence_file_is_a_clear_error_with_a_cache_dir(tmp_path):
     """The cached index path used to stat() the file first and raise a bare FileNotFoundError."""
     with pytest.raises(DataError, match=r"nope\.txt: file not found"):
         SentenceIndex.build([tmp_path / "nope.txt"], tmp_path / "cache")
+
+
+def test_cached_embedding_loader_resumes_mid_epoch(tmp_path):
+    """BERT-flow's feature DataModule: a loader restored after ``k`` batches of an epoch yields exactly the
+    remaining batches of the uninterrupted one; each epoch has its own (seed, epoch) permutation. The feature
+    cache is written with ``embeddings.io.npy_cache`` under the module's own key, so nothing is encoded."""
+    (tmp_path / "data" / "wiki").mkdir(parents=True)
+    (tmp_path / "data" / "wiki" / "s.txt").write_text("".join(f"sentence number {i}\n" for i in range(22)))
+
+    def module() -> CachedEmbeddingDataModule:
+        return CachedEmbeddingDataModule(str(tmp_path / "data"), ["wiki/s.txt"], model_name_or_path="no-such-model",
+                                         pooling="mean", batch_size=4, seed=11, cache_dir=str(tmp_path / "cache"))
+
+    first = module()
+    assert isinstance(first, ResumableDataModule)
+    key = first.cache_key()
+    save_npy_cache(first.cache_path(key), np.arange(22 * 3, dtype=np.float32).reshape(22, 3), {"key": key})
+
+    def batches(dm) -> list[tuple[float, ...]]:
+        return [tuple(b[0][:, 0].tolist()) for b in dm.train_dataloader()]
+
+    epoch0 = batches(first)
+    first.load_state_dict({"epoch": 1, "batches_done": 0})
+    epoch1 = batches(first)
+    assert len(epoch0) == 6 and epoch0 != epoch1 and sorted(sum(epoch0, ())) == sorted(sum(epoch1, ()))
+    for k in (1, 3, 5):
+        resumed = module()
+        resumed.load_state_dict({"epoch": 1, "batches_done": k})
+        assert batches(resumed) == epoch1[k:], k
+    assert batches(module()) == epoch0  # (seed, epoch) alone fixes the order

@@ -1,0 +1,115 @@
+"""Arrays kept in a ``.npy`` cache with a JSON sidecar that says what they were computed from.
+
+Why one helper: source vectors (``embeddings.sources.cache``), frozen-encoder features
+(``datamodules.cached_embeddings``), distillation targets (``datamodules.distillation``) and token states
+(``datamodules.token_state_cache``) are all "compute once, reuse while the inputs are the same". Each cache
+is ``<name>.npy`` plus ``<name>.json`` = ``{"key": ..., "shape": [...], ...}``; the file name hashes the key
+(``key_digest``) and the sidecar repeats it, so a reader checks the key instead of trusting a name.
+
+- writing: ``npy_cache_writer`` / ``save_npy_cache`` go through ``embeddings.io.atomic.atomic_files``, the
+  array renamed into place before the sidecar: a sidecar never describes an array that is not there, and a
+  crash leaves no half-written file.
+- reading: ``inspect_npy_cache`` / ``npy_cache_problem`` say why a cache cannot be used (missing, other key,
+  unreadable or truncated array, shape or dtype not the sidecar's); ``load_npy_cache`` returns the array or
+  ``None`` after a warning, and the caller rebuilds -- a bad cache is never used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import numpy as np
+
+from embeddings.io.atomic import atomic_files
+
+log = logging.getLogger(__name__)
+
+
+def key_digest(key: Mapping, length: int = 20) -> str:
+    """A stable hash of a JSON-able key, for file names."""
+    return hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()[:length]
+
+
+def sidecar_of(path: str | os.PathLike) -> Path:
+    """The sidecar of an array (or of a cache stem): the same name with ``.json``."""
+    return Path(path).with_suffix(".json")
+
+
+def read_sidecar(meta_file: Path, expect: Mapping) -> tuple[dict | None, str]:
+    """``(sidecar, problem)``: ``problem`` is ``""`` when the file exists, parses and agrees with ``expect``
+    on each of its fields (e.g. ``{"key": key}``), else why not (``"missing"`` when there is no file)."""
+    if not meta_file.is_file():
+        return None, "missing"
+    try:
+        info = json.loads(meta_file.read_text())
+    except (OSError, ValueError) as err:
+        return None, f"unreadable ({err})"
+    if not isinstance(info, dict):
+        return None, "unreadable (the sidecar is not a JSON object)"
+    differ = [k for k, v in expect.items() if info.get(k) != v]
+    return info, f"its {'/'.join(differ)} differs from this run's" if differ else ""
+
+
+def write_sidecar(meta_file: Path, sidecar: Mapping) -> None:
+    meta_file.write_text(json.dumps(dict(sidecar), indent=1))
+
+
+def inspect_npy_cache(path: str | os.PathLike, expect: Mapping, dtype=np.float32) -> tuple[dict | None, str]:
+    """``(sidecar, problem)`` of the array at ``path``: ``problem`` is ``""`` when usable, else why not
+    (missing, other key, unreadable or truncated, shape / dtype not the sidecar's)."""
+    path = Path(path)
+    if not path.is_file():
+        return None, "missing"
+    info, problem = read_sidecar(sidecar_of(path), expect)
+    if problem:
+        return info, problem
+    try:
+        array = np.load(path, mmap_mode="r")  # a truncated .npy fails numpy's length check here
+    except (OSError, ValueError) as err:
+        return info, f"unreadable ({err})"
+    if list(array.shape) != info.get("shape") or array.dtype != np.dtype(dtype):
+        return info, f"array {array.shape} {array.dtype} does not match its sidecar {info.get('shape')}"
+    return info, ""
+
+
+def npy_cache_problem(path: str | os.PathLike, expect: Mapping, dtype=np.float32) -> str:
+    """Why the cache at ``path`` cannot be used, ``""`` if it can (see ``inspect_npy_cache``)."""
+    return inspect_npy_cache(path, expect, dtype)[1]
+
+
+def load_npy_cache(path: str | os.PathLike, expect: Mapping, what: str, mmap_mode: str | None = None,
+                   dtype=np.float32) -> np.ndarray | None:
+    """The cached array, or ``None`` when it must be (re)built -- with a warning unless it was just missing."""
+    problem = npy_cache_problem(path, expect, dtype)
+    if problem:
+        if problem != "missing":
+            log.warning("%s cache %s is not usable (%s): rebuilding it", what, path, problem)
+        return None
+    log.info("using cached %s %s", what, path)
+    return np.load(path, mmap_mode=mmap_mode)
+
+
+@contextlib.contextmanager
+def npy_cache_writer(path: str | os.PathLike, sidecar: Mapping) -> Iterator[Path]:
+    """Yield a temp ``.npy`` path to fill (``np.save``, ``np.lib.format.open_memmap`` for chunked writes).
+
+    On normal exit the sidecar (``sidecar`` plus the ``shape`` read back from the written array) is written
+    and both files are renamed into place, the array first; on an exception nothing is left behind.
+    """
+    path = Path(path)
+    with atomic_files(path, sidecar_of(path)) as (tmp_array, tmp_meta):
+        yield tmp_array
+        shape = list(np.load(tmp_array, mmap_mode="r").shape)
+        write_sidecar(tmp_meta, {**dict(sidecar), "shape": shape})
+
+
+def save_npy_cache(path: str | os.PathLike, array: np.ndarray, sidecar: Mapping) -> None:
+    """``array`` and its sidecar, atomically (see ``npy_cache_writer``)."""
+    with npy_cache_writer(path, sidecar) as tmp:
+        np.save(tmp, array)
