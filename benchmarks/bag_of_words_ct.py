@@ -1,6 +1,6 @@
 """Can CT's halves objective learn STS from scratch at all? A bag-of-wordpieces control for issue 3.
 
-Why: CT from scratch on a random BERT (``experiment=scratch_ct``) gains little when its layers learn. This
+Why: CT from scratch on a random BERT (``experiment=ct/scratch``) gains little when its layers learn. This
 script takes the transformer away: each copy is a mean of trainable wordpiece vectors (two independent copies,
 same random init, std 0.02 as BERT's), trained with the same objective as ``model.objective=in_batch
 model.views=mixed_halves`` (the two halves of a sentence are a positive, the other sentences of the batch the

@@ -16,9 +16,9 @@ and what it costs, in one process, on the same batches:
 
 Each side runs ``--rounds`` epochs, alternating which goes first; the fastest epoch of each side is kept.
 
-The "step" is pluggable (``--step``): ``token_vae`` is ``TokenVAEModule.training_step`` (paper defaults,
+The "step" is pluggable (``--step``): ``latte_mix`` is ``TokenVAEModule.training_step`` (paper defaults,
 ``input_dim`` = the cache's width) + ``backward`` + Adam; ``mlp`` a 2-layer MLP autoencoder on the real
-tokens; ``auto`` (default) takes ``token_vae`` when it imports and says which ran. Both epochs start from
+tokens; ``auto`` (default) takes ``latte_mix`` when it imports and says which ran. Both epochs start from
 the same initial weights (same seed), so they do the same arithmetic apart from the data path.
 
     OMP_NUM_THREADS=1 python -m benchmarks.token_cache_speed --data-dir ../shared/data --max-sentences 1000 \
@@ -54,7 +54,7 @@ PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 def make_step(kind: str, input_dim: int, args, device: torch.device) -> tuple[str, Step]:
     """A fresh model + Adam and the per-batch training step; the same seed gives the same start each time."""
     torch.manual_seed(args.seed)
-    if kind in ("auto", "token_vae"):
+    if kind in ("auto", "latte_mix"):
         module = TokenVAEModule(model_name_or_path=args.model, layer=args.layer, max_length=args.max_length,
                                 input_dim=input_dim).to(device).train()
         module.log = lambda *a, **k: None  # no trainer attached: logging is a no-op
@@ -174,7 +174,7 @@ def main() -> None:
     parser.add_argument("--layer", type=int, default=-1)
     parser.add_argument("--max-length", type=int, default=None)
     parser.add_argument("--dtype", default="float32", choices=("float32", "float16"))
-    parser.add_argument("--step", default="auto", choices=("auto", "token_vae", "mlp"))
+    parser.add_argument("--step", default="auto", choices=("auto", "latte_mix", "mlp"))
     parser.add_argument("--cache-dir", default=None, help="default: a temporary directory, deleted at the end")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto (encoder and step)")
     parser.add_argument("--rounds", type=int, default=2, help="epochs per side, alternating; the fastest is kept")

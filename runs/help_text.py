@@ -72,12 +72,12 @@ def evaluate_sections() -> list[str]:
 def train_sections() -> list[str]:
     """Models with the data group each brings, then every other config group, then the top-level keys."""
     models = [(p.stem, model_data_group(p), summary(p)) for p in group_files("model")]
-    names = group_files("experiment")
-    room = WIDTH - 4 - max(len(p.stem) for p in names)
-    experiments = [(p.stem, clip(summary(p), room)) for p in names]
+    names = [(option_name("experiment", p), p) for p in group_files("experiment")]
+    room = WIDTH - 4 - min(max(len(name) for name, _ in names), 24)  # a longer name gets a line of its own
+    experiments = [(name, clip(summary(p), room)) for name, p in names]
     trainers = [(p.stem, "\n".join(header(p))) for p in group_files("trainer")]
     shown = {"model", "data", "trainer", "logger", "experiment", "hydra"}
-    others = [(d.name, ", ".join(p.stem for p in group_files(d.name)))
+    others = [(d.name, ", ".join(option_name(d.name, p) for p in group_files(d.name)))
               for d in sorted(CONFIG_DIR.iterdir()) if d.is_dir() and d.name not in shown]
     return [
         "Models (model=<name> also selects the data group it brings; data=<group> on the command line wins):\n"
@@ -86,7 +86,7 @@ def train_sections() -> list[str]:
         "Trainers (trainer=<name>; any Lightning Trainer argument as trainer.<arg>=value):\n"
         + table(trainers),
         "Loggers (logger=<name>):\n" + table([(p.stem, summary(p)) for p in group_files("logger")]),
-        "Experiments (experiment=<name>: a complete recipe; see the file's header for its command):\n"
+        "Experiments (experiment=<method>/<recipe>: a complete recipe; see the file's header for its command):\n"
         + table(experiments),
         "Other groups:\n" + table(others),
         "Options (configs/train.yaml):\n" + textwrap.indent(config_body(CONFIG_DIR / "train.yaml"), "  "),
@@ -94,7 +94,13 @@ def train_sections() -> list[str]:
 
 
 def group_files(group: str) -> list[Path]:
-    return sorted((CONFIG_DIR / group).glob("*.yaml"))
+    """A config group's option files, subfolders included (configs/experiment/<method>/<recipe>.yaml)."""
+    return sorted((CONFIG_DIR / group).rglob("*.yaml"), key=lambda p: option_name(group, p))
+
+
+def option_name(group: str, path: Path) -> str:
+    """What ``<group>=<name>`` takes for a file of the group: ``flow/minilm_l6`` for experiment/flow/minilm_l6.yaml."""
+    return path.relative_to(CONFIG_DIR / group).with_suffix("").as_posix()
 
 
 def header(path: Path) -> list[str]:

@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import PurePath
 
-# Module of the LightningModule -> the name of its configs/model/<name>.yaml, where the two differ.
-METHOD_ALIASES = {"contrastive_tension": "ct"}
+# Module of the LightningModule -> the name of its configs/model/<name>.yaml, where the two differ: the modules'
+# names before issue 17, still in the saved ``.hydra/config.yaml`` of older run directories.
+METHOD_ALIASES = {"contrastive_tension": "ct", "token_vae": "latte_mix"}
 
 
 def method_name(model: Mapping) -> str:
-    """``sbert_nli``, ``ct``, ``flow``, ``token_vae``, ``sed``, ``cross_view_ae`` (the model config's name).
+    """``sbert_nli``, ``ct``, ``flow``, ``latte_mix``, ``sed``, ``cross_view_ae`` (the model config's name).
 
     Derived from ``model._target_`` rather than Hydra's choice of the ``model`` group because the target
     is saved in every config (also one composed in a test or a pipeline stage), the choice is not.
@@ -49,5 +50,7 @@ def run_tags(model: Mapping) -> list[str]:
 
 
 def run_group(model: Mapping, experiment: str | None) -> str:
-    """The experiment's name (``configs/experiment/<name>.yaml``), else the method: seeds of one recipe group."""
+    """The experiment's name as typed (``ct/minilm_l3`` for ``configs/experiment/ct/minilm_l3.yaml``), else the
+    method: seeds of one recipe group. W&B takes any string up to 128 characters as a group (only run ids
+    forbid ``/``), so the name is kept as the command line spells it."""
     return str(experiment) if experiment else method_name(model)

@@ -8,12 +8,40 @@ from omegaconf import OmegaConf
 
 from tests.paths import CONFIG_DIR
 
-EXPERIMENTS = sorted(p.stem for p in (CONFIG_DIR / "experiment").glob("*.yaml"))
+
+def experiment_names() -> list[str]:
+    """What ``experiment=`` takes for every file under configs/experiment, subfolders included: ``flow/minilm_l6``."""
+    root = CONFIG_DIR / "experiment"
+    return sorted(p.relative_to(root).with_suffix("").as_posix() for p in root.rglob("*.yaml"))
+
+
+EXPERIMENTS = experiment_names()
+MODELS = sorted(p.stem for p in (CONFIG_DIR / "model").glob("*.yaml"))
+# Folders of configs/experiment that are not a model's: chains of several methods.
+NOT_A_METHOD = {"pipeline"}
+
+
+def _compose(name: str):
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return compose(config_name="train", overrides=[f"experiment={name}", "paths.data_dir=/data"],
+                       return_hydra_config=True)
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_experiment_composes(name):
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose(config_name="train", overrides=[f"experiment={name}", "paths.data_dir=/data"])
+    cfg = _compose(name)
     model = OmegaConf.to_container(cfg.model, resolve=False)
     assert "_target_" in model and "_target_" in cfg.data and "_target_" in cfg.trainer
+
+
+@pytest.mark.parametrize("name", [n for n in EXPERIMENTS if "/" in n and n.split("/")[0] not in NOT_A_METHOD])
+def test_experiment_folder_is_the_model_it_trains(name):
+    """configs/experiment/<method>/<recipe>.yaml trains model=<method>: one name per method, on the command line too."""
+    assert name.split("/")[0] in MODELS, f"experiment/{name}: its folder names no configs/model file"
+    assert _compose(name).hydra.runtime.choices.model == name.split("/")[0]
+
+
+def test_experiments_live_in_a_method_folder():
+    """Only the README's one-liner stays at the top level (``make run`` = ``experiment=quickstart``)."""
+    assert [n for n in EXPERIMENTS if "/" not in n] == ["quickstart"]
+    assert {n.split("/")[0] for n in EXPERIMENTS if "/" in n} <= {*MODELS, *NOT_A_METHOD}

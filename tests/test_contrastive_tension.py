@@ -29,7 +29,7 @@ def ct_data_dir(tmp_path_factory, tiny_data_dir) -> Path:
 
 
 def _cfg(out: Path, model_dir: Path, data_dir: Path, overrides=()):
-    base = ["experiment=ct_minilm_l3", f"model.model_name_or_path={model_dir}", "model.max_length=32",
+    base = ["experiment=ct/minilm_l3", f"model.model_name_or_path={model_dir}", "model.max_length=32",
             "model.eval_batch_size=8", f"paths.data_dir={data_dir}", f"data.cache_dir={out / 'cache'}",
             "trainer=cpu", "trainer.max_steps=-1", "trainer.val_check_interval=1.0",
             "trainer.check_val_every_n_epoch=1", "trainer.log_every_n_steps=1",
@@ -83,7 +83,7 @@ def test_config_composes_with_paper_hyperparameters(tmp_path, tiny_model_dir, ct
     assert m._target_.endswith("ContrastiveTensionModule") and cfg.data._target_.endswith("SentenceDataModule")
     assert (m.optimizer, m.scheduler, m.lr, m.final_lr, m.pairs, m.positives) == ("rmsprop", "step", 1e-5, 2e-6, 16, 2)
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        full = compose(config_name="train", overrides=["experiment=ct_minilm_l3"])
+        full = compose(config_name="train", overrides=["experiment=ct/minilm_l3"])
     assert full.model.max_length == 75 and full.trainer.val_check_interval == 500 and not full.model.dropout
 
 

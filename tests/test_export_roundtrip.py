@@ -31,7 +31,7 @@ from tests.test_train import train_data_dir  # noqa: F401  (module-scoped fixtur
 SENTENCES = ["a man plays a guitar .", "a dog runs in the park", "two children read a book on the bench .",
              " ".join(["the woman cuts an onion in the kitchen ."] * 6)]  # longer than max_length: truncation
 # What the tiny fixture needs beyond the encoder keys (small nets).
-TINY = {"token_vae": {"latent_dim": 4, "num_classes": 5, "hidden_dim": 16}}
+TINY = {"latte_mix": {"latent_dim": 4, "num_classes": 5, "hidden_dim": 16}}
 
 
 def _cases() -> list:

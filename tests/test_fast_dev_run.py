@@ -14,10 +14,11 @@ import torch
 from hydra import compose, initialize_config_dir
 
 from tests.paths import CONFIG_DIR
+from tests.test_configs_compose import experiment_names
 from tests.test_train import _cfg, train_data_dir  # noqa: F401  (module-scoped fixture)
 
 # Pipelines chain several trainings: tests/test_pipeline.py runs one with tiny stages.
-EXPERIMENTS = sorted(p.stem for p in (CONFIG_DIR / "experiment").glob("*.yaml") if not p.stem.startswith("pipeline_"))
+EXPERIMENTS = [name for name in experiment_names() if not name.startswith("pipeline/")]
 # What the tiny fixtures offer each data group (the real files are far too big for a unit test).
 TINY_DATA = {"nli": ["data.sources=[snli:dev,snli:test,sick:trial]"],
              "sentences": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8"],
@@ -26,7 +27,7 @@ TINY_DATA = {"nli": ["data.sources=[snli:dev,snli:test,sick:trial]"],
              "distillation": ["data.files=[wiki/wiki_sentences_100k.txt]"],
              "source_views": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8"]}
 TINY_MODEL = {"ct": ["model.pairs=8", "model.positives=2"],
-              "token_vae": ["model.latent_dim=4", "model.num_classes=5", "model.hidden_dim=16"]}
+              "latte_mix": ["model.latent_dim=4", "model.num_classes=5", "model.hidden_dim=16"]}
 COMMON = ["+trainer.fast_dev_run=true", "export=false", "callbacks.sts_evaluation.tasks=[stsb-dev]"]
 
 
@@ -41,17 +42,23 @@ def _groups(overrides: list[str]) -> tuple[str, str]:
     return str(choices["model"]), str(choices["data"])
 
 
-def _fast_dev_run(tmp_path, model_dir, data_dir, overrides: list[str]) -> dict[str, float]:
-    from runs.train_run import train
-
-    model, data = _groups(overrides)
-    tiny = [f"data={data}", *TINY_DATA[data], *TINY_MODEL.get(model, [])]
+def tiny_overrides(model: str, data: str, model_dir, tmp_path) -> list[str]:
+    """What the tiny fixtures need for a model / data group pair (small nets, tiny files, a private cache)."""
+    tiny = [*TINY_DATA[data], *TINY_MODEL.get(model, [])]
     if data == "distillation":  # the tiny model teaches itself (teachers must share its size)
         tiny.append(f"data.teachers=[{model_dir}]")
     if data == "source_views":  # two tiny sources of the same model: mean and CLS pooling
         tiny.append(f"data.sources=[{model_dir},{{model:{model_dir},pooling:cls}}]")
     if data != "nli":
         tiny.append(f"data.cache_dir={tmp_path / 'cache'}")
+    return tiny
+
+
+def _fast_dev_run(tmp_path, model_dir, data_dir, overrides: list[str]) -> dict[str, float]:
+    from runs.train_run import train
+
+    model, data = _groups(overrides)
+    tiny = [f"data={data}", *tiny_overrides(model, data, model_dir, tmp_path)]
     cfg = _cfg(tmp_path / "run", model_dir, data_dir, [*overrides, *tiny, *COMMON])
     metrics = train(cfg)
     assert metrics and all(torch.isfinite(torch.tensor(v)) for v in metrics.values()), metrics
@@ -73,9 +80,9 @@ OPTIONS = [
     ["model=ct", "data=sentences", "model.scheduler=linear", "model.optimizer=adamw"],
     ["model=ct", "data=sentences", "model.objective=in_batch", "model.dropout=true"],
     ["model=flow", "data=cached_embeddings", "model.coupling=additive", "model.permutation=reverse"],
-    ["model=token_vae", "data=token_states"],
-    ["model=token_vae", "data=token_states", "model.latent=normal", "model.encoder_layers=2"],
-    ["model=token_vae", "data=token_states", "model.latent=ae", "data.dtype=float16"],
+    ["model=latte_mix", "data=token_states"],
+    ["model=latte_mix", "data=token_states", "model.latent=normal", "model.encoder_layers=2"],
+    ["model=latte_mix", "data=token_states", "model.latent=ae", "data.dtype=float16"],
     ["model=ct", "data=sentences", "model.views=halves"],
     ["model=ct", "data=sentences", "model.views=mixed_halves", "model.objective=in_batch", "model.length_groups=2"],
     ["model=ct", "data=sentences", "model.views=halves", "model.embedding_lr=1e-3", "model.frozen_layers=0"],

@@ -189,7 +189,7 @@ def test_mismatched_encoder_settings_and_bad_dim_are_config_errors(tmp_path, tin
         train(cfg)
 
 
-@pytest.mark.parametrize("override", ["experiment=flow_minilm_l6", "model.coupling=additive"])
+@pytest.mark.parametrize("override", ["experiment=flow/minilm_l6", "model.coupling=additive"])
 def test_flow_configs_compose(tmp_path, tiny_model_dir, flow_data_dir, override):
     cfg = _cfg(tmp_path, tiny_model_dir, flow_data_dir, [override])
     assert cfg.model._target_ == "lightning_modules.flow.BertFlowModule"

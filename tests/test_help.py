@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from tests.paths import CONFIG_DIR, ROOT
+from tests.test_configs_compose import experiment_names
 
 
 def _help(script: str) -> subprocess.CompletedProcess:
@@ -73,10 +74,14 @@ def test_train_help_pairs_every_model_with_its_data_group(train_help):
         defaults = yaml.safe_load(path.read_text())["defaults"]
         group = next(d["override /data"] for d in defaults if isinstance(d, dict) and "override /data" in d)
         assert re.search(rf"^\s+{path.stem}\s+{group}\s", models, flags=re.M), (path.stem, group, models)
-    for title, group in (("Data groups", "data"), ("Trainers", "trainer"), ("Loggers", "logger"),
-                         ("Experiments", "experiment")):
+    for title, group in (("Data groups", "data"), ("Trainers", "trainer"), ("Loggers", "logger")):
         block = section(text, title)
         assert [p.stem for p in (CONFIG_DIR / group).glob("*.yaml") if not has_word(block, p.stem)] == []
+    # Experiments live in a folder per method: listed as typed, experiment=flow/minilm_l6.
+    assert [n for n in experiment_names() if not has_word(section(text, "Experiments"), n)] == []
+    assert "flow/minilm_l6" in experiment_names()
+    others = section(text, "Other groups")
+    assert [p.stem for p in (CONFIG_DIR / "debug").glob("*.yaml") if not has_word(others, p.stem)] == []
     assert "ckpt_path=last" in text and "trainer.num_nodes" in text
 
 

@@ -13,7 +13,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from tests.paths import CONFIG_DIR
-from tests.test_fast_dev_run import TINY_DATA, TINY_MODEL
+from tests.test_fast_dev_run import tiny_overrides
 from tests.test_train import _cfg, train_data_dir  # noqa: F401  (module-scoped fixture)
 
 MODELS = sorted(p.stem for p in (CONFIG_DIR / "model").glob("*.yaml"))
@@ -73,15 +73,8 @@ def test_command_line_data_wins_over_the_model_default():
 def test_model_defaults_run_and_end_scored(model, tmp_path, tiny_model_dir, train_data_dir, one_thread):  # noqa: F811
     from runs.train_run import train
 
-    group = data_group_of(model)
-    tiny = [f"model={model}", *TINY_DATA[group], *TINY_MODEL.get(model, []), "trainer.max_steps=3",
-            "callbacks.sts_evaluation.tasks=[stsb-dev]"]
-    if group == "distillation":
-        tiny.append(f"data.teachers=[{tiny_model_dir}]")
-    if group == "source_views":
-        tiny.append(f"data.sources=[{tiny_model_dir},{{model:{tiny_model_dir},pooling:cls}}]")
-    if group != "nli":
-        tiny.append(f"data.cache_dir={tmp_path / 'cache'}")
+    tiny = [f"model={model}", *tiny_overrides(model, data_group_of(model), tiny_model_dir, tmp_path),
+            "trainer.max_steps=3", "callbacks.sts_evaluation.tasks=[stsb-dev]"]
     run = tmp_path / "run"
     cfg = _cfg(run, tiny_model_dir, train_data_dir, tiny)
     metrics = train(cfg)

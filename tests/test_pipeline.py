@@ -26,7 +26,7 @@ def test_substitute_places_exports():
 
 def _tiny_pipeline(out, model_dir, data_dir):
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose(config_name="train", overrides=["experiment=pipeline_ct_sed_flow", f"paths.data_dir={data_dir}",
+        cfg = compose(config_name="train", overrides=["experiment=pipeline/ct_sed_flow", f"paths.data_dir={data_dir}",
                                                       "pipeline.tasks=[stsb-dev]", f"pipeline.start={model_dir}"])
     common = [f"model.model_name_or_path={model_dir}", "model.max_length=32", "model.eval_batch_size=8",
               "+trainer.fast_dev_run=true", "trainer.enable_progress_bar=false", "trainer.enable_model_summary=false",

@@ -186,7 +186,7 @@ def test_eval_layers_and_dim_mismatch(student, tiny_model_dir, tmp_path):
 def test_experiment_fast_dev_run(tmp_path, tiny_model_dir, teacher2_dir, sed_data_dir, one_thread):
     from runs.train_run import train
 
-    overrides = ["experiment=sed_minilm_l3", f"model.model_name_or_path={tiny_model_dir}", "model.max_length=32",
+    overrides = ["experiment=sed/minilm_l3", f"model.model_name_or_path={tiny_model_dir}", "model.max_length=32",
                  "model.eval_batch_size=8", f"paths.data_dir={sed_data_dir}", f"data.teachers=[{tiny_model_dir},"
                  f"{teacher2_dir}]", "data.batch_size=4", f"data.cache_dir={tmp_path / 'cache'}",
                  "+trainer.fast_dev_run=true", "export=false", "callbacks.sts_evaluation.batch_size=8",

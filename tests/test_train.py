@@ -189,7 +189,7 @@ def test_bad_values_raise_config_error(tmp_path, tiny_model_dir, train_data_dir,
 
 @pytest.mark.parametrize("override", [
     "model=sbert_nli", "data=nli", "data=sentences", "trainer=cpu", "trainer=gpu", "trainer=ddp",
-    "logger=csv", "logger=wandb", "logger=wandb_offline", "experiment=sbert_nli_minilm_l6",
+    "logger=csv", "logger=wandb", "logger=wandb_offline", "experiment=sbert_nli/minilm_l6",
 ])
 def test_every_config_composes(tmp_path, tiny_model_dir, train_data_dir, override):
     cfg = _cfg(tmp_path, tiny_model_dir, train_data_dir, [override])
@@ -212,7 +212,7 @@ def test_sentences_datamodule_from_config(tmp_path, tiny_model_dir, train_data_d
 def test_experiment_runs_fast_dev_run(tmp_path, tiny_model_dir, train_data_dir):
     from runs.train_run import train
 
-    cfg = _cfg(tmp_path, tiny_model_dir, train_data_dir, ["experiment=sbert_nli_minilm_l6",
+    cfg = _cfg(tmp_path, tiny_model_dir, train_data_dir, ["experiment=sbert_nli/minilm_l6",
                                                           "+trainer.fast_dev_run=true", "export=false"])
     assert str(cfg.model.model_name_or_path) == str(tiny_model_dir)  # the command line wins
     assert "train/loss" in train(cfg)

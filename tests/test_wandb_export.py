@@ -177,10 +177,10 @@ def test_group_is_the_experiment_inside_a_hydra_job():
     """What ``python train.py experiment=... logger=wandb`` resolves: Hydra's choice of the experiment."""
     from hydra.core.hydra_config import HydraConfig
 
-    cfg = _compose(["experiment=ct_minilm_l3", "logger=wandb_offline"], hydra_config=True)
+    cfg = _compose(["experiment=ct/minilm_l3", "logger=wandb_offline"], hydra_config=True)
     HydraConfig.instance().set_config(cfg)
     try:
-        assert cfg.logger.wandb.group == "ct_minilm_l3"
+        assert cfg.logger.wandb.group == "ct/minilm_l3"
         assert list(cfg.logger.wandb.tags) == ["ct", "paraphrase-MiniLM-L3-v2"]
     finally:
         HydraConfig.instance().cfg = None
