@@ -27,9 +27,6 @@ from tests.paths import CONFIG_DIR
 from tests.test_train import train_data_dir  # noqa: F401  (module-scoped fixture)
 
 DATA_CONFIGS = sorted((CONFIG_DIR / "data").glob("*.yaml"))
-# Being moved onto the base in parallel (issue 17, item 5): expected to fail until that lands; delete the
-# entry then (a class that already derives from the base passes whether listed or not).
-PENDING = {"cached_embeddings"}
 
 
 def _target(config: Path) -> type:
@@ -48,8 +45,6 @@ def test_every_datamodule_is_resumable_or_says_why_not(config):
     if getattr(cls, "resumable", None) is False:
         assert len(str(getattr(cls, "resume_note", "")).strip()) > 20, f"{cls.__name__}: resumable=False needs a reason"
         return
-    if config.stem in PENDING and not issubclass(cls, ResumableDataModule):
-        pytest.xfail(f"{cls.__qualname__}: its move onto ResumableDataModule has not landed yet")
     assert issubclass(cls, ResumableDataModule), f"{cls.__qualname__} ({config.name}) is not a ResumableDataModule"
     assert cls.resumable is True and cls.resume_note
     assert cls.train_dataloader is not ResumableDataModule.train_dataloader
