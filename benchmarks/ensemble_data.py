@@ -13,12 +13,12 @@ import argparse
 import logging
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import torch
 
-from datamodules.sentence_files import DEFAULT_CACHE, read_sentences
+from datamodules.sentence_files import read_sentences
+from embeddings.io.cache_root import cache_dir_or_root
 from embeddings.sources.build import build_source
 from embeddings.sources.cache import cached_source_vectors
 from embeddings.sources.sentence_source import SentenceSource
@@ -76,7 +76,7 @@ def source_vectors(names: Sequence[str], sentences: Sequence[str], cache_dir: st
     for name in names:
         t0 = time.perf_counter()
         source = build_source(name)
-        out[name] = cached_source_vectors(source, sentences, Path(cache_dir or DEFAULT_CACHE).expanduser())
+        out[name] = cached_source_vectors(source, sentences, cache_dir_or_root(cache_dir))
         log.info("%s: %s in %.0fs", name, out[name].shape, time.perf_counter() - t0)
         del source
     return out

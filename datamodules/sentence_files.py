@@ -26,7 +26,7 @@ import numpy as np
 
 from embeddings.errors import ConfigError, DataError
 from embeddings.io.atomic import atomic_file, atomic_write
-from embeddings.io.cache_root import DEFAULT_CACHE, cache_dir_or_root  # noqa: F401  (DEFAULT_CACHE re-exported)
+from embeddings.io.cache_root import cache_dir_or_root
 from sts.tasks import load_task, resolve_data_dir
 
 log = logging.getLogger(__name__)

@@ -15,9 +15,10 @@ from pathlib import Path
 from torch.utils.data import DataLoader
 
 from datamodules.loader import ResumableDataModule, ResumableLoader, per_device_batch_size
-from datamodules.sentence_files import DEFAULT_CACHE, SentenceIndex, load_spans, source_paths
+from datamodules.sentence_files import SentenceIndex, load_spans, source_paths
 from datamodules.sentence_stream import SentenceStream, collate_sentences
 from embeddings.errors import DataError
+from embeddings.io.cache_root import cache_dir_or_root
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ class SentenceDataModule(ResumableDataModule):
         self.data_dir, self.files = data_dir, [files] if isinstance(files, str) else [str(f) for f in files]
         self.batch_size, self.num_workers, self.seed, self.shuffle = batch_size, num_workers, seed, shuffle
         self.max_sentences, self.min_words, self.max_words = max_sentences, min_words, max_words
-        self.cache_dir = Path(cache_dir or DEFAULT_CACHE).expanduser()
+        self.cache_dir = cache_dir_or_root(cache_dir)
         self.dataset: SentenceStream | None = None
 
     def _paths(self) -> list[Path]:

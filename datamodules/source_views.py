@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from datamodules.loader import ResumableDataModule
-from datamodules.sentence_files import DEFAULT_CACHE, SentenceIndex, source_paths
+from datamodules.sentence_files import SentenceIndex, source_paths
 from embeddings.errors import ConfigError
+from embeddings.io.cache_root import cache_dir_or_root
 from embeddings.sources.build import build_source
 from embeddings.sources.cache import cached_source_vectors
 
@@ -54,7 +54,7 @@ class SourceViewsDataModule(ResumableDataModule):
         self.min_words, self.max_words, self.num_workers = min_words, max_words, num_workers
         self.seed, self.shuffle = seed, shuffle
         self.encode_batch_size, self.encode_device = encode_batch_size, encode_device
-        self.cache_dir = Path(cache_dir or DEFAULT_CACHE).expanduser()
+        self.cache_dir = cache_dir_or_root(cache_dir)
         self.dataset: TensorDataset | None = None
 
     def _sentences(self) -> list[str]:

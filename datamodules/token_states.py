@@ -21,7 +21,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from datamodules.loader import ResumableDataModule
 from datamodules.nli_readers import load_source
-from datamodules.sentence_files import DEFAULT_CACHE, SentenceIndex, source_paths
+from datamodules.sentence_files import SentenceIndex, source_paths
 from datamodules.token_state_cache import (
     DTYPES,
     build_cache,
@@ -33,6 +33,7 @@ from datamodules.token_state_cache import (
 )
 from embeddings.encoders.load import load_encoder
 from embeddings.errors import ConfigError, DataError, unknown_choice
+from embeddings.io.cache_root import cache_dir_or_root
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,7 @@ class TokenStateDataModule(ResumableDataModule):
         self.batch_size, self.max_sentences, self.dtype = int(batch_size), max_sentences, dtype
         self.num_workers, self.seed, self.shuffle = num_workers, seed, shuffle
         self.encode_batch_size, self.encode_device = encode_batch_size, encode_device
-        self.cache_dir = Path(cache_dir or DEFAULT_CACHE).expanduser()
+        self.cache_dir = cache_dir_or_root(cache_dir)
         self.dataset: TokenStateDataset | None = None
         self._sentences: list[str] | None = None
         self._stem: Path | None = None

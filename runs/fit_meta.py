@@ -17,8 +17,9 @@ import logging
 
 import torch
 
-from datamodules.sentence_files import DEFAULT_CACHE, read_sentences
+from datamodules.sentence_files import read_sentences
 from embeddings.errors import ConfigError, run_or_exit
+from embeddings.io.cache_root import cache_dir_or_root
 from embeddings.methods.meta.projections import METHODS, MetaProjection, fit_meta
 from embeddings.methods.meta.scorer import save_meta_embedding
 from embeddings.sources.build import build_source
@@ -34,7 +35,7 @@ def fit_and_export(args: argparse.Namespace) -> MetaProjection:
     sentences = read_sentences(args.files.split(","), args.data_dir, max_words=args.max_words,
                                max_sentences=args.max_sentences, cache_dir=args.cache_dir)
     specs = args.sources.split(",")
-    views = [torch.from_numpy(cached_source_vectors(build_source(s), sentences, args.cache_dir or DEFAULT_CACHE))
+    views = [torch.from_numpy(cached_source_vectors(build_source(s), sentences, cache_dir_or_root(args.cache_dir)))
              for s in specs]
     log.info("fitting %s on %d sentences, sources %s", args.method, len(sentences), specs)
     if args.method == "ae":
@@ -44,7 +45,7 @@ def fit_and_export(args: argparse.Namespace) -> MetaProjection:
     else:
         projection = fit_meta(args.method, views, d=args.d, tau=args.tau)
     if args.align_to:
-        target = cached_source_vectors(build_source(args.align_to), sentences, args.cache_dir or DEFAULT_CACHE)
+        target = cached_source_vectors(build_source(args.align_to), sentences, cache_dir_or_root(args.cache_dir))
         projection.align_to(views, torch.from_numpy(target), add_target_mean=args.align_mean)
         log.info("rotated onto %s (scale %.4f%s)", args.align_to, projection.options["align_scale"],
                  ", + its mean" if args.align_mean else "")

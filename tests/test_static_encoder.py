@@ -100,7 +100,7 @@ def fake_glove_package(tmp_path, monkeypatch, vectors):
     np.save(npy, vectors)
     pq.write_table(pa.table({"index": VOCAB}), parquet)
     files = {"glove_6B_50d_emb.npy": npy, "glove_6B_index.parquet": parquet}
-    monkeypatch.setattr(pm, "package_file", lambda model, package, suffix: files[suffix])
+    monkeypatch.setattr(se, "package_file", lambda model, package, suffix: files[suffix])  # the name static.py calls
     monkeypatch.setattr(se, "_LOADED", {})
     return files
 

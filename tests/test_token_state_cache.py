@@ -52,6 +52,7 @@ def tiny_glove(monkeypatch):
         return encoder if name == "glove" else real(name, **kwargs)
 
     monkeypatch.setattr(load_module, "load_encoder", load)
+    monkeypatch.setattr("datamodules.token_states.load_encoder", load)  # imported there at module level
     return encoder, vectors
 
 

@@ -7,13 +7,13 @@ training) as every other transformer. Checked against onnxruntime to ~1e-6.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
 from embeddings.errors import ConfigError
+from embeddings.io.st_export import write_sentence_transformers_files
 
 _KEY = re.compile(r"(?:^|\.)((?:embeddings|encoder|pooler)\.[\w.]+)$")
 
@@ -99,13 +99,6 @@ def convert_onnx_bert(onnx_path: Path, dest: Path, vocab_file: Path, num_heads: 
     # transformers 5 ignores vocab_file= for the fast tokenizer; pass the mapping itself.
     BertTokenizerFast(vocab={w: i for i, w in enumerate(words)}, do_lower_case=True,
                       model_max_length=512).save_pretrained(dest)
-    (dest / "1_Pooling").mkdir()
-    st_files = {
-        "1_Pooling/config.json": {"word_embedding_dimension": model.config.hidden_size,
-                                  "pooling_mode_mean_tokens": True},
-        "sentence_bert_config.json": {"max_seq_length": max_seq_length, "do_lower_case": False},
-        "modules.json": [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-                         {"idx": 1, "name": "1", "path": "1_Pooling",
-                          "type": "sentence_transformers.models.Pooling"}]}
-    for name, content in st_files.items():
-        (dest / name).write_text(json.dumps(content, indent=2))
+    # The sentence-transformers files (mean pooling, as the published model) from the one writer of that layout.
+    write_sentence_transformers_files(dest, "mean", model.config.hidden_size, model.config.num_hidden_layers,
+                                      max_seq_length)

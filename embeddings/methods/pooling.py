@@ -18,6 +18,7 @@ import torch
 from embeddings.encoders.base import BaseEncoder
 from embeddings.encoders.token_batch import TokenBatch
 from embeddings.errors import UnsupportedError, unknown_choice
+from embeddings.methods.pooling_layers import LAYER_POOLINGS
 from embeddings.scoring.scorer import Representation, VectorScorer
 
 
@@ -52,14 +53,6 @@ def layers_mean_pool(layers: Sequence[int]) -> Callable[[TokenBatch], torch.Tens
 
     return pool
 
-
-# Layer-averaging poolings by the ``hidden_states`` indices they average; the export reads the same
-# table to build a sentence-transformers pipeline that reproduces them (embeddings.io.st_export).
-LAYER_POOLINGS: dict[str, tuple[int, ...]] = {
-    "first_last_avg": (1, -1),
-    "last2_avg": (-2, -1),
-    "last3_avg": (-3, -2, -1),
-}
 
 POOLINGS: dict[str, Callable[[TokenBatch], torch.Tensor]] = {
     "cls": cls_pool,

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from embeddings.errors import ConfigError
-from embeddings.io.cache_root import DEFAULT_CACHE
+from embeddings.io.cache_root import cache_dir_or_root
 from embeddings.io.fingerprint import model_fingerprint
 from embeddings.methods.meta.scorer import MetaEmbeddingScorer, is_meta_export, load_meta_projection
 from embeddings.scoring.scorer import Representation, Scorer, VectorScorer
@@ -71,7 +71,7 @@ class MetaSource(SentenceSource):
                  cache_dir: str | os.PathLike | None = None) -> None:
         self.path = str(path)
         self.scorer = load_meta_scorer(path, batch_size=batch_size, device=device,
-                                       cache_dir=Path(cache_dir or DEFAULT_CACHE).expanduser())
+                                       cache_dir=cache_dir_or_root(cache_dir))
         self.name = f"meta-{self.scorer.projection.method}:{Path(self.path).name}"
         self._spec = {"model": self.path}
 
