@@ -1,4 +1,4 @@
-"""Chained training stages from one config: ``python train.py experiment=pipeline_ct_sed_flow``.
+"""Chained training stages from one config: ``python train.py experiment=pipeline/ct_sed_flow``.
 
 Why: the SED paper's models are chains (NLI -> CT -> SED -> Flow, CT -> SED -> Flow) where each stage
 starts from the export of the one before, and SED needs the exports of N seeds of the stage before it.

@@ -45,3 +45,16 @@ def test_experiments_live_in_a_method_folder():
     """Only the README's one-liner stays at the top level (``make run`` = ``experiment=quickstart``)."""
     assert [n for n in EXPERIMENTS if "/" not in n] == ["quickstart"]
     assert {n.split("/")[0] for n in EXPERIMENTS if "/" in n} <= {*MODELS, *NOT_A_METHOD}
+
+
+def test_an_experiment_key_wins_over_train_yaml(tmp_path):
+    """``_self_`` comes first in train.yaml: its ``seed: 42`` is a default an experiment can change."""
+    import shutil
+
+    configs = shutil.copytree(CONFIG_DIR, tmp_path / "configs")
+    (configs / "experiment" / "ct" / "seeded.yaml").write_text(
+        "# @package _global_\ndefaults:\n  - override /model: ct\nseed: 7\nexport: false\n")
+    with initialize_config_dir(config_dir=str(configs), version_base="1.3"):
+        cfg = compose(config_name="train", overrides=["experiment=ct/seeded"])
+        assert (cfg.seed, cfg.export) == (7, False)
+        assert compose(config_name="train", overrides=["experiment=ct/seeded", "seed=3"]).seed == 3
