@@ -1,8 +1,8 @@
 """The scorer and sentence-source names of the code, read from its source text for ``--help``.
 
 Why not import them: ``embeddings.scoring.registry`` imports the scorer modules' dependencies (torch, ~2-3 s),
-and ``--help`` should answer at once. The names are plain literals in the source (``SCORER_CLASSES``,
-``POOLINGS``, ``ENCODER_FREE``, ``E5_NAMES``), so :mod:`ast` reads them, following ``from x import NAME``
+and ``--help`` should answer at once. The names are plain literals in the source (each method's
+``SCORERS``, the registry's ``OTHER_SCORERS`` and ``ENCODER_FREE``, ``POOLINGS``, ``E5_NAMES``), so :mod:`ast` reads them, following ``from x import NAME``
 and ``**{k: v for k in OTHER}`` the way Python would. Should the source ever take a shape this reader
 does not follow, :func:`scorer_entries` imports the registry instead: slower, never wrong.
 """
@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from embeddings.methods import method_modules
 
 
 class Unreadable(Exception):
@@ -51,7 +53,11 @@ def source_names() -> tuple[str, ...]:
 
 def scorer_entries_from_source() -> list[ScorerEntry]:
     """:func:`scorer_entries` from the source text alone; raises :class:`Unreadable` where it cannot."""
-    classes = _dict("embeddings.scoring.registry", "SCORER_CLASSES")
+    classes: dict[str, Any] = {}
+    for module in method_modules():  # each method's SCORERS, in the registry's order (embeddings.methods)
+        if _has_assignment(module, "SCORERS"):
+            classes.update(_dict(module, "SCORERS"))
+    classes.update(_dict("embeddings.scoring.registry", "OTHER_SCORERS"))
     free = set(_literal(_assignment("embeddings.scoring.registry", "ENCODER_FREE")[1]))
     poolings = set(_dict("embeddings.methods.pooling", "POOLINGS"))
     infos = {}
@@ -103,6 +109,14 @@ def _tree(module: str) -> ast.Module:
     return ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
 
 
+def _has_assignment(module: str, name: str) -> bool:
+    try:
+        _assignment(module, name)
+    except Unreadable:
+        return False
+    return True
+
+
 def _assignment(module: str, name: str) -> tuple[str, ast.expr]:
     """(module that defines ``name``, the expression assigned to it), following ``from m import name``."""
     for node in _tree(module).body:
@@ -132,6 +146,8 @@ def _literal(node: ast.expr) -> Any:
 def _dict(module: str, name: str) -> dict[str, Any]:
     """Keys of a module-level dict (values where literal, else None), ``**`` comprehensions expanded."""
     module, node = _assignment(module, name)
+    if isinstance(node, ast.DictComp):
+        return _comprehension(module, node)
     if not isinstance(node, ast.Dict):
         raise Unreadable(f"{module}.{name} is not a dict display")
     out: dict[str, Any] = {}

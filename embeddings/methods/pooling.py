@@ -61,6 +61,9 @@ POOLINGS: dict[str, Callable[[TokenBatch], torch.Tensor]] = {
     **{name: layers_mean_pool(list(layers)) for name, layers in LAYER_POOLINGS.items()},
 }
 
+# Every pooling is a registry scorer of its own name (the registry passes the name as ``pooling``).
+SCORERS = {name: "embeddings.methods.pooling:PoolingScorer" for name in POOLINGS}
+
 
 def get_pooling(name: str) -> Callable[[TokenBatch], torch.Tensor]:
     if name not in POOLINGS:

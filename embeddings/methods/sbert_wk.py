@@ -210,3 +210,6 @@ class SBERTWKScorer(VectorScorer):
     def represent(self, sentences: Sequence[str]) -> Representation:
         emb = self.encoder.encode(sentences, self.pool, batch_size=self.batch_size, desc=f"{self.name} encode")
         return {"embedding": emb}  # type: ignore[dict-item]
+
+
+SCORERS = {"sbert_wk": "embeddings.methods.sbert_wk:SBERTWKScorer"}

