@@ -2,7 +2,7 @@
 
 For one frozen encoder and layer, the training token states are cached once (``TokenStateDataModule``)
 and the STS sentences are encoded once (``LayerMemoEncoder``); then every configuration x seed trains a
-``TokenVAEModule`` for one epoch with a plain Lightning ``Trainer`` and is scored through the same
+``LatteMixModule`` for one epoch with a plain Lightning ``Trainer`` and is scored through the same
 ``LatteMixScorer`` that ``evaluate.py`` uses, with every distance valid for its latent. Results are
 printed as a markdown table of mean +- std over seeds and written as JSON.
 
@@ -33,7 +33,7 @@ from embeddings.encoders.layer_memo import LayerMemoEncoder  # noqa: E402
 from embeddings.encoders.load import load_encoder  # noqa: E402
 from embeddings.methods.latte_mix.scorer import LatteMixScorer  # noqa: E402
 from embeddings.methods.pooling import PoolingScorer  # noqa: E402
-from lightning_modules.latte_mix import TokenVAEModule
+from lightning_modules.latte_mix import LatteMixModule
 from sts.scoring import main_score, score_tasks  # noqa: E402
 from sts.tasks import load_task  # noqa: E402
 
@@ -59,7 +59,7 @@ def train_one(config: dict, seed: int, datamodule, args, input_dim: int):
 
 
     L.seed_everything(seed, workers=True)
-    module = TokenVAEModule(model_name_or_path=args.model, layer=args.layer, max_length=args.max_length,
+    module = LatteMixModule(model_name_or_path=args.model, layer=args.layer, max_length=args.max_length,
                             input_dim=input_dim, **{**args.set, **config})
     trainer = L.Trainer(max_epochs=args.epochs, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
@@ -89,7 +89,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--epochs", type=int, default=1)
-    parser.add_argument("--set", nargs="*", default=[], help="TokenVAEModule overrides for every run, e.g. lr=3e-3")
+    parser.add_argument("--set", nargs="*", default=[], help="LatteMixModule overrides for every run, e.g. lr=3e-3")
     parser.add_argument("--out", default=None, help="JSON file for all runs")
     parser.add_argument("--merge", nargs="+", default=None, help="only print the table of these --out files")
     args = parser.parse_args()

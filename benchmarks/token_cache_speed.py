@@ -16,7 +16,7 @@ and what it costs, in one process, on the same batches:
 
 Each side runs ``--rounds`` epochs, alternating which goes first; the fastest epoch of each side is kept.
 
-The "step" is pluggable (``--step``): ``latte_mix`` is ``TokenVAEModule.training_step`` (paper defaults,
+The "step" is pluggable (``--step``): ``latte_mix`` is ``LatteMixModule.training_step`` (paper defaults,
 ``input_dim`` = the cache's width) + ``backward`` + Adam; ``mlp`` a 2-layer MLP autoencoder on the real
 tokens; ``auto`` (default) takes ``latte_mix`` when it imports and says which ran. Both epochs start from
 the same initial weights (same seed), so they do the same arithmetic apart from the data path.
@@ -44,7 +44,7 @@ from torch.utils.data import DataLoader  # noqa: E402
 from datamodules.token_states import TokenStateDataModule  # noqa: E402
 from embeddings.encoders.hf import resolve_device  # noqa: E402
 from embeddings.encoders.load import load_encoder  # noqa: E402
-from lightning_modules.latte_mix import TokenVAEModule  # noqa: E402
+from lightning_modules.latte_mix import LatteMixModule  # noqa: E402
 
 Step = Callable[[dict], float]
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -55,7 +55,7 @@ def make_step(kind: str, input_dim: int, args, device: torch.device) -> tuple[st
     """A fresh model + Adam and the per-batch training step; the same seed gives the same start each time."""
     torch.manual_seed(args.seed)
     if kind in ("auto", "latte_mix"):
-        module = TokenVAEModule(model_name_or_path=args.model, layer=args.layer, max_length=args.max_length,
+        module = LatteMixModule(model_name_or_path=args.model, layer=args.layer, max_length=args.max_length,
                                 input_dim=input_dim).to(device).train()
         module.log = lambda *a, **k: None  # no trainer attached: logging is a no-op
         optimizer = torch.optim.Adam(module.parameters(), lr=module.hparams.lr)
@@ -69,7 +69,7 @@ def make_step(kind: str, input_dim: int, args, device: torch.device) -> tuple[st
             return float(loss.detach())
 
         hp = module.hparams
-        return (f"TokenVAEModule ({hp.latent}, D={hp.latent_dim}, K={hp.num_classes}, hidden {hp.hidden_dim}, "
+        return (f"LatteMixModule ({hp.latent}, D={hp.latent_dim}, K={hp.num_classes}, hidden {hp.hidden_dim}, "
                 f"{hp.encoder_layers}+{hp.decoder_layers} layers)"), vae_step
     net = torch.nn.Sequential(torch.nn.Linear(input_dim, 256), torch.nn.GELU(), torch.nn.Linear(256, 64),
                               torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, input_dim)).to(device)

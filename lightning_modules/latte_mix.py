@@ -58,7 +58,7 @@ def triangle_lambda(lr: float, min_lr: float, warmup: int, total: int):
     return factor
 
 
-class TokenVAEModule(FrozenEncoderMixin, LightningModule):
+class LatteMixModule(FrozenEncoderMixin, LightningModule):
     """A token VAE (``latent``: categorical / normal / ae) over frozen token states.
 
     Args:

@@ -55,12 +55,12 @@ def test_flow_export_scores_through_the_registry_and_is_not_shared(tmp_path, tin
 def test_latte_mix_export_scores_through_evaluate(tmp_path, tiny_model_dir, tiny_data_dir):
     """A token-VAE export is a scorer spec ``{name: latte_mix, path, distance}`` on its own encoder."""
     from embeddings.methods.latte_mix.scorer import load_token_vae_scorer
-    from lightning_modules.latte_mix import TokenVAEModule
+    from lightning_modules.latte_mix import LatteMixModule
     from runs.evaluate_run import evaluate
     from sts.scoring import main_score, score_tasks
     from sts.tasks import load_task
 
-    module = TokenVAEModule(str(tiny_model_dir), latent_dim=4, num_classes=5, hidden_dim=16, max_length=32)
+    module = LatteMixModule(str(tiny_model_dir), latent_dim=4, num_classes=5, hidden_dim=16, max_length=32)
     module.export(tmp_path / "vae")
     spec = f"{{name:latte_mix,path:{tmp_path / 'vae'},distance:js}}"
     results = evaluate(_cfg(tmp_path, [f"encoders=[{tiny_model_dir}]", f"scorers=[mean,{spec}]", "tasks=[stsb-dev]",

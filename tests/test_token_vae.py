@@ -8,14 +8,14 @@ import torch
 
 from embeddings.errors import ConfigError
 from embeddings.methods.latte_mix.nets import load_token_vae
-from lightning_modules.latte_mix import TokenVAEModule, triangle_lambda
+from lightning_modules.latte_mix import LatteMixModule, triangle_lambda
 from tests.conftest import WORDS
 
 SENTENCES = [" ".join(WORDS[i:i + 5]) for i in range(0, 30, 3)]
 
 
-def module(tiny_model_dir, latent: str, **kwargs) -> TokenVAEModule:
-    m = TokenVAEModule(str(tiny_model_dir), latent=latent, latent_dim=4, num_classes=5, hidden_dim=16,
+def module(tiny_model_dir, latent: str, **kwargs) -> LatteMixModule:
+    m = LatteMixModule(str(tiny_model_dir), latent=latent, latent_dim=4, num_classes=5, hidden_dim=16,
                        max_length=16, eval_batch_size=4, **kwargs)
     m.log = lambda *args, **kw: None  # no trainer attached
     return m

@@ -172,7 +172,7 @@ class LatteMixScorer(Scorer):
 
 def load_token_vae_scorer(path: str | os.PathLike, encoder: BaseEncoder | None = None, device: str = "cpu",
                           batch_size: int | None = None, distance: str | None = None) -> LatteMixScorer:
-    """Rebuild the scorer of a ``TokenVAEModule.export`` directory.
+    """Rebuild the scorer of a ``LatteMixModule.export`` directory.
 
     Args:
         path: the export directory (``token_vae_config.json`` + ``token_vae.safetensors``).
