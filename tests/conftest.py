@@ -6,6 +6,7 @@ Everything here is built in memory / tmp dirs so the suite runs offline on 2 CPU
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -88,4 +89,41 @@ def tiny_data_dir(tmp_path_factory) -> Path:
     gold = [f"{s}" for _, _, s in pairs]
     gold[2] = ""  # blank gold line: pair not scored
     (d16 / "STS2016.gs.headlines.txt").write_text("\n".join(gold) + "\n")
+    return root
+
+
+NLI_ROWS = [
+    ("a man plays a guitar .", "a man plays music .", "entailment"),
+    ("a woman cuts an onion .", "a woman cooks food .", "neutral"),
+    ("a dog runs in the park .", "a cat sits on a bench .", "contradiction"),
+    ("a child reads a book .", "a child reads .", "entailment"),
+    ("a girl rides a horse .", "a boy rides a bike .", "contradiction"),
+    ("the man sings a song .", "the man sings in the kitchen .", "neutral"),
+    ("two children kick a ball .", "children are playing .", "entailment"),
+    ("a woman walks on the beach .", "a woman drinks water .", "neutral"),
+]
+# snli:test: premises with both an entailed and a contradicted hypothesis (data.format=triplets needs them)
+NLI_TRIPLET_ROWS = [
+    ("a man plays a guitar .", "a man plays music .", "entailment"),
+    ("a man plays a guitar .", "a man sleeps .", "contradiction"),
+    ("a dog runs in the park .", "an animal moves .", "entailment"),
+    ("a dog runs in the park .", "a dog sleeps at home .", "contradiction"),
+    ("two children kick a ball .", "children are playing .", "entailment"),
+    ("two children kick a ball .", "nobody is playing .", "contradiction"),
+]
+
+
+@pytest.fixture(scope="module")
+def train_data_dir(tmp_path_factory, tiny_data_dir) -> Path:
+    """The tiny STS files plus SentEval-layout SNLI dev (pairs) and test (triplets) splits and a small wiki file."""
+    root = tmp_path_factory.mktemp("train_data") / "data"
+    shutil.copytree(tiny_data_dir, root)
+    snli = root / "nli" / "snli"
+    snli.mkdir(parents=True)
+    for i, name in enumerate(("s1", "s2", "labels")):
+        (snli / f"{name}.dev").write_text("".join(f"{row[i]}\n" for row in NLI_ROWS))
+        (snli / f"{name}.test").write_text("".join(f"{row[i]}\n" for row in NLI_TRIPLET_ROWS))
+    (root / "wiki").mkdir()
+    lines = [" ".join(WORDS[j % len(WORDS)] for j in range(i, i + 6)) for i in range(40)]
+    (root / "wiki" / "wiki_sentences_100k.txt").write_text("\n".join(lines) + "\n")
     return root

@@ -1,0 +1,166 @@
+"""Every exporting method loads back as it was evaluated (issue 16: "Exports load as evaluated").
+
+For each ``configs/model/*.yaml`` (and each ``eval_layers`` / ``pooling`` it offers), the module is built
+on the tiny random BERT exactly as ``train.py`` builds it (Hydra compose + instantiate), its weights are
+nudged so that an export of anything but the live weights would show, and it is exported without
+training. Then:
+
+- the export's ``LOADING.md`` names an ``evaluate.py`` command; loading the export the way that command
+  does (``load_encoder`` + ``build_scorer``) gives the representation the live module's ``scorer()``
+  scored during training, to 1e-5;
+- where the export is a sentence-transformers directory, ``SentenceTransformer(export).encode`` gives
+  those same vectors, to 1e-5, and ``AutoModel.from_pretrained`` loads it; where it is not, the note says
+  so and no ``modules.json`` lets sentence-transformers load it with a pooling that was never evaluated.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf, open_dict
+
+from embeddings.io.export_note import EXPORT, NOTE_FILE
+from embeddings.methods.pooling import POOLINGS
+from tests.paths import CONFIG_DIR
+
+SENTENCES = ["a man plays a guitar .", "a dog runs in the park", "two children read a book on the bench .",
+             " ".join(["the woman cuts an onion in the kitchen ."] * 6)]  # longer than max_length: truncation
+# What the tiny fixture needs beyond the encoder keys (small nets).
+TINY = {"latte_mix": {"latent_dim": 4, "num_classes": 5, "hidden_dim": 16}}
+
+
+def _cases() -> list:
+    """(config, option overrides) for every model config; each ``eval_layers`` / ``pooling`` it offers."""
+    cases = []
+    for name in sorted(p.stem for p in (CONFIG_DIR / "model").glob("*.yaml")):
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+            model = compose(config_name="train", overrides=[f"model={name}", "paths.data_dir=/data"]).model
+        cases.append(pytest.param(name, {}, id=name))
+        if "eval_layers" in model:
+            cases += [pytest.param(name, {"eval_layers": k}, id=f"{name}-eval_layers{k}") for k in (1, 2, 3)]
+        if "pooling" in model:
+            cases += [pytest.param(name, {"pooling": p}, id=f"{name}-{p}") for p in POOLINGS if p != model.pooling]
+    return cases
+
+
+def _build_module(name: str, options: dict, model_dir):
+    """The module ``train.py model=<name>`` would build, on the tiny model (sources: plain name + mapping)."""
+    from runs.train_run import _build
+
+    tiny = str(model_dir)
+    overrides = [f"model={name}", "paths.data_dir=/nonexistent"]
+    if name == "cross_view_ae":  # a plain-name source spec and a mapping, as the default configs mix them
+        overrides += [f"data.sources=[{tiny},{{model:{tiny},pooling:cls}}]", "model.dims=[32,32]"]
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config_name="train", overrides=overrides)
+    with open_dict(cfg):
+        keys = {"model_name_or_path": tiny, "max_length": 32, "eval_batch_size": 3, **TINY.get(name, {}), **options}
+        for key, value in keys.items():
+            if key in cfg.model:
+                cfg.model[key] = value
+    module = _build(cfg.model)
+    torch.manual_seed(1)
+    with torch.no_grad():  # not the pretrained weights: the export must write the live ones
+        for param in module.parameters():
+            param.add_(0.05 * torch.randn_like(param))
+    return module.eval()
+
+
+def _documented_scorer(folder):
+    """The scorer the note's ``evaluate.py`` line builds (as ``runs.evaluate_run.evaluate`` does)."""
+    from embeddings.encoders.load import load_encoder
+    from embeddings.scoring.registry import build_scorer
+
+    note = (folder / NOTE_FILE).read_text()
+    line = next(row.strip() for row in note.splitlines() if row.strip().startswith("python evaluate.py "))
+    overrides = [arg.replace(EXPORT, str(folder)) for arg in shlex.split(line)[2:]]
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config_name="evaluate", overrides=overrides)
+    (encoder_name,), (spec,) = list(cfg.encoders), list(cfg.scorers)
+    encoder = None if encoder_name == "none" else load_encoder(encoder_name, **OmegaConf.to_container(cfg.encoder))
+    spec = spec if isinstance(spec, str) else OmegaConf.to_container(spec)
+    return build_scorer(spec, encoder, OmegaConf.to_container(cfg.scorer_options)), note
+
+
+def _assert_same(a: dict, b: dict) -> None:
+    assert set(a) == set(b)
+    for key in a:
+        torch.testing.assert_close(torch.as_tensor(a[key]).float(), torch.as_tensor(b[key]).float(),
+                                   atol=1e-5, rtol=0, msg=lambda m, k=key: f"{k}: {m}")
+
+
+@pytest.mark.parametrize(("name", "options"), _cases())
+def test_export_loads_as_evaluated(name, options, tiny_model_dir, tmp_path, one_thread):
+    module = _build_module(name, options, tiny_model_dir)
+    with torch.no_grad():
+        evaluated = module.scorer().represent(SENTENCES)
+    folder = module.export(tmp_path / "export")
+    scorer, note = _documented_scorer(folder)
+    with torch.no_grad():
+        _assert_same(scorer.represent(SENTENCES), evaluated)
+    if (folder / "modules.json").is_file():
+        from sentence_transformers import SentenceTransformer
+        from transformers import AutoModel
+
+        assert f'SentenceTransformer("{EXPORT}")' in note and "not a sentence-transformers model" not in note
+        vectors = SentenceTransformer(str(folder), device="cpu").encode(SENTENCES, convert_to_tensor=True)
+        torch.testing.assert_close(vectors.cpu(), evaluated["embedding"].float(), atol=1e-5, rtol=0)
+        assert AutoModel.from_pretrained(str(folder)).config.hidden_size == 32
+    else:
+        assert "not a sentence-transformers model" in note
+
+
+def test_cross_view_ae_run_with_plain_name_sources_exports(tmp_path, tiny_model_dir, train_data_dir, one_thread):  # noqa: F811
+    """The reported crash: ``model=cross_view_ae data=source_views`` trained, validated, then lost its export."""
+    from runs.train_run import train
+    from tests.runs.test_train import _cfg
+
+    tiny = str(tiny_model_dir)
+    cfg = _cfg(tmp_path / "run", tiny_model_dir, train_data_dir,
+               ["model=cross_view_ae", "data=source_views", "data.files=[wiki/wiki_sentences_100k.txt]",
+                "data.batch_size=8", f"data.cache_dir={tmp_path / 'cache'}", f"data.sources=[{tiny},{{model:{tiny},pooling:cls}}]",
+                "+trainer.fast_dev_run=true", "export=true", "callbacks.sts_evaluation.tasks=[stsb-dev]"])
+    train(cfg)
+    scorer, note = _documented_scorer(tmp_path / "run" / "export")
+    assert "not a sentence-transformers model" in note
+    assert scorer.represent(SENTENCES)["embedding"].shape == (len(SENTENCES), 32)
+
+
+def test_ct_exports_the_kept_copy(tiny_model_dir, tmp_path, one_thread):
+    module = _build_module("ct", {}, tiny_model_dir)
+    module.selected_copy.fill_(2)
+    with torch.no_grad():
+        evaluated = module.scorer().represent(SENTENCES)
+        other = module.scorers()["model1"].represent(SENTENCES)
+    assert not torch.allclose(evaluated["embedding"], other["embedding"], atol=1e-3)  # the copies differ
+    scorer, _ = _documented_scorer(module.export(tmp_path / "export"))
+    with torch.no_grad():
+        _assert_same(scorer.represent(SENTENCES), evaluated)
+
+
+def test_pooling_without_sentence_transformers_form(tiny_model_dir, tmp_path, monkeypatch, caplog):
+    """A pooling sentence-transformers cannot reproduce: HF model + note + warning, no ST files."""
+    from embeddings.methods.pooling import cls_pool
+    from lightning_modules.base import EncoderModule
+
+    monkeypatch.setitem(POOLINGS, "cls_twice", lambda batch: 2 * cls_pool(batch))
+    module = EncoderModule(str(tiny_model_dir), pooling="cls_twice", max_length=32)
+    with caplog.at_level(logging.WARNING):
+        folder = module.export(tmp_path / "export")
+    assert not (folder / "modules.json").exists() and not (folder / "sentence_bert_config.json").exists()
+    assert "no sentence-transformers equivalent" in caplog.text
+    note = (folder / NOTE_FILE).read_text()
+    assert "not a sentence-transformers model" in note and "'scorers=[cls_twice]'" in note
+
+
+def test_layer_weights():
+    from embeddings.io.st_export import layer_weights
+
+    assert layer_weights((-2, -1), 6) == (5, [1.0, 1.0])
+    assert layer_weights((1, -1), 3) == (1, [1.0, 0.0, 1.0])
+    assert layer_weights((1, -1), 1) == (1, [2.0])  # one layer named twice: counted twice, as our average
+    assert "only 2" in layer_weights((-3, -2, -1), 1)
