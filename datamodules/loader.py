@@ -67,7 +67,7 @@ class ResumableDataModule(LightningDataModule):
     uninterrupted run would have seen: each epoch's order is a function of ``(seed, epoch)`` alone, and the
     first iterator after a resume skips the batches the saved position says were done.
 
-    What a subclass provides (``tests/test_resumable_datamodules.py`` checks every ``configs/data`` class):
+    What a subclass provides (``tests/datamodules/test_loader.py`` checks every ``configs/data`` class):
 
     * ``dataset``: built by ``setup`` (``None`` before). Map-style, or an ``IterableDataset`` with an
       ``epoch`` attribute and ``set_epoch(epoch, skip_batches=...)`` that shards, orders and skips itself

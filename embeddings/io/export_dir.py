@@ -9,7 +9,7 @@ file, another format or another version -- never weights loaded into the wrong n
 
 A format is an ``ExportFormat`` constant of its module; the file names and the JSON layout (the format tag
 and version first, then the config in its own order, ``indent=2``) are those of the first exports, which
-``tests/test_legacy_exports.py`` loads.
+``tests/embeddings/io/test_legacy_exports.py`` loads.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Why one helper for every method: an export directory outlives the run that wrote
 copies), and the wrong loader fails silently: ``SentenceTransformer`` loads any Hugging Face directory
 with mean pooling, and a BERT-flow or VAE export's encoder alone scores as a plain pooling baseline. The
 note names the sentence-transformers status and the exact ``evaluate.py`` command that reproduces the
-evaluated scores (tested: ``tests/test_export_roundtrip.py`` runs that command's loader). ``loading_note``
+evaluated scores (tested: ``tests/lightning_modules/test_export_roundtrip.py`` runs that command's loader). ``loading_note``
 returns the markdown so a model card can embed it; the file name leaves ``README.md`` to such a card.
 """
 

@@ -2,7 +2,7 @@
 
 Why: the STS callback, the export step and the shared forward pass used to ask ``getattr(x, "scorer")`` or
 ``hasattr(x, "pool")``; a typo or a half-implemented method then failed late, deep inside a run. A protocol
-names the contract in one place, ``isinstance`` checks it up front, and a test (``tests/test_protocols.py``)
+names the contract in one place, ``isinstance`` checks it up front, and a test (``tests/embeddings/scoring/test_protocols.py``)
 checks that every ``configs/model/*.yaml`` module honours it.
 
 - ``Scorable``: what a trainable module offers the STS callback (``callbacks/sts_evaluation.py``): a scorer
