@@ -22,6 +22,7 @@ from torch.utils.data import DataLoader
 
 from embeddings.console import configure_console, interactive
 from embeddings.errors import ConfigError, DataError
+from embeddings.io.checkpoint_file import load_checkpoint
 from embeddings.scoring.protocols import Exportable
 from runs.run_summary import run_summary
 from runs.trainer_setup import resolve_trainer
@@ -80,12 +81,14 @@ def resolve_ckpt_path(ckpt_path: str | None, output_dir: Path) -> str | None:
         last = output_dir / "checkpoints" / "last.ckpt"
         if last.is_file():
             log.info("resuming from %s", last)
+            load_checkpoint(last)
             return str(last)
         log.warning("ckpt_path=last but %s does not exist: starting fresh", last)
         return None
     path = Path(str(ckpt_path)).expanduser()
     if not path.is_file():
         raise ConfigError(f"ckpt_path {str(path)!r} is not a file (use null, 'last', or a .ckpt path)")
+    load_checkpoint(path)  # weights only, one line naming the file if it is unsafe or damaged
     return str(path)
 
 
@@ -120,7 +123,9 @@ def train(cfg: DictConfig) -> dict[str, float]:
     callbacks = [c for c in _instantiate_all(cfg.get("callbacks")) if loggers or not isinstance(c, LearningRateMonitor)]
     trainer = _build(cfg.trainer, callbacks=callbacks, logger=loggers or False)
     log_config(loggers, cfg)
-    trainer.fit(model, datamodule=datamodule, ckpt_path=resolve_ckpt_path(cfg.get("ckpt_path"), output_dir))
+    # weights_only=True: a checkpoint never runs code on load, even with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 set
+    trainer.fit(model, datamodule=datamodule, ckpt_path=resolve_ckpt_path(cfg.get("ckpt_path"), output_dir),
+                weights_only=True)
     if cfg.get("export"):
         if trainer.is_global_zero:
             model.export(output_dir / "export")

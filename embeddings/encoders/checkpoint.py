@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
-
 from embeddings.encoders.hf import HFEncoder
 from embeddings.errors import ConfigError
+from embeddings.io.checkpoint_file import load_checkpoint
 
 # Contrastive Tension keeps two copies; ``selected_copy`` (1 or 2) says which one the run kept.
 PREFIXES = {1: "encoder_model.", 2: "encoder2_model."}
@@ -23,9 +22,7 @@ def encoder_from_checkpoint(path: str | Path, max_length: int | None = None, bat
                             device: str = "cpu") -> HFEncoder:
     """The (kept) transformer of a checkpoint written by an ``EncoderModule`` subclass."""
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"checkpoint {path} not found")
-    ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    ckpt = load_checkpoint(path)
     hp = ckpt.get("hyper_parameters") or {}
     state = ckpt.get("state_dict") or {}
     copy = int(state["selected_copy"]) if "selected_copy" in state else 1

@@ -1,0 +1,40 @@
+"""The one place a training checkpoint (``.ckpt``) is read: weights only, with one-line errors naming the file.
+
+Why: ``torch.load`` without ``weights_only=True`` runs whatever a crafted file pickles (and the environment
+variable ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` turns an unspecified ``weights_only`` into ``False``); a
+truncated file raises a miniz error that names neither the file nor what to do; torch's own refusal advises
+"re-run with weights_only=False", the one thing not to do with a file one did not write. Every checkpoint we
+load (resume, ``evaluate.py encoders=[x.ckpt]``) is checked here first.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from embeddings.errors import DataError
+
+
+def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
+    """The checkpoint's contents (tensors on CPU and plain values); ``DataError`` with the path otherwise."""
+    path = Path(path).expanduser()
+    if path.is_dir():
+        raise DataError(f"{path}: a directory, not a checkpoint file")
+    if not path.is_file():
+        raise DataError(f"{path}: checkpoint not found")
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        raise DataError(f"{path}: refusing to load: it holds Python objects other than tensors and plain values, "
+                        "which could run code; our checkpoints never do, so this file was not written by this "
+                        "project (or was tampered with)") from None
+    except (RuntimeError, EOFError, OSError, ValueError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise DataError(f"{path}: not a readable checkpoint (truncated or corrupted?): {first}") from None
+    if not isinstance(ckpt, dict):
+        raise DataError(f"{path}: not a training checkpoint (holds a {type(ckpt).__name__}, not a dict)")
+    return ckpt
