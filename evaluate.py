@@ -10,7 +10,9 @@ from omegaconf import DictConfig
 
 from embeddings.errors import run_or_exit
 from runs.help_text import register_resolver
+from runs.run_id import register_run_id
 
+register_run_id()  # ${run_id:} in configs/hydra/default.yaml: one directory per run
 register_resolver()  # `--help` fills configs/hydra/help/evaluate.yaml from the code and configs
 
 

@@ -74,7 +74,7 @@ def _run_stage_seed(stage: DictConfig, seed: int, index: int, common: list[str],
         log.info("pipeline: %s seed %d already done (%s)", stage.name, seed, out)
         return json.loads(metrics_file.read_text())
     overrides = [*common, *[substitute(str(o), exports, index) for o in stage.get("overrides", [])],
-                 f"seed={seed}", "export=true", f"callbacks.sts_evaluation.tasks=[{','.join(tasks)}]"]
+                 f"seed={seed}", "export=true", "ckpt_path=last", f"callbacks.sts_evaluation.tasks=[{','.join(tasks)}]"]
     log.info("pipeline: stage %s seed %d: %s", stage.name, seed, " ".join(overrides))
     cfg = _compose(overrides)
     with open_dict(cfg):

@@ -92,6 +92,19 @@ def resolve_ckpt_path(ckpt_path: str | None, output_dir: Path) -> str | None:
     return str(path)
 
 
+def refuse_foreign_run(output_dir: Path, ckpt_path: str | None) -> None:
+    """Refuse a fresh run in a directory that already holds a run's checkpoints.
+
+    Why: a fresh run there would write its ``last.ckpt`` and ``export/`` over the other run's while the saved
+    config names only the new one (issue 18). Resuming (``ckpt_path=last`` or a path) is the one way back in.
+    """
+    folder = output_dir / "checkpoints"
+    found = sorted(p.name for p in folder.glob("*.ckpt")) if folder.is_dir() else []
+    if found and ckpt_path is None:
+        raise ConfigError(f"{output_dir} already holds a run ({', '.join(found[:3])} in checkpoints/): resume it "
+                          "with ckpt_path=last, or start this run in another hydra.run.dir")
+
+
 def train(cfg: DictConfig) -> dict[str, float]:
     """Fit the configured model; returns the final ``trainer.callback_metrics`` as floats.
 
@@ -112,6 +125,8 @@ def train(cfg: DictConfig) -> dict[str, float]:
     warn_leaks(cfg.data, list(eval_tasks.get("tasks") or []))
     seed_everything(int(cfg.seed), workers=True)
     output_dir = Path(cfg.output_dir)
+    ckpt_path = resolve_ckpt_path(cfg.get("ckpt_path"), output_dir)  # checked before anything heavy loads
+    refuse_foreign_run(output_dir, ckpt_path)
     datamodule = _build(cfg.data)
     ensure_val_loop(datamodule)
     model = _build(cfg.model)
@@ -124,7 +139,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
     trainer = _build(cfg.trainer, callbacks=callbacks, logger=loggers or False)
     log_config(loggers, cfg)
     # weights_only=True: a checkpoint never runs code on load, even with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 set
-    trainer.fit(model, datamodule=datamodule, ckpt_path=resolve_ckpt_path(cfg.get("ckpt_path"), output_dir),
+    trainer.fit(model, datamodule=datamodule, ckpt_path=ckpt_path,
                 weights_only=True)
     if cfg.get("export"):
         if trainer.is_global_zero:

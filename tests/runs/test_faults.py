@@ -84,3 +84,36 @@ def test_item8_evaluate_on_a_truncated_checkpoint_names_the_file(tmp_path):
     cut.write_bytes(b"PK\x03\x04 not really a zip")
     with pytest.raises(DataError, match=r"cut\.ckpt: not a readable checkpoint"):
         load_encoder(str(cut))
+
+
+def test_item2_runs_started_in_the_same_second_get_their_own_directory():
+    import subprocess
+    import sys
+
+    from tests.paths import ROOT
+
+    code = ("from omegaconf import OmegaConf; from runs.run_id import register_run_id; register_run_id(); "
+            "c = OmegaConf.create({'d': 'out/${run_id:}', 'e': '${d}'}); print(c.d, c.e)")
+    dirs = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+        first, again = done.stdout.split()
+        assert first == again  # one suffix per process, however often the run dir is resolved
+        dirs.append(first)
+    assert dirs[0] != dirs[1]
+    hydra_cfg = (ROOT / "configs" / "hydra" / "default.yaml").read_text()
+    assert "${now:%Y-%m-%d_%H-%M-%S}_${run_id:}" in hydra_cfg
+
+
+def test_item2_a_fresh_run_refuses_a_directory_holding_another_runs_checkpoint(tmp_path, tiny_model_dir,
+                                                                                 train_data_dir, one_thread):
+    from embeddings.errors import ConfigError
+    from runs.train_run import train
+
+    out = tmp_path / "run"
+    train(_cfg(out, tiny_model_dir, train_data_dir, ["trainer.max_steps=2", "export=false"]))
+    assert (out / "checkpoints" / "last.ckpt").is_file()
+    before = (out / "checkpoints" / "last.ckpt").read_bytes()
+    with pytest.raises(ConfigError, match=r"already holds a run \(.*last\.ckpt.*\): resume it with ckpt_path=last"):
+        train(_cfg(out, tiny_model_dir, train_data_dir, ["trainer.max_steps=2", "export=false", "seed=2"]))
+    assert (out / "checkpoints" / "last.ckpt").read_bytes() == before  # nothing of the first run overwritten
