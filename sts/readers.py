@@ -30,26 +30,44 @@ class STSPairs:
         return len(self.scores)
 
 
+# Gold similarity scales: STS-B and SemEval STS 2012-2016 score 0-5, SICK relatedness 1-5. A value outside
+# them is a broken file (a 500 once turned Pearson 86.96 into 4.39 without a word).
+STS_SCALE, SICK_SCALE = (0.0, 5.0), (1.0, 5.0)
+# Control characters (C0 except tab, DEL, C1). The real files hold a few inside text (STS 2012 MSRpar and STS-B
+# train use \x12 as an apostrophe), so they are kept there; a NUL, or a "sentence" of nothing else, is a binary or
+# broken file.
+CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
 @dataclass
 class PairBuilder:
     """Accumulates validated rows; keeps the error messages in one place."""
 
     path: Path
+    scale: tuple[float, float] = STS_SCALE
     s1: list[str] = field(default_factory=list)
     s2: list[str] = field(default_factory=list)
     gold: list[float] = field(default_factory=list)
 
-    def add(self, lineno: int, a: str, b: str, score: str) -> None:
+    def add(self, lineno: int, a: str, b: str, score: str, score_at: str | None = None) -> None:
+        """One pair; ``score_at`` is ``file:line`` of the score when it lives in another file (SemEval gold)."""
         where = f"{self.path}:{lineno}"
+        at = score_at or where
         try:
             value = float(score)
         except ValueError:
-            raise DataError(f"{where}: score {score!r} is not a number") from None
+            raise DataError(f"{at}: score {score!r} is not a number") from None
         if not np.isfinite(value):
-            raise DataError(f"{where}: score {score!r} is not finite")
+            raise DataError(f"{at}: score {score!r} is not finite")
+        low, high = self.scale
+        if not low <= value <= high:
+            raise DataError(f"{at}: score {score!r} is outside this dataset's {low:g}-{high:g} scale")
         for column, text in (("sentence 1", a), ("sentence 2", b)):
             if not text.strip():
                 raise DataError(f"{where}: {column} is empty")
+            if "\x00" in text or not CONTROL.sub("", text).strip():
+                raise DataError(f"{where}: {column} is {'a NUL byte' if chr(0) in text else 'control characters only'} "
+                                "(a binary or broken file?)")
         self.s1.append(a.strip())
         self.s2.append(b.strip())
         self.gold.append(value)
@@ -96,7 +114,7 @@ def read_stsb(path: str | Path) -> STSPairs:
 def read_sick(path: str | Path) -> STSPairs:
     """SICK ``SICK_*.txt``: header, then pair_ID, sentence_A, sentence_B, relatedness_score, ..."""
     path = Path(path)
-    out = PairBuilder(path)
+    out = PairBuilder(path, scale=SICK_SCALE)
     header: list[str] | None = None
     for lineno, line in _lines(path):
         if not line.strip():
@@ -131,11 +149,11 @@ def read_semeval_subset(input_path: str | Path, gold_path: str | Path) -> STSPai
     if len(inputs) != len(golds):
         raise DataError(f"{gold_path}: has {len(golds)} lines but {input_path} has {len(inputs)} pairs")
     out = PairBuilder(input_path)
-    for (lineno, line), (_, gold) in zip(inputs, golds, strict=True):
+    for (lineno, line), (gold_lineno, gold) in zip(inputs, golds, strict=True):
         if not gold.strip():
             continue
         cols = _columns(input_path, lineno, line, 2, "sentence1, sentence2")
-        out.add(lineno, cols[0], cols[1], gold.strip().split("\t")[0])
+        out.add(lineno, cols[0], cols[1], gold.strip().split("\t")[0], score_at=f"{gold_path}:{gold_lineno}")
     return out.build()
 
 

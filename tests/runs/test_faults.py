@@ -117,3 +117,41 @@ def test_item2_a_fresh_run_refuses_a_directory_holding_another_runs_checkpoint(t
     with pytest.raises(ConfigError, match=r"already holds a run \(.*last\.ckpt.*\): resume it with ckpt_path=last"):
         train(_cfg(out, tiny_model_dir, train_data_dir, ["trainer.max_steps=2", "export=false", "seed=2"]))
     assert (out / "checkpoints" / "last.ckpt").read_bytes() == before  # nothing of the first run overwritten
+
+
+def _stsb_line(score: str, a: str = "a man plays a guitar .", b: str = "a man plays music .") -> str:
+    return f"main-captions\tMSRvid\t2012test\t0001\t{score}\t{a}\t{b}\n"
+
+
+def test_item7_gold_scores_outside_the_datasets_scale_are_refused(tmp_path):
+    from sts.readers import read_semeval_subset, read_sick, read_stsb
+
+    path = tmp_path / "sts-dev.csv"
+    path.write_text(_stsb_line("3.2") + _stsb_line("500"))
+    with pytest.raises(DataError, match=r"sts-dev\.csv:2: score '500' is outside this dataset's 0-5 scale"):
+        read_stsb(path)
+    path.write_text(_stsb_line("0") + _stsb_line("5"))
+    assert list(read_stsb(path).scores) == [0.0, 5.0]
+    sick = tmp_path / "SICK_trial.txt"
+    sick.write_text("pair_ID\tsentence_A\tsentence_B\trelatedness_score\n1\ta b\tc d\t0.5\n")
+    with pytest.raises(DataError, match="outside this dataset's 1-5 scale"):
+        read_sick(sick)
+    # item 10: a bad SemEval gold value is reported against the gold file and its line
+    (tmp_path / "STS.input.x.txt").write_text("a b\tc d\ne f\tg h\n")
+    (tmp_path / "STS.gs.x.txt").write_text("1.0\n7.5\n")
+    with pytest.raises(DataError, match=r"STS\.gs\.x\.txt:2: score '7\.5'"):
+        read_semeval_subset(tmp_path / "STS.input.x.txt", tmp_path / "STS.gs.x.txt")
+
+
+def test_item10_nul_or_control_only_sentences_are_refused_but_real_quirks_kept(tmp_path):
+    from sts.readers import read_stsb
+
+    path = tmp_path / "sts-dev.csv"
+    path.write_text(_stsb_line("3", a="it\x12s a dog ."))  # STS 2012 / STS-B write an apostrophe as \x12
+    assert read_stsb(path).sentences1 == ["it\x12s a dog ."]
+    path.write_text(_stsb_line("3", a="a\x00b"))
+    with pytest.raises(DataError, match=r"sts-dev\.csv:1: sentence 1 is a NUL byte"):
+        read_stsb(path)
+    path.write_text(_stsb_line("3", b="\x01\x02"))
+    with pytest.raises(DataError, match="sentence 2 is control characters only"):
+        read_stsb(path)
