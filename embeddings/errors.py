@@ -18,6 +18,10 @@ class DataError(ValueError):
     """Input data is missing or malformed; the message names the file and line."""
 
 
+class DivergedError(FloatingPointError):
+    """Training produced non-finite values (loss, weights or scores); nothing of the run is exported."""
+
+
 def unknown_choice(kind: str, value: object, choices: object) -> ConfigError:
     """Build the error for a value outside a fixed set, listing the valid ones."""
     valid = ", ".join(sorted(str(c) for c in choices))  # type: ignore[union-attr]
@@ -35,7 +39,7 @@ def missing_value_message(err: Exception) -> str:
 
 
 def run_or_exit(fn, *args):
-    """Entry-point guard: user errors print one clear line and exit 2 instead of a deep traceback."""
+    """Entry-point guard: user errors print one clear line and exit 2 (a diverged run: 3) instead of a traceback."""
     import sys
 
     from omegaconf.errors import MissingMandatoryValue
@@ -48,3 +52,6 @@ def run_or_exit(fn, *args):
     except MissingMandatoryValue as err:
         print(f"error: {missing_value_message(err)}", file=sys.stderr)
         sys.exit(2)
+    except DivergedError as err:  # a run that failed, not a bad input: its own exit code
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(3)

@@ -23,7 +23,7 @@ from lightning.pytorch import LightningModule
 from torch import Tensor
 
 from embeddings.encoders.hf import HFEncoder
-from embeddings.errors import ConfigError, unknown_choice
+from embeddings.errors import ConfigError, DivergedError, unknown_choice
 from embeddings.io.atomic import atomic_directory
 from embeddings.io.export_note import EXPORT, evaluate_command, write_loading_note
 from embeddings.io.st_export import write_sentence_transformers_files
@@ -43,7 +43,7 @@ def check_finite(loss: Tensor, step: int) -> None:
     run that "finishes" with a useless model (usual causes: too high a learning rate, fp16 overflow).
     """
     if not torch.isfinite(loss.detach()).all():
-        raise FloatingPointError(
+        raise DivergedError(
             f"training loss is {loss.detach().float().item()} at global step {step}: stopping. "
             "Lower the learning rate, use bf16/fp32 precision, or enable gradient clipping."
         )

@@ -7,6 +7,7 @@ is ``hydra.utils.instantiate``d from its config group, so a new method needs onl
 from __future__ import annotations
 
 import logging
+import math
 import time
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from omegaconf.errors import MissingMandatoryValue
 from torch.utils.data import DataLoader
 
 from embeddings.console import configure_console, interactive
-from embeddings.errors import ConfigError, DataError
+from embeddings.errors import ConfigError, DataError, DivergedError
 from embeddings.io.checkpoint_file import load_checkpoint
 from embeddings.scoring.protocols import Exportable
 from runs.run_summary import run_summary
@@ -92,6 +93,25 @@ def resolve_ckpt_path(ckpt_path: str | None, output_dir: Path) -> str | None:
     return str(path)
 
 
+def check_not_diverged(model, metrics: dict) -> None:
+    """Raise ``DivergedError`` when the trained model or its final STS scores are not finite.
+
+    Why: the loss check stops at the first non-finite loss, but an update on the LAST step can still blow the
+    weights up (values of 1e6 whose forward pass overflows); the run then "finished", exited 0 and exported a
+    model whose similarities were all NaN. Nothing is exported from a diverged run.
+    """
+    for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+        if tensor.is_floating_point() and not torch.isfinite(tensor.detach()).all():
+            raise DivergedError(f"training diverged: {name} holds non-finite values after the last step; "
+                                "nothing exported. Lower the learning rate or enable gradient clipping.")
+    bad = sorted(k for k, v in metrics.items() if k.startswith("val/") and k.endswith("_spearman")
+                 and not math.isfinite(float(v)))
+    if bad:
+        raise DivergedError(f"training diverged: the final STS scores are not finite ({', '.join(bad)}): the "
+                            "model's similarities overflow; nothing exported. Lower the learning rate or enable "
+                            "gradient clipping.")
+
+
 def refuse_foreign_run(output_dir: Path, ckpt_path: str | None) -> None:
     """Refuse a fresh run in a directory that already holds a run's checkpoints.
 
@@ -141,6 +161,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
     # weights_only=True: a checkpoint never runs code on load, even with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 set
     trainer.fit(model, datamodule=datamodule, ckpt_path=ckpt_path,
                 weights_only=True)
+    check_not_diverged(model, trainer.callback_metrics)  # before anything is exported
     if cfg.get("export"):
         if trainer.is_global_zero:
             model.export(output_dir / "export")

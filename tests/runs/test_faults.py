@@ -9,6 +9,7 @@ import os
 
 import pytest
 import torch
+from lightning.pytorch.callbacks import Callback
 
 from embeddings.errors import DataError
 from embeddings.io.checkpoint_file import load_checkpoint
@@ -155,3 +156,47 @@ def test_item10_nul_or_control_only_sentences_are_refused_but_real_quirks_kept(t
     path.write_text(_stsb_line("3", b="\x01\x02"))
     with pytest.raises(DataError, match="sentence 2 is control characters only"):
         read_stsb(path)
+
+
+class BlowUpAtLastStep(Callback):
+    """Ruins the weights right after the last optimizer step, as a bad final update would."""
+
+    def __init__(self, how: str):
+        self.how = how
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if trainer.global_step >= trainer.max_steps:
+            with torch.no_grad():
+                for param in pl_module.parameters():
+                    param.mul_(1e30) if self.how == "huge" else param.fill_(float("nan"))
+
+
+@pytest.mark.parametrize("how", ["huge", "nan"])  # huge: finite weights whose forward overflows; nan: the weights
+def test_item3_divergence_on_the_last_step_fails_and_exports_nothing(how, tmp_path, monkeypatch, tiny_model_dir,
+                                                                       train_data_dir, one_thread):
+    from embeddings.errors import DivergedError
+    from runs import train_run
+
+    real = train_run._instantiate_all
+
+    def with_blowup(group):  # the callbacks group gets one more callback; the logger group stays as it is
+        built = real(group)
+        return [*built, BlowUpAtLastStep(how)] if any(isinstance(c, Callback) for c in built) else built
+
+    monkeypatch.setattr(train_run, "_instantiate_all", with_blowup)
+    out = tmp_path / "run"
+    with pytest.raises(DivergedError, match="training diverged.*nothing exported"):
+        train_run.train(_cfg(out, tiny_model_dir, train_data_dir, ["trainer.max_steps=2", "export=true"]))
+    assert not (out / "export").exists()
+    assert not list((out / "checkpoints").glob("best-*.ckpt"))  # a NaN score is never ranked best
+
+
+def test_item3_a_diverged_run_exits_3_with_one_line(capsys):
+    from embeddings.errors import DivergedError, run_or_exit
+
+    def diverge():
+        raise DivergedError("training diverged: x")
+
+    with pytest.raises(SystemExit) as done:
+        run_or_exit(diverge)
+    assert done.value.code == 3 and capsys.readouterr().err == "error: training diverged: x\n"
