@@ -18,6 +18,7 @@ from embeddings.encoders.load import load_encoder
 from embeddings.errors import UnsupportedError
 from embeddings.scoring.registry import build_scorer
 from embeddings.scoring.shared_pass import PrecomputedScorer, share_forward_pass
+from runs.config_checks import EVALUATE_RULES, check_numbers
 from runs.wandb_report import log_results
 from sts.report import markdown_table, write_reports
 from sts.scoring import score_tasks
@@ -36,6 +37,7 @@ def _as_list(value: Any) -> list:
 
 def evaluate(cfg: DictConfig) -> list[dict]:
     """Run the configured evaluation; returns one result dict per (encoder, scorer)."""
+    check_numbers(cfg, EVALUATE_RULES)  # one line naming a bad number, before the model and data load
     torch.manual_seed(int(cfg.seed))
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg.threads))

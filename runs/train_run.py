@@ -25,6 +25,7 @@ from embeddings.console import configure_console, interactive
 from embeddings.errors import ConfigError, DataError, DivergedError
 from embeddings.io.checkpoint_file import load_checkpoint
 from embeddings.scoring.protocols import Exportable
+from runs.config_checks import TRAIN_RULES, check_numbers
 from runs.run_summary import run_summary
 from runs.trainer_setup import resolve_trainer
 from runs.wandb_export import log_config, log_final
@@ -137,6 +138,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
                           "(python train.py experiment=<pipeline>), not train()")
     started = time.monotonic()
     configure_console()
+    check_numbers(cfg, TRAIN_RULES)  # one line naming a bad number, before anything loads
     resolve_trainer(cfg.trainer)  # devices / precision checked before anything heavy loads
     if not interactive():  # a bar redrawn with \r is unreadable in a file: LogProgress prints lines instead
         with open_dict(cfg.trainer):

@@ -200,3 +200,38 @@ def test_item3_a_diverged_run_exits_3_with_one_line(capsys):
     with pytest.raises(SystemExit) as done:
         run_or_exit(diverge)
     assert done.value.code == 3 and capsys.readouterr().err == "error: training diverged: x\n"
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("model.lr=abc", r"model\.lr='abc' is not allowed: it must be a number > 0"),
+    ("model.lr=-1", r"model\.lr=-1 is not allowed"),
+    ("trainer.max_steps=0", r"trainer\.max_steps=0 is not allowed: it must be an integer >= 1 or -1"),
+    ("data.batch_size=0", r"data\.batch_size=0 is not allowed"),
+    ("model.warmup_ratio=1.0", r"model\.warmup_ratio=1\.0 is not allowed: it must be a number >= 0 and < 1"),
+])
+def test_item9_bad_training_numbers_fail_before_anything_loads(override, message, tmp_path, monkeypatch,
+                                                               tiny_model_dir, train_data_dir):
+    from embeddings.errors import ConfigError
+    from runs import train_run
+
+    monkeypatch.setattr(train_run, "_build", lambda *a, **k: pytest.fail("built something before the check"))
+    with pytest.raises(ConfigError, match=message):
+        train_run.train(_cfg(tmp_path / "run", tiny_model_dir, train_data_dir, [override]))
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc"])
+def test_item9_bad_evaluate_batch_size_fails_before_anything_loads(value, tmp_path, monkeypatch):
+    from hydra import compose, initialize_config_dir
+    from omegaconf import open_dict
+
+    from embeddings.errors import ConfigError
+    from runs import evaluate_run
+    from tests.paths import CONFIG_DIR
+
+    monkeypatch.setattr(evaluate_run, "load_task", lambda *a, **k: pytest.fail("loaded data before the check"))
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config_name="evaluate", overrides=[f"encoder.batch_size={value}", "paths.data_dir=/data"])
+    with open_dict(cfg):
+        cfg.output_dir = str(tmp_path)
+    with pytest.raises(ConfigError, match=r"encoder\.batch_size=.* is not allowed: it must be an integer >= 1"):
+        evaluate_run.evaluate(cfg)
