@@ -68,6 +68,23 @@ def scan_file(path: Path, min_words: int = 1, max_words: int | None = None) -> t
     return np.frombuffer(spans, dtype=np.int64).reshape(-1, 2), {"skipped": dict(skipped), "report": report}
 
 
+def _read_index(cached: Path) -> tuple[np.ndarray, dict] | None:
+    """A line-index cache, or ``None`` (with a warning) when it is damaged: derived data is rebuilt, not trusted.
+
+    Why: a truncated or garbled ``.npz`` (a full disk, a copy cut short) raised ``BadZipFile`` / "Bad CRC-32"
+    in every later run; pickled object arrays are refused rather than unpickled.
+    """
+    try:
+        with np.load(cached, allow_pickle=False) as z:
+            spans, stats = z["spans"], json.loads(str(z["stats"]))
+        if spans.dtype != np.int64 or spans.ndim != 2 or spans.shape[1] != 2 or not isinstance(stats, dict):
+            raise ValueError(f"spans {spans.dtype} {spans.shape}")
+        return spans, stats
+    except Exception as err:  # noqa: BLE001 -- any unreadable cache is rebuilt, whatever broke it
+        log.warning("%s: damaged line-index cache (%s: %s); rebuilding it", cached, type(err).__name__, err)
+        return None
+
+
 def load_spans(path: Path, cache_dir: Path | None, min_words: int = 1,
                max_words: int | None = None) -> tuple[np.ndarray, dict]:
     """``scan_file`` through a cache keyed by path, size, mtime and the word filters."""
@@ -77,8 +94,9 @@ def load_spans(path: Path, cache_dir: Path | None, min_words: int = 1,
     key = hashlib.sha1(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{min_words}|{max_words}".encode())
     cached = Path(cache_dir) / "sentence-index" / f"{path.name}.{key.hexdigest()[:16]}.npz"
     if cached.is_file():
-        with np.load(cached) as z:
-            return z["spans"], json.loads(str(z["stats"]))
+        found = _read_index(cached)
+        if found is not None:
+            return found
     spans, stats = scan_file(path, min_words, max_words)
     with atomic_file(cached) as tmp, tmp.open("wb") as fh:  # a concurrent reader sees no file or a whole one
         np.savez(fh, spans=spans, stats=np.array(json.dumps(stats)))

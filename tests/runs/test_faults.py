@@ -235,3 +235,27 @@ def test_item9_bad_evaluate_batch_size_fails_before_anything_loads(value, tmp_pa
         cfg.output_dir = str(tmp_path)
     with pytest.raises(ConfigError, match=r"encoder\.batch_size=.* is not allowed: it must be an integer >= 1"):
         evaluate_run.evaluate(cfg)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garble", "object_array"])
+def test_item5_a_damaged_sentence_index_cache_is_rebuilt(damage, tmp_path, caplog):
+    import numpy as np
+
+    from datamodules.sentence_files import load_spans
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a man plays a guitar .\n\nthe dog runs .\n")
+    cache = tmp_path / "cache"
+    expected = load_spans(corpus, cache)
+    (index,) = (cache / "sentence-index").glob("*.npz")
+    data = index.read_bytes()
+    if damage == "truncate":
+        index.write_bytes(data[: len(data) // 2])
+    elif damage == "garble":
+        index.write_bytes(data[:60] + bytes(b ^ 0xFF for b in data[60:120]) + data[120:])
+    else:
+        np.savez(index.open("wb"), spans=np.array([object()], dtype=object), stats=np.array("{}"))
+    spans, stats = load_spans(corpus, cache)
+    assert spans.tolist() == expected[0].tolist() and stats == expected[1]
+    assert "damaged line-index cache" in caplog.text
+    assert load_spans(corpus, cache)[0].tolist() == expected[0].tolist()  # and the rebuilt file reads back
