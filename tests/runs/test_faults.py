@@ -259,3 +259,25 @@ def test_item5_a_damaged_sentence_index_cache_is_rebuilt(damage, tmp_path, caplo
     assert spans.tolist() == expected[0].tolist() and stats == expected[1]
     assert "damaged line-index cache" in caplog.text
     assert load_spans(corpus, cache)[0].tolist() == expected[0].tolist()  # and the rebuilt file reads back
+
+
+def test_item4_a_damaged_packaged_model_cache_is_rebuilt_not_loaded(tmp_path, caplog):
+    from embeddings.encoders import packaged as pm
+
+    target, calls = tmp_path / "models" / "m", []
+
+    def build(tmp):
+        calls.append(1)
+        (tmp / "model.safetensors").write_bytes(b"w" * 1000)
+        (tmp / "config.json").write_text("{}")
+
+    pm.materialise(target, build, "v1")
+    weights = target / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:400])  # truncated after the build (a full disk, a bad copy)
+    assert pm.materialise(target, build, "v1") == target and len(calls) == 2
+    assert f"{weights} is 400 bytes, not 1000" in caplog.text and weights.stat().st_size == 1000
+    (target / "config.json").unlink()
+    pm.materialise(target, build, "v1")
+    assert len(calls) == 3 and "config.json is missing" in caplog.text
+    pm.materialise(target, build, "v1")  # intact: reused, nothing rebuilt
+    assert len(calls) == 3
