@@ -135,8 +135,22 @@ class STSEvaluationCallback(L.Callback):
         self._rows2 = torch.tensor([index[s] for s in s2], dtype=torch.long)
 
     # ------------------------------------------------------------------ hooks
+    def state_dict(self) -> dict:
+        """The "before" scores travel in every checkpoint: a resumed run's table compares with the true start."""
+        return {"start_metrics": dict(self.start_metrics)} if self.start_metrics else {}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        if state_dict.get("start_metrics"):
+            self.start_metrics = {k: float(v) for k, v in state_dict["start_metrics"].items()}
+
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if not self.eval_at_start:
+            return
+        if self.start_metrics is not None and trainer.global_step > 0:
+            # Resumed: the weights here are the resume point, not the start; the checkpoint kept the start.
+            if trainer.is_global_zero:
+                log.info("STS Spearman x100 before training (kept in the checkpoint): %s",
+                         spearman_line(self.start_metrics))
             return
         metrics = self.evaluate(trainer, pl_module)
         self.start_metrics = metrics

@@ -281,3 +281,24 @@ def test_item4_a_damaged_packaged_model_cache_is_rebuilt_not_loaded(tmp_path, ca
     assert len(calls) == 3 and "config.json is missing" in caplog.text
     pm.materialise(target, build, "v1")  # intact: reused, nothing rebuilt
     assert len(calls) == 3
+
+
+def test_item6_before_after_table_of_a_resumed_run_keeps_the_true_start(tmp_path, tiny_model_dir, train_data_dir,
+                                                                          one_thread):
+    from runs.train_run import train
+
+    out = tmp_path / "run"
+    common = ["export=false", "callbacks.sts_evaluation.eval_at_start=true", "model.lr=5e-3", "trainer.max_epochs=20"]
+    train(_cfg(out, tiny_model_dir, train_data_dir, ["trainer.max_steps=2", *common]))
+    first = (out / "sts_before_after.md").read_text().splitlines()
+    train(_cfg(out, tiny_model_dir, train_data_dir, ["trainer.max_steps=4", "ckpt_path=last", *common]))
+    resumed = (out / "sts_before_after.md").read_text().splitlines()
+
+    def before(rows):
+        return [row.split("|")[2].strip() for row in rows[2:]]
+
+    def after(rows):
+        return [row.split("|")[3].strip() for row in rows[2:]]
+
+    assert before(first) != after(first)  # the first leg moved the scores, so a wrong "before" would show
+    assert before(resumed) == before(first)  # the true start, not the scores at the resume point (step 2)
