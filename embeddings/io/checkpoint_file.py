@@ -27,7 +27,7 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     if not path.is_file():
         raise DataError(f"{path}: checkpoint not found")
     try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+        ckpt = torch.load(path, map_location="cpu", weights_only=True, mmap=True)  # mmap: checking is cheap
     except pickle.UnpicklingError:
         raise DataError(f"{path}: refusing to load: it holds Python objects other than tensors and plain values, "
                         "which could run code; our checkpoints never do, so this file was not written by this "
