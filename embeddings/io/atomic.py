@@ -17,6 +17,7 @@ import contextlib
 import os
 import secrets
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -60,6 +61,20 @@ def atomic_write(path: str | os.PathLike, data: bytes) -> None:
         tmp.write_bytes(data)
 
 
+def _ordinary_modes(root: Path) -> None:
+    """Give everything under ``root`` the mode a new file or directory gets from the umask (root's own mode).
+
+    Why: some writers make private files whatever the umask (safetensors 0.8's ``save_file``, hence
+    ``save_pretrained``: 0600), and an export or a cache is read by other users and tools.
+    """
+    dir_mode = stat.S_IMODE(root.stat().st_mode)
+    for folder, dirs, files in os.walk(root):
+        for name, mode in [*((d, dir_mode) for d in dirs), *((f, dir_mode & 0o666) for f in files)]:
+            path = os.path.join(folder, name)
+            if not os.path.islink(path):  # a link's target may lie outside
+                os.chmod(path, mode)
+
+
 @contextlib.contextmanager
 def atomic_directory(target: str | os.PathLike, keep: Callable[[Path], bool] | None = None) -> Iterator[Path]:
     """Yield a temp dir beside ``target``; on normal exit it replaces ``target`` (an old copy is removed).
@@ -76,6 +91,7 @@ def atomic_directory(target: str | os.PathLike, keep: Callable[[Path], bool] | N
     try:
         tmp.chmod(0o755)  # mkdtemp makes it private; exports and caches are ordinary directories
         yield tmp
+        _ordinary_modes(tmp)
         if keep is not None and keep(target):
             return
         if target.exists():

@@ -1,0 +1,60 @@
+"""``ResumableCSVLogger``: Lightning's ``CSVLogger`` that keeps a resumed run's earlier rows (issue 18, item 6).
+
+Why: Lightning's CSV writer deletes ``metrics.csv`` when its directory is not empty
+(``_ExperimentWriter._check_log_dir_exists``), so a run resumed with ``ckpt_path=last`` in its own directory
+lost every row of the interrupted attempt, the pre-training STS row (step 0) included. This writer instead
+keeps the file and, at its first save, drops only the rows at or after the first step this attempt logs (the
+resumed global step: those rows are logged again), so the file ends as the uninterrupted run's would.
+A fresh run starts at step 0 and so replaces an old file, as Lightning's does.
+"""
+
+from __future__ import annotations
+
+import csv
+from typing import Any
+
+from lightning.fabric.loggers.logger import rank_zero_experiment
+from lightning.pytorch.loggers import CSVLogger
+from lightning.pytorch.loggers.csv_logs import ExperimentWriter
+
+
+class _ResumableWriter(ExperimentWriter):
+    def __init__(self, log_dir: str) -> None:
+        self._trimmed = False
+        super().__init__(log_dir)
+
+    def _check_log_dir_exists(self) -> None:
+        """Keep ``metrics.csv``: ``save`` trims it to the rows before this attempt's first step."""
+
+    def save(self) -> None:
+        if self.metrics and not self._trimmed:
+            self._trimmed = True
+            self._keep_rows_before(min(int(m["step"]) for m in self.metrics))
+        super().save()
+
+    def _keep_rows_before(self, step: int) -> None:
+        if not self._fs.isfile(self.metrics_file_path):
+            return
+        with self._fs.open(self.metrics_file_path, "r", newline="") as f:
+            rows: list[dict[str, Any]] = [r for r in csv.DictReader(f) if int(r["step"]) < step]
+        # The header of the kept rows only (a column only a dropped row filled comes back if logged again).
+        self.metrics_keys = sorted({k for r in rows for k, v in r.items() if v != ""} | ({"step"} if rows else set()))
+        if not rows:
+            self._fs.rm_file(self.metrics_file_path)
+            return
+        with self._fs.open(self.metrics_file_path, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=self.metrics_keys, extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(rows)
+
+
+class ResumableCSVLogger(CSVLogger):
+    """``CSVLogger`` whose ``metrics.csv`` survives a resume in the same directory (see the module docstring)."""
+
+    @property
+    @rank_zero_experiment
+    def experiment(self) -> ExperimentWriter:
+        if self._experiment is None:  # as CSVLogger.experiment, with the writer above
+            self._fs.makedirs(self.root_dir, exist_ok=True)
+            self._experiment = _ResumableWriter(log_dir=self.log_dir)
+        return self._experiment
