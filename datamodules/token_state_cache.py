@@ -28,7 +28,7 @@ from datamodules.cached_embeddings import model_fingerprint
 from embeddings.console import progress
 from embeddings.errors import ConfigError, DataError
 from embeddings.io.atomic import atomic_files
-from embeddings.io.npy_cache import key_digest, read_sidecar, write_sidecar
+from embeddings.io.npy_cache import key_digest, non_finite_rows, read_sidecar, write_sidecar
 from embeddings.sources.cache import sentences_digest
 
 log = logging.getLogger(__name__)
@@ -70,6 +70,9 @@ def check_cache(stem: Path, key: dict) -> str:
         return f"states {states.shape} {states.dtype} do not match the sidecar {info.get('states_shape')}"
     if len(offsets) != key["num_sentences"] + 1 or int(offsets[-1]) != states.shape[0]:
         return "offsets do not match the states array"
+    bad = non_finite_rows(states)
+    if bad:
+        return f"{len(bad)} token states hold NaN or infinite values (first: row {bad[0]})"
     return ""
 
 
@@ -118,7 +121,11 @@ def build_cache(stem: Path, key: dict, encoder, sentences: Sequence[str], layer:
                     out[offsets[i]:offsets[i + 1]] = states[j, :lengths[i]]
         out.flush()
         shape = list(out.shape)
+        bad = non_finite_rows(out)
         del out
+        if bad:  # never cache (and train on) NaN: the encoder is broken, say so here
+            raise DataError(f"{encoder.name}: {len(bad)} token states of hidden state {layer} are NaN or infinite "
+                            f"(first: row {bad[0]}); not cached")
         np.save(tmp[1], offsets)
         write_sidecar(tmp[2], {"key": key, "states_shape": shape})
     log.info("cached %d token states x %d (layer %d of %s, %d sentences) in %s", shape[0], shape[1], layer,

@@ -24,7 +24,7 @@ from torch import Tensor
 
 from embeddings.encoders.hf import HFEncoder
 from embeddings.errors import ConfigError, DivergedError, unknown_choice
-from embeddings.io.atomic import atomic_directory
+from embeddings.io.export_manifest import export_directory
 from embeddings.io.export_note import EXPORT, evaluate_command, write_loading_note
 from embeddings.io.st_export import write_sentence_transformers_files
 from embeddings.methods.pooling import PoolingScorer, get_pooling
@@ -187,23 +187,24 @@ class EncoderModule(LightningModule):
         pooling, by ``SentenceTransformer`` (``embeddings.io.st_export``), plus ``LOADING.md``.
 
         Atomic (temp dir beside the target, then ``os.replace``): a crash never leaves a half-written
-        model that a later run would load. transformers 5 always writes ``model.safetensors``. Where
+        model that a later run would load; the manifest (``embeddings.io.export_manifest``) lists every
+        file's checksum, which every loader verifies. transformers 5 always writes ``model.safetensors``. Where
         sentence-transformers cannot reproduce the pooling, no sentence-transformers files are written
         (it would load the directory with mean pooling, silently): a warning and the note say so.
         """
         target = Path(path)
         pooling = self.hparams.pooling
-        with atomic_directory(target) as tmp:
+        with export_directory(target) as tmp:
             self.encoder_model.save_pretrained(tmp)
             self.encoder.tokenizer.save_pretrained(tmp)
             why_not = write_sentence_transformers_files(tmp, pooling, self.embedding_dim,
                                                         int(self.encoder_model.config.num_hidden_layers),
                                                         self.encoder.max_length)
-        if why_not is not None:
-            log.warning("%s: no sentence-transformers files (%s); load it with evaluate.py scorers=[%s]",
-                        target, why_not, pooling)
-        write_loading_note(target, f"{type(self).__name__}: a Hugging Face encoder (`AutoModel.from_pretrained`), "
-                           f"sentence vector = `{pooling}` pooling, compared by cosine.",
-                           evaluate_command([EXPORT], pooling), why_not)
+            if why_not is not None:
+                log.warning("%s: no sentence-transformers files (%s); load it with evaluate.py scorers=[%s]",
+                            target, why_not, pooling)
+            write_loading_note(tmp, f"{type(self).__name__}: a Hugging Face encoder (`AutoModel.from_pretrained`), "
+                               f"sentence vector = `{pooling}` pooling, compared by cosine.",
+                               evaluate_command([EXPORT], pooling), why_not, shown_as=target)
         log.info("exported %s", target)
         return target

@@ -26,7 +26,7 @@ from torch import Tensor
 from embeddings.encoders.base import BaseEncoder
 from embeddings.encoders.load import encoder_hidden_size
 from embeddings.errors import ConfigError
-from embeddings.io.export_note import EXPORT, evaluate_command, write_loading_note
+from embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
 from embeddings.methods.flow.glow import Glow
 from embeddings.methods.flow.scorer import FLOW_KEYS, FlowScorer, save_flow_export
 from embeddings.methods.pooling import get_pooling
@@ -110,10 +110,9 @@ class BertFlowModule(FrozenEncoderMixin, LightningModule):
         hp = self.hparams
         config = {k: hp[k] for k in (*ENCODER_KEYS, *FLOW_KEYS)}
         config["model_name_or_path"] = str(config["model_name_or_path"])
-        target = save_flow_export(path, self.flow, config)
-        write_loading_note(target, f"BERT-flow: a Glow on the frozen `{config['model_name_or_path']}` "
+        note = LoadingNote(f"BERT-flow: a Glow on the frozen `{config['model_name_or_path']}` "
                            f"(`{hp.pooling}` pooling); the sentence vector is the flow's latent z, compared by cosine.",
                            evaluate_command([config["model_name_or_path"]], f"{{name:flow,path:{EXPORT}}}",
                                             hp.max_length),
                            "the Glow has no sentence-transformers module")
-        return target
+        return save_flow_export(path, self.flow, config, note)

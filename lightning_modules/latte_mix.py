@@ -28,7 +28,7 @@ from torch import Tensor
 
 from embeddings.encoders.load import encoder_hidden_size
 from embeddings.errors import ConfigError
-from embeddings.io.export_note import EXPORT, evaluate_command, write_loading_note
+from embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
 from embeddings.methods.latte_mix.maths import (
     categorical_kl_uniform,
     class_usage,
@@ -178,11 +178,11 @@ class LatteMixModule(FrozenEncoderMixin, LightningModule):
         config = {k: hp[k] for k in (*NET_KEYS, "layer", "max_length", "tau", "distance")}
         config["model_name_or_path"] = str(hp.model_name_or_path)
         config["score_tau"] = hp.score_tau or hp.tau
-        target = save_token_vae(path, self.posterior, self.decoder, config)
-        write_loading_note(target, f"Token VAE ({hp.latent} latent) on the frozen `{config['model_name_or_path']}` "
+        note = LoadingNote(f"Token VAE ({hp.latent} latent) on the frozen `{config['model_name_or_path']}` "
                            f"(hidden state {hp.layer}): a sentence is represented through its tokens' VAE posteriors.",
                            evaluate_command([config["model_name_or_path"]], f"{{name:latte_mix,path:{EXPORT}}}",
                                             hp.max_length),
                            "the per-token VAE posterior has no sentence-transformers module")
+        target = save_token_vae(path, self.posterior, self.decoder, config, note)
         log.info("exported token VAE to %s", target)
         return target

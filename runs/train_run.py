@@ -23,8 +23,10 @@ from torch.utils.data import DataLoader
 
 from embeddings.console import configure_console, interactive
 from embeddings.errors import ConfigError, DataError, DivergedError
+from embeddings.io.atomic import sweep_orphans
 from embeddings.io.checkpoint_file import load_checkpoint
 from embeddings.scoring.protocols import Exportable
+from runs.checkpoint_io import AtomicCheckpointIO
 from runs.config_checks import TRAIN_RULES, check_numbers
 from runs.run_summary import run_summary
 from runs.trainer_setup import resolve_trainer
@@ -149,6 +151,8 @@ def train(cfg: DictConfig) -> dict[str, float]:
     output_dir = Path(cfg.output_dir)
     ckpt_path = resolve_ckpt_path(cfg.get("ckpt_path"), output_dir)  # checked before anything heavy loads
     refuse_foreign_run(output_dir, ckpt_path)
+    for folder in (output_dir, output_dir / "checkpoints"):  # half-written export / checkpoint of a killed attempt
+        sweep_orphans(folder)
     datamodule = _build(cfg.data)
     ensure_val_loop(datamodule)
     model = _build(cfg.model)
@@ -158,7 +162,8 @@ def train(cfg: DictConfig) -> dict[str, float]:
     loggers = _instantiate_all(cfg.get("logger"))
     # configs/callbacks/default.yaml lists every always-on callback; a learning-rate monitor fails without a logger.
     callbacks = [c for c in _instantiate_all(cfg.get("callbacks")) if loggers or not isinstance(c, LearningRateMonitor)]
-    trainer = _build(cfg.trainer, callbacks=callbacks, logger=loggers or False)
+    plugins = {} if cfg.trainer.get("plugins") else {"plugins": [AtomicCheckpointIO()]}
+    trainer = _build(cfg.trainer, callbacks=callbacks, logger=loggers or False, **plugins)
     log_config(loggers, cfg)
     # weights_only=True: a checkpoint never runs code on load, even with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 set
     trainer.fit(model, datamodule=datamodule, ckpt_path=ckpt_path,

@@ -12,7 +12,8 @@ import torch
 from embeddings.encoders.base import BaseEncoder, pad_ids
 from embeddings.encoders.packaged import resolve_model_path
 from embeddings.encoders.token_batch import TokenBatch
-from embeddings.errors import ConfigError
+from embeddings.errors import ConfigError, DataError
+from embeddings.io.export_manifest import verify_export
 
 DEFAULT_MAX_LENGTH = 256
 
@@ -60,16 +61,20 @@ class HFEncoder(BaseEncoder):
     @classmethod
     def from_pretrained(cls, name_or_path: str, max_length: int | None = None, **kwargs) -> HFEncoder:
         """Load from a packaged short name (offline), a local directory, or a hub name (online)."""
+        from safetensors import SafetensorError
         from transformers import AutoModel, AutoTokenizer
-
 
         path = resolve_model_path(name_or_path)
         local = Path(path)
+        if local.is_dir():
+            verify_export(local)  # an export of ours: every file as written (a plain HF directory: no manifest)
         if max_length is None:
             max_length = (sentence_transformers_max_length(local) if local.is_dir() else None) or DEFAULT_MAX_LENGTH
         try:
             tokenizer = AutoTokenizer.from_pretrained(path)
             model = AutoModel.from_pretrained(path)
+        except SafetensorError as err:  # damaged weights in a directory without a manifest
+            raise DataError(f"{path}: unreadable model weights ({err}); the model directory is damaged") from None
         except OSError as err:
             raise ConfigError(
                 f"could not load model {name_or_path!r} (resolved to {path!r}): not a packaged short name, "

@@ -14,7 +14,7 @@ from embeddings.encoders.checkpoint import encoder_from_checkpoint
 from embeddings.encoders.hf import HFEncoder
 from embeddings.encoders.packaged import is_packaged, packaged_model, packaged_names, resolve_model_path
 from embeddings.encoders.static import StaticWordEncoder
-from embeddings.errors import ConfigError
+from embeddings.errors import ConfigError, DataError
 
 
 def load_encoder(name: str, max_length: int | None = None, batch_size: int = 64,
@@ -42,6 +42,8 @@ def load_encoder(name: str, max_length: int | None = None, batch_size: int = 64,
 
     try:
         return HFEncoder.from_pretrained(name, max_length=max_length, batch_size=batch_size, device=device)
+    except DataError:
+        raise  # a damaged model directory: its own message names the file
     except (OSError, ValueError) as err:  # ConfigError is a ValueError
         if is_packaged(name):
             raise  # already says which package to install

@@ -9,23 +9,85 @@ This module is the only place in the project that does that dance:
   the sidecar that describes it); ``atomic_file`` / ``atomic_write`` are its one-file forms.
 - ``atomic_directory(target)``: a directory built in full, then swapped in (an existing one replaced, or
   kept when ``keep`` says it is already complete, e.g. written by a concurrent run).
+
+Orphans: a process killed mid-write (kill -9, OOM, preemption) cannot clean up, so its temporary copy
+stays. Every temporary name carries its writer's host and process id (``.<name>.tmp-<host>-<pid>-<random>``);
+the next write beside it (``remove_orphans``, called by every writer here) or a sweep of a run directory
+(``sweep_orphans``) deletes those whose process is gone, and never one a live process is still writing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import logging
 import os
+import re
 import secrets
 import shutil
+import socket
 import stat
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+log = logging.getLogger(__name__)
 
-def temp_path(target: Path) -> Path:
-    """A hidden, unique name beside ``target`` that keeps its suffix (``np.save`` appends ``.npy`` otherwise)."""
-    return target.with_name(f".{target.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp{target.suffix}")
+HOST = hashlib.sha1(socket.gethostname().encode()).hexdigest()[:6]  # shared file systems: pids are per host
+ORPHAN = re.compile(r"^\.(?P<name>.+)\.(?:tmp|stale)-(?P<host>[0-9a-f]{6})-(?P<pid>\d+)-[0-9a-f]{8}(?:\.[^.]*)?$")
+
+
+def temp_path(target: Path, tag: str = "tmp") -> Path:
+    """A hidden, unique name beside ``target`` naming this host and process, keeping the target's suffix
+    (``np.save`` appends ``.npy`` otherwise)."""
+    return target.with_name(f".{target.name}.{tag}-{HOST}-{os.getpid()}-{secrets.token_hex(4)}{target.suffix}")
+
+
+def _writer_gone(match: re.Match) -> bool:
+    """Whether the process that named this temporary copy has ended (only decidable on its own host)."""
+    if match["host"] != HOST:
+        return False
+    pid = int(match["pid"])
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # exists, owned by someone else
+        return False
+    return False
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def sweep_orphans(folder: str | os.PathLike, name: str | None = None) -> list[Path]:
+    """Delete the temporary copies in ``folder`` (of ``name`` only, if given) left by dead processes.
+
+    Returns what was removed (a warning names each): half-written checkpoints, exports or caches that no
+    process will ever finish.
+    """
+    folder = Path(folder)
+    removed: list[Path] = []
+    if not folder.is_dir():
+        return removed
+    for entry in folder.iterdir():
+        match = ORPHAN.match(entry.name)
+        if match and (name is None or match["name"] == name) and _writer_gone(match):
+            log.warning("removing %s: a temporary copy left by a process that was killed while writing", entry)
+            _remove(entry)
+            removed.append(entry)
+    return removed
+
+
+def remove_orphans(target: str | os.PathLike) -> list[Path]:
+    """``sweep_orphans`` for the temporary copies of one target (called before each atomic write)."""
+    target = Path(target)
+    return sweep_orphans(target.parent, target.name)
 
 
 @contextlib.contextmanager
@@ -38,6 +100,7 @@ def atomic_files(*targets: str | os.PathLike) -> Iterator[list[Path]]:
     paths = [Path(t) for t in targets]
     for p in paths:
         p.parent.mkdir(parents=True, exist_ok=True)
+        remove_orphans(p)
     tmps = [temp_path(p) for p in paths]
     try:
         yield tmps
@@ -87,16 +150,17 @@ def atomic_directory(target: str | os.PathLike, keep: Callable[[Path], bool] | N
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    remove_orphans(target)
+    tmp = temp_path(target)
+    tmp.mkdir()  # an ordinary directory (mode from the umask), not mkdtemp's private 0700
     try:
-        tmp.chmod(0o755)  # mkdtemp makes it private; exports and caches are ordinary directories
         yield tmp
         _ordinary_modes(tmp)
         if keep is not None and keep(target):
             return
         if target.exists():
-            parked = Path(tempfile.mkdtemp(prefix=f".{target.name}.stale-", dir=target.parent))
-            os.replace(target, parked / "old")
+            parked = temp_path(target, "stale")
+            os.replace(target, parked)
             shutil.rmtree(parked, ignore_errors=True)
         try:
             os.replace(tmp, target)

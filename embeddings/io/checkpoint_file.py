@@ -19,15 +19,19 @@ import torch
 from embeddings.errors import DataError
 
 
-def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
-    """The checkpoint's contents (tensors on CPU and plain values); ``DataError`` with the path otherwise."""
+def load_checkpoint(path: str | os.PathLike, mmap: bool = True) -> dict[str, Any]:
+    """The checkpoint's contents (tensors on CPU and plain values); ``DataError`` with the path otherwise.
+
+    ``mmap``: map the tensors from the file instead of reading them (a check, or a scorer's weights, costs
+    no copy); a resume reads them (``mmap=False``): optimizer state would otherwise stay backed by the file.
+    """
     path = Path(path).expanduser()
     if path.is_dir():
         raise DataError(f"{path}: a directory, not a checkpoint file")
     if not path.is_file():
         raise DataError(f"{path}: checkpoint not found")
     try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True, mmap=True)  # mmap: checking is cheap
+        ckpt = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
     except pickle.UnpicklingError:
         raise DataError(f"{path}: refusing to load: it holds Python objects other than tensors and plain values, "
                         "which could run code; our checkpoints never do, so this file was not written by this "

@@ -20,8 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from embeddings.errors import ConfigError
-from embeddings.io.atomic import atomic_directory
+from embeddings.errors import ConfigError, DataError
+from embeddings.io.export_manifest import export_directory, verify_export
+from embeddings.io.export_note import LoadingNote
 
 
 @dataclass(frozen=True)
@@ -35,31 +36,38 @@ class ExportFormat:
     what: str
 
 
-def save_export(path: str | os.PathLike, fmt: ExportFormat, config: Mapping, tensors: Mapping) -> Path:
-    """Write ``fmt.config_file`` (``{"format", "version", **config}``) and ``fmt.weights_file`` atomically.
+def save_export(path: str | os.PathLike, fmt: ExportFormat, config: Mapping, tensors: Mapping,
+                note: LoadingNote | None = None) -> Path:
+    """Write ``fmt.config_file`` (``{"format", "version", **config}``), ``fmt.weights_file``, the ``note``
+    (``LOADING.md``) and the manifest, atomically (``export_directory``).
 
     Args:
         path: the target directory (replaced if it exists).
         fmt: the format.
         config: JSON-able settings, written after the format tag and version in their own order.
         tensors: name -> tensor (moved to the CPU, made contiguous and detached).
+        note: how to load the export, written inside it so the manifest lists it.
     """
     from safetensors.torch import save_file
 
     target = Path(path)
-    with atomic_directory(target) as tmp:
+    with export_directory(target) as tmp:
         save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, str(tmp / fmt.weights_file))
         meta = {"format": fmt.tag, "version": fmt.version, **dict(config)}
         (tmp / fmt.config_file).write_text(json.dumps(meta, indent=2))
+        if note is not None:
+            note.write(tmp, shown_as=target)
     return target
 
 
 def load_export_config(path: str | os.PathLike, fmt: ExportFormat) -> dict:
     """The JSON config of an export directory (format tag and version included); ``ConfigError`` when
-    ``path`` is no directory, has no config file, or holds another format or version."""
+    ``path`` is no directory, has no config file, or holds another format or version; ``DataError`` when
+    a file differs from the export's manifest (``verify_export``)."""
     folder = Path(path).expanduser()
     if not folder.is_dir():
         raise ConfigError(f"{folder} is not a {fmt.what} export: no such directory")
+    verify_export(folder)
     file = folder / fmt.config_file
     if not file.is_file():
         raise ConfigError(f"{folder} is not a {fmt.what} export: no {fmt.config_file}")
@@ -76,10 +84,14 @@ def load_export_config(path: str | os.PathLike, fmt: ExportFormat) -> dict:
 def load_export(path: str | os.PathLike, fmt: ExportFormat) -> tuple[dict, dict]:
     """``(config, tensors)`` of an export directory (tensors on the CPU); ``ConfigError`` as in
     ``load_export_config``, or when the weights file is missing."""
+    from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     config = load_export_config(path, fmt)
     weights = Path(path).expanduser() / fmt.weights_file
     if not weights.is_file():
         raise ConfigError(f"{Path(path)} is an incomplete {fmt.what} export: no {fmt.weights_file}")
-    return config, load_file(str(weights))
+    try:
+        return config, load_file(str(weights))
+    except (SafetensorError, OSError) as err:  # an export without a manifest (older) can still be damaged
+        raise DataError(f"{weights}: unreadable {fmt.what} weights ({err}); export it again") from None

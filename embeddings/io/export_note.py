@@ -14,6 +14,7 @@ import logging
 import os
 import shlex
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from embeddings.io.atomic import atomic_write
@@ -52,11 +53,28 @@ def loading_note(what: str, command: str, sentence_transformers: str | None) -> 
 
 
 def write_loading_note(folder: str | os.PathLike, what: str, command: str,
-                       sentence_transformers: str | None = None) -> Path:
-    """Write ``LOADING.md`` into ``folder`` (atomically) and log how to load it; returns the file."""
+                       sentence_transformers: str | None = None, shown_as: str | os.PathLike | None = None) -> Path:
+    """Write ``LOADING.md`` into ``folder`` (atomically) and log how to load it; returns the file.
+
+    ``shown_as``: the directory named in the log when ``folder`` is the temporary copy of an export
+    (``embeddings.io.export_manifest.export_directory``), whose manifest must list the note.
+    """
     path = Path(folder) / NOTE_FILE
     atomic_write(path, loading_note(what, command, sentence_transformers).encode())
     if sentence_transformers is not None:
-        log.info("%s is not a sentence-transformers model (%s); load it with: %s", Path(folder),
-                 sentence_transformers, command.replace(EXPORT, str(folder)))
+        shown = Path(shown_as if shown_as is not None else folder)
+        log.info("%s is not a sentence-transformers model (%s); load it with: %s", shown,
+                 sentence_transformers, command.replace(EXPORT, str(shown)))
     return path
+
+
+@dataclass(frozen=True)
+class LoadingNote:
+    """The arguments of ``write_loading_note``, for export writers that write the note inside their export."""
+
+    what: str
+    command: str
+    sentence_transformers: str | None = None
+
+    def write(self, folder: str | os.PathLike, shown_as: str | os.PathLike | None = None) -> Path:
+        return write_loading_note(folder, self.what, self.command, self.sentence_transformers, shown_as)

@@ -10,7 +10,7 @@ is ``<name>.npy`` plus ``<name>.json`` = ``{"key": ..., "shape": [...], ...}``; 
   array renamed into place before the sidecar: a sidecar never describes an array that is not there, and a
   crash leaves no half-written file.
 - reading: ``inspect_npy_cache`` / ``npy_cache_problem`` say why a cache cannot be used (missing, other key,
-  unreadable or truncated array, shape or dtype not the sidecar's); ``load_npy_cache`` returns the array or
+  unreadable or truncated array, shape or dtype not the sidecar's, NaN / inf rows); ``load_npy_cache`` returns the array or
   ``None`` after a warning, and the caller rebuilds -- a bad cache is never used.
 """
 
@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from embeddings.errors import DataError
 from embeddings.io.atomic import atomic_files
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,25 @@ def inspect_npy_cache(path: str | os.PathLike, expect: Mapping, dtype=np.float32
         return info, f"unreadable ({err})"
     if list(array.shape) != info.get("shape") or array.dtype != np.dtype(dtype):
         return info, f"array {array.shape} {array.dtype} does not match its sidecar {info.get('shape')}"
+    bad = non_finite_rows(array)
+    if bad:
+        return info, f"{len(bad)} rows hold NaN or infinite values (first: row {bad[0]})"
     return info, ""
+
+
+def non_finite_rows(array: np.ndarray, chunk: int = 1 << 14) -> list[int]:
+    """Indices of the rows of ``array`` (first axis) holding NaN or +-inf, read ``chunk`` rows at a time.
+
+    Why checked on every load: a NaN feature row trains a NaN loss, which the run then blames on the
+    learning rate; a cache is derived data, so a damaged one is rebuilt instead.
+    """
+    if array.dtype.kind != "f" or array.size == 0:
+        return []
+    bad: list[int] = []
+    for start in range(0, array.shape[0], chunk):
+        block = np.asarray(array[start:start + chunk]).reshape(min(chunk, array.shape[0] - start), -1)
+        bad.extend((start + np.flatnonzero(~np.isfinite(block).all(axis=1))).tolist())
+    return bad
 
 
 def npy_cache_problem(path: str | os.PathLike, expect: Mapping, dtype=np.float32) -> str:
@@ -105,8 +124,13 @@ def npy_cache_writer(path: str | os.PathLike, sidecar: Mapping) -> Iterator[Path
     path = Path(path)
     with atomic_files(path, sidecar_of(path)) as (tmp_array, tmp_meta):
         yield tmp_array
-        shape = list(np.load(tmp_array, mmap_mode="r").shape)
-        write_sidecar(tmp_meta, {**dict(sidecar), "shape": shape})
+        written = np.load(tmp_array, mmap_mode="r")
+        bad = non_finite_rows(written)
+        if bad:  # a broken encoder (e.g. an overflow): refuse to cache it, say where, instead of training on NaN
+            raise DataError(f"{path}: not cached: {len(bad)} of {written.shape[0]} computed rows hold NaN or "
+                            f"infinite values (first: row {bad[0]}); the model that computed them is broken "
+                            "(diverged weights, or an overflow in reduced precision)")
+        write_sidecar(tmp_meta, {**dict(sidecar), "shape": list(written.shape)})
 
 
 def save_npy_cache(path: str | os.PathLike, array: np.ndarray, sidecar: Mapping) -> None:

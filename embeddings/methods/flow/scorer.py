@@ -20,6 +20,7 @@ from embeddings.encoders.base import BaseEncoder
 from embeddings.encoders.load import load_encoder
 from embeddings.errors import ConfigError
 from embeddings.io.export_dir import ExportFormat, load_export, save_export
+from embeddings.io.export_note import LoadingNote
 from embeddings.methods.flow.glow import Glow
 from embeddings.methods.pooling import get_pooling
 from embeddings.scoring.scorer import Representation, VectorScorer
@@ -68,20 +69,21 @@ class FlowScorer(VectorScorer):
         return {"embedding": z.float().cpu()}
 
 
-def save_flow_export(path: str | os.PathLike, flow: Glow, config: Mapping) -> Path:
+def save_flow_export(path: str | os.PathLike, flow: Glow, config: Mapping, note: LoadingNote | None = None) -> Path:
     """Write ``flow_config.json`` + ``flow.safetensors`` to ``path`` atomically (temp dir, then rename).
 
     Args:
         path: the target directory (replaced if it exists).
         flow: the trained Glow.
         config: ``model_name_or_path``, ``pooling``, ``max_length`` and the ``FLOW_KEYS``.
+        note: ``LOADING.md``, written inside the export.
     """
     missing = {"model_name_or_path", "pooling", "max_length", *FLOW_KEYS} - set(config)
     if missing:
         raise ConfigError(f"flow export config lacks {sorted(missing)}")
     if not flow.initialized:
         log.warning("exporting a flow whose ActNorm layers were never initialised (it was not trained)")
-    target = save_export(path, EXPORT_FORMAT, {"dim": flow.dim, **dict(config)}, flow.state_dict())
+    target = save_export(path, EXPORT_FORMAT, {"dim": flow.dim, **dict(config)}, flow.state_dict(), note)
     log.info("exported flow to %s", target)
     return target
 

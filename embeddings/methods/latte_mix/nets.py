@@ -24,6 +24,7 @@ from torch import Tensor, nn
 
 from embeddings.errors import ConfigError, unknown_choice
 from embeddings.io.export_dir import ExportFormat, load_export, save_export
+from embeddings.io.export_note import LoadingNote
 
 LATENTS = ("categorical", "normal", "ae")
 FORMAT, FORMAT_VERSION = "sts-lightning/token-vae", 1
@@ -82,14 +83,15 @@ def build_nets(config: Mapping) -> tuple[TokenPosterior, nn.Sequential]:
     return posterior, decoder
 
 
-def save_token_vae(path: str | os.PathLike, posterior: nn.Module, decoder: nn.Module, config: Mapping) -> Path:
+def save_token_vae(path: str | os.PathLike, posterior: nn.Module, decoder: nn.Module, config: Mapping,
+                   note: LoadingNote | None = None) -> Path:
     """``token_vae_config.json`` + ``token_vae.safetensors`` written atomically (temp dir, then rename)."""
     missing = {"model_name_or_path", "layer", "max_length", *NET_KEYS} - set(config)
     if missing:
         raise ConfigError(f"token VAE export config lacks {sorted(missing)}")
     state = {f"posterior.{k}": v for k, v in posterior.state_dict().items()}
     state.update({f"decoder.{k}": v for k, v in decoder.state_dict().items()})
-    return save_export(path, EXPORT_FORMAT, config, state)
+    return save_export(path, EXPORT_FORMAT, config, state, note)
 
 
 def load_token_vae(path: str | os.PathLike) -> tuple[TokenPosterior, nn.Sequential, dict]:

@@ -19,7 +19,7 @@ import torch
 
 from embeddings.errors import ConfigError
 from embeddings.io.export_dir import ExportFormat, load_export, save_export
-from embeddings.io.export_note import EXPORT, evaluate_command, write_loading_note
+from embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
 from embeddings.methods.meta.cross_view_ae_nets import CrossViewAutoencoder
 from embeddings.methods.meta.projections import MetaProjection, l2_normalize
 from embeddings.scoring.scorer import Representation, Scorer, VectorScorer
@@ -87,13 +87,12 @@ def save_meta_embedding(path: str | os.PathLike, projection: MetaProjection, sou
     meta = {"method": projection.method, "dims": projection.dims,
             "options": projection.options, "sources": [source_spec_mapping(s) for s in sources],
             "autoencoder": projection.autoencoder.config() if projection.autoencoder is not None else None}
-    target = save_export(path, EXPORT_FORMAT, meta, tensors)
     names = ", ".join(f"`{s['model']}`" for s in meta["sources"])
-    write_loading_note(target, f"Meta-embedding `{projection.method}` of {len(sources)} frozen sources ({names}; "
+    note = LoadingNote(f"Meta-embedding `{projection.method}` of {len(sources)} frozen sources ({names}; "
                        "referenced, not copied), compared by cosine.",
                        evaluate_command(["none"], f"{{name:meta,path:{EXPORT}}}"),
                        "it combines the vectors of several separate encoders")
-    return target
+    return save_export(path, EXPORT_FORMAT, meta, tensors, note)
 
 
 def load_meta_projection(path: str | os.PathLike) -> tuple[MetaProjection, list[dict]]:

@@ -1,0 +1,49 @@
+"""Checkpoints written atomically beside their target and read back through the one checked loader.
+
+Why not Lightning's ``TorchCheckpointIO``: it serialises into memory and lets fsspec write a temporary file
+in the system temp directory, then ``shutil.move`` it over ``last.ckpt``. When that directory is another file
+system (a tmpfs ``/tmp``, a scratch disk) the move is a copy, and a kill during it leaves a truncated
+``last.ckpt`` -- the one file a resume needs; a kill while the temporary file is written leaves a
+checkpoint-sized orphan in ``/tmp`` forever. Here the temporary file sits beside the target
+(``embeddings.io.atomic``: same file system, so ``os.replace`` is atomic; named after this process, so the
+next write removes it if the process died), is fsynced before the rename (a power cut leaves the old or
+the new checkpoint, not an empty file), and every load goes through
+``embeddings.io.checkpoint_file.load_checkpoint`` (weights only, one-line errors naming the file).
+Remote paths (``s3://`` ...) keep Lightning's behaviour.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
+
+from embeddings.io.atomic import atomic_file
+from embeddings.io.checkpoint_file import load_checkpoint
+
+
+def _local(path: Any) -> bool:
+    return "://" not in str(path) or str(path).startswith("file://")
+
+
+class AtomicCheckpointIO(TorchCheckpointIO):
+    """``TorchCheckpointIO`` whose local saves are atomic and durable, and whose loads are checked."""
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path: Any, storage_options: Any | None = None) -> None:
+        if storage_options is not None or not _local(path):
+            return super().save_checkpoint(checkpoint, path, storage_options)
+        target = Path(str(path).removeprefix("file://"))
+        with atomic_file(target) as tmp, open(tmp, "wb") as fh:
+            torch.save(checkpoint, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return None
+
+    def load_checkpoint(self, path: Any, map_location: Any | None = None,
+                        weights_only: bool | None = None) -> dict[str, Any]:
+        if not _local(path):
+            return super().load_checkpoint(path, map_location=map_location, weights_only=True)
+        return load_checkpoint(str(path).removeprefix("file://"), mmap=False)

@@ -1,0 +1,92 @@
+"""One training in its own process that can die like ``kill -9`` at an injected fault (for test_fault_injection).
+
+Why a process: a real kill runs no ``finally`` and no ``atexit``, so what it leaves on disk (a half-written
+checkpoint or export, temporary copies) is only seen when the process really ends with ``os._exit``.
+
+Usage: ``python -m tests.runs.fault_driver '<json>'`` with ``out``, ``model_dir``, ``data_dir``,
+``overrides`` and ``fault``:
+
+- ``null``: no fault;
+- ``"step:K"``: die at the start of optimizer step K (its ``last.ckpt`` for step K-1 is written);
+- ``"checkpoint:N"``: die half-way through writing the N-th checkpoint file;
+- ``"export"``: die while the export is written (weights in place, its manifest half-written).
+
+The final metrics go to ``<out>/driver_metrics.json``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+from pathlib import Path
+
+from lightning.pytorch import Callback
+
+KILLED = 137  # what a shell reports for kill -9
+
+
+class ExitAt(Callback):
+    """Die (no cleanup at all) at the start of optimizer step ``step``."""
+
+    def __init__(self, step: int):
+        self.step = int(step)
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        if trainer.global_step == self.step:
+            os._exit(KILLED)
+
+
+def die_during_checkpoint_write(n: int) -> None:
+    """The ``n``-th ``torch.save`` writes half its bytes, then the process dies."""
+    import torch
+
+    real, calls = torch.save, [0]
+
+    def save(obj, f, *args, **kwargs):
+        calls[0] += 1
+        if calls[0] < n:
+            return real(obj, f, *args, **kwargs)
+        buffer = io.BytesIO()
+        real(obj, buffer, *args, **kwargs)
+        data = buffer.getvalue()
+        f.write(data[: len(data) // 2])
+        f.flush()
+        os._exit(KILLED)
+
+    torch.save = save
+
+
+def die_during_export() -> None:
+    """The export's manifest (written last, inside its temporary directory) is half-written, then death."""
+    import embeddings.io.export_manifest as manifest
+
+    def write_manifest(folder):
+        (Path(folder) / manifest.MANIFEST_FILE).write_text('{"format": "sts-lightning-exp')
+        os._exit(KILLED)
+
+    manifest.write_manifest = write_manifest
+
+
+def main(spec: dict) -> None:
+    from runs.train_run import train
+    from tests.runs.test_train import _cfg
+
+    overrides = list(spec["overrides"])
+    fault = spec.get("fault") or ""
+    if fault.startswith("step:"):
+        overrides += ["+callbacks.kill._target_=tests.runs.fault_driver.ExitAt", f"+callbacks.kill.step={fault[5:]}"]
+    elif fault.startswith("checkpoint:"):
+        die_during_checkpoint_write(int(fault[11:]))
+    elif fault == "export":
+        die_during_export()
+    elif fault:
+        raise ValueError(f"unknown fault {fault!r}")
+    out = Path(spec["out"])
+    metrics = train(_cfg(out, Path(spec["model_dir"]), Path(spec["data_dir"]), overrides))
+    (out / "driver_metrics.json").write_text(json.dumps(metrics, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main(json.loads(sys.argv[1]))
