@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from embeddings.errors import ConfigError, DataError, unknown_choice
+from embeddings.io.input_file import require_file
 from sts.tasks import resolve_data_dir
 
 log = logging.getLogger(__name__)
@@ -105,8 +106,7 @@ def _read_lines(path: Path) -> list[str | None]:
     Splits on ``\\n`` only: ``str.splitlines`` also breaks on U+2028 and friends, which would shift
     parallel s1/s2/labels files against each other.
     """
-    if not path.is_file():
-        raise DataError(f"{path}: file not found")
+    require_file(path)
     raw = path.read_bytes().split(b"\n")
     if raw and raw[-1] == b"":
         raw.pop()

@@ -27,6 +27,7 @@ import numpy as np
 from embeddings.errors import ConfigError, DataError
 from embeddings.io.atomic import atomic_file, atomic_write
 from embeddings.io.cache_root import cache_dir_or_root
+from embeddings.io.input_file import require_file
 from sts.tasks import load_task, resolve_data_dir
 
 log = logging.getLogger(__name__)
@@ -38,8 +39,7 @@ def scan_file(path: Path, min_words: int = 1, max_words: int | None = None) -> t
 
     Reads bytes and splits on ``\\n`` only, so the offsets are exact and U+2028 & co. stay inside a line.
     """
-    if not path.is_file():
-        raise DataError(f"{path}: file not found")
+    require_file(path)
     spans = array("q")  # flat start, end pairs: 16 bytes a line, not a Python tuple
     skipped: Counter = Counter()
     where: dict[str, list[str]] = {}

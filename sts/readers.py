@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from embeddings.errors import DataError
+from embeddings.io.input_file import require_dir, require_file
 
 
 @dataclass
@@ -80,8 +81,7 @@ class PairBuilder:
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
     """(1-based line number, line without its line end); CRLF files read like LF files."""
-    if not path.is_file():
-        raise DataError(f"{path}: file not found")
+    require_file(path)
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
@@ -166,9 +166,7 @@ def read_semeval_dir(folder: str | Path) -> dict[str, STSPairs]:
     Handles both ``STS.input.<set>.txt`` (2012-2015) and ``STS2016.input.<set>.txt`` naming; gold
     files without an input (``STS.gs.ALL.txt``) and ``.ascii`` copies are ignored.
     """
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise DataError(f"{folder}: directory not found")
+    folder = require_dir(folder)
     subsets: dict[str, STSPairs] = {}
     for inp in sorted(folder.iterdir()):
         m = _INPUT_RE.match(inp.name)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import os
 import pickle
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from embeddings.errors import DataError
+from embeddings.io.input_file import require_file
 
 
 def load_checkpoint(path: str | os.PathLike, mmap: bool = True) -> dict[str, Any]:
@@ -25,11 +25,7 @@ def load_checkpoint(path: str | os.PathLike, mmap: bool = True) -> dict[str, Any
     ``mmap``: map the tensors from the file instead of reading them (a check, or a scorer's weights, costs
     no copy); a resume reads them (``mmap=False``): optimizer state would otherwise stay backed by the file.
     """
-    path = Path(path).expanduser()
-    if path.is_dir():
-        raise DataError(f"{path}: a directory, not a checkpoint file")
-    if not path.is_file():
-        raise DataError(f"{path}: checkpoint not found")
+    path = require_file(path, "checkpoint file")
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
     except pickle.UnpicklingError:

@@ -108,3 +108,83 @@ def test_a_kill_during_export_leaves_no_export_and_the_resume_writes_the_same_on
     assert verify_export(out / "export") is True
     _assert_identical(uninterrupted, _final(out))
     assert _leftovers(out) == []
+
+
+FLOW = ["model=flow", "data=cached_embeddings", "model.max_length=32", "model.eval_batch_size=8", "data.batch_size=8",
+        "callbacks.sts_evaluation.batch_size=8", "callbacks.sts_evaluation.tasks=[stsb-dev]", "trainer.max_epochs=1",
+        "+trainer.limit_train_batches=3", "trainer.enable_progress_bar=false", "trainer.enable_model_summary=false"]
+
+
+def test_two_trainings_started_at_once_keep_their_own_directories_and_share_one_cache(tmp_path, tiny_model_dir,
+                                                                                        train_data_dir):
+    """Two ``python train.py`` (seeds 1 and 2) started together, both building the same feature cache."""
+    cache = tmp_path / "cache"
+    common = [*FLOW, f"model.model_name_or_path={tiny_model_dir}", f"paths.data_dir={train_data_dir}",
+              f"data.cache_dir={cache}"]
+    env = {**os.environ, "STS_LOG_DIR": str(tmp_path / "logs"), "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen([sys.executable, "train.py", *common, f"seed={seed}"], cwd=ROOT, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for seed in (1, 2)]
+    outputs = [p.communicate(timeout=600)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs[0][-2000:] + outputs[1][-2000:]
+    runs = sorted((tmp_path / "logs" / "train").iterdir())
+    assert len(runs) == 2  # same second, own directories
+    from omegaconf import OmegaConf
+
+    seeds = sorted(OmegaConf.load(run / ".hydra" / "config.yaml").seed for run in runs)
+    assert seeds == [1, 2]  # each directory's config is its own run's
+    weights = []
+    for run in runs:
+        assert verify_export(run / "export") is True
+        weights.append((run / "export" / "flow.safetensors").read_bytes())
+        assert _leftovers(run) == []
+    assert weights[0] != weights[1]  # nothing of one run written over the other's
+    from embeddings.io.npy_cache import npy_cache_problem
+
+    arrays = sorted((cache / "features").glob("*.npy"))
+    assert len(arrays) == 1 and _leftovers(cache) == []  # one cache, built once or twice, never half
+    assert npy_cache_problem(arrays[0], {}) == ""
+
+
+def test_nan_rows_planted_in_the_feature_cache_are_rebuilt_not_blamed_on_the_learning_rate(
+        tmp_path, tiny_model_dir, train_data_dir, caplog):
+    import numpy as np
+    from hydra import compose, initialize_config_dir
+    from omegaconf import open_dict
+
+    from runs.train_run import train
+    from tests.paths import CONFIG_DIR
+
+    def run(name: str) -> dict:
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+            cfg = compose(config_name="train", overrides=[*FLOW, f"model.model_name_or_path={tiny_model_dir}",
+                                                          f"paths.data_dir={train_data_dir}",
+                                                          f"data.cache_dir={tmp_path / 'cache'}", "export=false"])
+        with open_dict(cfg):
+            cfg.output_dir = str(tmp_path / name)
+        return train(cfg)
+
+    clean = run("clean")
+    (array,) = (tmp_path / "cache" / "features").glob("*.npy")
+    planted = np.load(array)
+    planted[[3, 17]] = np.nan  # same shape and dtype: only the values are wrong
+    np.save(array, planted)
+    caplog.clear()
+    again = run("again")
+    assert f"{array}" in caplog.text and "2 rows hold NaN or infinite values (first: row 3)" in caplog.text
+    assert np.isfinite(np.load(array)).all()
+    assert again["train/loss"] == clean["train/loss"] and again["val/stsb-dev_spearman"] == clean["val/stsb-dev_spearman"]
+
+
+def test_a_token_state_cache_with_nan_states_is_not_used(tmp_path):
+    import numpy as np
+
+    from datamodules.token_state_cache import check_cache
+
+    stem = tmp_path / "states"
+    states = np.ones((5, 4), dtype=np.float16)
+    states[2, 1] = np.inf
+    np.save(stem.with_name("states.states.npy"), states)
+    np.save(stem.with_name("states.offsets.npy"), np.array([0, 2, 5]))
+    key = {"dtype": "float16", "num_sentences": 2}
+    (stem.with_name("states.json")).write_text(json.dumps({"key": key, "states_shape": [5, 4]}))
+    assert check_cache(stem, key) == "1 token states hold NaN or infinite values (first: row 2)"

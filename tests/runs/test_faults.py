@@ -74,7 +74,7 @@ def test_item8_truncated_or_misplaced_checkpoint_names_the_file(tmp_path):
     (tmp_path / "dir.ckpt").mkdir()
     with pytest.raises(DataError, match=r"dir\.ckpt: a directory, not a checkpoint file"):
         load_checkpoint(tmp_path / "dir.ckpt")
-    with pytest.raises(DataError, match="checkpoint not found"):
+    with pytest.raises(DataError, match="checkpoint file not found"):
         load_checkpoint(tmp_path / "absent.ckpt")
 
 
@@ -302,3 +302,59 @@ def test_item6_before_after_table_of_a_resumed_run_keeps_the_true_start(tmp_path
 
     assert before(first) != after(first)  # the first leg moved the scores, so a wrong "before" would show
     assert before(resumed) == before(first)  # the true start, not the scores at the resume point (step 2)
+
+
+def test_item10_a_directory_or_unreadable_file_in_place_of_a_file_is_not_called_missing(tmp_path):
+    from embeddings.io.input_file import require_file
+    from sts.readers import read_semeval_dir, read_stsb
+
+    (tmp_path / "sts-dev.csv").mkdir()
+    with pytest.raises(DataError, match=r"sts-dev\.csv: a directory, not a file"):
+        read_stsb(tmp_path / "sts-dev.csv")
+    (tmp_path / "STS12").write_text("a file where the folder should be")
+    with pytest.raises(DataError, match=r"STS12: a file, not a directory"):
+        read_semeval_dir(tmp_path / "STS12")
+    (tmp_path / "link.txt").symlink_to(tmp_path / "gone.txt")
+    with pytest.raises(DataError, match=r"link\.txt: a broken symbolic link"):
+        require_file(tmp_path / "link.txt")
+    with pytest.raises(DataError, match=r"absent\.txt: file not found$"):
+        require_file(tmp_path / "absent.txt")
+    with pytest.raises(DataError, match=r"file not found \(nor its directory"):
+        require_file(tmp_path / "no_dir" / "x.txt")
+    if os.geteuid() != 0:  # root reads everything
+        locked = tmp_path / "locked.txt"
+        locked.write_text("x")
+        locked.chmod(0)
+        with pytest.raises(DataError, match="permission denied"):
+            require_file(locked)
+
+
+@pytest.mark.parametrize("damage", ["garble", "truncate"])
+def test_item8_evaluate_refuses_a_damaged_export_naming_the_file(damage, tmp_path, tiny_model_dir, tiny_data_dir):
+    """A flipped bit keeps every weight finite (it would score silently); the manifest's checksum catches it."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import open_dict
+    from transformers import AutoModel, AutoTokenizer
+
+    from embeddings.io.export_manifest import export_directory
+    from runs import evaluate_run
+    from tests.paths import CONFIG_DIR
+
+    export = tmp_path / "export"
+    with export_directory(export) as tmp:  # what every trained encoder's export() writes
+        AutoModel.from_pretrained(tiny_model_dir).save_pretrained(tmp)
+        AutoTokenizer.from_pretrained(tiny_model_dir).save_pretrained(tmp)
+    weights = export / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    if damage == "garble":
+        data[len(data) - 5] ^= 0x01  # the low bits of the last weight: a finite value, only slightly off
+        weights.write_bytes(bytes(data))
+    else:
+        weights.write_bytes(bytes(data[: len(data) // 2]))
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config_name="evaluate", overrides=[f"encoders=[{export}]", "scorers=[mean]",
+                                                         f"paths.data_dir={tiny_data_dir}", "tasks=[stsb-dev]"])
+    with open_dict(cfg):
+        cfg.output_dir = str(tmp_path / "eval")
+    with pytest.raises(DataError, match=rf"{weights}: .*(checksum differs|bytes, the export manifest says)"):
+        evaluate_run.evaluate(cfg)
