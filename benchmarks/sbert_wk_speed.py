@@ -1,13 +1,18 @@
-"""SBERT-WK speed and parity: vectorised ``sbert_wk_pool`` vs the per-token numpy loop, same states.
+"""SBERT-WK evaluation time against a mean-pooling evaluation of the same model, and parity with the loop.
 
-The transformer runs once; both implementations then pool the *same* ``TokenBatch`` hidden states
-in the same process, so the timing isolates the SBERT-WK step (the part we vectorised) and the
-parity number compares the two on real model states. Prints seconds of each, the speed-up and the
-max cosine distance between their sentence vectors.
+Both evaluations are the whole thing ``evaluate.py`` does per scorer: tokenize, one all-layer forward
+pass per batch, pool, cosine, Spearman, on the STS-B dev pairs, with the same encoder object, batch
+size and threads, in one process, run in turn (mean, SBERT-WK, SBERT-WK, mean, ...) and timed by the
+median of the repeats. The SBERT-WK pool is also timed inside its evaluation, so its share of the forward pass
+shows. A last check runs ``sbert_wk_pool`` and the literal per-token numpy loop
+(``benchmarks/sbert_wk_loop.py``, the authors' algorithm) on the same hidden states of a few
+sentences: their max cosine distance (parity) and the pool's speed-up over the loop.
 
-    python -m benchmarks.sbert_wk_speed --model all-MiniLM-L6-v2 --data-dir /work/shared/data --n-sentences 500
+    python -m benchmarks.sbert_wk_speed                                  # all-MiniLM-L6-v2, 1 thread
+    python -m benchmarks.sbert_wk_speed --model all-mpnet-base-v2 --repeats 3
 
-(``python benchmarks/sbert_wk_speed.py ...`` works too.)
+The last line, ``ratio_sbert_wk_vs_mean X.XX``, is SBERT-WK's median evaluation time over mean pooling's;
+the line before it gives the STS-B dev Spearman of both.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 if not __package__:  # run as a file: make the repository root importable
@@ -29,20 +35,42 @@ import torch  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 from benchmarks.sbert_wk_loop import sbert_wk_loop  # noqa: E402
-from embeddings.encoders.hf import HFEncoder  # noqa: E402
+from embeddings.encoders.base import BaseEncoder  # noqa: E402
 from embeddings.encoders.load import load_encoder  # noqa: E402
 from embeddings.encoders.token_batch import TokenBatch  # noqa: E402
-from embeddings.methods.sbert_wk import sbert_wk_pool  # noqa: E402
-from sts.tasks import load_task  # noqa: E402
+from embeddings.methods.pooling import PoolingScorer  # noqa: E402
+from embeddings.methods.sbert_wk import SBERTWKScorer, sbert_wk_pool  # noqa: E402
+from sts.scoring import main_score, score_tasks  # noqa: E402
+from sts.tasks import STSTask, load_task  # noqa: E402
 
 
-def read_stsb_sentences(data_dir: Path, n: int) -> list[str]:
-    """First ``n`` distinct sentences of STS-B dev, through the project's reader."""
-    pairs = load_task("stsb-dev", data_dir).subsets["dev"]
-    return list(dict.fromkeys(s for ab in zip(pairs.sentences1, pairs.sentences2, strict=True) for s in ab))[:n]
+class TimedPool:
+    """Wraps a pooling function and adds up the seconds spent inside it."""
+
+    def __init__(self, pool: Callable[[TokenBatch], torch.Tensor]) -> None:
+        self.pool, self.seconds = pool, 0.0
+
+    def __call__(self, batch: TokenBatch) -> torch.Tensor:
+        t0 = time.perf_counter()
+        out = self.pool(batch)
+        self.seconds += time.perf_counter() - t0
+        return out
 
 
-def collect_batches(encoder: HFEncoder, sentences: list[str]) -> list[TokenBatch]:
+def timed_in_turn(runs: dict[str, Callable[[], dict]], repeats: int) -> tuple[dict[str, float], dict[str, dict]]:
+    """Median seconds and last result of each run, in turn and in reversed order every other repeat
+    (a b, b a, a b, ...) so that drift in the machine's load hits all of them alike."""
+    seconds: dict[str, list[float]] = {key: [] for key in runs}
+    results: dict[str, dict] = {}
+    for r in range(repeats):
+        for key in list(runs)[:: 1 if r % 2 == 0 else -1]:
+            t0 = time.perf_counter()
+            results[key] = runs[key]()
+            seconds[key].append(time.perf_counter() - t0)
+    return {key: statistics.median(v) for key, v in seconds.items()}, results
+
+
+def collect_batches(encoder: BaseEncoder, sentences: list[str]) -> list[TokenBatch]:
     """Run the model once and keep every ``TokenBatch`` it produced."""
     batches: list[TokenBatch] = []
 
@@ -54,50 +82,62 @@ def collect_batches(encoder: HFEncoder, sentences: list[str]) -> list[TokenBatch
     return batches
 
 
+def loop_parity(encoder: BaseEncoder, sentences: list[str], layer_start: int, window: int) -> str:
+    """Max cosine distance of ``sbert_wk_pool`` to the per-token loop on the same states, and the speed-up."""
+    batches = collect_batches(encoder, sentences)
+    t0 = time.perf_counter()
+    fast = torch.cat([sbert_wk_pool(b, layer_start, window) for b in batches]).double()
+    t_fast = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    slow = [sbert_wk_loop(torch.stack(b.hidden_states, 1).double().numpy(), b.attention_mask.numpy(), layer_start,
+                          window) for b in batches]
+    t_loop = time.perf_counter() - t0
+    dist = 1 - torch.nn.functional.cosine_similarity(fast, torch.from_numpy(np.concatenate(slow)), dim=1)
+    return (f"parity on {len(sentences)} sentences: max cosine distance to the per-token loop "
+            f"{dist.max().item():.1e}; pool {t_fast:.3f} s vs loop {t_loop:.2f} s ({t_loop / t_fast:.0f}x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
     parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get("STS_DATA_DIR", "/work/shared/data")))
-    parser.add_argument("--n-sentences", type=int, default=500)
+    parser.add_argument("--task", default="stsb-dev")
     parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--layer-start", type=int, default=4)
+    parser.add_argument("--layer-start", default="auto", help="SBERT-WK layer_start (int or 'auto')")
     parser.add_argument("--window", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=1, help="torch and BLAS threads for both sides")
-    parser.add_argument("--repeats", type=int, default=5, help="runs of the vectorised pool (median)")
+    parser.add_argument("--threads", type=int, default=1, help="torch and BLAS threads for both")
+    parser.add_argument("--repeats", type=int, default=3, help="evaluations of each (median)")
+    parser.add_argument("--parity-sentences", type=int, default=200, help="sentences for the loop check (0: skip)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    layer_start = args.layer_start if args.layer_start == "auto" else int(args.layer_start)
 
-    sentences = read_stsb_sentences(args.data_dir, args.n_sentences)
+    task: STSTask = load_task(args.task, args.data_dir)
     encoder = load_encoder(args.model, batch_size=args.batch_size)
-    batches = collect_batches(encoder, sentences)
-    n_tokens = sum(int(b.lengths.sum()) for b in batches)
-    arrays = [(torch.stack(b.hidden_states, 1).numpy(), b.attention_mask.numpy()) for b in batches]
-    print(f"{len(sentences)} sentences, {n_tokens} tokens, {batches[0].num_layers} layers, "
-          f"hidden {encoder.hidden_size}, layer_start={args.layer_start}, window={args.window}, "
-          f"threads={args.threads}")
+    mean = PoolingScorer(encoder, "mean")
+    wk = SBERTWKScorer(encoder, layer_start=layer_start, window=args.window)
+    wk_pool = TimedPool(wk.pool)
+    wk.pool = wk_pool
+    sentences = list(dict.fromkeys(s for p in task.subsets.values() for s in (*p.sentences1, *p.sentences2)))
+    print(f"{args.model}: {encoder.num_layers} hidden-state layers, hidden {encoder.hidden_size}; {args.task}: "
+          f"{sum(len(p) for p in task.subsets.values())} pairs, {len(sentences)} distinct sentences; batch "
+          f"{args.batch_size}, threads {args.threads}; SBERT-WK layer_start={wk.layer_start}, window={args.window}")
 
-    def run_fast() -> list[torch.Tensor]:
-        return [sbert_wk_pool(b, args.layer_start, args.window) for b in batches]
+    with threadpool_limits(args.threads):
+        score_tasks(mean, [task])  # warm-up: first-call allocations, tokenizer caches
+        times, results = timed_in_turn({"mean": lambda: score_tasks(mean, [task]),
+                                        "sbert_wk": lambda: score_tasks(wk, [task])}, args.repeats)
+        pool_seconds = wk_pool.seconds / args.repeats
+        if args.parity_sentences:
+            print(loop_parity(encoder, sentences[: args.parity_sentences], wk.layer_start, args.window))
 
-    with threadpool_limits(args.threads), torch.inference_mode():
-        run_fast()  # warm-up
-        times = []
-        for _ in range(args.repeats):
-            t0 = time.perf_counter()
-            fast = run_fast()
-            times.append(time.perf_counter() - t0)
-        t_fast = statistics.median(times)
-        t0 = time.perf_counter()
-        slow = [sbert_wk_loop(x, m, args.layer_start, args.window) for x, m in arrays]
-        t_loop = time.perf_counter() - t0
-
-    a = torch.cat(fast).double()
-    b = torch.from_numpy(np.concatenate(slow)).double()
-    cos_dist = 1 - torch.nn.functional.cosine_similarity(a, b, dim=1)
-    print(f"vectorised sbert_wk_pool: {t_fast:.4f} s (median of {args.repeats})")
-    print(f"numpy loop sbert_wk_loop: {t_loop:.4f} s")
-    print(f"speed-up: {t_loop / t_fast:.1f}x")
-    print(f"max cosine distance: {cos_dist.max().item():.3e}; max abs diff: {(a - b).abs().max().item():.3e}")
+    runs = f"median of {args.repeats}, run in turn"
+    print(f"mean-pooling evaluation: {times['mean']:.2f} s ({runs})")
+    print(f"SBERT-WK evaluation:     {times['sbert_wk']:.2f} s; of which the SBERT-WK pool {pool_seconds:.2f} s "
+          f"({100 * pool_seconds / times['sbert_wk']:.1f}%, mean over runs)")
+    spearman = {k: main_score(r[args.task]) for k, r in results.items()}
+    print(f"{args.task} Spearman x100: mean {spearman['mean']:.2f}, sbert_wk {spearman['sbert_wk']:.2f}")
+    print(f"ratio_sbert_wk_vs_mean {times['sbert_wk'] / times['mean']:.2f}")
 
 
 if __name__ == "__main__":

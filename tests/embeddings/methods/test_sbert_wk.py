@@ -154,3 +154,21 @@ def test_sentence_without_tokens_is_a_data_error():
     with pytest.raises(DataError, match=r"row\(s\) \[1\]"):
         sbert_wk_pool(TokenBatch(states, mask, special), variant="paper")
     assert torch.isfinite(sbert_wk_pool(TokenBatch(states, mask, special))).all()  # code keeps [CLS]
+
+
+def test_speed_benchmark_prints_the_ratio_last(monkeypatch, capsys, tiny_model_dir, tiny_data_dir):
+    """``benchmarks/sbert_wk_speed.py`` end to end on the tiny model: parity line, Spearman line, ratio last."""
+    import re
+    import sys
+
+    from benchmarks import sbert_wk_speed
+
+    monkeypatch.setattr(sys, "argv", ["sbert_wk_speed", "--model", str(tiny_model_dir), "--data-dir",
+                                      str(tiny_data_dir), "--repeats", "2", "--batch-size", "8",
+                                      "--parity-sentences", "10"])
+    sbert_wk_speed.main()
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert re.fullmatch(r"ratio_sbert_wk_vs_mean \d+\.\d\d", lines[-1]), lines[-1]
+    assert re.fullmatch(r"stsb-dev Spearman x100: mean -?\d+\.\d\d, sbert_wk -?\d+\.\d\d", lines[-2]), lines[-2]
+    parity = next(line for line in lines if line.startswith("parity"))
+    assert float(re.search(r"distance to the per-token loop (\S+);", parity).group(1)) < 1e-4
