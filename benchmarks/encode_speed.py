@@ -6,6 +6,10 @@ list (pure engine speed), the max absolute difference of the (L2-normalised) emb
 achieved model FLOP/s as a fraction of a plain fp32 matmul measured in the same process.
 
     python -m benchmarks.encode_speed --model all-MiniLM-L6-v2 --data-dir ../shared/data
+    python -m benchmarks.encode_speed --precision bf16    # ours in bf16 vs sentence-transformers in fp32
+
+The last line, ``ratio_vs_sentence_transformers_fp32 X.XX``, is the de-duplicated speed ratio; the line before
+it compares the STS Spearman of both (the bf16 path must stay within 0.1 of fp32).
 """
 
 from __future__ import annotations
@@ -46,13 +50,28 @@ def matmul_flops_per_s(n: int = 1024, repeats: int = 20) -> float:
     return 2 * n**3 * repeats / (time.perf_counter() - t0)
 
 
-def timed(fn, repeats: int) -> tuple[float, object]:
-    times, out = [], None
+def alternating(fns: dict, repeats: int) -> tuple[dict, dict]:
+    """Median seconds and last output of each function, run in turn (a, b, a, b, ...) so drift hits all alike."""
+    times: dict = {k: [] for k in fns}
+    outs: dict = {}
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
+        for key, fn in fns.items():
+            t0 = time.perf_counter()
+            outs[key] = fn()
+            times[key].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in times.items()}, outs
+
+
+def stsb_spearman(encode, task) -> float:
+    """Spearman x100 of cosine similarities on every subset of ``task`` pooled (what evaluate.py reports)."""
+    from scipy.stats import spearmanr
+
+    pairs = list(task.subsets.values())
+    s1 = [s for p in pairs for s in p.sentences1]
+    s2 = [s for p in pairs for s in p.sentences2]
+    gold = [g for p in pairs for g in p.scores]
+    a, b = encode(s1), encode(s2)
+    return 100 * float(spearmanr((a * b).sum(-1).numpy(), gold).correlation)
 
 
 def main() -> None:
@@ -63,6 +82,8 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"],
+                        help="our encoder's precision (sentence-transformers always runs its fp32 default)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     from sentence_transformers import SentenceTransformer
@@ -71,7 +92,7 @@ def main() -> None:
     sentences = [s for p in task.subsets.values() for s in (*p.sentences1, *p.sentences2)]
     unique = list(dict.fromkeys(sentences))
     path = resolve_model_path(args.model)
-    ours = HFEncoder.from_pretrained(path, batch_size=args.batch_size)
+    ours = HFEncoder.from_pretrained(path, batch_size=args.batch_size, precision=args.precision)
     st = SentenceTransformer(path, device="cpu")
     st.max_seq_length = ours.max_length
 
@@ -85,22 +106,26 @@ def main() -> None:
     run_ours(unique[:128]), run_st(unique[:128])  # warm-up
     rows = []
     for label, xs in (("raw list", sentences), ("de-duplicated", unique)):
-        t_st, e_st = timed(lambda xs=xs: run_st(xs), args.repeats)
-        t_ours, e_ours = timed(lambda xs=xs: run_ours(xs), args.repeats)
-        diff = (e_ours - e_st).abs().max().item()
-        rows.append((label, len(xs), len(xs) / t_ours, len(xs) / t_st, t_st / t_ours, diff))
+        times, outs = alternating({"st": lambda xs=xs: run_st(xs), "ours": lambda xs=xs: run_ours(xs)}, args.repeats)
+        diff = (outs["ours"] - outs["st"]).abs().max().item()
+        rows.append((label, len(xs), len(xs) / times["ours"], len(xs) / times["st"], times["st"] / times["ours"], diff))
     flops = model_flops(ours, ours.tokenize(unique), args.batch_size)
-    t_unique = next(r for r in rows if r[0] == "de-duplicated")
-    achieved = flops / (t_unique[1] / t_unique[2])
+    dedup = next(r for r in rows if r[0] == "de-duplicated")
+    achieved = flops / (dedup[1] / dedup[2])
     peak = matmul_flops_per_s()
     print(f"model {args.model}, task {args.task}, batch {args.batch_size}, threads {args.threads}, "
-          f"median of {args.repeats}")
+          f"ours {ours.precision} vs sentence-transformers fp32, median of {args.repeats} alternating runs")
     print("| input | sentences | ours sent/s | sentence-transformers sent/s | ratio (ours/ST) | max abs diff |")
     print("|---|---|---|---|---|---|")
     for label, n, ours_sps, st_sps, ratio, diff in rows:
         print(f"| {label} | {n} | {ours_sps:.1f} | {st_sps:.1f} | {ratio:.2f}x | {diff:.2e} |")
     print(f"our model FLOP/s: {achieved / 1e9:.1f} GFLOP/s = {achieved / peak:.2f} of fp32 matmul "
           f"({peak / 1e9:.1f} GFLOP/s, 1024^3 torch.mm, same process)")
+    ours_score = stsb_spearman(run_ours, task)
+    st_score = stsb_spearman(run_st, task)
+    print(f"{args.task} Spearman x100: ours {ours.precision} {ours_score:.3f}, sentence-transformers fp32 "
+          f"{st_score:.3f} (difference {ours_score - st_score:+.3f})")
+    print(f"ratio_vs_sentence_transformers_fp32 {dedup[4]:.2f}")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,13 @@ CT, on both sides. Steps/s = 1 / median step time over the timed steps; the per-
 (tokenize / forward+loss / backward / optimizer) is printed for both sides.
 
     python -m benchmarks.train_speed --model paraphrase-MiniLM-L3-v2 --data-dir ../shared/data
+    python -m benchmarks.train_speed --precision bf16-mixed   # ours in bf16 autocast; ours fp32 alongside
+
+``--precision bf16-mixed`` runs our step under ``torch.autocast("cpu", torch.bfloat16)`` (what Lightning's
+``trainer.precision=bf16-mixed`` does: fp32 master weights, bf16 matmuls, the backward outside autocast) and
+adds a third side, our fp32 step from the same initial weights on the same batches; after the timed steps
+both of our models are scored on STS-B dev (mean pooling, fp32), and the last lines print
+``ratio_bf16_vs_sentence_transformers_fp32 <method> X.XX`` and the Spearman difference to our fp32 run.
 """
 
 from __future__ import annotations
@@ -34,9 +41,11 @@ import torch  # noqa: E402
 
 from datamodules.nli_readers import load_source  # noqa: E402
 from embeddings.encoders.packaged import resolve_model_path  # noqa: E402
+from embeddings.methods.pooling import mean_pool  # noqa: E402
 from lightning_modules.ct import ContrastiveTensionModule, pair_rng  # noqa: E402
 from lightning_modules.losses import make_ct_pairs  # noqa: E402
 from lightning_modules.sbert_nli import SBERTNLIModule  # noqa: E402
+from sts.tasks import load_task  # noqa: E402
 
 PHASES = ("tokenize", "forward+loss", "backward", "optimizer")
 
@@ -70,8 +79,9 @@ class Clock:
 
 
 class Ours:
-    def __init__(self, kind: str, path: str, max_length: int, batch_size: int):
+    def __init__(self, kind: str, path: str, max_length: int, batch_size: int, autocast: bool = False):
         self.clock = Clock()
+        self.autocast = autocast
         if kind == "nli":
             self.module = SBERTNLIModule(path, pooling="mean", max_length=max_length)
         else:
@@ -87,7 +97,8 @@ class Ours:
     def step(self, batch: dict, i: int) -> dict[str, float]:
         self.clock.split.clear()
         t0 = time.perf_counter()
-        loss = self.module.training_step(batch, i)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.autocast):
+            loss = self.module.training_step(batch, i)
         t1 = time.perf_counter()
         loss.backward()
         t2 = time.perf_counter()
@@ -154,21 +165,42 @@ def make_batches(kind: str, data, n: int, batch_size: int) -> list[dict]:
 
 def bench(kind: str, path: str, data, args) -> dict:
     max_length = args.ct_max_length if kind == "ct" else args.nli_max_length
+    reduced = args.precision != "32"
+    sides: dict = {}
     torch.manual_seed(0)
-    ours = Ours(kind, path, max_length, args.batch_size)
-    theirs = Theirs(kind, path, max_length, args.batch_size)
+    sides["ours"] = Ours(kind, path, max_length, args.batch_size, autocast=reduced)
+    if reduced:  # the same initial weights (same seed) and batches, in fp32: the accuracy reference
+        torch.manual_seed(0)
+        sides["ours_fp32"] = Ours(kind, path, max_length, args.batch_size)
+    sides["theirs"] = Theirs(kind, path, max_length, args.batch_size)
     batches = make_batches(kind, data, args.warmup + args.steps, args.batch_size)
     for i in range(args.warmup):  # untimed: allocator, thread pools, optimizer state
-        ours.step(batches[i], i)
-        theirs.step(batches[i], i)
-    times: dict[str, list[dict]] = {"ours": [], "theirs": []}
+        for side in sides.values():
+            side.step(batches[i], i)
+    times: dict[str, list[dict]] = {name: [] for name in sides}
     rounds = [list(range(s, min(s + args.round, args.steps))) for s in range(0, args.steps, args.round)]
+    names = list(sides)
     for r, idx in enumerate(rounds):
-        order = (("ours", ours), ("theirs", theirs)) if r % 2 == 0 else (("theirs", theirs), ("ours", ours))
-        for name, side in order:
+        for name in names[r % len(names):] + names[: r % len(names)]:  # rotate who goes first
             for i in idx:
-                times[name].append(side.step(batches[args.warmup + i], args.warmup + i))
-    return {"kind": kind, "max_length": max_length, "times": times}
+                times[name].append(sides[name].step(batches[args.warmup + i], args.warmup + i))
+    scores = {name: stsb_dev(sides[name].module, args.data_dir) for name in sides if name.startswith("ours")}
+    return {"kind": kind, "max_length": max_length, "times": times, "stsb": scores}
+
+
+def stsb_dev(module, data_dir) -> float:
+    """STS-B dev Spearman x100 of a trained module's encoder (mean pooling, fp32, eval mode)."""
+    from scipy.stats import spearmanr
+
+    pairs = list(load_task("stsb-dev", data_dir).subsets.values())
+    s1, s2 = [s for p in pairs for s in p.sentences1], [s for p in pairs for s in p.sentences2]
+    gold = [g for p in pairs for g in p.scores]
+    module.eval()
+    with torch.inference_mode():
+        a = torch.nn.functional.normalize(module.encoder.encode(s1, mean_pool, show_progress=False), dim=-1)
+        b = torch.nn.functional.normalize(module.encoder.encode(s2, mean_pool, show_progress=False), dim=-1)
+    module.train()
+    return 100 * float(spearmanr((a * b).sum(-1).numpy(), gold).correlation)
 
 
 def median(rows: list[dict], key: str) -> float:
@@ -188,6 +220,8 @@ def main() -> None:
     parser.add_argument("--ct-max-length", type=int, default=75)
     parser.add_argument("--nli-max-length", type=int, default=128)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--precision", default="32", choices=["32", "bf16-mixed"],
+                        help="our training precision (sentence-transformers' trainer runs fp32)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     path = resolve_model_path(args.model)
@@ -196,7 +230,8 @@ def main() -> None:
 
     names = {"ct": "CT vs ContrastiveTensionLoss", "nli": "SBERT-NLI vs SoftmaxLoss"}
     print(f"\nmodel {args.model}, batch {args.batch_size}, threads {args.threads}, {args.steps} timed steps "
-          f"per side after {args.warmup} warm-up, rounds of {args.round}, CPU; steps/s = 1 / median step time")
+          f"per side after {args.warmup} warm-up, rounds of {args.round}, CPU; steps/s = 1 / median step time; "
+          f"ours in precision {args.precision}, theirs fp32")
     print("| method | max length | ours steps/s | theirs steps/s | ratio (ours/theirs) | ratio of means |")
     print("|---|---|---|---|---|---|")
     for res in results:
@@ -210,10 +245,22 @@ def main() -> None:
     print("| method | side | " + " | ".join(PHASES) + " | total |")
     print("|---|---|" + "---|" * (len(PHASES) + 1))
     for res in results:
-        for side in ("ours", "theirs"):
-            rows = res["times"][side]
+        for side, rows in res["times"].items():
             cells = [f"{1000 * median(rows, p):.1f}" for p in (*PHASES, "total")]
             print(f"| {res['kind']} | {side} | " + " | ".join(cells) + " |")
+    print()
+    for res in results:
+        stsb = res["stsb"]
+        line = f"{res['kind']}: STS-B dev after {args.warmup + args.steps} steps: ours {args.precision} {stsb['ours']:.2f}"
+        if "ours_fp32" in stsb:
+            o, f = median(res["times"]["ours"], "total"), median(res["times"]["ours_fp32"], "total")
+            line += (f", ours fp32 {stsb['ours_fp32']:.2f} (difference {stsb['ours'] - stsb['ours_fp32']:+.2f}); "
+                     f"ours {args.precision} / ours fp32 speed {f / o:.2f}x")
+        print(line)
+    tag = "bf16" if args.precision != "32" else "fp32"
+    for res in results:
+        o, t = median(res["times"]["ours"], "total"), median(res["times"]["theirs"], "total")
+        print(f"ratio_{tag}_vs_sentence_transformers_fp32 {res['kind']} {t / o:.2f}")
 
 
 if __name__ == "__main__":

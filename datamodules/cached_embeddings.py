@@ -28,7 +28,9 @@ from datamodules.loader import (
     ResumableDataModule,
 )
 from datamodules.sentence_files import SentenceIndex, source_paths
+from embeddings.encoders.hf import resolve_device
 from embeddings.encoders.load import load_encoder
+from embeddings.encoders.precision import key_entry, resolve_precision
 from embeddings.errors import DataError
 from embeddings.io.cache_root import cache_dir_or_root
 from embeddings.io.fingerprint import (  # model_fingerprint: re-exported (old home)
@@ -56,6 +58,8 @@ class CachedEmbeddingDataModule(ResumableDataModule):
         num_workers, seed, shuffle: the DataLoader (the permutation of epoch ``e`` depends on ``(seed, e)``).
         min_words, max_words: line filters, as in ``SentenceDataModule``.
         encode_batch_size, encode_device: the one-off encoding pass (``auto``: CUDA when available).
+        encode_precision: ``fp32`` | ``bf16`` | ``fp16`` of that pass (``embeddings.encoders.precision``); the
+            cached vectors are fp32 either way, and the cache key names a precision other than fp32.
         chunk_size: sentences encoded per ``encode`` call, bounding host memory on large corpora.
     """
 
@@ -64,7 +68,7 @@ class CachedEmbeddingDataModule(ResumableDataModule):
                  max_length: int | None = None, batch_size: int = 64, cache_dir: str | None = None,
                  max_sentences: int | None = None, num_workers: int = 0, seed: int = 0, shuffle: bool = True,
                  min_words: int = 1, max_words: int | None = None, encode_batch_size: int = 64,
-                 encode_device: str = "auto", chunk_size: int = 8192) -> None:
+                 encode_device: str = "auto", chunk_size: int = 8192, encode_precision: str = "fp32") -> None:
         super().__init__()
         get_pooling(pooling)  # fail at construction, not after encoding
         self.data_dir, self.files = data_dir, [files] if isinstance(files, str) else [str(f) for f in files]
@@ -72,6 +76,7 @@ class CachedEmbeddingDataModule(ResumableDataModule):
         self.batch_size, self.num_workers, self.seed, self.shuffle = batch_size, num_workers, seed, shuffle
         self.max_sentences, self.min_words, self.max_words = max_sentences, min_words, max_words
         self.encode_batch_size, self.encode_device, self.chunk_size = encode_batch_size, encode_device, chunk_size
+        self.encode_precision = resolve_precision(encode_precision, resolve_device(encode_device))
         self.cache_dir = cache_dir_or_root(cache_dir)
         self.dataset: TensorDataset | None = None
 
@@ -84,7 +89,7 @@ class CachedEmbeddingDataModule(ResumableDataModule):
         return {"version": CACHE_VERSION, "model": model_fingerprint(self.model_name_or_path),
                 "pooling": self.pooling, "max_length": self.max_length,
                 "files": [file_stat(p) for p in self._paths()], "max_sentences": self.max_sentences,
-                "min_words": self.min_words, "max_words": self.max_words}
+                "min_words": self.min_words, "max_words": self.max_words, **key_entry(self.encode_precision)}
 
     def cache_path(self, key: dict | None = None) -> Path:
         """``<cache_dir>/features/<hash of the key>.npy``; the sidecar is the same name with ``.json``."""
@@ -99,7 +104,8 @@ class CachedEmbeddingDataModule(ResumableDataModule):
     def _encode_to(self, path: Path, key: dict) -> None:
         index = SentenceIndex.build(self._paths(), self.cache_dir, self.min_words, self.max_words, self.max_sentences)
         encoder = load_encoder(self.model_name_or_path, max_length=self.max_length,
-                               batch_size=self.encode_batch_size, device=self.encode_device)
+                               batch_size=self.encode_batch_size, device=self.encode_device,
+                               precision=self.encode_precision)
         pool, n = get_pooling(self.pooling), len(index)
         out = None
         with npy_cache_writer(path, {"key": key}) as tmp:

@@ -26,6 +26,7 @@ import torch
 
 from datamodules.cached_embeddings import model_fingerprint
 from embeddings.console import progress
+from embeddings.encoders.precision import key_entry
 from embeddings.errors import ConfigError, DataError
 from embeddings.io.atomic import atomic_files
 from embeddings.io.npy_cache import key_digest, non_finite_rows, read_sidecar, write_sidecar
@@ -36,10 +37,12 @@ CACHE_VERSION = 1
 DTYPES = {"float32": np.float32, "float16": np.float16}
 
 
-def cache_key(model: str, layer: int, max_length: int | None, dtype: str, sentences: Sequence[str]) -> dict:
+def cache_key(model: str, layer: int, max_length: int | None, dtype: str, sentences: Sequence[str],
+              precision: str = "fp32") -> dict:
+    """``dtype``: how the states are stored; ``precision``: how the encoder computed them."""
     return {"version": CACHE_VERSION, "model": model_fingerprint(model), "layer": int(layer),
             "max_length": max_length, "dtype": dtype, "sentences": sentences_digest(sentences),
-            "num_sentences": len(sentences)}
+            "num_sentences": len(sentences), **key_entry(precision)}
 
 
 def cache_stem(cache_dir: Path, model: str, key: dict) -> Path:

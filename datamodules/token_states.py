@@ -31,7 +31,9 @@ from datamodules.token_state_cache import (
     check_cache,
     open_cache,
 )
+from embeddings.encoders.hf import resolve_device
 from embeddings.encoders.load import load_encoder
+from embeddings.encoders.precision import resolve_precision
 from embeddings.errors import ConfigError, DataError, unknown_choice
 from embeddings.io.cache_root import cache_dir_or_root
 
@@ -76,13 +78,15 @@ class TokenStateDataModule(ResumableDataModule):
         dtype: storage of the cache (``float16`` halves disk and page cache; batches are float32).
         num_workers, seed, shuffle: the DataLoader (the permutation of epoch ``e`` depends on ``(seed, e)``).
         encode_batch_size, encode_device: the one-off encoding pass (``auto``: CUDA when available).
+        encode_precision: ``fp32`` | ``bf16`` | ``fp16`` of that pass (``embeddings.encoders.precision``; part
+            of the cache key when not fp32).
     """
 
     def __init__(self, data_dir: str | None = None, files: Sequence[str] | str = ("nli:snli:dev", "nli:snli:test"),
                  model_name_or_path: str = "all-MiniLM-L6-v2", layer: int = -1, max_length: int | None = None,
                  batch_size: int = 16, cache_dir: str | None = None, max_sentences: int | None = None,
                  dtype: str = "float32", num_workers: int = 0, seed: int = 0, shuffle: bool = True,
-                 encode_batch_size: int = 64, encode_device: str = "auto") -> None:
+                 encode_batch_size: int = 64, encode_device: str = "auto", encode_precision: str = "fp32") -> None:
         super().__init__()
         if dtype not in DTYPES:
             raise unknown_choice("token-state dtype", dtype, DTYPES)
@@ -93,6 +97,7 @@ class TokenStateDataModule(ResumableDataModule):
         self.batch_size, self.max_sentences, self.dtype = int(batch_size), max_sentences, dtype
         self.num_workers, self.seed, self.shuffle = num_workers, seed, shuffle
         self.encode_batch_size, self.encode_device = encode_batch_size, encode_device
+        self.encode_precision = resolve_precision(encode_precision, resolve_device(encode_device))
         self.cache_dir = cache_dir_or_root(cache_dir)
         self.dataset: TokenStateDataset | None = None
         self._sentences: list[str] | None = None
@@ -119,7 +124,8 @@ class TokenStateDataModule(ResumableDataModule):
         return self._sentences
 
     def _key_and_stem(self) -> tuple[dict, Path]:
-        key = cache_key(self.model_name_or_path, self.layer, self.max_length, self.dtype, self.sentences())
+        key = cache_key(self.model_name_or_path, self.layer, self.max_length, self.dtype, self.sentences(),
+                        self.encode_precision)
         return key, cache_stem(self.cache_dir, self.model_name_or_path, key)
 
     # --------------------------------------------------------------------------------- cache
@@ -134,7 +140,8 @@ class TokenStateDataModule(ResumableDataModule):
             log.warning("token-state cache %s is not usable (%s): rebuilding it", stem, problem)
 
         encoder = load_encoder(self.model_name_or_path, max_length=self.max_length,
-                               batch_size=self.encode_batch_size, device=self.encode_device)
+                               batch_size=self.encode_batch_size, device=self.encode_device,
+                               precision=self.encode_precision)
         build_cache(stem, key, encoder, self.sentences(), self.layer, self.encode_batch_size)
 
     def setup(self, stage: str | None = None) -> None:

@@ -14,7 +14,9 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from embeddings.encoders.hf import resolve_device
 from embeddings.encoders.load import load_encoder
+from embeddings.encoders.precision import resolve_precision
 from embeddings.errors import UnsupportedError
 from embeddings.scoring.registry import build_scorer
 from embeddings.scoring.shared_pass import PrecomputedScorer, share_forward_pass
@@ -38,6 +40,7 @@ def _as_list(value: Any) -> list:
 def evaluate(cfg: DictConfig) -> list[dict]:
     """Run the configured evaluation; returns one result dict per (encoder, scorer)."""
     check_numbers(cfg, EVALUATE_RULES)  # one line naming a bad number, before the model and data load
+    resolve_precision(cfg.encoder.get("precision"), resolve_device(cfg.encoder.get("device")))  # likewise
     torch.manual_seed(int(cfg.seed))
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg.threads))

@@ -155,7 +155,8 @@ def train(cfg: DictConfig) -> dict[str, float]:
         sweep_orphans(folder)
     datamodule = _build(cfg.data)
     ensure_val_loop(datamodule)
-    model = _build(cfg.model)
+    # plain lists / dicts (not ListConfig): hyper-parameters go into checkpoints, which load weights-only
+    model = _build(cfg.model, _convert_="all")
     if cfg.get("export") and not isinstance(model, Exportable):
         raise ConfigError(f"{type(model).__name__} has no export(path) (embeddings.scoring.protocols.Exportable): "
                           "set export=false")

@@ -19,7 +19,7 @@ PREFIXES = {1: "encoder_model.", 2: "encoder2_model."}
 
 
 def encoder_from_checkpoint(path: str | Path, max_length: int | None = None, batch_size: int = 64,
-                            device: str = "cpu") -> HFEncoder:
+                            device: str = "cpu", precision: str = "fp32") -> HFEncoder:
     """The (kept) transformer of a checkpoint written by an ``EncoderModule`` subclass."""
     path = Path(path)
     ckpt = load_checkpoint(path)
@@ -33,7 +33,7 @@ def encoder_from_checkpoint(path: str | Path, max_length: int | None = None, bat
                           f"'{prefix}*' weights); a BERT-flow run is evaluated from its export with "
                           f"scorers=[{{name: flow, path: <export dir>}}]")
     encoder = HFEncoder.from_pretrained(hp["model_name_or_path"], max_length=max_length or hp.get("max_length"),
-                                        batch_size=batch_size, device=device, name=path.name)
+                                        batch_size=batch_size, device=device, name=path.name, precision=precision)
     missing, unexpected = encoder.model.load_state_dict(weights, strict=False)
     if missing or unexpected:
         raise ConfigError(f"{path}: weights do not fit {hp['model_name_or_path']}: missing {missing[:5]}, "

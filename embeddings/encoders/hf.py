@@ -11,6 +11,7 @@ import torch
 
 from embeddings.encoders.base import BaseEncoder, pad_ids
 from embeddings.encoders.packaged import resolve_model_path
+from embeddings.encoders.precision import dtype_of, resolve_precision
 from embeddings.encoders.token_batch import TokenBatch
 from embeddings.errors import ConfigError, DataError
 from embeddings.io.export_manifest import verify_export
@@ -42,12 +43,15 @@ class HFEncoder(BaseEncoder):
         batch_size: default sentences per forward pass.
         device: ``cpu``, ``cuda``, or ``auto``.
         name: label used in tables.
+        precision: ``fp32`` | ``bf16`` | ``fp16`` (``embeddings.encoders.precision``): the weights' format;
+            the token states handed out are fp32 whatever it is. ``self.precision`` is what is used.
     """
 
     def __init__(self, model, tokenizer, max_length: int = DEFAULT_MAX_LENGTH, batch_size: int = 64,
-                 device: str | torch.device | None = "cpu", name: str = "hf-encoder") -> None:
+                 device: str | torch.device | None = "cpu", name: str = "hf-encoder", precision: str = "fp32") -> None:
         self.device = resolve_device(device)
-        self.model = model.to(self.device).eval()
+        self.precision = resolve_precision(precision, self.device)
+        self.model = model.to(self.device, dtype_of(self.precision)).eval()
         self.tokenizer = tokenizer
         self.max_length = int(max_length)
         self.batch_size = int(batch_size)
@@ -107,7 +111,8 @@ class HFEncoder(BaseEncoder):
         input_ids, mask = input_ids.to(self.device), mask.to(self.device)
         out = self.model(input_ids=input_ids, attention_mask=mask, output_hidden_states=True, return_dict=True)
         special = torch.isin(input_ids, self._special_ids.to(self.device)) & mask.bool()
-        return TokenBatch(hidden_states=tuple(out.hidden_states), attention_mask=mask, special_tokens_mask=special)
+        states = tuple(out.hidden_states) if self.precision == "fp32" else tuple(h.float() for h in out.hidden_states)
+        return TokenBatch(hidden_states=states, attention_mask=mask, special_tokens_mask=special)
 
     @contextlib.contextmanager
     def stochastic(self) -> Iterator[None]:

@@ -18,7 +18,7 @@ from embeddings.errors import ConfigError, DataError
 
 
 def load_encoder(name: str, max_length: int | None = None, batch_size: int = 64,
-                 device: str = "cpu") -> BaseEncoder:
+                 device: str = "cpu", precision: str = "fp32") -> BaseEncoder:
     """Build the encoder for ``name``.
 
     Args:
@@ -27,6 +27,8 @@ def load_encoder(name: str, max_length: int | None = None, batch_size: int = 64,
         max_length: truncation in tokens (default: the model's sentence-transformers setting).
         batch_size: sentences per forward pass.
         device: ``cpu``, ``cuda`` or ``auto``.
+        precision: ``fp32`` | ``bf16`` | ``fp16`` for transformers (``embeddings.encoders.precision``); static
+            word vectors are a lookup and stay fp32.
 
     Raises:
         ConfigError: a packaged model whose pip package is missing (with the install command), or
@@ -35,13 +37,15 @@ def load_encoder(name: str, max_length: int | None = None, batch_size: int = 64,
     name = str(name)
     if name.endswith(".ckpt"):
 
-        return encoder_from_checkpoint(name, max_length=max_length, batch_size=batch_size, device=device)
+        return encoder_from_checkpoint(name, max_length=max_length, batch_size=batch_size, device=device,
+                                       precision=precision)
     packaged = packaged_model(name)
     if packaged is not None and packaged.kind == "static":
         return StaticWordEncoder.from_package(batch_size=batch_size, device=device, max_length=max_length)
 
     try:
-        return HFEncoder.from_pretrained(name, max_length=max_length, batch_size=batch_size, device=device)
+        return HFEncoder.from_pretrained(name, max_length=max_length, batch_size=batch_size, device=device,
+                                         precision=precision)
     except DataError:
         raise  # a damaged model directory: its own message names the file
     except (OSError, ValueError) as err:  # ConfigError is a ValueError

