@@ -20,6 +20,8 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import Tensor
 
+from lightning_modules.losses import in_fp32
+
 __all__ = ["gather_with_grad", "in_batch_tension_loss", "multiple_negatives_ranking_loss"]
 
 
@@ -49,6 +51,7 @@ def gather_with_grad(x: Tensor) -> tuple[Tensor, int]:
     return torch.cat(all_gather(x.contiguous()), dim=0), rank * x.shape[0]
 
 
+@in_fp32
 def multiple_negatives_ranking_loss(anchors: Tensor, positives: Tensor, negatives: Tensor | None = None,
                                     scale: float = 20.0, gather: bool = True) -> Tensor:
     """Cross-entropy of each anchor over all candidates, its own positive being the target.

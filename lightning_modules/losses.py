@@ -10,7 +10,8 @@ means equals the global mean when ranks hold equal batch sizes (the DataModules 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -25,6 +26,27 @@ __all__ = [
     "sbert_nli_loss",
     "sbert_softmax_logits_input",
 ]
+
+
+def in_fp32(fn: Callable) -> Callable:
+    """Run a loss with autocast off and its bf16 / fp16 tensor arguments in float32.
+
+    Why: under ``trainer.precision=bf16-mixed`` the embeddings arrive in bf16 (8 mantissa bits) and autocast
+    would also run the similarity matmul in bf16; a cosine x 20 (MNRL) or an unbounded CT dot product is
+    then off by ~0.1 in the logit, noise of the size of the signal between close candidates. The encoder's
+    forward pass keeps the speed-up; the few (n x n) products of the loss cost nothing in fp32.
+    """
+
+    def cast(x):  # float64 stays float64
+        return x.float() if isinstance(x, Tensor) and x.dtype in (torch.bfloat16, torch.float16) else x
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        device = next((a.device.type for a in args if isinstance(a, Tensor)), "cpu")
+        with torch.autocast(device_type=device, enabled=False):
+            return fn(*map(cast, args), **{k: cast(v) for k, v in kwargs.items()})
+
+    return wrapper
 
 
 # --------------------------------------------------------------------------------------------- SBERT
@@ -63,6 +85,7 @@ def sbert_nli_loss(logits: Tensor, labels: Tensor) -> Tensor:
 
 
 # ------------------------------------------------------------------------------- Contrastive Tension
+@in_fp32
 def ct_logits(emb1: Tensor, emb2: Tensor) -> Tensor:
     """Row-wise dot product of the two CT models' sentence embeddings.
 
@@ -82,6 +105,7 @@ def ct_logits(emb1: Tensor, emb2: Tensor) -> Tensor:
     return (emb1 * emb2).sum(dim=-1)
 
 
+@in_fp32
 def ct_loss(logits: Tensor, labels: Tensor, reduction: str = "mean") -> Tensor:
     """Binary cross-entropy with logits: identical pairs -> 1, different pairs -> 0 (Carlsson et al. 2021).
 
