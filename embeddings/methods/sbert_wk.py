@@ -7,11 +7,15 @@ weights from how much they change across layers (variance of adjacent-layer cosi
 Why a closed form instead of the authors' QR: every quantity the authors read from the reduced QR
 of a window matrix ``M = [context..., centre]`` is a function of its Gram matrix ``M^T M``, and the
 Cholesky factor of that Gram *is* ``R`` (up to row signs, which no formula depends on). So we build
-one ``(layers x layers)`` Gram per token in float64 (exact products of float32 inputs), and per
-layer position k a batched Cholesky of the tiny context block plus one triangular solve for the
-centre's column (the centre's residual is clamped at 0, where the QR would give ~0). That is
-vectorised over all tokens of the batch, loops only over k, and is ~60x cheaper than a batched
-``torch.linalg.qr`` of the ``(hidden x rows)`` windows. float64 because novelty is a residual
+one ``(layers x layers)`` Gram per token in float64 (exact products of float32 inputs), and for
+all layer positions whose windows have the same size one batched Cholesky of the tiny context
+blocks plus one triangular solve for the centres' columns (the centre's residual is clamped at 0,
+where the QR would give ~0). That is vectorised over all tokens of the batch and loops only over
+window sizes (at most 3 for m=2); it is ~60x cheaper than a batched ``torch.linalg.qr`` of the
+``(hidden x rows)`` windows. Padding is never touched: only the selected tokens are gathered, and
+the token and layer weights are folded into one coefficient per (token, layer), so fusing layers
+and averaging tokens is one batched product. The pool costs ~1-3% of the forward pass that made
+its batch (``python -m benchmarks.sbert_wk_speed``). float64 because novelty is a residual
 norm, a difference of nearly equal numbers when layers are near-parallel: on synthetic states with
 adjacent-layer cosine ~0.99995 a float32 Gram is off by 2% relative (the authors' float32 QR by 6%),
 float64 by 3e-8. (On all-MiniLM-L6-v2, adjacent cosines <= 0.99, float32 would also do: 5e-13.)
@@ -116,31 +120,47 @@ def _selected_tokens(batch: TokenBatch, variant: str) -> torch.Tensor:
     return positions.unsqueeze(0) < (batch.lengths - 1).unsqueeze(1)  # first len-1 positions
 
 
+def window_groups(n_layers: int, window: int, variant: str) -> list[tuple[list[int], list[list[int]]]]:
+    """Layer positions grouped by the size of their context window: ``[(positions, their contexts)]``.
+
+    Why: windows of one size stack into one tensor, so each group is ONE batched Cholesky over
+    (tokens x positions) instead of one per position (3 groups for 9 fused layers and m=2, not 9).
+    """
+    groups: dict[int, tuple[list[int], list[list[int]]]] = {}
+    for k, ctx in enumerate(context_windows(n_layers, window, variant)):
+        positions, contexts = groups.setdefault(len(ctx), ([], []))
+        positions.append(k)
+        contexts.append(ctx)
+    return list(groups.values())
+
+
 def _layer_weights(gram: torch.Tensor, window: int, omega: float, variant: str) -> torch.Tensor:
-    """``(layers, tokens)`` fusion weights from per-token Gram matrices ``(tokens, layers, layers)``."""
+    """``(tokens, layers)`` fusion weights from per-token Gram matrices ``(tokens, layers, layers)``."""
     n = gram.shape[-1]
     norms = gram.diagonal(dim1=-2, dim2=-1).sqrt()  # (N, n): |v_k|
-    inv_align, novelty = [], []
-    for k, ctx in enumerate(context_windows(n, window, variant)):
-        idx = torch.tensor(ctx, device=gram.device)
-        chol, info = torch.linalg.cholesky_ex(gram[:, idx][:, :, idx])  # chol^T = R[:-1, :-1] of the QR
+    inv_align, novelty = torch.empty_like(norms), torch.empty_like(norms)
+    for positions, contexts in window_groups(n, window, variant):
+        k = torch.tensor(positions, device=gram.device)  # (K,) centres
+        ctx = torch.tensor(contexts, device=gram.device)  # (K, w) their context layers
+        # chol^T = R[:-1, :-1] of the QR of each window [context..., centre]: (N, K, w, w)
+        chol, info = torch.linalg.cholesky_ex(gram[:, ctx.unsqueeze(-1), ctx.unsqueeze(-2)])
         if bool(info.any()):
-            raise DataError(f"SBERT-WK: some token has linearly dependent states in fused layers {ctx}")
-        cross = gram[:, ctx, k]  # <c_j, v>
+            bad = contexts[int(info.ne(0).any(0).nonzero()[0])]
+            raise DataError(f"SBERT-WK: some token has linearly dependent states in fused layers {bad}")
+        cross = gram[:, ctx, k.unsqueeze(-1)]  # (N, K, w): <c_j, v>
         r_top = torch.linalg.solve_triangular(chol, cross.unsqueeze(-1), upper=False).squeeze(-1)
         proj = r_top.norm(dim=-1)  # |P_C v| = |R[:-1, -1]|
+        centre = norms[:, k]  # (N, K): |v|
         # |v - P_C v| = |R[-1, -1]|; clamped so a centre inside the context span gives 0, not NaN.
-        resid = (norms[:, k] ** 2 - proj**2).clamp_min(0).sqrt()
+        novelty[:, k] = (centre**2 - proj**2).clamp_min(0).sqrt() / centre
         cos_num = cross / norms[:, ctx]  # <c_j/|c_j|, v>
         if variant == "code":
-            align = cos_num.mean(-1) / proj
-            inv_align.append(1.0 / (align * (len(ctx) + 1) * 2))
+            inv_align[:, k] = 1.0 / (cos_num.mean(-1) / proj * (ctx.shape[1] + 1) * 2)
         else:
-            inv_align.append(1.0 / (cos_num.mean(-1) / norms[:, k]))
-        novelty.append(resid / norms[:, k])
-    a, nov = torch.stack(inv_align), torch.stack(novelty)
-    alpha = omega * a / a.sum(0) + (1.0 - omega) * nov / nov.sum(0)
-    return alpha / alpha.sum(0)
+            inv_align[:, k] = 1.0 / (cos_num.mean(-1) / centre)
+    alpha = (omega * inv_align / inv_align.sum(1, keepdim=True)
+             + (1.0 - omega) * novelty / novelty.sum(1, keepdim=True))
+    return alpha / alpha.sum(1, keepdim=True)
 
 
 def sbert_wk_pool(batch: TokenBatch, layer_start: int = 4, window: int = 2, omega: float = 0.5,
@@ -164,22 +184,27 @@ def sbert_wk_pool(batch: TokenBatch, layer_start: int = 4, window: int = 2, omeg
         rows = torch.nonzero(counts == 0).flatten().tolist()
         raise DataError(f"SBERT-WK: sentence(s) at batch row(s) {rows} have no token left "
                         f"({'only special tokens' if variant == 'paper' else 'fewer than 2 tokens'})")
-    sent, pos = keep.nonzero(as_tuple=True)
-    # Token-major (N, n, H): only real tokens are gathered, and the Gram is one batched matmul.
-    states = torch.stack([h[sent, pos] for h in batch.hidden_states[layer_start:]], dim=1).double()
+    layers = batch.hidden_states[layer_start:]
+    n_sent, width, hidden = layers[0].shape
+    flat = keep.flatten().nonzero().squeeze(1)  # selected tokens as rows of (batch * tokens): no padding
+    sent = torch.div(flat, width, rounding_mode="floor")
+    # Token-major (N, n, H) float64, written layer by layer: products of float32 values are exact in
+    # float64, so the Gram (one batched matmul) carries only the summation's rounding.
+    states = torch.empty(flat.numel(), len(layers), hidden, dtype=torch.float64, device=flat.device)
+    for k, h in enumerate(layers):
+        states[:, k] = h.reshape(-1, hidden).index_select(0, flat)
     gram = states @ states.transpose(1, 2)  # (N, n, n)
-    alpha = _layer_weights(gram, window, float(omega), variant)  # (n, N)
-    tokens = (alpha.T.unsqueeze(1) @ states).squeeze(1)  # (N, H) unified token vectors
+    alpha = _layer_weights(gram, window, float(omega), variant)  # (N, n)
     d = gram.diagonal(dim1=-2, dim2=-1)
     adjacent = gram.diagonal(offset=1, dim1=-2, dim2=-1) / (d[:, :-1] * d[:, 1:]).sqrt()
     variance = adjacent.var(dim=-1, correction=0)
-    n_sent = keep.shape[0]
     total = torch.zeros(n_sent, dtype=variance.dtype, device=variance.device).index_add_(0, sent, variance)
     uniform = 1.0 / counts.to(variance.dtype)
     weight = torch.where(total[sent] > 0, variance / total[sent].clamp_min(1e-300), uniform[sent])
-    out = torch.zeros(n_sent, tokens.shape[1], dtype=tokens.dtype, device=tokens.device)
-    out.index_add_(0, sent, weight.unsqueeze(1) * tokens)
-    return out.to(batch.hidden_states[0].dtype)
+    # Token weight x layer weight, then ONE (N, 1, n) @ (N, n, H): each token's share of its sentence.
+    tokens = ((weight.unsqueeze(1) * alpha).unsqueeze(1) @ states).squeeze(1)
+    out = torch.zeros(n_sent, hidden, dtype=tokens.dtype, device=tokens.device).index_add_(0, sent, tokens)
+    return out.to(layers[0].dtype)
 
 
 class SBERTWKScorer(VectorScorer):

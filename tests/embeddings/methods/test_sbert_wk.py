@@ -9,7 +9,7 @@ import torch
 from benchmarks.sbert_wk_loop import sbert_wk_loop
 from embeddings.encoders.token_batch import TokenBatch
 from embeddings.errors import ConfigError, DataError
-from embeddings.methods.sbert_wk import SBERTWKScorer, context_windows, sbert_wk_pool
+from embeddings.methods.sbert_wk import SBERTWKScorer, context_windows, sbert_wk_pool, window_groups
 
 # Different lengths in one padded batch; the last is a single word ([CLS] w [SEP]).
 SENTENCES = [
@@ -59,6 +59,14 @@ def test_windows_follow_python_slices():
     assert context_windows(3, 2, "paper") == [[1, 2], [0, 2], [0, 1]]
     # m larger than the layers: the negative start wraps to a NON-empty slice.
     assert context_windows(3, 4, "code") == [[1, 2], [0, 2], [1]]
+
+
+def test_window_groups_stack_positions_by_context_size():
+    # 9 fused layers (all-mpnet-base-v2 from layer 4), m=2: three sizes, so three batched Choleskys.
+    groups = window_groups(9, 2, "code")
+    assert [(ks, len(ctxs[0])) for ks, ctxs in groups] == [([0, 1, 8], 2), ([2, 3, 4, 5, 6], 4), ([7], 3)]
+    windows = context_windows(9, 2, "code")
+    assert all(ctx == windows[k] for ks, ctxs in groups for k, ctx in zip(ks, ctxs, strict=True))
 
 
 @pytest.mark.parametrize("layer_start,window", [(0, 1), (0, 2), (0, 4)])
@@ -154,6 +162,14 @@ def test_sentence_without_tokens_is_a_data_error():
     with pytest.raises(DataError, match=r"row\(s\) \[1\]"):
         sbert_wk_pool(TokenBatch(states, mask, special), variant="paper")
     assert torch.isfinite(sbert_wk_pool(TokenBatch(states, mask, special))).all()  # code keeps [CLS]
+
+
+def test_linearly_dependent_states_are_a_data_error():
+    states = [torch.randn(1, 4, 8, dtype=torch.float64) for _ in range(3)]
+    states[1][0, 2] = 0.0  # token 2 has a zero state in fused layer 1: layer 0's context [1, 2] is singular
+    batch = TokenBatch(tuple(states), torch.ones(1, 4), torch.zeros(1, 4, dtype=torch.bool))
+    with pytest.raises(DataError, match=r"linearly dependent states in fused layers \[1, 2\]"):
+        sbert_wk_pool(batch, layer_start=0)
 
 
 def test_speed_benchmark_prints_the_ratio_last(monkeypatch, capsys, tiny_model_dir, tiny_data_dir):
