@@ -1,9 +1,12 @@
 """Sen2Pro (Shen et al. 2023): a sentence as a distribution, estimated from a frozen encoder.
 
 Following the paper:
-- Model uncertainty (Sec. 3.1, Eq. 1): N forward passes with MC dropout (``encoder.stochastic()``).
+- Model uncertainty (Sec. 3.1, Eq. 1): N forward passes with MC dropout (``encoder.stochastic()``:
+  every dropout site of the model at its own rate; on CPU the same masks are drawn more cheaply,
+  see ``embeddings.methods.sen2pro.mc_dropout``). Each pass encodes every distinct sentence once.
 - Data uncertainty (Sec. 3.1, Eq. 2): N word-level augmented copies (drop / swap / replace / insert,
-  one op per copy, see ``embeddings.methods.sen2pro.augment``), encoded in eval mode.
+  one op per copy, see ``embeddings.methods.sen2pro.augment``), encoded in eval mode - all copies of
+  all sentences in one ``encode`` call, so a repeated string is encoded once.
 - Estimation (Sec. 3.2): mean (Eq. 3) and the banding estimator of the covariance (Eq. 4-5), i.e.
   only its diagonal, with the population normaliser 1/|S|.
 - Pooling ``first_last_avg`` and N = 15 per source (Sec. 4.3); the appendix prefers 50 MC passes and
@@ -48,6 +51,7 @@ Our choices where the paper is silent or ambiguous:
 from __future__ import annotations
 
 import numbers
+import time
 from collections.abc import Sequence
 
 import torch
@@ -57,6 +61,7 @@ from embeddings.encoders.base import PROGRESS_MIN_SENTENCES, BaseEncoder
 from embeddings.errors import ConfigError, UnsupportedError, unknown_choice
 from embeddings.methods.pooling import get_pooling
 from embeddings.methods.sen2pro.augment import OPS, augment, stable_seed, validate_ops
+from embeddings.methods.sen2pro.mc_dropout import mc_dropout
 from embeddings.scoring.scorer import Representation, Scorer
 
 SOURCES = ("model", "data")
@@ -73,6 +78,35 @@ def banded_moments(samples: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     mu = x.mean(0)
     var = ((x - mu) ** 2).mean(0)
     return mu.float(), var.float()
+
+
+class RunningMoments:
+    """``banded_moments`` of samples added one ``(n, d)`` tensor at a time (no ``(N, n, d)`` stack).
+
+    Float64 sums of the samples minus the first one: the shift keeps small variances of large pooled
+    values exact (no cancellation), and memory is three ``(n, d)`` tensors whatever N is.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def add(self, x: torch.Tensor) -> None:
+        x = x.double()
+        if self.count == 0:
+            self.shift, self.sum, self.sum_sq = x, torch.zeros_like(x), torch.zeros_like(x)
+        else:
+            dx = x - self.shift
+            self.sum += dx
+            self.sum_sq += dx * dx
+        self.count += 1
+
+    def result(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean (Eq. 3) and population variance (Eq. 4-5) as float32."""
+        if self.count == 0:
+            raise ValueError("no samples added")
+        m = self.sum / self.count
+        var = (self.sum_sq / self.count - m * m).clamp_min_(0.0)
+        return (self.shift + m).float(), var.float()
 
 
 def balance_alpha(dmu: torch.Tensor, dvar: torch.Tensor, alpha: str | float) -> torch.Tensor:
@@ -139,6 +173,8 @@ class Sen2ProScorer(Scorer):
         ops: augmentation operations (subset of drop, swap, replace, insert).
         vocabulary: words for replace/insert; default: the words of the sentences represented.
         normalize: L2-normalise each sample before estimating the moments.
+        fast_dropout: MC dropout through ``mc_dropout.sparse_dropout`` (same distribution, cheaper on
+            CPU); False runs torch's own dropout (``encoder.stochastic()`` alone).
     """
 
     name = "sen2pro"
@@ -146,7 +182,8 @@ class Sen2ProScorer(Scorer):
     def __init__(self, encoder: BaseEncoder, pooling: str = "first_last_avg", n_samples: int = 15,
                  uncertainty: str | Sequence[str] = ("model", "data"), alpha: str | float = 0.05,
                  seed: int = 0, batch_size: int | None = None, ops: Sequence[str] = OPS,
-                 vocabulary: Sequence[str] | None = None, normalize: bool = False) -> None:
+                 vocabulary: Sequence[str] | None = None, normalize: bool = False,
+                 fast_dropout: bool = True) -> None:
         if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral) or n_samples < 2:
             raise ConfigError(f"sen2pro n_samples must be an integer >= 2 (a variance needs two samples), "
                               f"got {n_samples!r}")
@@ -165,50 +202,72 @@ class Sen2ProScorer(Scorer):
         self.ops = validate_ops(ops)
         self.vocabulary = None if vocabulary is None else tuple(vocabulary)
         self.normalize = bool(normalize)
+        self.fast_dropout = bool(fast_dropout)
+        self.last_seconds: dict[str, float] = {}  # wall time per source of the latest ``represent``
+        self.last_stats: dict[str, str] = {}
         self.last_alpha: torch.Tensor | None = None  # alpha(s) of the latest ``similarity`` call
 
     @property
     def _has_dropout(self) -> bool:
         return type(self.encoder).stochastic is not BaseEncoder.stochastic
 
-    def _encode(self, sentences: Sequence[str]) -> torch.Tensor:
-        out = self.encoder.encode(sentences, self.pool_fn, batch_size=self.batch_size, show_progress=False)
+    def _encode(self, sentences: Sequence[str], show_progress: bool | None = False) -> torch.Tensor:
+        out = self.encoder.encode(sentences, self.pool_fn, batch_size=self.batch_size, show_progress=show_progress,
+                                  desc=f"{self.name} augmented copies")
         return torch.nn.functional.normalize(out, dim=-1) if self.normalize else out  # type: ignore[arg-type]
 
-    def _model_samples(self, sentences: Sequence[str], bar: tqdm) -> torch.Tensor:
-        """(N, n, d) MC-dropout samples; seeded per pass, caller's RNG state untouched."""
+    def _model_moments(self, sentences: Sequence[str], bar: tqdm) -> tuple[torch.Tensor, torch.Tensor]:
+        """Moments of N MC-dropout passes; each pass encodes every distinct sentence once.
+
+        Pass i is seeded with ``stable_seed("mc-dropout", seed, i)``; the caller's RNG state is untouched.
+        """
         if not self._has_dropout:
             bar.update(self.n_samples)
-            return self._encode(sentences).unsqueeze(0)
+            x = self._encode(sentences)
+            return x, torch.zeros_like(x)
         device = self.encoder.device
         cuda = [device.index or 0] if device.type == "cuda" else []
-        out = []
-        with torch.random.fork_rng(devices=cuda), self.encoder.stochastic():
+        moments = RunningMoments()
+        with torch.random.fork_rng(devices=cuda), mc_dropout(self.encoder, fast=self.fast_dropout):
             for i in range(self.n_samples):
                 torch.manual_seed(stable_seed("mc-dropout", self.seed, i))
-                out.append(self._encode(sentences))
+                moments.add(self._encode(sentences))
                 bar.update(1)
-        return torch.stack(out)
+        return moments.result()
 
-    def _data_samples(self, sentences: Sequence[str], bar: tqdm) -> torch.Tensor:
-        """(N, n, d) samples of augmented copies, eval mode; pass k encodes copy k of every sentence."""
+    def _data_moments(self, sentences: Sequence[str], bar: tqdm) -> tuple[torch.Tensor, torch.Tensor]:
+        """Moments of N augmented copies per sentence, eval mode.
+
+        Eval mode is deterministic, so the copies of all N passes go through ONE ``encode`` call:
+        a string that occurs several times (a copy repeated across passes, a copy equal to another
+        sentence or to its own sentence) is encoded once, and all copies are sorted by length together.
+        """
         copies = augment(sentences, self.n_samples, self.seed, self.ops, self.vocabulary)
-        out = []
+        flat = [c for row in copies for c in row]  # sentence-major: row i*N + k is copy k of sentence i
+        self.last_stats["augmented copies"] = f"{len(set(flat))} distinct of {len(flat)}"
+        vectors = self._encode(flat, show_progress=None).view(len(sentences), self.n_samples, -1)
+        bar.update(self.n_samples)
+        moments = RunningMoments()
         for k in range(self.n_samples):
-            out.append(self._encode([c[k] for c in copies]))
-            bar.update(1)
-        return torch.stack(out)
+            moments.add(vectors[:, k])
+        return moments.result()
 
     def represent(self, sentences: Sequence[str]) -> Representation:
-        """``{"mean": (n, d), "var": (n, d)}``, the average over the configured sources."""
+        """``{"mean": (n, d), "var": (n, d)}``, the average over the configured sources.
+
+        ``last_seconds`` then holds the wall time of each source, ``last_stats`` counts the copies.
+        """
         sentences = list(sentences)
         show = len(set(sentences)) >= PROGRESS_MIN_SENTENCES
         moments = []
+        self.last_seconds, self.last_stats = {}, {}
         with tqdm(total=self.n_samples * len(self.uncertainty), desc=f"{self.name} passes", unit="pass",
                   disable=not show) as bar:
             for source in self.uncertainty:
-                sampler = self._model_samples if source == "model" else self._data_samples
-                moments.append(banded_moments(sampler(sentences, bar)))
+                start = time.perf_counter()
+                estimate = self._model_moments if source == "model" else self._data_moments
+                moments.append(estimate(sentences, bar))
+                self.last_seconds[source] = time.perf_counter() - start
         mean = torch.stack([m for m, _ in moments]).mean(0)
         var = torch.stack([v for _, v in moments]).mean(0)
         return {"mean": mean, "var": var}
