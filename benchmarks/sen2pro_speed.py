@@ -8,6 +8,9 @@ plain (eval-mode) encodes of the sentences. This measures, in one process and wi
 - Sen2Pro: ``Sen2ProScorer.score_pairs`` over every pair (what ``evaluate.py`` runs), with the time
   of each source (model = MC-dropout passes, data = augmented copies) when the scorer reports it.
 
+It also prints the Spearman x100 of Sen2Pro and of the plain pooling (cosine) on the same pairs, so a
+subset run (``--max-pairs``: evenly spaced pairs) doubles as a quality check.
+
     python -m benchmarks.sen2pro_speed --model all-MiniLM-L6-v2 --tasks stsb-dev --n-samples 15 --threads 2
     python -m benchmarks.sen2pro_speed --max-pairs 400 --torch-dropout   # MC passes on torch's own dropout
 
@@ -28,6 +31,12 @@ from embeddings.methods.sen2pro.scorer import Sen2ProScorer
 from sts.tasks import load_task
 
 
+def spearman100(pred: torch.Tensor, gold: list[float]) -> float:
+    from scipy.stats import spearmanr
+
+    return 100 * float(spearmanr(pred.numpy(), gold).statistic)
+
+
 def timed(fn) -> float:
     t0 = time.perf_counter()
     fn()
@@ -39,7 +48,8 @@ def main() -> None:
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
     parser.add_argument("--data-dir", default=None, help="STS data dir (default: $STS_DATA_DIR)")
     parser.add_argument("--tasks", default="stsb-dev", help="comma-separated task names (pairs pooled)")
-    parser.add_argument("--max-pairs", type=int, default=None, help="first pairs only (a quick run)")
+    parser.add_argument("--max-pairs", type=int, default=None,
+                        help="at most this many pairs, evenly spaced over the tasks' pairs (a quick run)")
     parser.add_argument("--n-samples", type=int, default=15, help="N per source (the paper: 15)")
     parser.add_argument("--pooling", default="first_last_avg")
     parser.add_argument("--batch-size", type=int, default=64)
@@ -51,23 +61,29 @@ def main() -> None:
 
     s1: list[str] = []
     s2: list[str] = []
+    gold: list[float] = []
     for name in args.tasks.split(","):
         for pairs in load_task(name.strip(), args.data_dir).subsets.values():
             s1 += pairs.sentences1
             s2 += pairs.sentences2
-    if args.max_pairs is not None:
-        s1, s2 = s1[: args.max_pairs], s2[: args.max_pairs]
+            gold += [float(g) for g in pairs.scores]
+    if args.max_pairs is not None and args.max_pairs < len(s1):
+        keep = [i * len(s1) // args.max_pairs for i in range(args.max_pairs)]
+        s1, s2, gold = [s1[i] for i in keep], [s2[i] for i in keep], [gold[i] for i in keep]
     unique = list(dict.fromkeys([*s1, *s2]))
     encoder = load_encoder(args.model, batch_size=args.batch_size)
     pool = get_pooling(args.pooling)
     scorer = Sen2ProScorer(encoder, args.pooling, args.n_samples, fast_dropout=not args.torch_dropout)
 
+    plain_vectors: list[torch.Tensor] = []
+
     def plain() -> None:
-        encoder.encode(unique, pool, show_progress=False)
+        plain_vectors[:] = [encoder.encode(unique, pool, show_progress=False)]
 
     encoder.encode(unique[:256], pool, show_progress=False)  # warm-up (thread pools, allocator)
     plain_times = [timed(plain) for _ in range(args.plain_repeats)]
-    sen2pro_time = timed(lambda: scorer.score_pairs(s1, s2))
+    sims: list[torch.Tensor] = []
+    sen2pro_time = timed(lambda: sims.append(scorer.score_pairs(s1, s2)))
     plain_times += [timed(plain) for _ in range(args.plain_repeats)]
     t_plain = statistics.median(plain_times)
     n = args.n_samples
@@ -81,6 +97,11 @@ def main() -> None:
     for key, value in getattr(scorer, "last_stats", {}).items():
         print(f"sen2pro {key}: {value}")
     print(f"sen2pro total: {sen2pro_time:.1f}s; 2N x plain = {2 * n * t_plain:.1f}s")
+    index = {s: i for i, s in enumerate(unique)}
+    a, b = (plain_vectors[0][[index[s] for s in side]] for side in (s1, s2))
+    cosine = torch.nn.functional.cosine_similarity(a, b, dim=-1)
+    print(f"Spearman x100 on these pairs: {args.pooling} (cosine) {spearman100(cosine, gold):.2f}, "
+          f"sen2pro {spearman100(sims[0], gold):.2f}")
     print(f"ratio_sen2pro_vs_2N_plain {sen2pro_time / (2 * n * t_plain):.2f}")
 
 
