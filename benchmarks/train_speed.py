@@ -13,7 +13,7 @@ then theirs, then theirs then ours, ...) so machine noise hits both. A step is t
 
 Dropout as each recipe trains: on for NLI (both sides ``train()``), off for CT (the paper; our module
 enforces it, the ST models are put in ``eval()`` so both sides do the same arithmetic). Optimizers: AdamW
-lr 2e-5 / weight decay 0.01 (no decay on 1-D params) for NLI, RMSprop lr 1e-5 (alpha 0.9, eps 1e-7) for
+(fused, as our modules and sentence-transformers' trainer) lr 2e-5 / weight decay 0.01 (no decay on 1-D params) for NLI, RMSprop lr 1e-5 (alpha 0.9, eps 1e-7) for
 CT, on both sides. Steps/s = 1 / median step time over the timed steps; the per-phase split
 (tokenize / forward+loss / backward / optimizer) is printed for both sides.
 
@@ -44,6 +44,7 @@ from embeddings.encoders.packaged import resolve_model_path  # noqa: E402
 from embeddings.methods.pooling import mean_pool  # noqa: E402
 from lightning_modules.ct import ContrastiveTensionModule, pair_rng  # noqa: E402
 from lightning_modules.losses import make_ct_pairs  # noqa: E402
+from lightning_modules.optimizers import adam  # noqa: E402
 from lightning_modules.sbert_nli import SBERTNLIModule  # noqa: E402
 from sts.tasks import load_task  # noqa: E402
 
@@ -58,8 +59,8 @@ def param_groups(module: torch.nn.Module, weight_decay: float) -> list[dict]:
 
 
 def make_optimizer(kind: str, module: torch.nn.Module) -> torch.optim.Optimizer:
-    if kind == "nli":
-        return torch.optim.AdamW(param_groups(module, 0.01), lr=2e-5)
+    if kind == "nli":  # fused: our modules' AdamW and sentence-transformers' trainer default (adamw_torch_fused)
+        return adam(param_groups(module, 0.01), lr=2e-5, decoupled=True)
     return torch.optim.RMSprop(param_groups(module, 0.0), lr=1e-5, alpha=0.9, eps=1e-7)
 
 

@@ -29,6 +29,7 @@ from embeddings.io.export_note import EXPORT, evaluate_command, write_loading_no
 from embeddings.io.st_export import write_sentence_transformers_files
 from embeddings.methods.pooling import PoolingScorer, get_pooling
 from embeddings.scoring.scorer import Scorer
+from lightning_modules.optimizers import adam
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +167,7 @@ class EncoderModule(LightningModule):
         hp = self.hparams
         groups = self._param_groups()
         if hp.optimizer == "adamw":
-            optimizer = torch.optim.AdamW(groups, lr=hp.lr)
+            optimizer = adam(groups, lr=hp.lr, decoupled=True)
         else:
             optimizer = torch.optim.RMSprop(groups, lr=hp.lr)
         total = self.trainer.estimated_stepping_batches

@@ -28,6 +28,7 @@ from embeddings.methods.meta.projections import MetaProjection
 from embeddings.methods.meta.scorer import MetaEmbeddingScorer, save_meta_embedding
 from embeddings.sources.build import build_source
 from lightning_modules.base import check_finite
+from lightning_modules.optimizers import adam
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ class CrossViewAEModule(LightningModule):
         check_finite(loss, self.global_step)
 
     def configure_optimizers(self):
-        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr, betas=(0.9, 0.999))
+        return adam(self.parameters(), lr=self.hparams.lr, betas=(0.9, 0.999))
 
     # ----------------------------------------------------------------------------- scoring, export
     def projection(self) -> MetaProjection:

@@ -51,6 +51,7 @@ from lightning_modules.ct_options import (
 )
 from lightning_modules.in_batch_losses import in_batch_tension_loss
 from lightning_modules.losses import ct_logits, ct_loss, make_ct_pairs, split_views
+from lightning_modules.optimizers import adam
 
 CT_SCHEDULERS = (*SCHEDULERS, "step")
 CT_OBJECTIVES = ("bce", "in_batch")
@@ -258,7 +259,7 @@ class ContrastiveTensionModule(EncoderModule):
             return config
         groups = self._param_groups()
         if hp.optimizer == "adamw":
-            optimizer = torch.optim.AdamW(groups, lr=hp.lr)
+            optimizer = adam(groups, lr=hp.lr, decoupled=True)
         else:
             optimizer = torch.optim.RMSprop(groups, lr=hp.lr, alpha=hp.rmsprop_alpha, eps=hp.rmsprop_eps)
         schedule = torch.optim.lr_scheduler.LambdaLR(

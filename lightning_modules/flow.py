@@ -32,6 +32,7 @@ from embeddings.methods.flow.scorer import FLOW_KEYS, FlowScorer, save_flow_expo
 from embeddings.methods.pooling import get_pooling
 from lightning_modules.base import check_finite
 from lightning_modules.frozen_encoder import FrozenEncoderMixin
+from lightning_modules.optimizers import adam
 
 log = logging.getLogger(__name__)
 ENCODER_KEYS = ("model_name_or_path", "pooling", "max_length")
@@ -93,7 +94,7 @@ class BertFlowModule(FrozenEncoderMixin, LightningModule):
         return None
 
     def configure_optimizers(self):
-        return torch.optim.Adam(self.flow.parameters(), lr=self.hparams.lr)
+        return adam(self.flow.parameters(), lr=self.hparams.lr)
 
     # -------------------------------------------------------------------------------- scoring
     def scorer(self) -> FlowScorer:

@@ -40,6 +40,7 @@ from embeddings.methods.latte_mix.nets import NET_KEYS, build_nets, save_token_v
 from embeddings.methods.latte_mix.scorer import LatteMixScorer, check_combination
 from lightning_modules.base import check_finite
 from lightning_modules.frozen_encoder import FrozenEncoderMixin
+from lightning_modules.optimizers import adam
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +154,7 @@ class LatteMixModule(FrozenEncoderMixin, LightningModule):
 
     def configure_optimizers(self):
         hp = self.hparams
-        optimizer = torch.optim.Adam(self.parameters(), lr=hp.lr)
+        optimizer = adam(self.parameters(), lr=hp.lr)
         total = self.trainer.estimated_stepping_batches
         total = int(total) if math.isfinite(total) and total > 0 else 0
         warmup = int(math.ceil(hp.warmup_ratio * total))
