@@ -13,6 +13,7 @@ subset run (``--max-pairs``: evenly spaced pairs) doubles as a quality check.
 
     python -m benchmarks.sen2pro_speed --model all-MiniLM-L6-v2 --tasks stsb-dev --n-samples 15 --threads 2
     python -m benchmarks.sen2pro_speed --max-pairs 400 --torch-dropout   # MC passes on torch's own dropout
+    python -m benchmarks.sen2pro_speed --pass-repeats 3   # first: single passes in turn, plain vs MC dropout
 
 The last line is ``ratio_sen2pro_vs_2N_plain X.XX`` = Sen2Pro time / (2N x plain time); the goal is <= 1.3.
 """
@@ -20,6 +21,7 @@ The last line is ``ratio_sen2pro_vs_2N_plain X.XX`` = Sen2Pro time / (2N x plain
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import time
 
@@ -27,6 +29,7 @@ import torch
 
 from embeddings.encoders.load import load_encoder
 from embeddings.methods.pooling import get_pooling
+from embeddings.methods.sen2pro.mc_dropout import mc_dropout
 from embeddings.methods.sen2pro.scorer import Sen2ProScorer
 from sts.tasks import load_task
 
@@ -43,6 +46,22 @@ def timed(fn) -> float:
     return time.perf_counter() - t0
 
 
+def single_passes(encoder, sentences: list[str], pool, repeats: int) -> None:
+    """One pass each of plain, sparse MC dropout and torch's MC dropout, in turn, ``repeats`` times."""
+    modes = {"plain (eval)": contextlib.nullcontext, "MC dropout, sparse": lambda: mc_dropout(encoder),
+             "MC dropout, torch": lambda: mc_dropout(encoder, fast=False)}
+    times: dict[str, list[float]] = {k: [] for k in modes}
+    for _ in range(repeats):
+        for key, context in modes.items():
+            with context():
+                times[key].append(timed(lambda: encoder.encode(sentences, pool, show_progress=False)))
+    base = statistics.median(times["plain (eval)"])
+    for key, values in times.items():
+        med = statistics.median(values)
+        print(f"one pass, {key}: {med:.2f}s = {med / base:.2f} x plain (median of {repeats}, in turn: "
+              + ", ".join(f"{t:.2f}" for t in values) + ")")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
@@ -55,6 +74,8 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--torch-dropout", action="store_true", help="MC passes on torch's own dropout (the old path)")
+    parser.add_argument("--pass-repeats", type=int, default=0,
+                        help="also time single passes in turn (plain, MC sparse, MC torch) this many times each")
     parser.add_argument("--plain-repeats", type=int, default=2, help="plain encodes before and after Sen2Pro each")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -80,16 +101,18 @@ def main() -> None:
     def plain() -> None:
         plain_vectors[:] = [encoder.encode(unique, pool, show_progress=False)]
 
+    print(f"model {args.model}, tasks {args.tasks}: {len(s1)} pairs, {len(unique)} distinct sentences, "
+          f"N={args.n_samples}, pooling {args.pooling}, batch {args.batch_size}, threads {torch.get_num_threads()}, "
+          f"{'torch' if args.torch_dropout else 'sparse'} MC dropout", flush=True)
     encoder.encode(unique[:256], pool, show_progress=False)  # warm-up (thread pools, allocator)
+    if args.pass_repeats:
+        single_passes(encoder, unique, pool, args.pass_repeats)
     plain_times = [timed(plain) for _ in range(args.plain_repeats)]
     sims: list[torch.Tensor] = []
     sen2pro_time = timed(lambda: sims.append(scorer.score_pairs(s1, s2)))
     plain_times += [timed(plain) for _ in range(args.plain_repeats)]
     t_plain = statistics.median(plain_times)
     n = args.n_samples
-    print(f"model {args.model}, tasks {args.tasks}: {len(s1)} pairs, {len(unique)} distinct sentences, "
-          f"N={n}, pooling {args.pooling}, batch {args.batch_size}, threads {torch.get_num_threads()}, "
-          f"{'torch' if args.torch_dropout else 'sparse'} MC dropout")
     print(f"plain encode: {t_plain:.2f}s (median of {len(plain_times)}: "
           + ", ".join(f"{t:.2f}" for t in plain_times) + ")")
     for source, secs in getattr(scorer, "last_seconds", {}).items():

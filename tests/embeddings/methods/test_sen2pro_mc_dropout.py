@@ -115,3 +115,37 @@ def test_each_distinct_sentence_and_copy_is_encoded_once_per_pass(tiny_encoder):
     plain = tiny_encoder.encode(["b a", "a b", "dog"], get_pooling("first_last_avg"))
     torch.testing.assert_close(rep["mean"], plain)
     assert not rep["var"].any()
+
+
+def test_sparse_dropout_attention_is_the_math_attention_with_those_drops(one_thread):
+    from embeddings.methods.sen2pro.mc_dropout import drop_positions, sparse_dropout_attention
+
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 5, 4) for _ in range(3))
+    mask = torch.ones(2, 1, 5, 5, dtype=torch.bool)
+    mask[1, :, :, 3:] = False  # the second sentence has 3 tokens
+    module = torch.nn.Module()
+    torch.manual_seed(7)
+    out, _ = sparse_dropout_attention(module, q, k, v, mask, dropout=0.2, scaling=0.5)
+    torch.manual_seed(7)
+    dropped = drop_positions(2 * 3 * 5 * 5, 0.2)
+    probs = torch.softmax((q @ k.transpose(-1, -2) * 0.5).masked_fill(~mask, float("-inf")), dim=-1) / 0.8
+    probs.view(-1)[dropped] = 0.0
+    torch.testing.assert_close(out, (probs @ v).transpose(1, 2))
+    # no dropout: exactly transformers' sdpa attention
+    sdpa = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.5).transpose(1, 2)
+    torch.testing.assert_close(sparse_dropout_attention(module, q, k, v, mask, dropout=0.0, scaling=0.5)[0], sdpa)
+
+
+def test_context_switches_sdpa_attention_and_restores(tiny_encoder):
+    from embeddings.methods.sen2pro.mc_dropout import SPARSE_SDPA
+
+    config = tiny_encoder.model.config
+    assert config._attn_implementation == "sdpa"
+    with mc_dropout(tiny_encoder):
+        assert config._attn_implementation == SPARSE_SDPA
+        a = tiny_encoder.encode(SENTENCES, get_pooling("mean"))  # padded batch through the custom attention
+        assert bool(torch.isfinite(a).all())
+    assert config._attn_implementation == "sdpa"
+    with mc_dropout(tiny_encoder, fast=False):
+        assert config._attn_implementation == "sdpa"
