@@ -13,6 +13,7 @@ subset run (``--max-pairs``: evenly spaced pairs) doubles as a quality check.
 
     python -m benchmarks.sen2pro_speed --model all-MiniLM-L6-v2 --tasks stsb-dev --n-samples 15 --threads 2
     python -m benchmarks.sen2pro_speed --max-pairs 400 --torch-dropout   # MC passes on torch's own dropout
+    python -m benchmarks.sen2pro_speed --model all-mpnet-base-v2 --precision bf16 --max-pairs 200
     python -m benchmarks.sen2pro_speed --pass-repeats 3   # first: single passes in turn, plain vs MC dropout
 
 The last line is ``ratio_sen2pro_vs_2N_plain X.XX`` = Sen2Pro time / (2N x plain time); the goal is <= 1.3.
@@ -73,6 +74,8 @@ def main() -> None:
     parser.add_argument("--pooling", default="first_last_avg")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"],
+                        help="encoder.precision of every pass (plain and Sen2Pro alike)")
     parser.add_argument("--torch-dropout", action="store_true", help="MC passes on torch's own dropout (the old path)")
     parser.add_argument("--pass-repeats", type=int, default=0,
                         help="also time single passes in turn (plain, MC sparse, MC torch) this many times each")
@@ -92,7 +95,7 @@ def main() -> None:
         keep = [i * len(s1) // args.max_pairs for i in range(args.max_pairs)]
         s1, s2, gold = [s1[i] for i in keep], [s2[i] for i in keep], [gold[i] for i in keep]
     unique = list(dict.fromkeys([*s1, *s2]))
-    encoder = load_encoder(args.model, batch_size=args.batch_size)
+    encoder = load_encoder(args.model, batch_size=args.batch_size, precision=args.precision)
     pool = get_pooling(args.pooling)
     scorer = Sen2ProScorer(encoder, args.pooling, args.n_samples, fast_dropout=not args.torch_dropout)
 
@@ -103,6 +106,7 @@ def main() -> None:
 
     print(f"model {args.model}, tasks {args.tasks}: {len(s1)} pairs, {len(unique)} distinct sentences, "
           f"N={args.n_samples}, pooling {args.pooling}, batch {args.batch_size}, threads {torch.get_num_threads()}, "
+          f"precision {args.precision}, "
           f"{'torch' if args.torch_dropout else 'sparse'} MC dropout", flush=True)
     encoder.encode(unique[:256], pool, show_progress=False)  # warm-up (thread pools, allocator)
     if args.pass_repeats:

@@ -14,7 +14,8 @@ then theirs, then theirs then ours, ...) so machine noise hits both. A step is t
 Dropout as each recipe trains: on for NLI (both sides ``train()``), off for CT (the paper; our module
 enforces it, the ST models are put in ``eval()`` so both sides do the same arithmetic). Optimizers: AdamW
 (fused, as our modules and sentence-transformers' trainer) lr 2e-5 / weight decay 0.01 (no decay on 1-D params) for NLI, RMSprop lr 1e-5 (alpha 0.9, eps 1e-7) for
-CT, on both sides. Steps/s = 1 / median step time over the timed steps; the per-phase split
+CT, on both sides (ours: the module's own ``configure_optimizers``, i.e. row-sparse word-embedding updates,
+``lightning_modules/row_sparse_rmsprop.py``; ``--dense-embedding-grads``: torch's RMSprop as theirs). Steps/s = 1 / median step time over the timed steps; the per-phase split
 (tokenize / forward+loss / backward / optimizer) is printed for both sides.
 
     python -m benchmarks.train_speed --model paraphrase-MiniLM-L3-v2 --data-dir ../shared/data
@@ -80,7 +81,8 @@ class Clock:
 
 
 class Ours:
-    def __init__(self, kind: str, path: str, max_length: int, batch_size: int, autocast: bool = False):
+    def __init__(self, kind: str, path: str, max_length: int, batch_size: int, autocast: bool = False,
+                 dense_embedding_grads: bool = False):
         self.clock = Clock()
         self.autocast = autocast
         if kind == "nli":
@@ -92,7 +94,10 @@ class Ours:
         for encoder in (self.module.encoder, getattr(self.module, "encoder2", None)):
             if encoder is not None:  # instance attribute: times tokenization, code unchanged
                 encoder.tokenize = self.clock.wrap(encoder.tokenize)
-        self.opt = make_optimizer(kind, self.module)
+        if kind == "ct" and not dense_embedding_grads:  # what train.py model=ct runs on one process
+            self.opt = self.module.configure_optimizers()["optimizer"]
+        else:
+            self.opt = make_optimizer(kind, self.module)
         self.module.train()
 
     def step(self, batch: dict, i: int) -> dict[str, float]:
@@ -169,10 +174,11 @@ def bench(kind: str, path: str, data, args) -> dict:
     reduced = args.precision != "32"
     sides: dict = {}
     torch.manual_seed(0)
-    sides["ours"] = Ours(kind, path, max_length, args.batch_size, autocast=reduced)
+    dense = args.dense_embedding_grads
+    sides["ours"] = Ours(kind, path, max_length, args.batch_size, autocast=reduced, dense_embedding_grads=dense)
     if reduced:  # the same initial weights (same seed) and batches, in fp32: the accuracy reference
         torch.manual_seed(0)
-        sides["ours_fp32"] = Ours(kind, path, max_length, args.batch_size)
+        sides["ours_fp32"] = Ours(kind, path, max_length, args.batch_size, dense_embedding_grads=dense)
     sides["theirs"] = Theirs(kind, path, max_length, args.batch_size)
     batches = make_batches(kind, data, args.warmup + args.steps, args.batch_size)
     for i in range(args.warmup):  # untimed: allocator, thread pools, optimizer state
@@ -223,6 +229,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--precision", default="32", choices=["32", "bf16-mixed"],
                         help="our training precision (sentence-transformers' trainer runs fp32)")
+    parser.add_argument("--dense-embedding-grads", action="store_true",
+                        help="CT: ours with dense word-embedding gradients and torch's RMSprop (before row-sparse updates)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     path = resolve_model_path(args.model)

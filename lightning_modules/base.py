@@ -163,13 +163,17 @@ class EncoderModule(LightningModule):
         return [{"params": decay, "weight_decay": self.hparams.weight_decay},
                 {"params": no_decay, "weight_decay": 0.0}]
 
+    def _rmsprop(self, groups: list[dict]) -> torch.optim.Optimizer:
+        """``optimizer=rmsprop`` (torch's defaults but ``lr``); a method may change its settings or kind."""
+        return torch.optim.RMSprop(groups, lr=self.hparams.lr)
+
     def configure_optimizers(self):
         hp = self.hparams
         groups = self._param_groups()
         if hp.optimizer == "adamw":
             optimizer = adam(groups, lr=hp.lr, decoupled=True)
         else:
-            optimizer = torch.optim.RMSprop(groups, lr=hp.lr)
+            optimizer = self._rmsprop(groups)
         total = self.trainer.estimated_stepping_batches
         if not math.isfinite(total) or total <= 0:
             if hp.scheduler == "linear":

@@ -29,12 +29,14 @@ DDP's gradient average of per-rank means is the global mean.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import torch
+from lightning.pytorch.strategies import SingleDeviceStrategy
 from torch import Tensor
 
 from embeddings.encoders.hf import HFEncoder
@@ -52,6 +54,9 @@ from lightning_modules.ct_options import (
 from lightning_modules.in_batch_losses import in_batch_tension_loss
 from lightning_modules.losses import ct_logits, ct_loss, make_ct_pairs, split_views
 from lightning_modules.optimizers import adam
+from lightning_modules.row_sparse_rmsprop import RowSparseRMSprop
+
+log = logging.getLogger(__name__)
 
 CT_SCHEDULERS = (*SCHEDULERS, "step")
 CT_OBJECTIVES = ("bce", "in_batch")
@@ -248,20 +253,40 @@ class ContrastiveTensionModule(EncoderModule):
             group["params"] = [p for p in group["params"] if id(p) not in chosen]
         return [*groups, {"params": embeddings, "weight_decay": 0.0, "lr": float(self.hparams.embedding_lr)}]
 
+    def _rmsprop(self, groups: list[dict]) -> torch.optim.Optimizer:
+        """RMSprop with Keras' smoothing/epsilon; row-sparse embedding updates where ``sparse_embedding_grads``."""
+        hp = self.hparams
+        sparse = self.sparse_embedding_grads()
+        for model in (self.encoder_model, self.encoder2_model):
+            model.get_input_embeddings().sparse = sparse
+        kind = RowSparseRMSprop if sparse else torch.optim.RMSprop
+        log.info("CT optimizer: %s (word-embedding gradients %s)", kind.__name__, "row-sparse" if sparse else "dense")
+        return kind(groups, lr=hp.lr, alpha=hp.rmsprop_alpha, eps=hp.rmsprop_eps)
+
+    def sparse_embedding_grads(self) -> bool:
+        """Whether both copies' word embeddings get sparse gradients and ``RowSparseRMSprop`` updates them.
+
+        Why: a CT batch holds a few hundred of the 30k tokens, and a dense gradient plus a dense RMSprop
+        update of both embedding matrices were ~60% of a step (``lightning_modules/row_sparse_rmsprop.py``);
+        the updates are RMSprop's own. Only where a sparse gradient is safe: one process (DDP's gradient
+        all-reduce is dense on NCCL) no gradient clipping (``clip_grad_norm_`` rejects sparse tensors) and no weight decay;
+        elsewhere the dense path trains the same algorithm.
+        """
+        if self.hparams.weight_decay:
+            return False  # decay moves every row every step: nothing to skip
+        trainer = self._trainer
+        if trainer is None:
+            return True
+        return trainer.world_size == 1 and isinstance(trainer.strategy, SingleDeviceStrategy) \
+            and not trainer.gradient_clip_val
+
     def configure_optimizers(self):
         """As the base, plus RMSprop with Keras' smoothing/epsilon and the reference's ``step`` schedule."""
         hp = self.hparams
         if hp.scheduler != "step":
-            config = super().configure_optimizers()
-            if hp.optimizer == "rmsprop":
-                for group in config["optimizer"].param_groups:
-                    group.update(alpha=hp.rmsprop_alpha, eps=hp.rmsprop_eps)
-            return config
+            return super().configure_optimizers()
         groups = self._param_groups()
-        if hp.optimizer == "adamw":
-            optimizer = adam(groups, lr=hp.lr, decoupled=True)
-        else:
-            optimizer = torch.optim.RMSprop(groups, lr=hp.lr, alpha=hp.rmsprop_alpha, eps=hp.rmsprop_eps)
+        optimizer = adam(groups, lr=hp.lr, decoupled=True) if hp.optimizer == "adamw" else self._rmsprop(groups)
         schedule = torch.optim.lr_scheduler.LambdaLR(
             optimizer, step_lambda(hp.lr, hp.final_lr, hp.lr_step_every, hp.lr_drops))
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}

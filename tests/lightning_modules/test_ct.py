@@ -110,6 +110,31 @@ def test_both_copies_train_and_diverge(ct_run, tiny_model_dir):
         assert name in metrics
 
 
+def test_one_process_updates_only_the_word_embedding_rows_of_the_batches_tokens(ct_run, tiny_model_dir):
+    """Row-sparse gradients + ``RowSparseRMSprop`` in a real fit; the checkpoint holds a plain RMSprop state."""
+    from transformers import AutoModel
+
+    from lightning_modules.row_sparse_rmsprop import RowSparseRMSprop
+
+    model = ct_run["model"]
+    assert isinstance(model.trainer.optimizers[0], RowSparseRMSprop)
+    start = AutoModel.from_pretrained(tiny_model_dir).get_input_embeddings().weight
+    seen = set()
+    for (texts1, texts2, _), _ in ct_run["batches"]:
+        for ids in model.encoder.tokenizer(list(texts1) + list(texts2))["input_ids"]:
+            seen.update(ids)
+    for copy in (model.encoder_model, model.encoder2_model):
+        embedding = copy.get_input_embeddings()
+        assert embedding.sparse
+        moved = (embedding.weight.detach() != start.detach()).any(dim=1).nonzero().flatten().tolist()
+        assert moved and set(moved) <= seen
+    ckpt = torch.load(ct_run["out"] / "checkpoints" / "last.ckpt", weights_only=True, map_location="cpu")
+    states = ckpt["optimizer_states"][0]["state"].values()
+    sparse_states = [s for s in states if "row_step" in s]  # both copies' embeddings, every row caught up
+    assert len(sparse_states) == 2
+    assert all(torch.equal(s["row_step"], torch.full_like(s["row_step"], float(s["step"]))) for s in sparse_states)
+
+
 def test_better_copy_is_selected_and_exported(ct_run):
     from transformers import AutoModel
 
