@@ -28,6 +28,7 @@ from embeddings.io.checkpoint_file import load_checkpoint
 from embeddings.scoring.protocols import Exportable
 from runs.checkpoint_io import AtomicCheckpointIO
 from runs.config_checks import TRAIN_RULES, check_numbers
+from runs.hub_push import check_hub_push, push_from_config
 from runs.run_summary import run_summary
 from runs.trainer_setup import resolve_trainer
 from runs.wandb_export import log_config, log_final
@@ -141,6 +142,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
     started = time.monotonic()
     configure_console()
     check_numbers(cfg, TRAIN_RULES)  # one line naming a bad number, before anything loads
+    check_hub_push(cfg)  # push_to_hub: repo id, offline, token, hub reachable: one line before anything loads
     resolve_trainer(cfg.trainer)  # devices / precision checked before anything heavy loads
     if not interactive():  # a bar redrawn with \r is unreadable in a file: LogProgress prints lines instead
         with open_dict(cfg.trainer):
@@ -184,4 +186,6 @@ def train(cfg: DictConfig) -> dict[str, float]:
                                    best_checkpoint=getattr(best, "best_model_path", None) or None,
                                    best_score=float(score) if score is not None else None,
                                    monitor=getattr(best, "monitor", None), exported=bool(cfg.get("export"))))
+    if trainer.is_global_zero:  # last: a dropped upload leaves the export and summary above, and its retry command
+        push_from_config(cfg, output_dir / "export")
     return metrics
