@@ -18,7 +18,7 @@ from omegaconf import OmegaConf
 from embeddings.encoders.packaged import PACKAGED_MODELS
 from runs.help_names import first_sentence, scorer_entries, source_names
 from sts.hub import HUB_TASKS
-from sts.tasks import DATA_DIR_ENV, LOCAL_DEFAULT_TASKS, LOCAL_TASKS, STANDARD_TASKS
+from sts.tasks import DATA_DIR_ENV, LOCAL_DEFAULT_TASKS, LOCAL_TASKS, MTEB_TASKS, STANDARD_TASKS
 
 RESOLVER = "sts_help"
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
@@ -56,6 +56,7 @@ def evaluate_sections() -> list[str]:
         scorers.append((", ".join(entry.names), text))
     tasks = [("local", f"(data_source=local, files in paths.data_dir or ${DATA_DIR_ENV}): {', '.join(LOCAL_TASKS)}"),
              ("hub", f"(data_source=hub, online): {', '.join(HUB_TASKS)}"),
+             ("mteb", f"MTEB's names for the sets MTEB scores (local or hub): {', '.join(MTEB_TASKS)}"),
              ("standard", f"the papers' 7 tasks (their average is reported when all are run): {', '.join(STANDARD_TASKS)}"),
              ("default", f"the local default set: {', '.join(LOCAL_DEFAULT_TASKS)}")]
     return [

@@ -91,8 +91,53 @@ LOCAL_TASKS: dict[str, Callable[[Path], dict[str, STSPairs]]] = {
 }
 
 
+@dataclass(frozen=True)
+class MTEBName:
+    """An MTEB STS task name and the set it evaluates: ours locally and on the hub, its size in MTEB."""
+
+    local: str
+    hub: str
+    pairs: int
+    provide: str  # the files that make the local task complete
+    alternative: str | None = None  # a local task that exists in the shared data, when the MTEB one is absent
+
+
+# MTEB scores the pooled test split with one correlation, our ``all`` aggregate. MTEB's SICK-R is the whole of
+# SICK (9927 pairs: train + trial + test); its STSBenchmark is the STS-B test split, which differs from dev.
+MTEB_TASKS: dict[str, MTEBName] = {
+    "STSBenchmark": MTEBName("stsb-test", "stsb-test", 1379, "stsb/sts-test.csv", "stsb-dev"),
+    "SICK-R": MTEBName("sick-train+sick-trial+sick-test", "sick-test", 9927,
+                       "sick/SICK_train.txt, sick/SICK_trial.txt and sick/SICK_test_annotated.txt",
+                       "sick-train+sick-trial"),
+    **{f"STS{y % 100}": MTEBName(f"sts{y % 100}", f"sts{y % 100}", n,
+                                 f"sts/STS{y}-en-test/STS.input.<set>.txt + STS.gs.<set>.txt (every subset)")
+       for y, n in ((2012, 3108), (2013, 1500), (2014, 3750), (2015, 3000), (2016, 1186))},
+}
+
+
+def _load_mteb_name(name: str, data_dir: str | os.PathLike | None, source: str) -> STSTask:
+    """MTEB's task under its own name; a missing file names what to provide and the local stand-in."""
+    spec = MTEB_TASKS[name]
+    ours = spec.hub if source == "hub" else spec.local
+    try:
+        task = load_task(ours, data_dir, source)
+    except DataError as err:
+        if source == "hub":
+            raise DataError(f"MTEB task {name} is our hub task {ours}: {err}") from err
+        hint = f" Or use the local task {spec.alternative} (a different set)." if spec.alternative else ""
+        raise DataError(f"MTEB task {name} is our {ours} ({spec.pairs} pairs in MTEB); provide {spec.provide} "
+                        f"in the data directory, or data_source=hub online.{hint} ({' '.join(str(err).split())})") from err
+    return STSTask(name, task.subsets)
+
+
 def load_task(name: str, data_dir: str | os.PathLike | None = None, source: str = "local") -> STSTask:
-    """Load a task (or a ``+``-joined pool of tasks) from the data directory or the hub."""
+    """Load a task (or a ``+``-joined pool of tasks) from the data directory or the hub.
+
+    MTEB's STS names (``MTEB_TASKS``: ``STSBenchmark``, ``SICK-R``, ``STS12`` .. ``STS16``) load the set MTEB
+    evaluates, under that name.
+    """
+    if name in MTEB_TASKS:
+        return _load_mteb_name(name, data_dir, source)
     parts = name.split("+")
     subsets: dict[str, STSPairs] = {}
     for part in parts:
@@ -101,7 +146,7 @@ def load_task(name: str, data_dir: str | os.PathLike | None = None, source: str 
             loaded = load_hub_task(part)
         elif source == "local":
             if part not in LOCAL_TASKS:
-                raise unknown_choice("STS task", part, LOCAL_TASKS)
+                raise unknown_choice("STS task", part, [*LOCAL_TASKS, *MTEB_TASKS])
             loaded = LOCAL_TASKS[part](resolve_data_dir(data_dir))
         else:
             raise unknown_choice("data source", source, ["local", "hub"])
