@@ -63,6 +63,8 @@ class CachedEmbeddingDataModule(ResumableDataModule):
         chunk_size: sentences encoded per ``encode`` call, bounding host memory on large corpora.
     """
 
+    data_unit = "sentences"  # model card: one training item
+
     def __init__(self, data_dir: str | None = None, files: Sequence[str] | str = ("wiki/wiki_sentences_100k.txt",),
                  model_name_or_path: str = "all-MiniLM-L6-v2", pooling: str = "first_last_avg",
                  max_length: int | None = None, batch_size: int = 64, cache_dir: str | None = None,

@@ -127,6 +127,8 @@ class DistillationDataModule(ResumableDataModule):
         encode_batch_size, encode_device: the one-off teacher passes (``auto``: CUDA when available).
     """
 
+    data_unit = "sentences"  # model card: one training item
+
     def __init__(self, data_dir: str | None = None, files: Sequence[str] | str = ("wiki/wiki_sentences_100k.txt",),
                  teachers: Sequence[Any] | None = None, max_sentences: int | None = None, batch_size: int = 32,
                  cache_dir: str | None = None, num_workers: int = 0, seed: int = 0, shuffle: bool = True,

@@ -13,7 +13,7 @@ not the loader's count of yielded ones (Lightning prefetches one batch ahead).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sized
 from typing import ClassVar
 
 import torch
@@ -22,6 +22,7 @@ from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader, Dataset, IterableDataset, Sampler
 
 from embeddings.errors import ConfigError
+from embeddings.io.model_card import DataFacts
 
 
 def per_device_batch_size(batch_size: int, world_size: int) -> int:
@@ -98,9 +99,25 @@ class ResumableDataModule(LightningDataModule):
     num_workers: int
     _pending_position: dict[str, int] | None = None
 
+    data_unit: ClassVar[str] = "rows"  # what one training item is, for the model card
+
     @property
     def world_size(self) -> int:
         return self.trainer.world_size if self.trainer is not None else 1
+
+    def data_facts(self) -> DataFacts:
+        """The training data for the export's model card (``embeddings.io.model_card``), as ``setup`` learnt it.
+
+        The configured ``files``; the rows used: those of the sentence index where the dataset reads one (its
+        count and skip reasons cover all ranks), else the dataset's length; nothing is read again for the card.
+        A datamodule that reads its sources one by one (NLI) overrides it with per-source counts.
+        """
+        index = getattr(self.dataset, "index", None)  # datamodules.sentence_files.SentenceIndex
+        sized = index if index is not None else self.dataset
+        rows = len(sized) if isinstance(sized, Sized) else None
+        skipped = dict(getattr(index, "skipped", None) or {})
+        return DataFacts(tuple(str(f) for f in getattr(self, "files", None) or ()), rows, self.data_unit,
+                         skipped=skipped)
 
     def state_dict(self) -> dict[str, int]:
         return trainer_position(self.trainer) or {}

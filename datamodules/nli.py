@@ -12,6 +12,7 @@ seeded by ``(seed, epoch)`` (``EpochShuffleSampler``) and the loader resumes mid
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Sequence
 
 import torch
@@ -21,6 +22,7 @@ from datamodules.loader import ResumableDataModule, per_device_batch_size
 from datamodules.nli_readers import NLIPairs, _load_hub, load_source
 from datamodules.nli_triplets import NLITripletDataset, build_triplets, collate_triplets
 from embeddings.errors import ConfigError, unknown_choice
+from embeddings.io.model_card import DataFacts
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +107,16 @@ class NLIDataModule(ResumableDataModule):
             else:
                 self.dataset = NLIDataset(list(self.parts.values()))
                 log.info("NLI training pairs: %d from %s", len(self.dataset), sources)
+
+    def data_facts(self) -> DataFacts:
+        """Per-source pair counts and skip reasons (malformed rows, pairs without a gold label) for the model card."""
+        skipped: Counter = Counter()
+        for part in self.parts.values():
+            skipped.update(part.skipped)
+            skipped["no gold label"] += part.unlabeled
+        unit = "NLI triplets" if self.format == "triplets" else "NLI pairs"
+        return DataFacts(tuple(self.sources), len(self.dataset) if self.dataset is not None else None, unit,
+                         per_source={k: len(v) for k, v in self.parts.items()}, skipped=dict(skipped))
 
     def train_dataloader(self) -> DataLoader:
         return self.resumable_loader(COLLATE[self.format], drop_last=self.drop_last)

@@ -42,6 +42,8 @@ class SentenceDataModule(ResumableDataModule):
             ``~/.cache/sts-lightning``).
     """
 
+    data_unit = "sentences"  # model card: one training item
+
     def __init__(self, data_dir: str | None = None, files: Sequence[str] | str = ("wiki/wiki_sentences_100k.txt",),
                  batch_size: int = 64, num_workers: int = 0, seed: int = 0, shuffle: bool = True,
                  max_sentences: int | None = None, min_words: int = 1, max_words: int | None = None,

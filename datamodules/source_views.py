@@ -40,6 +40,8 @@ class SourceViewsDataModule(ResumableDataModule):
         cache_dir: line indexes and source caches (``None``: ``$STS_CACHE_DIR`` or ``~/.cache/sts-lightning``).
     """
 
+    data_unit = "sentences"  # model card: one training item
+
     def __init__(self, sources: Sequence, data_dir: str | None = None,
                  files: Sequence[str] | str = ("onebillion/1b_benchmark.dev.tokens",), batch_size: int = 10000,
                  max_sentences: int | None = None, min_words: int = 1, max_words: int | None = 59,

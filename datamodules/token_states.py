@@ -82,6 +82,8 @@ class TokenStateDataModule(ResumableDataModule):
             of the cache key when not fp32).
     """
 
+    data_unit = "sentences"  # model card: one training item
+
     def __init__(self, data_dir: str | None = None, files: Sequence[str] | str = ("nli:snli:dev", "nli:snli:test"),
                  model_name_or_path: str = "all-MiniLM-L6-v2", layer: int = -1, max_length: int | None = None,
                  batch_size: int = 16, cache_dir: str | None = None, max_sentences: int | None = None,

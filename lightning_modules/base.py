@@ -17,6 +17,7 @@ import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import ClassVar
 
 import torch
 from lightning.pytorch import LightningModule
@@ -25,7 +26,8 @@ from torch import Tensor
 from embeddings.encoders.hf import HFEncoder
 from embeddings.errors import ConfigError, DivergedError, unknown_choice
 from embeddings.io.export_manifest import export_directory
-from embeddings.io.export_note import EXPORT, evaluate_command, write_loading_note
+from embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
+from embeddings.io.model_card import MethodInfo, ModelCard, TrainingFacts
 from embeddings.io.st_export import write_sentence_transformers_files
 from embeddings.methods.pooling import PoolingScorer, get_pooling
 from embeddings.scoring.scorer import Scorer
@@ -129,6 +131,8 @@ class EncoderModule(LightningModule):
 
     # Training forward passes split a batch into this many length-sorted groups (see embed_length_buckets).
     length_buckets: int = 2
+    # What the export's model card names (README.md); every method of lightning_modules/ sets its own.
+    method_info: ClassVar[MethodInfo] = MethodInfo("encoder", "Fine-tuned encoder")
 
     @property
     def embedding_dim(self) -> int:
@@ -187,15 +191,17 @@ class EncoderModule(LightningModule):
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
     # ------------------------------------------------------------------------------------ export
-    def export(self, path: str | os.PathLike) -> Path:
+    def export(self, path: str | os.PathLike, training: TrainingFacts | None = None) -> Path:
         """Write a directory loadable by ``AutoModel.from_pretrained`` and, where it can reproduce our
-        pooling, by ``SentenceTransformer`` (``embeddings.io.st_export``), plus ``LOADING.md``.
+        pooling, by ``SentenceTransformer`` (``embeddings.io.st_export``), plus ``LOADING.md`` and the model
+        card ``README.md`` (``embeddings.io.model_card``; ``training``: the run's facts, ``None`` = unknown).
 
         Atomic (temp dir beside the target, then ``os.replace``): a crash never leaves a half-written
         model that a later run would load; the manifest (``embeddings.io.export_manifest``) lists every
         file's checksum, which every loader verifies. transformers 5 always writes ``model.safetensors``. Where
         sentence-transformers cannot reproduce the pooling, no sentence-transformers files are written
-        (it would load the directory with mean pooling, silently): a warning and the note say so.
+        (it would load the directory with mean pooling, silently): a warning and the note say so. The card is
+        written last, so no ``save_pretrained`` / sentence-transformers writer can replace it.
         """
         target = Path(path)
         pooling = self.hparams.pooling
@@ -208,8 +214,10 @@ class EncoderModule(LightningModule):
             if why_not is not None:
                 log.warning("%s: no sentence-transformers files (%s); load it with evaluate.py scorers=[%s]",
                             target, why_not, pooling)
-            write_loading_note(tmp, f"{type(self).__name__}: a Hugging Face encoder (`AutoModel.from_pretrained`), "
+            note = LoadingNote(f"{type(self).__name__}: a Hugging Face encoder (`AutoModel.from_pretrained`), "
                                f"sentence vector = `{pooling}` pooling, compared by cosine.",
-                               evaluate_command([EXPORT], pooling), why_not, shown_as=target)
+                               evaluate_command([EXPORT], pooling), why_not)
+            card = ModelCard(self.method_info, (str(self.hparams.model_name_or_path),), note, training)
+            card.write(tmp, shown_as=target)
         log.info("exported %s", target)
         return target

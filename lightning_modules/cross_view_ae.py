@@ -23,9 +23,10 @@ from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
 from embeddings.errors import ConfigError, unknown_choice
+from embeddings.io.model_card import MethodInfo, TrainingFacts
 from embeddings.methods.meta.cross_view_ae_nets import AE_LOSSES, CrossViewAutoencoder
 from embeddings.methods.meta.projections import MetaProjection
-from embeddings.methods.meta.scorer import MetaEmbeddingScorer, save_meta_embedding
+from embeddings.methods.meta.scorer import META_PAPER, MetaEmbeddingScorer, save_meta_embedding
 from embeddings.sources.build import build_source
 from lightning_modules.base import check_finite
 from lightning_modules.optimizers import adam
@@ -46,6 +47,8 @@ class CrossViewAEModule(LightningModule):
         normalize: length-normalise the input views.
         lr: Adam learning rate (1e-3).
     """
+
+    method_info = MethodInfo("cross_view_ae", "Cross-view autoencoder meta-embedding", META_PAPER)
 
     def __init__(self, sources: Sequence | None = None, dims: Sequence[int] | None = None, d: int | None = None,
                  hidden_layers: int = 0, loss: str = "mse", normalize: bool = True, lr: float = 1e-3,
@@ -113,9 +116,9 @@ class CrossViewAEModule(LightningModule):
             self._sources = [build_source(s, batch_size=self.hparams.eval_batch_size) for s in self._source_specs()]
         return MetaEmbeddingScorer(self._sources, self.projection())
 
-    def export(self, path: str | os.PathLike) -> Path:
-
-        return save_meta_embedding(path, self.projection(), self._source_specs())
+    def export(self, path: str | os.PathLike, training: TrainingFacts | None = None) -> Path:
+        """The meta-embedding export (``save_meta_embedding``), its card naming this method and ``training``."""
+        return save_meta_embedding(path, self.projection(), self._source_specs(), self.method_info, training)
 
 
 def fit_cross_view_ae(views: Sequence[Tensor], d: int | None = None, hidden_layers: int = 0, loss: str = "mse",

@@ -41,6 +41,7 @@ from torch import Tensor
 
 from embeddings.encoders.hf import HFEncoder
 from embeddings.errors import ConfigError, unknown_choice
+from embeddings.io.model_card import MethodInfo, Paper, TrainingFacts
 from embeddings.methods.pooling import PoolingScorer
 from embeddings.scoring.protocols import STSEvaluator
 from embeddings.scoring.scorer import Scorer
@@ -129,6 +130,11 @@ class ContrastiveTensionModule(EncoderModule):
             co-occurrence is never learned; a larger lr for the (sparse) rows only leaves the layers' lr alone.
         Others: see ``EncoderModule``.
     """
+
+    method_info = MethodInfo("ct", "Contrastive Tension", Paper(
+        "Semantic Re-tuning with Contrastive Tension",
+        "Fredrik Carlsson, Amaru Cuba Gyllensten, Evangelia Gogoulou, Erik Ylipää Hellqvist, Magnus Sahlgren",
+        "ICLR 2021", 2021, "https://openreview.net/forum?id=Ov_sMNau-PF"))
 
     def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", pooling: str = "mean",
                  max_length: int | None = 75, lr: float = 1e-5, weight_decay: float = 0.0,
@@ -341,13 +347,13 @@ class ContrastiveTensionModule(EncoderModule):
             self._eval_copy = None
 
     # -------------------------------------------------------------------------------------- export
-    def export(self, path: str | os.PathLike) -> Path:
+    def export(self, path: str | os.PathLike, training: TrainingFacts | None = None) -> Path:
         """Export the kept copy (the base writes ``self.encoder_model``: point it at model 2 meanwhile)."""
         if int(self.selected_copy) == 1:
-            return super().export(path)
+            return super().export(path, training)
         model1 = self._modules["encoder_model"]
         self._modules["encoder_model"] = self.encoder2_model
         try:
-            return super().export(path)
+            return super().export(path, training)
         finally:
             self._modules["encoder_model"] = model1

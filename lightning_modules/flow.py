@@ -27,8 +27,9 @@ from embeddings.encoders.base import BaseEncoder
 from embeddings.encoders.load import encoder_hidden_size
 from embeddings.errors import ConfigError
 from embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
+from embeddings.io.model_card import ModelCard, TrainingFacts
 from embeddings.methods.flow.glow import Glow
-from embeddings.methods.flow.scorer import FLOW_KEYS, FlowScorer, save_flow_export
+from embeddings.methods.flow.scorer import BERT_FLOW, FLOW_KEYS, FlowScorer, save_flow_export
 from embeddings.methods.pooling import get_pooling
 from lightning_modules.base import check_finite
 from lightning_modules.frozen_encoder import FrozenEncoderMixin
@@ -102,8 +103,9 @@ class BertFlowModule(FrozenEncoderMixin, LightningModule):
         return FlowScorer(self.frozen_encoder(), self.flow, pooling=self.hparams.pooling,
                           batch_size=self.hparams.eval_batch_size)
 
-    def export(self, path: str | os.PathLike) -> Path:
-        """``flow_config.json`` (encoder reference + Glow settings) and ``flow.safetensors``, atomically.
+    def export(self, path: str | os.PathLike, training: TrainingFacts | None = None) -> Path:
+        """``flow_config.json`` (encoder reference + Glow settings) and ``flow.safetensors``, atomically, with
+        ``LOADING.md`` and the model card (``training``: the run's facts, ``None`` = unknown).
 
         ``embeddings.methods.flow.scorer.load_flow_scorer(path)`` rebuilds the scorer; ``LOADING.md`` gives the
         ``evaluate.py`` line (a Glow on top of the encoder is no sentence-transformers pipeline).
@@ -116,4 +118,5 @@ class BertFlowModule(FrozenEncoderMixin, LightningModule):
                            evaluate_command([config["model_name_or_path"]], f"{{name:flow,path:{EXPORT}}}",
                                             hp.max_length),
                            "the Glow has no sentence-transformers module")
-        return save_flow_export(path, self.flow, config, note)
+        card = ModelCard(BERT_FLOW, (config["model_name_or_path"],), note, training)
+        return save_flow_export(path, self.flow, config, card)

@@ -29,6 +29,7 @@ from torch import Tensor
 from embeddings.encoders.load import encoder_hidden_size
 from embeddings.errors import ConfigError
 from embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
+from embeddings.io.model_card import ModelCard, TrainingFacts
 from embeddings.methods.latte_mix.maths import (
     categorical_kl_uniform,
     class_usage,
@@ -36,7 +37,7 @@ from embeddings.methods.latte_mix.maths import (
     gumbel_softmax,
     thresholded_kl,
 )
-from embeddings.methods.latte_mix.nets import NET_KEYS, build_nets, save_token_vae
+from embeddings.methods.latte_mix.nets import LATTE_MIX, NET_KEYS, build_nets, save_token_vae
 from embeddings.methods.latte_mix.scorer import LatteMixScorer, check_combination
 from lightning_modules.base import check_finite
 from lightning_modules.frozen_encoder import FrozenEncoderMixin
@@ -173,8 +174,9 @@ class LatteMixModule(FrozenEncoderMixin, LightningModule):
         return LatteMixScorer(encoder, self.posterior, layer=hp.layer, latent=hp.latent, distance=hp.distance,
                               tau=hp.score_tau or hp.tau, batch_size=hp.eval_batch_size, pad_tokens=pad)
 
-    def export(self, path: str | os.PathLike) -> Path:
-        """Posterior + decoder weights and the encoder reference; ``load_token_vae_scorer(path)`` rebuilds it."""
+    def export(self, path: str | os.PathLike, training: TrainingFacts | None = None) -> Path:
+        """Posterior + decoder weights and the encoder reference; ``load_token_vae_scorer(path)`` rebuilds it.
+        With ``LOADING.md`` and the model card (``training``: the run's facts, ``None`` = unknown)."""
         hp = self.hparams
         config = {k: hp[k] for k in (*NET_KEYS, "layer", "max_length", "tau", "distance")}
         config["model_name_or_path"] = str(hp.model_name_or_path)
@@ -184,6 +186,7 @@ class LatteMixModule(FrozenEncoderMixin, LightningModule):
                            evaluate_command([config["model_name_or_path"]], f"{{name:latte_mix,path:{EXPORT}}}",
                                             hp.max_length),
                            "the per-token VAE posterior has no sentence-transformers module")
-        target = save_token_vae(path, self.posterior, self.decoder, config, note)
+        card = ModelCard(LATTE_MIX, (config["model_name_or_path"],), note, training)
+        target = save_token_vae(path, self.posterior, self.decoder, config, card)
         log.info("exported token VAE to %s", target)
         return target

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from embeddings.errors import ConfigError
+from embeddings.io.model_card import MethodInfo, Paper
 from embeddings.methods.pooling import get_pooling
 from lightning_modules.base import EncoderModule, embed_length_buckets
 
@@ -61,6 +62,10 @@ class SEDModule(EncoderModule):
             (2: the paper's choice). Sets the base's ``pooling`` hyper-parameter.
         Others: see ``EncoderModule`` (defaults here are the paper's recipe; no weight decay, as Adam).
     """
+
+    method_info = MethodInfo("sed", "Sentence Ensemble Distillation", Paper(
+        "Sentence Embeddings by Ensemble Distillation", "Fredrik Carlsson, Magnus Sahlgren", "arXiv:2104.06719",
+        2021, "https://arxiv.org/abs/2104.06719"))
 
     def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", max_length: int | None = None,
                  lr: float = 2e-5, weight_decay: float = 0.0, warmup_ratio: float = 0.1,

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import argparse
 import logging
+import time
 
 import torch
+import yaml
 
 from datamodules.sentence_files import read_sentences
 from embeddings.errors import ConfigError, run_or_exit
 from embeddings.io.cache_root import cache_dir_or_root
+from embeddings.io.model_card import DataFacts, TrainingFacts
 from embeddings.methods.meta.projections import METHODS, MetaProjection, fit_meta
 from embeddings.methods.meta.scorer import save_meta_embedding
 from embeddings.sources.build import build_source
@@ -30,6 +33,7 @@ log = logging.getLogger(__name__)
 
 
 def fit_and_export(args: argparse.Namespace) -> MetaProjection:
+    started = time.monotonic()
     if args.align_mean and not args.align_to:  # before any encoding: a flag that would do nothing is an error
         raise ConfigError("--align-mean adds a source's corpus mean after --align-to's rotation: give --align-to <source>")
     sentences = read_sentences(args.files.split(","), args.data_dir, max_words=args.max_words,
@@ -49,7 +53,11 @@ def fit_and_export(args: argparse.Namespace) -> MetaProjection:
         projection.align_to(views, torch.from_numpy(target), add_target_mean=args.align_mean)
         log.info("rotated onto %s (scale %.4f%s)", args.align_to, projection.options["align_scale"],
                  ", + its mean" if args.align_mean else "")
-    save_meta_embedding(args.out, projection, [{"model": s} for s in specs])
+    # The card: these arguments are the whole config; no steps, precision (float32 on the CPU) nor STS table here.
+    facts = TrainingFacts(yaml.safe_dump({k: v for k, v in vars(args).items() if k != "out"}, sort_keys=False),
+                          DataFacts(tuple(args.files.split(",")), len(sentences), "sentences"),
+                          wall_time_s=time.monotonic() - started)
+    save_meta_embedding(args.out, projection, [{"model": s} for s in specs], training=facts)
     print(f"wrote {args.out} ({args.method}, {projection.output_dim}-d, sources {specs})")
     return projection
 

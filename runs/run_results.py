@@ -51,7 +51,7 @@ def _csv_rows(path: Path) -> list[dict[str, float]]:
     return out
 
 
-def _before_after_md(path: Path) -> list[tuple[str, dict[str, float]]]:
+def before_after_rows(path: Path) -> list[tuple[str, dict[str, float]]]:
     """``| task | before | after | change |`` rows of the STS callback's ``sts_before_after.md``."""
     before, after = {}, {}
     for line in path.read_text().splitlines():
@@ -105,7 +105,7 @@ def read_train_run(run_dir: Path) -> RunRows:
         # sts_before_after.md exists only when the first scoring was the "before" one.
         rows = ([("before", scored[0])] if before_after.is_file() and len(scored) > 1 else []) + [("after", scored[-1])]
     elif before_after.is_file():
-        rows = _before_after_md(before_after)
+        rows = before_after_rows(before_after)
     else:
         rows = _wandb_table(run_dir)
     if not rows:

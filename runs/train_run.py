@@ -31,6 +31,7 @@ from runs.config_checks import TRAIN_RULES, check_numbers
 from runs.hub_push import check_hub_push, push_from_config
 from runs.run_summary import run_summary
 from runs.trainer_setup import resolve_trainer
+from runs.training_facts import training_facts
 from runs.wandb_export import log_config, log_final
 from sts.leaks import warn_leaks
 
@@ -173,8 +174,9 @@ def train(cfg: DictConfig) -> dict[str, float]:
                 weights_only=True)
     check_not_diverged(model, trainer.callback_metrics)  # before anything is exported
     if cfg.get("export"):
-        if trainer.is_global_zero:
-            model.export(output_dir / "export")
+        if trainer.is_global_zero:  # the model card (README.md) gets what only this run knows
+            model.export(output_dir / "export", training_facts(cfg, trainer, datamodule, output_dir,
+                                                               time.monotonic() - started, ckpt_path is not None))
         trainer.strategy.barrier("export")
     if trainer.is_global_zero:  # W&B: the STS table and the export as a model artifact
         log_final(trainer, output_dir / "export" if cfg.get("export") else None)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from embeddings.errors import ConfigError, DataError
 from embeddings.io.export_manifest import export_directory, verify_export
-from embeddings.io.export_note import LoadingNote
+from embeddings.io.model_card import ExportNotes
 
 
 @dataclass(frozen=True)
@@ -37,16 +37,17 @@ class ExportFormat:
 
 
 def save_export(path: str | os.PathLike, fmt: ExportFormat, config: Mapping, tensors: Mapping,
-                note: LoadingNote | None = None) -> Path:
+                note: ExportNotes | None = None) -> Path:
     """Write ``fmt.config_file`` (``{"format", "version", **config}``), ``fmt.weights_file``, the ``note``
-    (``LOADING.md``) and the manifest, atomically (``export_directory``).
+    (``LOADING.md``, and ``README.md`` when it is a ``ModelCard``) and the manifest, atomically (``export_directory``).
 
     Args:
         path: the target directory (replaced if it exists).
         fmt: the format.
         config: JSON-able settings, written after the format tag and version in their own order.
         tensors: name -> tensor (moved to the CPU, made contiguous and detached).
-        note: how to load the export, written inside it so the manifest lists it.
+        note: how to load the export (a ``LoadingNote``) or that and the model card (a ``ModelCard``), written
+            inside it, after the weights, so the manifest lists it.
     """
     from safetensors.torch import save_file
 

@@ -5,7 +5,8 @@ copies), and the wrong loader fails silently: ``SentenceTransformer`` loads any 
 with mean pooling, and a BERT-flow or VAE export's encoder alone scores as a plain pooling baseline. The
 note names the sentence-transformers status and the exact ``evaluate.py`` command that reproduces the
 evaluated scores (tested: ``tests/lightning_modules/test_export_roundtrip.py`` runs that command's loader). ``loading_note``
-returns the markdown so a model card can embed it; the file name leaves ``README.md`` to such a card.
+returns the markdown; ``loading_body`` (the same without its title) is what the model card
+(``embeddings.io.model_card``, ``README.md``) embeds.
 """
 
 from __future__ import annotations
@@ -43,12 +44,18 @@ def loading_note(what: str, command: str, sentence_transformers: str | None) -> 
         sentence_transformers: ``None`` when ``SentenceTransformer(<export>)`` gives the evaluated vectors,
             else why it cannot (then no sentence-transformers files were written).
     """
+    return f"# Loading this export\n\n{loading_body(what, command, sentence_transformers)}"
+
+
+def loading_body(what: str, command: str, sentence_transformers: str | None) -> str:
+    """The note without its title: what ``loading_note`` writes and the model card (``embeddings.io.model_card``)
+    embeds under its own heading, so the two never disagree."""
     if sentence_transformers is None:
         st = f'`SentenceTransformer("{EXPORT}").encode(...)` gives exactly the vectors that were evaluated.'
     else:
         st = (f"not a sentence-transformers model: {sentence_transformers}. "
               "Load it with sts-lightning, as below.")
-    return (f"# Loading this export\n\n{what}\n\n- sentence-transformers: {st}\n"
+    return (f"{what}\n\n- sentence-transformers: {st}\n"
             f"- sts-lightning (the evaluated scores; `{EXPORT}` is this directory):\n\n      {command}\n")
 
 

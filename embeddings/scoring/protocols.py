@@ -29,6 +29,7 @@ import torch
 
 from embeddings.encoders.base import BaseEncoder
 from embeddings.encoders.token_batch import TokenBatch
+from embeddings.io.model_card import TrainingFacts
 from embeddings.scoring.scorer import Scorer
 
 
@@ -39,7 +40,10 @@ class Scorable(Protocol):
 
 @runtime_checkable
 class Exportable(Protocol):
-    def export(self, path: str | os.PathLike) -> Path: ...
+    """``training``: the run's facts for the export's model card (``embeddings.io.model_card``); ``None`` when
+    the export is written outside a training run."""
+
+    def export(self, path: str | os.PathLike, training: TrainingFacts | None = None) -> Path: ...
 
 
 @runtime_checkable

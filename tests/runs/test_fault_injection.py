@@ -4,7 +4,9 @@ Every faulty run is a separate process ended by ``os._exit(137)`` (``tests/runs/
 ``kill -9`` ends it: no cleanup runs. It is then resumed with ``ckpt_path=last`` in the same directory and
 compared with one uninterrupted run of the same config (also a process of its own): the final weights,
 the step, the STS score and the whole export (every file's SHA-256 in its manifest) must be identical,
-and no temporary file may be left anywhere in the run directory.
+and no temporary file may be left anywhere in the run directory. The one exception, made on purpose: the model
+card's wall-time line (``embeddings.io.model_card.WALL_TIME``; a resumed process ran for less time), so the card
+is compared as text with that line masked, and every other file by its manifest checksum.
 
 The kill steps are drawn from a seeded RNG (``FAULT_SEED``, default 18; the drawn steps are in the test
 ids) so a failure is reproducible; set ``FAULT_SEED`` to draw others.
@@ -26,6 +28,7 @@ import torch
 from embeddings.io.atomic import ORPHAN
 from embeddings.io.checkpoint_file import load_checkpoint
 from embeddings.io.export_manifest import MANIFEST_FILE, verify_export
+from embeddings.io.model_card import CARD_FILE, WALL_TIME
 
 ROOT = Path(__file__).resolve().parents[2]
 KILLED = 137
@@ -55,8 +58,12 @@ def _leftovers(out: Path) -> list[str]:
 def _final(out: Path) -> dict:
     ckpt = load_checkpoint(out / "checkpoints" / "last.ckpt")
     manifest = json.loads((out / "export" / MANIFEST_FILE).read_text())["files"]
+    assert manifest.pop(CARD_FILE, None) is not None, "the export's manifest does not list its model card"
+    card = [f"{WALL_TIME} <masked>" if line.startswith(WALL_TIME) else line
+            for line in (out / "export" / CARD_FILE).read_text().splitlines()]
+    assert card.count(f"{WALL_TIME} <masked>") == 1
     metrics = json.loads((out / "driver_metrics.json").read_text())
-    return {"step": ckpt["global_step"], "state": ckpt["state_dict"], "export": manifest,
+    return {"step": ckpt["global_step"], "state": ckpt["state_dict"], "export": manifest, "card": card,
             "sts": metrics["val/stsb-dev_spearman"]}
 
 
@@ -66,6 +73,7 @@ def _assert_identical(a: dict, b: dict) -> None:
     differ = [k for k in a["state"] if not torch.equal(a["state"][k], b["state"][k])]
     assert not differ, f"weights differ after the resume: {differ[:5]}"
     assert b["export"] == a["export"], "the resumed run's export differs from the uninterrupted run's"
+    assert b["card"] == a["card"], "the resumed run's model card differs (beyond its wall time)"
     assert b["sts"] == a["sts"]
 
 

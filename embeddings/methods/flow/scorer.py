@@ -20,7 +20,7 @@ from embeddings.encoders.base import BaseEncoder
 from embeddings.encoders.load import load_encoder
 from embeddings.errors import ConfigError
 from embeddings.io.export_dir import ExportFormat, load_export, save_export
-from embeddings.io.export_note import LoadingNote
+from embeddings.io.model_card import ExportNotes, MethodInfo, Paper
 from embeddings.methods.flow.glow import Glow
 from embeddings.methods.pooling import get_pooling
 from embeddings.scoring.scorer import Representation, VectorScorer
@@ -32,6 +32,10 @@ FORMAT_VERSION = 1
 CONFIG_FILE, WEIGHTS_FILE = "flow_config.json", "flow.safetensors"
 EXPORT_FORMAT = ExportFormat(FORMAT, FORMAT_VERSION, CONFIG_FILE, WEIGHTS_FILE, "BERT-flow")
 FLOW_KEYS = ("levels", "depth", "hidden", "coupling", "permutation")
+BERT_FLOW = MethodInfo("flow", "BERT-flow", Paper(
+    "On the Sentence Embeddings from Pre-trained Language Models",
+    "Bohan Li, Hao Zhou, Junxian He, Mingxuan Wang, Yiming Yang, Lei Li", "EMNLP 2020", 2020,
+    "https://arxiv.org/abs/2011.05864"))
 
 
 class FlowScorer(VectorScorer):
@@ -69,14 +73,14 @@ class FlowScorer(VectorScorer):
         return {"embedding": z.float().cpu()}
 
 
-def save_flow_export(path: str | os.PathLike, flow: Glow, config: Mapping, note: LoadingNote | None = None) -> Path:
+def save_flow_export(path: str | os.PathLike, flow: Glow, config: Mapping, note: ExportNotes | None = None) -> Path:
     """Write ``flow_config.json`` + ``flow.safetensors`` to ``path`` atomically (temp dir, then rename).
 
     Args:
         path: the target directory (replaced if it exists).
         flow: the trained Glow.
         config: ``model_name_or_path``, ``pooling``, ``max_length`` and the ``FLOW_KEYS``.
-        note: ``LOADING.md``, written inside the export.
+        note: ``LOADING.md`` (a ``LoadingNote``), or it and ``README.md`` (a ``ModelCard``), written inside the export.
     """
     missing = {"model_name_or_path", "pooling", "max_length", *FLOW_KEYS} - set(config)
     if missing:

@@ -24,12 +24,16 @@ from torch import Tensor, nn
 
 from embeddings.errors import ConfigError, unknown_choice
 from embeddings.io.export_dir import ExportFormat, load_export, save_export
-from embeddings.io.export_note import LoadingNote
+from embeddings.io.model_card import ExportNotes, MethodInfo, Paper
 
 LATENTS = ("categorical", "normal", "ae")
 FORMAT, FORMAT_VERSION = "sts-lightning/token-vae", 1
 CONFIG_FILE, WEIGHTS_FILE = "token_vae_config.json", "token_vae.safetensors"
 EXPORT_FORMAT = ExportFormat(FORMAT, FORMAT_VERSION, CONFIG_FILE, WEIGHTS_FILE, "token-VAE")
+LATTE_MIX = MethodInfo("latte_mix", "Latte-Mix (token VAE)", Paper(
+    "Latte-Mix: Measuring Sentence Semantic Similarity with Latent Categorical Mixtures",
+    "Minghan Li, He Bai, Luchen Tan, Kun Xiong, Ming Li, Jimmy Lin", "arXiv:2010.11351", 2020,
+    "https://arxiv.org/abs/2010.11351"))
 NET_KEYS = ("input_dim", "latent", "latent_dim", "num_classes", "hidden_dim", "encoder_layers", "decoder_layers")
 
 
@@ -84,7 +88,7 @@ def build_nets(config: Mapping) -> tuple[TokenPosterior, nn.Sequential]:
 
 
 def save_token_vae(path: str | os.PathLike, posterior: nn.Module, decoder: nn.Module, config: Mapping,
-                   note: LoadingNote | None = None) -> Path:
+                   note: ExportNotes | None = None) -> Path:
     """``token_vae_config.json`` + ``token_vae.safetensors`` written atomically (temp dir, then rename)."""
     missing = {"model_name_or_path", "layer", "max_length", *NET_KEYS} - set(config)
     if missing:
@@ -103,4 +107,4 @@ def load_token_vae(path: str | os.PathLike) -> tuple[TokenPosterior, nn.Sequenti
     return posterior.eval(), decoder.eval(), config
 
 
-__all__ = ["EXPORT_FORMAT", "LATENTS", "NET_KEYS", "TokenPosterior", "build_nets", "load_token_vae", "mlp", "save_token_vae"]
+__all__ = ["EXPORT_FORMAT", "LATENTS", "LATTE_MIX", "NET_KEYS", "TokenPosterior", "build_nets", "load_token_vae", "mlp", "save_token_vae"]

@@ -20,6 +20,7 @@ import torch
 from embeddings.errors import ConfigError
 from embeddings.io.export_dir import ExportFormat, load_export, save_export
 from embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
+from embeddings.io.model_card import MethodInfo, ModelCard, Paper, TrainingFacts
 from embeddings.methods.meta.cross_view_ae_nets import CrossViewAutoencoder
 from embeddings.methods.meta.projections import MetaProjection, l2_normalize
 from embeddings.scoring.scorer import Representation, Scorer, VectorScorer
@@ -30,6 +31,13 @@ from embeddings.sources.sentence_source import SentenceSource
 FORMAT, FORMAT_VERSION = "sts-lightning/meta-embedding", 1
 CONFIG_FILE, WEIGHTS_FILE = "meta_config.json", "meta.safetensors"
 EXPORT_FORMAT = ExportFormat(FORMAT, FORMAT_VERSION, CONFIG_FILE, WEIGHTS_FILE, "meta-embedding")
+META_PAPER = Paper("Sentence Meta-Embeddings for Unsupervised Semantic Textual Similarity",
+                   "Nina Poerner, Ulli Waltinger, Hinrich Schütze", "ACL 2020", 2020, "https://arxiv.org/abs/1911.03700")
+
+
+def meta_method(projection: str) -> MethodInfo:
+    """The card's method of a meta-embedding fitted by ``runs.fit_meta`` (``svd``, ``gcca``, ``ae`` ...)."""
+    return MethodInfo(f"meta_{projection}", f"Sentence meta-embedding ({projection})", META_PAPER)
 
 
 def is_meta_export(path: str | os.PathLike) -> bool:
@@ -75,8 +83,13 @@ def source_spec_mapping(spec: str | Mapping) -> dict:
     return mapping
 
 
-def save_meta_embedding(path: str | os.PathLike, projection: MetaProjection, sources: Sequence[str | Mapping]) -> Path:
-    """Write the export directory atomically (see the module docstring), with its ``LOADING.md``."""
+def save_meta_embedding(path: str | os.PathLike, projection: MetaProjection, sources: Sequence[str | Mapping],
+                        method: MethodInfo | None = None, training: TrainingFacts | None = None) -> Path:
+    """Write the export directory atomically (see the module docstring), with its ``LOADING.md`` and model card.
+
+    ``method``: what the card names (default ``meta_method(projection.method)``); ``training``: the run's facts
+    for the card (``None``: unknown).
+    """
     if len(sources) != len(projection.dims):
         raise ConfigError(f"{len(sources)} source specs for a meta-embedding of {len(projection.dims)} sources")
     tensors = dict(projection.tensors)
@@ -92,7 +105,9 @@ def save_meta_embedding(path: str | os.PathLike, projection: MetaProjection, sou
                        "referenced, not copied), compared by cosine.",
                        evaluate_command(["none"], f"{{name:meta,path:{EXPORT}}}"),
                        "it combines the vectors of several separate encoders")
-    return save_export(path, EXPORT_FORMAT, meta, tensors, note)
+    card = ModelCard(method or meta_method(projection.method), tuple(dict.fromkeys(str(s["model"]) for s in meta["sources"])),
+                     note, training, encoder_snippet=False)
+    return save_export(path, EXPORT_FORMAT, meta, tensors, card)
 
 
 def load_meta_projection(path: str | os.PathLike) -> tuple[MetaProjection, list[dict]]:

@@ -1,0 +1,241 @@
+"""``README.md``: the model card every export carries (the sentence-transformers / Hugging Face convention).
+
+Why a card inside the export: an export is copied, uploaded as a W&B artifact or pushed to a hub long after the
+run directory that explains it is gone. The card keeps, inside the directory and listed by its manifest, what
+a reader needs to trust or reuse it: YAML front-matter (``base_model``, ``library_name``, ``pipeline_tag``,
+``tags``, ``datasets``, a ``model-index`` of the STS Spearman scores) that the Hugging Face hub and
+``huggingface_hub.ModelCard`` read, then the method and its paper, the training data, steps, precision, wall
+time, the resolved config, the STS table before / after training, and how to load it (the same text as
+``LOADING.md``: ``embeddings.io.export_note.loading_body``).
+
+Pure rendering, no Lightning: the facts come in as dataclasses. ``MethodInfo`` is what the export writer
+knows (each method declares its own, with its paper); ``TrainingFacts`` is what only ``runs/train_run.py``
+knows (config, data, steps, scores). An export written outside a training run (``module.export(path)``)
+gets ``training=None`` and its card says that those facts are unknown instead of guessing them.
+
+``sentence_transformers.SentenceTransformer(path)`` reads ``README.md`` as its model card text and writes it
+back unchanged on ``save`` (no training happened there), so the card survives a round trip through it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from embeddings.io.atomic import atomic_write
+from embeddings.io.export_note import EXPORT, LoadingNote, loading_body
+
+CARD_FILE = "README.md"
+WALL_TIME = "- wall time:"  # the one line of a card that differs between an interrupted+resumed run and an uninterrupted one
+EXAMPLE = ["A man is playing a guitar.", "Someone plays an instrument.", "The stock market fell today."]
+
+
+@dataclass(frozen=True)
+class Paper:
+    """The publication a method implements, as the card cites it."""
+
+    title: str
+    authors: str
+    venue: str
+    year: int
+    url: str
+
+    def citation(self) -> str:
+        return f"{self.authors} ({self.year}). *{self.title}*. {self.venue}. <{self.url}>"
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    """What a method says about itself on a card: ``key`` (its ``configs/model`` name, also a tag), a
+    readable ``name`` and its ``paper`` (``None`` for plain fine-tuning without one)."""
+
+    key: str
+    name: str
+    paper: Paper | None = None
+
+
+@dataclass(frozen=True)
+class DataFacts:
+    """The training data as far as the datamodule knows it after ``setup``.
+
+    Args:
+        sources: files (relative to the data directory) or ``hub:`` specs, as configured.
+        rows: training items after filtering (``unit``), ``None`` when the datamodule cannot tell.
+        unit: what a row is ("NLI pairs", "sentences", ...).
+        per_source: rows per source, where each source was read separately.
+        skipped: reason -> count of rows left out while reading.
+        notes: further facts in a line each (e.g. pairs a triplet build did not use).
+    """
+
+    sources: tuple[str, ...] = ()
+    rows: int | None = None
+    unit: str = "rows"
+    per_source: Mapping[str, int] = field(default_factory=dict)
+    skipped: Mapping[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def hub_datasets(self) -> list[str]:
+        """Hugging Face dataset ids of ``hub:<dataset>[:<config>]:<split>`` sources (front-matter ``datasets``)."""
+        return list(dict.fromkeys(s.split(":")[1] for s in self.sources if s.startswith("hub:") and s.count(":") >= 2))
+
+
+@dataclass(frozen=True)
+class TrainingFacts:
+    """What the training run knows and the export writer does not (``runs/train_run.py`` builds it).
+
+    Args:
+        config_yaml: the resolved training config, with run-location keys replaced (see ``train_run``).
+        data: the training data, ``None`` when unknown.
+        steps: optimizer steps done (``None``: not a step-based fit).
+        epochs: epochs done.
+        precision: the trainer's precision (``32-true``, ``bf16-mixed`` ...).
+        sts_table: the STS callback's before / after markdown table (Spearman x100), ``None`` without one.
+        sts_after: task -> Spearman x100 after training (the ``model-index``).
+        wall_time_s: seconds the training process ran; ``None`` when unknown.
+        resumed: the process resumed from a checkpoint, so ``wall_time_s`` covers its last part only.
+    """
+
+    config_yaml: str
+    data: DataFacts | None = None
+    steps: int | None = None
+    epochs: int | None = None
+    precision: str | None = None
+    sts_table: str | None = None
+    sts_after: Mapping[str, float] = field(default_factory=dict)
+    wall_time_s: float | None = None
+    resumed: bool = False
+
+
+def _front_matter(method: MethodInfo, base_models: tuple[str, ...], note: LoadingNote,
+                  training: TrainingFacts | None) -> dict:
+    st = note.sentence_transformers is None
+    tags = ["sentence-transformers", "feature-extraction"] if st else []
+    tags += ["sentence-similarity", "sts-lightning", method.key]
+    meta: dict = {}
+    if base_models:
+        meta["base_model"] = base_models[0] if len(base_models) == 1 else list(base_models)
+    meta.update({"library_name": "sentence-transformers" if st else "transformers",
+                 "pipeline_tag": "sentence-similarity", "tags": tags})
+    datasets = training.data.hub_datasets() if training is not None and training.data is not None else []
+    if datasets:
+        meta["datasets"] = datasets
+    if training is not None and training.sts_after:
+        meta["metrics"] = ["spearmanr"]
+        meta["model-index"] = [{"name": f"{method.key} on {', '.join(base_models) or 'its sources'}", "results": [
+            {"task": {"type": "semantic-similarity", "name": "Semantic Similarity"},
+             "dataset": {"type": task, "name": task},
+             "metrics": [{"type": "spearmanr", "value": round(float(score), 2),
+                          "name": "Spearman x100 (cosine, after training)"}]}
+            for task, score in training.sts_after.items()]}]
+    return meta
+
+
+def _data_lines(data: DataFacts | None) -> list[str]:
+    if data is None:
+        return ["- data: unknown"]
+    sources = ", ".join(f"`{s}`" + (f" ({data.per_source[s]} {data.unit})" if s in data.per_source else "")
+                        for s in data.sources) or "unknown"
+    lines = [f"- data: {sources}"]
+    lines.append(f"- rows used: {data.rows} {data.unit}" if data.rows is not None else "- rows used: unknown")
+    skipped = ", ".join(f"{reason}: {n}" for reason, n in data.skipped.items() if n)
+    lines.append(f"- skipped while reading: {skipped or 'none'}")
+    lines += [f"- {note}" for note in data.notes]
+    return lines
+
+
+def _training_section(training: TrainingFacts | None) -> list[str]:
+    if training is None:
+        return ["## Training", "",
+                "Unknown: this export was written outside a training run (`export(path)` called directly), so its "
+                "training data, steps, precision, wall time, configuration and STS scores are not recorded here.", ""]
+    wall = "unknown" if training.wall_time_s is None else f"{training.wall_time_s:.1f} s"
+    if training.resumed:
+        wall += " (the process that finished it; the run was resumed from a checkpoint)"
+    lines = ["## Training", "", *_data_lines(training.data)]
+    if training.steps is not None:
+        epochs = f" ({training.epochs} epoch{'' if training.epochs == 1 else 's'})" if training.epochs else ""
+        lines.append(f"- steps: {training.steps}{epochs}")
+    lines += [f"- precision: {training.precision or 'unknown'}", f"{WALL_TIME} {wall}", "",
+              "Resolved configuration:", "", "```yaml", training.config_yaml.rstrip(), "```", ""]
+    lines += ["## STS results", ""]
+    if training.sts_table:
+        lines += ["Spearman x100 of cosine similarities, before and after training (the run's STS callback):", "",
+                  training.sts_table.rstrip(), ""]
+    else:
+        lines += ["Not recorded (the run had no STS evaluation before and after training).", ""]
+    return lines
+
+
+def _snippet(note: LoadingNote, base_models: tuple[str, ...], hf_weights: bool) -> list[str]:
+    """Copy-paste Python for the export: ``SentenceTransformer`` where it reproduces the evaluated vectors, else
+    the Hugging Face encoder (the export's own, or the frozen one it builds on) beside the ``evaluate.py`` line."""
+    if note.sentence_transformers is None:
+        return ["```python", "from sentence_transformers import SentenceTransformer", "",
+                f'model = SentenceTransformer("{EXPORT}")', f"embeddings = model.encode({EXAMPLE!r})",
+                "print(model.similarity(embeddings, embeddings))", "```"]
+    encoder = EXPORT if hf_weights else base_models[0] if len(base_models) == 1 else None
+    if encoder is None:
+        return []
+    which = "its encoder" if hf_weights else "the frozen encoder it builds on"
+    return [f"The Hugging Face part alone ({which}; the evaluated vectors need the `evaluate.py` line above):", "",
+            "```python", "from transformers import AutoModel, AutoTokenizer", "",
+            f'tokenizer = AutoTokenizer.from_pretrained("{encoder}")',
+            f'encoder = AutoModel.from_pretrained("{encoder}")', "```"]
+
+
+def render_model_card(method: MethodInfo, base_models: tuple[str, ...], note: LoadingNote,
+                      training: TrainingFacts | None = None, hf_weights: bool = False,
+                      encoder_snippet: bool = True) -> str:
+    """The markdown of the card.
+
+    Args:
+        method: the method that made the export.
+        base_models: the encoder(s) it starts from or builds on (several for a meta-embedding).
+        note: the export's ``LOADING.md`` facts; the card embeds the same text.
+        training: the run's facts, ``None`` when the export was written outside a training run.
+        hf_weights: the export holds Hugging Face weights (``config.json``), loadable with ``AutoModel``.
+        encoder_snippet: show ``AutoModel`` code for the one frozen encoder a non-sentence-transformers export
+            builds on (``False`` for a meta-embedding: no single encoder gives any part of its vectors).
+    """
+    front = yaml.safe_dump(_front_matter(method, base_models, note, training), sort_keys=False, allow_unicode=True)
+    bases = ", ".join(f"`{b}`" for b in base_models) or "unknown"
+    lines = ["---", front.rstrip(), "---", "", f"# {method.name} (`{method.key}`)", "",
+             f"Trained with sts-lightning (`model={method.key}`) from {bases}.", "", "## Method", "",
+             f"- method: {method.name} (`{method.key}`)"]
+    lines.append(f"- paper: {method.paper.citation()}" if method.paper is not None else "- paper: none")
+    lines += [f"- base model: {bases}", ""]
+    lines += _training_section(training)
+    lines += ["## How to load", "", loading_body(note.what, note.command, note.sentence_transformers).rstrip(), ""]
+    snippet = _snippet(note, base_models if encoder_snippet else (), hf_weights)
+    return "\n".join([*lines, *snippet, ""] if snippet else lines)
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """``LOADING.md`` and ``README.md`` of an export: export writers take it where they take a ``LoadingNote``
+    and ``write`` it inside their temporary directory, before the manifest, so the manifest lists both."""
+
+    method: MethodInfo
+    base_models: tuple[str, ...]
+    note: LoadingNote
+    training: TrainingFacts | None = None
+    encoder_snippet: bool = True  # see render_model_card
+
+    def write(self, folder: str | os.PathLike, shown_as: str | os.PathLike | None = None) -> Path:
+        """Write the note and the card (after the weights: ``config.json`` tells whether ``AutoModel`` loads
+        the directory); returns the card. Call it after every other file (a ``save_pretrained`` never
+        writes ``README.md``, but nothing may follow the card and replace it)."""
+        self.note.write(folder, shown_as=shown_as)
+        path = Path(folder) / CARD_FILE
+        text = render_model_card(self.method, self.base_models, self.note, self.training,
+                                 hf_weights=(Path(folder) / "config.json").is_file(),
+                                 encoder_snippet=self.encoder_snippet)
+        atomic_write(path, text.encode())
+        return path
+
+
+ExportNotes = LoadingNote | ModelCard  # what export writers accept: a ModelCard also writes its LoadingNote

@@ -1,0 +1,60 @@
+"""What a finished training run tells its export's model card (``embeddings.io.model_card.TrainingFacts``).
+
+Why here: only the run knows its resolved config, the data the datamodule read, the steps, the precision,
+the wall time and the STS table; the export writers (``lightning_modules/*.export``) only know the method and
+the weights. Everything is read from what the run already has or wrote -- the STS table is the callback's
+``sts_before_after.md``, parsed as ``runs.run_results`` parses it -- so the card never disagrees with them.
+
+Reproducibility of the card's bytes: an interrupted run resumed with ``ckpt_path=last`` must export the same
+files as an uninterrupted one (``tests/runs/test_fault_injection.py``). So the config shows the run directory
+as ``<run dir>`` and leaves out ``ckpt_path`` (how this process started, not how the model was trained); the
+wall time, which differs by nature, stays on one line of its own (``model_card.WALL_TIME``).
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf.errors import OmegaConfBaseException
+
+from datamodules.loader import ResumableDataModule
+from embeddings.io.model_card import DataFacts, TrainingFacts
+from runs.run_results import before_after_rows
+
+RUN_DIR = "<run dir>"
+LOCATION_KEYS = ("ckpt_path",)  # where a process resumed from: no part of how the model was trained
+
+
+def card_config(cfg: DictConfig) -> str:
+    """The resolved config as YAML, the run directory written as ``<run dir>`` and ``LOCATION_KEYS`` left out."""
+    shown = copy.deepcopy(cfg)
+    with open_dict(shown):
+        if "output_dir" in shown:
+            shown.output_dir = RUN_DIR
+        for key in LOCATION_KEYS:
+            shown.pop(key, None)
+    try:
+        return OmegaConf.to_yaml(shown, resolve=True)
+    except OmegaConfBaseException:  # an interpolation only Hydra's app can resolve: show it as written
+        return OmegaConf.to_yaml(shown, resolve=False)
+
+
+def sts_scores(output_dir: Path) -> tuple[str | None, dict[str, float]]:
+    """The STS callback's before / after table and its "after" scores (Spearman x100), if the run wrote one."""
+    table = output_dir / "sts_before_after.md"
+    if not table.is_file():
+        return None, {}
+    return table.read_text(), dict(before_after_rows(table)).get("after", {})
+
+
+def training_facts(cfg: DictConfig, trainer, datamodule, output_dir: Path, wall_time_s: float,
+                   resumed: bool) -> TrainingFacts:
+    """The card's facts of a finished ``runs.train_run.train`` (rank 0, after the STS table was written)."""
+    table, after = sts_scores(output_dir)
+    return TrainingFacts(config_yaml=card_config(cfg),
+                         data=datamodule.data_facts() if isinstance(datamodule, ResumableDataModule) else DataFacts(),
+                         steps=int(trainer.global_step), epochs=int(trainer.current_epoch),
+                         precision=str(trainer.precision), sts_table=table, sts_after=after,
+                         wall_time_s=float(wall_time_s), resumed=resumed)

@@ -1,0 +1,103 @@
+"""Every export carries a model card (``README.md``, ``embeddings.io.model_card``): one short training run per
+trainable method (discovered from configs/model, as ``test_model_defaults`` does) must export a card that names the
+method, its paper, the base model, the data, the steps and the STS table, with front-matter a Hugging Face reader
+parses; ``SentenceTransformer`` must still load an sentence-transformers export and keep the card as ours.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from embeddings.io.export_manifest import MANIFEST_FILE, verify_export
+from embeddings.io.model_card import CARD_FILE, WALL_TIME
+from tests.runs.test_fast_dev_run import tiny_overrides
+from tests.runs.test_model_defaults import MODELS, data_group_of
+from tests.runs.test_train import _cfg
+
+ST_METHODS = {"sbert_nli", "ct", "sed"}  # their exports are sentence-transformers directories
+
+
+def front_matter(text: str) -> dict:
+    assert text.startswith("---\n"), text[:80]
+    return yaml.safe_load(text.split("---\n")[1])
+
+
+@pytest.fixture(scope="module", params=MODELS)
+def exported(request, tmp_path_factory, tiny_model_dir, train_data_dir):
+    """(method, run directory) of a 3-step run of ``model=<method>`` with its own data group, exported."""
+    import torch
+
+    from runs.train_run import train
+
+    model = request.param
+    tmp = tmp_path_factory.mktemp(model)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        cfg = _cfg(tmp / "run", tiny_model_dir, train_data_dir,
+                   [f"model={model}", *tiny_overrides(model, data_group_of(model), tiny_model_dir, tmp),
+                    "trainer.max_steps=3", "callbacks.sts_evaluation.tasks=[stsb-dev]"])
+        train(cfg)
+    finally:
+        torch.set_num_threads(threads)
+    return model, tmp / "run"
+
+
+def test_every_export_has_a_card_naming_method_base_data_steps_and_sts(exported, tiny_model_dir):
+    model, run = exported
+    export = run / "export"
+    text = (export / CARD_FILE).read_text()
+    assert CARD_FILE in json.loads((export / MANIFEST_FILE).read_text())["files"]  # written before the manifest
+    assert verify_export(export) is True
+    meta = front_matter(text)
+    assert model in meta["tags"] and meta["pipeline_tag"] == "sentence-similarity"
+    assert meta["base_model"] == str(tiny_model_dir)
+    assert meta["library_name"] == ("sentence-transformers" if model in ST_METHODS else "transformers")
+    assert f"(`{model}`)" in text and "- paper: " in text and "- paper: none" not in text
+    assert f"- base model: `{tiny_model_dir}`" in text
+    data = next(line for line in text.splitlines() if line.startswith("- data: "))
+    assert data != "- data: unknown" and "- rows used: unknown" not in text
+    assert "- steps: 3" in text and WALL_TIME in text and "- precision: 32-true" in text
+    assert "| task | before | after | change |" in text and "stsb-dev" in text  # the callback's table
+    assert [r["dataset"]["name"] for r in meta["model-index"][0]["results"]] == ["stsb-dev"]
+    config = yaml.safe_load(text.split("```yaml\n")[1].split("```")[0])  # the resolved config, parsed back
+    assert config["model"]["_target_"] and config["output_dir"] == "<run dir>" and "ckpt_path" not in config
+    assert "## How to load" in text and "python evaluate.py" in text  # the LOADING.md text, embedded
+
+
+def test_the_card_reads_as_hugging_face_card_data(exported):
+    from huggingface_hub import ModelCard
+
+    model, run = exported
+    card = ModelCard.load(run / "export" / CARD_FILE)
+    assert model in card.data.tags
+    assert card.data.eval_results and card.data.eval_results[0].dataset_name == "stsb-dev"
+
+
+def test_sentence_transformers_loads_the_export_and_keeps_our_card(exported, tmp_path):
+    model, run = exported
+    if model not in ST_METHODS:
+        pytest.skip(f"{model}: not a sentence-transformers export")
+    from sentence_transformers import SentenceTransformer
+
+    text = (run / "export" / CARD_FILE).read_text()
+    assert 'SentenceTransformer("<export>")' in text
+    st = SentenceTransformer(str(run / "export"), device="cpu")
+    assert st.encode(["a sentence"]).shape[0] == 1
+    assert st._model_card_text == text  # what sentence-transformers 6 reads as the model card
+    st.save(str(tmp_path / "saved"))  # no training happened: it writes our card back, not one of its own
+    assert (tmp_path / "saved" / CARD_FILE).read_text() == text
+
+
+def test_an_export_outside_a_training_run_says_what_is_unknown(tmp_path, tiny_model_dir):
+    from lightning_modules.sbert_nli import SBERTNLIModule
+
+    module = SBERTNLIModule(str(tiny_model_dir), max_length=32)
+    text = (module.export(tmp_path / "export") / CARD_FILE).read_text()
+    meta = front_matter(text)
+    assert meta["base_model"] == str(tiny_model_dir) and "sbert_nli" in meta["tags"] and "model-index" not in meta
+    assert "Sentence-BERT" in text and "Reimers" in text and 'SentenceTransformer("<export>")' in text
+    assert "Unknown: this export was written outside a training run" in text
