@@ -101,3 +101,22 @@ def test_an_export_outside_a_training_run_says_what_is_unknown(tmp_path, tiny_mo
     assert meta["base_model"] == str(tiny_model_dir) and "sbert_nli" in meta["tags"] and "model-index" not in meta
     assert "Sentence-BERT" in text and "Reimers" in text and 'SentenceTransformer("<export>")' in text
     assert "Unknown: this export was written outside a training run" in text
+
+
+def test_a_meta_embedding_fitted_by_fit_meta_has_a_card(tmp_path, tiny_model_dir, train_data_dir, one_thread):
+    import argparse
+
+    from runs.fit_meta import fit_and_export
+
+    args = argparse.Namespace(method="gcca", sources=str(tiny_model_dir), files="wiki/wiki_sentences_100k.txt",
+                              data_dir=str(train_data_dir), cache_dir=str(tmp_path / "cache"), max_sentences=None,
+                              max_words=59, d=None, tau=1.0, loss="mse", hidden_layers=0, epochs=1, batch_size=16,
+                              seed=0, out=str(tmp_path / "m"), align_to=None, align_mean=False)
+    fit_and_export(args)
+    text = (tmp_path / "m" / CARD_FILE).read_text()
+    assert verify_export(tmp_path / "m") is True
+    meta = front_matter(text)
+    assert "meta_gcca" in meta["tags"] and meta["library_name"] == "transformers"
+    assert "Poerner" in text and "- data: `wiki/wiki_sentences_100k.txt`" in text and "- rows used: 40 sentences" in text
+    assert "method: gcca" in text and "scorers=[{name:meta,path:<export>}]" in text
+    assert "AutoModel" not in text  # no single encoder gives any part of a meta-embedding
