@@ -116,7 +116,8 @@ class NLIDataModule(ResumableDataModule):
             skipped["no gold label"] += part.unlabeled
         unit = "NLI triplets" if self.format == "triplets" else "NLI pairs"
         return DataFacts(tuple(self.sources), len(self.dataset) if self.dataset is not None else None, unit,
-                         per_source={k: len(v) for k, v in self.parts.items()}, skipped=dict(skipped))
+                         per_source={k: len(v) for k, v in self.parts.items()}, source_unit="labelled NLI pairs",
+                         skipped=dict(skipped))
 
     def train_dataloader(self) -> DataLoader:
         return self.resumable_loader(COLLATE[self.format], drop_last=self.drop_last)

@@ -67,6 +67,8 @@ class DataFacts:
         rows: training items after filtering (``unit``), ``None`` when the datamodule cannot tell.
         unit: what a row is ("NLI pairs", "sentences", ...).
         per_source: rows per source, where each source was read separately.
+        source_unit: what a ``per_source`` count counts where it differs from ``unit`` (NLI triplets are built
+            from labelled pairs: the sources are counted in pairs).
         skipped: reason -> count of rows left out while reading.
         notes: further facts in a line each (e.g. pairs a triplet build did not use).
     """
@@ -75,6 +77,7 @@ class DataFacts:
     rows: int | None = None
     unit: str = "rows"
     per_source: Mapping[str, int] = field(default_factory=dict)
+    source_unit: str | None = None
     skipped: Mapping[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
 
@@ -137,7 +140,7 @@ def _front_matter(method: MethodInfo, base_models: tuple[str, ...], note: Loadin
 def _data_lines(data: DataFacts | None) -> list[str]:
     if data is None:
         return ["- data: unknown"]
-    sources = ", ".join(f"`{s}`" + (f" ({data.per_source[s]} {data.unit})" if s in data.per_source else "")
+    sources = ", ".join(f"`{s}`" + (f" ({data.per_source[s]} {data.source_unit or data.unit})" if s in data.per_source else "")
                         for s in data.sources) or "unknown"
     lines = [f"- data: {sources}"]
     lines.append(f"- rows used: {data.rows} {data.unit}" if data.rows is not None else "- rows used: unknown")
