@@ -75,6 +75,23 @@ def packaged_model(name: str) -> PackagedModel | None:
     return _BY_NAME.get(str(name))
 
 
+def hub_id(name: str) -> str | None:
+    """The Hugging Face Hub id a model name stands for (a model card's ``base_model``), else None.
+
+    A packaged short name maps to the hub model its package ships (``paraphrase-MiniLM-L3-v2`` ->
+    ``sentence-transformers/paraphrase-MiniLM-L3-v2``); an ``owner/name`` that is not a local directory is
+    taken as given; local paths and models with no hub original (``bert-random-4x256``) have none.
+    """
+    model = packaged_model(name)
+    if model is not None:
+        return next((alias for alias in model.aliases if "/" in alias), None)
+    text = str(name)
+    parts = text.split("/")
+    if len(parts) == 2 and all(parts) and not text.startswith((".", "~")) and not Path(text).expanduser().exists():
+        return text
+    return None
+
+
 def is_packaged(name: str) -> bool:
     return str(name) in _BY_NAME
 

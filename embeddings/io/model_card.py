@@ -26,6 +26,7 @@ from pathlib import Path
 
 import yaml
 
+from embeddings.encoders.packaged import hub_id
 from embeddings.io.atomic import atomic_write
 from embeddings.io.export_note import EXPORT, LoadingNote, loading_body
 
@@ -119,8 +120,9 @@ def _front_matter(method: MethodInfo, base_models: tuple[str, ...], note: Loadin
     tags = ["sentence-transformers", "feature-extraction"] if st else []
     tags += ["sentence-similarity", "sts-lightning", method.key]
     meta: dict = {}
-    if base_models:
-        meta["base_model"] = base_models[0] if len(base_models) == 1 else list(base_models)
+    hub_bases = [h for h in (hub_id(b) for b in base_models) if h]  # the Hub accepts model ids only (body: all)
+    if hub_bases:
+        meta["base_model"] = hub_bases[0] if len(hub_bases) == 1 else hub_bases
     meta.update({"library_name": "sentence-transformers" if st else "transformers",
                  "pipeline_tag": "sentence-similarity", "tags": tags})
     datasets = training.data.hub_datasets() if training is not None and training.data is not None else []

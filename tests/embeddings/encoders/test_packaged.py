@@ -203,3 +203,13 @@ def test_onnx_export_round_trip(tmp_path):
         torch.testing.assert_close(loaded(input_ids=ids, attention_mask=mask).last_hidden_state,
                                    bert(input_ids=ids, attention_mask=mask).last_hidden_state)
     assert (dest / "modules.json").is_file() and (dest / "1_Pooling" / "config.json").is_file()
+
+
+def test_hub_id_is_what_a_model_card_may_name_as_base_model(tmp_path, monkeypatch):
+    assert pm.hub_id("paraphrase-MiniLM-L3-v2") == "sentence-transformers/paraphrase-MiniLM-L3-v2"
+    assert pm.hub_id("sentence-transformers/all-MiniLM-L6-v2") == "sentence-transformers/all-MiniLM-L6-v2"
+    assert pm.hub_id("bert-base-uncased/x") == "bert-base-uncased/x"
+    assert pm.hub_id("bert-random-4x256") is None  # packaged, with no hub original
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "export").mkdir(parents=True)
+    assert pm.hub_id("runs/export") is None and pm.hub_id(str(tmp_path / "runs" / "export")) is None  # local directories
