@@ -145,7 +145,8 @@ def _data_lines(data: DataFacts | None) -> list[str]:
     sources = ", ".join(f"`{s}`" + (f" ({data.per_source[s]} {data.source_unit or data.unit})" if s in data.per_source else "")
                         for s in data.sources) or "unknown"
     lines = [f"- data: {sources}"]
-    lines.append(f"- rows used: {data.rows} {data.unit}" if data.rows is not None else "- rows used: unknown")
+    rows = f"{data.rows} {data.unit}" if data.rows is not None else "unknown"
+    lines.append(f"- training rows (after filtering): {rows}")  # what the steps draw from, not how many they drew
     skipped = ", ".join(f"{reason}: {n}" for reason, n in data.skipped.items() if n)
     lines.append(f"- skipped while reading: {skipped or 'none'}")
     lines += [f"- {note}" for note in data.notes]

@@ -59,7 +59,7 @@ def test_every_export_has_a_card_naming_method_base_data_steps_and_sts(exported,
     assert f"(`{model}`)" in text and "- paper: " in text and "- paper: none" not in text
     assert f"- base model: `{tiny_model_dir}`" in text
     data = next(line for line in text.splitlines() if line.startswith("- data: "))
-    assert data != "- data: unknown" and "- rows used: unknown" not in text
+    assert data != "- data: unknown" and "- training rows (after filtering): unknown" not in text
     if model == "sbert_nli":  # sources are counted in labelled pairs, whatever the format builds from them
         assert "labelled NLI pairs)" in data
     assert "- steps: 3" in text and WALL_TIME in text and "- precision: 32-true" in text
@@ -120,6 +120,6 @@ def test_a_meta_embedding_fitted_by_fit_meta_has_a_card(tmp_path, tiny_model_dir
     assert verify_export(tmp_path / "m") is True
     meta = front_matter(text)
     assert "meta_gcca" in meta["tags"] and meta["library_name"] == "transformers"
-    assert "Poerner" in text and "- data: `wiki/wiki_sentences_100k.txt`" in text and "- rows used: 40 sentences" in text
+    assert "Poerner" in text and "- data: `wiki/wiki_sentences_100k.txt`" in text and "- training rows (after filtering): 40 sentences" in text
     assert "method: gcca" in text and "scorers=[{name:meta,path:<export>}]" in text
     assert "AutoModel" not in text  # no single encoder gives any part of a meta-embedding
