@@ -35,10 +35,10 @@ from omegaconf import DictConfig
 from embeddings.errors import ConfigError, DataError, run_or_exit
 from embeddings.io.export_manifest import MANIFEST_FILE, verify_export
 from embeddings.io.input_file import require_dir
+from embeddings.io.model_card import CARD_FILE
 
 log = logging.getLogger(__name__)
 
-CARD_FILE = "README.md"
 HUB_TIMEOUT_S = 15.0
 # The hub's own rule (huggingface_hub.utils.validate_repo_id), plus a required owner so it is never a guess
 # which namespace a run publishes to.
@@ -194,7 +194,11 @@ def push_export(export_dir: str | os.PathLike, repo_id: str, *, private: bool = 
         DataError: the export is damaged or has no card (nothing is uploaded), or the upload failed (one line
             with the command that retries it; the export on disk is untouched).
     """
-    folder = check_export(export_dir)
+    return upload_export(check_export(export_dir), repo_id, private=private, commit_message=commit_message)
+
+
+def upload_export(folder: Path, repo_id: str, *, private: bool, commit_message: str | None) -> str:
+    """``create_repo`` + ``upload_folder`` of a folder ``check_export`` has passed (the checksums are not read again)."""
     api = huggingface_hub.HfApi()
     message = commit_message or f"Upload {folder.parent.name}/{folder.name} (sts-lightning export)"
     try:
@@ -221,9 +225,9 @@ def push(export_dir: str, repo_id: str, private: bool, message: str | None) -> s
     the hub, the upload."""
     what, hint = f"pushing to {repo_id}", "then run this command again"
     token = check_hub_local(repo_id, what, hint)
-    check_export(export_dir)
+    folder = check_export(export_dir)
     ask_hub(repo_id, token, what, hint)
-    url = push_export(export_dir, repo_id, private=private, commit_message=message)
+    url = upload_export(folder, repo_id, private=private, commit_message=message)
     print(url)
     return url
 
