@@ -26,6 +26,11 @@ from torch import Tensor
 from embeddings.errors import ConfigError
 
 
+def pending_decay(alpha: float, elapsed: Tensor, dtype: torch.dtype) -> Tensor:
+    """``alpha ** elapsed`` per row, as a ``(rows, 1)`` column: the decay of the steps a row was not touched."""
+    return torch.full_like(elapsed, alpha).pow_(elapsed).to(dtype).unsqueeze(1)
+
+
 class RowSparseRMSprop(torch.optim.RMSprop):
     """``torch.optim.RMSprop`` whose sparse-gradient parameters are updated row by row, lazily."""
 
@@ -71,8 +76,7 @@ class RowSparseRMSprop(torch.optim.RMSprop):
         rows, values = grad.indices()[0], grad.values()
         alpha = group["alpha"]
         square_avg, row_step = state["square_avg"], state["row_step"]
-        decay = torch.full_like(row_step[rows], alpha).pow_(step - row_step[rows])
-        avg = square_avg.index_select(0, rows).mul_(decay.to(p.dtype).unsqueeze(1))
+        avg = square_avg.index_select(0, rows).mul_(pending_decay(alpha, step - row_step[rows], p.dtype))
         avg.addcmul_(values, values, value=1 - alpha)
         square_avg.index_copy_(0, rows, avg)
         row_step.index_fill_(0, rows, float(step))
@@ -87,8 +91,7 @@ class RowSparseRMSprop(torch.optim.RMSprop):
                 if not state or "row_step" not in state:
                     continue
                 step = state["step"].to(p.device)
-                decay = torch.full_like(state["row_step"], group["alpha"]).pow_(step - state["row_step"])
-                state["square_avg"].mul_(decay.to(p.dtype).unsqueeze(1))
+                state["square_avg"].mul_(pending_decay(group["alpha"], step - state["row_step"], p.dtype))
                 state["row_step"].fill_(float(step))
 
     def state_dict(self) -> dict:

@@ -85,14 +85,17 @@ def sparse_dropout(x: torch.Tensor, p: float) -> torch.Tensor:
         return x.clone()
     if p == 1.0:
         return torch.zeros_like(x)
-    out = (x * (1.0 / (1.0 - p))).contiguous()
-    out.view(-1).index_fill_(0, drop_positions(out.numel(), p), 0.0)
-    return out
+    return _zero_drawn_((x * (1.0 / (1.0 - p))).contiguous(), p)
 
 
 def _scale_and_drop_(x: torch.Tensor, p: float) -> torch.Tensor:
     """In-place ``sparse_dropout`` of a contiguous tensor the caller owns."""
-    x.mul_(1.0 / (1.0 - p)).view(-1).index_fill_(0, drop_positions(x.numel(), p, x.device), 0.0)
+    return _zero_drawn_(x.mul_(1.0 / (1.0 - p)), p)
+
+
+def _zero_drawn_(x: torch.Tensor, p: float) -> torch.Tensor:
+    """Zero the elements of contiguous ``x`` at ``drop_positions`` (each with probability ``p``), in place."""
+    x.view(-1).index_fill_(0, drop_positions(x.numel(), p, x.device), 0.0)
     return x
 
 
