@@ -30,6 +30,7 @@ from embeddings.encoders.base import validate_sentences
 from embeddings.io.atomic import atomic_write
 from embeddings.scoring.protocols import BatchedScorer, Scorable
 from embeddings.scoring.scorer import Representation, Scorer, take
+from sts.geometry import tasks_geometry
 from sts.scoring import aggregate, main_score
 from sts.tasks import STSTask, load_task
 
@@ -81,7 +82,8 @@ def unshard(gathered: torch.Tensor, total: int) -> torch.Tensor:
 
 
 class STSEvaluationCallback(L.Callback):
-    """Logs ``val/<task>_spearman``, ``val/<task>_pearson`` (the ``all`` aggregate) and ``val/sts_avg_spearman``.
+    """Logs ``val/<task>_spearman``, ``val/<task>_pearson`` (the ``all`` aggregate), ``val/sts_avg_spearman`` and,
+    for one-vector representations, ``val/<task>_alignment`` / ``val/<task>_uniformity`` (``sts.geometry``).
 
     Args:
         tasks: task names for ``sts.tasks.load_task`` (``+`` joins pools).
@@ -268,6 +270,7 @@ class STSEvaluationCallback(L.Callback):
             for task, name, lo, hi in self._spans:
                 preds.setdefault(task.name, {})[name] = sims[lo:hi]
             results = {}
+            geometry = tasks_geometry(rep, self._rows1, self._rows2, self._spans)
             for task in self.tasks or []:
                 task_preds = preds[task.name]
                 if not all(np.all(np.isfinite(p)) for p in task_preds.values()):
@@ -277,6 +280,8 @@ class STSEvaluationCallback(L.Callback):
                                   "logging NaN", RuntimeWarning, stacklevel=2)
                     task_preds = {n: np.zeros_like(p) for n, p in task_preds.items()}
                 results[task.name] = aggregate(task, task_preds)
+                if task.name in geometry:
+                    results[task.name]["geometry"] = geometry[task.name]
             return results
         except Exception as err:  # re-raised on every rank after the broadcast
             return f"{type(err).__name__}: {err}"
@@ -287,5 +292,8 @@ class STSEvaluationCallback(L.Callback):
         for name, result in results.items():
             metrics[f"val/{name}_spearman"] = main_score(result, "spearman")
             metrics[f"val/{name}_pearson"] = main_score(result, "pearson")
+            for key in ("alignment", "uniformity"):  # sts.geometry: one-vector representations only
+                if key in result.get("geometry", {}):
+                    metrics[f"val/{name}_{key}"] = float(result["geometry"][key])
         metrics[AVG_KEY] = float(np.mean([main_score(r) for r in results.values()]))
         return metrics

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
-from embeddings.scoring.scorer import Scorer
+from embeddings.scoring.scorer import Scorer, take
+from sts.geometry import tasks_geometry
 from sts.tasks import STSTask
 
 MAIN_AGGREGATE = "all"
@@ -59,11 +60,29 @@ def score_tasks(scorer: Scorer, tasks: Sequence[STSTask]) -> dict[str, dict]:
             spans.append((task, name, len(s1), len(s1) + len(pairs)))
             s1.extend(pairs.sentences1)
             s2.extend(pairs.sentences2)
-    sims = scorer.score_pairs(s1, s2).cpu().numpy().astype(np.float64)
+    sims, geometry = _similarities_and_geometry(scorer, s1, s2, spans)
     if not np.all(np.isfinite(sims)):
         bad = int((~np.isfinite(sims)).sum())
         raise FloatingPointError(f"scorer {scorer.name!r} produced {bad} non-finite similarities")
     preds: dict[str, dict[str, np.ndarray]] = {}
     for task, name, lo, hi in spans:
         preds.setdefault(task.name, {})[name] = sims[lo:hi]
-    return {task.name: aggregate(task, preds[task.name]) for task in tasks}
+    results = {task.name: aggregate(task, preds[task.name]) for task in tasks}
+    for name, values in geometry.items():
+        results[name]["geometry"] = values
+    return results
+
+
+def _similarities_and_geometry(scorer: Scorer, s1: list[str], s2: list[str],
+                               spans: list[tuple]) -> tuple[np.ndarray, dict[str, dict]]:
+    """``score_pairs``'s similarities, plus alignment / uniformity (``sts.geometry``) from the same vectors.
+
+    Why inline: the geometry needs the representation that ``score_pairs`` builds and drops; encoding twice
+    would double an evaluation's cost. A scorer with its own ``score_pairs`` (an ensemble, a precomputed
+    table) keeps it, and gets no geometry.
+    """
+    if type(scorer).score_pairs is not Scorer.score_pairs:
+        return scorer.score_pairs(s1, s2).cpu().numpy().astype(np.float64), {}
+    rep, rows1, rows2 = scorer.represent_pairs(s1, s2)
+    sims = scorer.similarity(take(rep, rows1), take(rep, rows2)).float().cpu().numpy().astype(np.float64)
+    return sims, tasks_geometry(rep, rows1, rows2, spans)

@@ -39,6 +39,16 @@ class Scorer(ABC):
 
     def score_pairs(self, sentences1: Sequence[str], sentences2: Sequence[str]) -> torch.Tensor:
         """Similarity of each (sentences1[i], sentences2[i]); every distinct sentence is encoded once."""
+        rep, rows1, rows2 = self.represent_pairs(sentences1, sentences2)
+        return self.similarity(take(rep, rows1), take(rep, rows2)).float()
+
+    def represent_pairs(self, sentences1: Sequence[str],
+                        sentences2: Sequence[str]) -> tuple[Representation, torch.Tensor, torch.Tensor]:
+        """The representation of the distinct sentences of the pairs, and each pair's two rows in it.
+
+        Why public: a caller that needs the vectors besides the similarities (``sts.scoring``'s alignment and
+        uniformity) gets them from the one encoding pass ``score_pairs`` makes.
+        """
         if len(sentences1) != len(sentences2):
             raise ValueError(f"pair lists differ in length: {len(sentences1)} vs {len(sentences2)}")
         validate_sentences(sentences1, "sentences1")
@@ -48,7 +58,7 @@ class Scorer(ABC):
         rep = self.represent(unique)
         rows1 = torch.tensor([index[s] for s in sentences1], dtype=torch.long)
         rows2 = torch.tensor([index[s] for s in sentences2], dtype=torch.long)
-        return self.similarity(take(rep, rows1), take(rep, rows2)).float()
+        return rep, rows1, rows2
 
 
 class VectorScorer(Scorer):

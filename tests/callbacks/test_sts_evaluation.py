@@ -178,6 +178,8 @@ def test_single_process_matches_score_tasks_and_restores_modes(tiny_model_dir, d
     assert callback.last_results == expected
     assert callback.last_metrics[KEY] == main_score(expected["stsb-dev"])
     assert callback.last_metrics["val/stsb-test_pearson"] == main_score(expected["stsb-test"], "pearson")
+    # alignment / uniformity (sts.geometry) of the same vectors, logged beside Spearman
+    assert callback.last_metrics["val/stsb-dev_uniformity"] == expected["stsb-dev"]["geometry"]["uniformity"] < 0
     assert trainer.callback_metrics[KEY].item() == pytest.approx(main_score(expected["stsb-dev"]), abs=1e-4)
     assert callback.last_metrics["val/stsb-dev_pearson"] != first["val/stsb-dev_pearson"]  # live weights
     # Lightning logs epoch-end validation at the last optimizer step's index (global_step - 1).

@@ -12,6 +12,7 @@ import torch
 from datamodules.token_state_cache import _files
 from datamodules.token_states import TokenStateDataModule
 from embeddings.errors import ConfigError
+from tests.tolerance import TINY_BERT
 
 
 def dm(tiny_model_dir, data_dir, tmp_path, **kwargs) -> TokenStateDataModule:
@@ -30,7 +31,7 @@ def test_states_equal_a_direct_forward_pass_and_batches_pad(tiny_model_dir, trai
     for i in (0, 5, len(sentences) - 1):
         batch = tiny_encoder.forward_sentences([sentences[i]])  # max_length 32 > 16: no truncation here
         expected = batch.hidden_states[-1][0]
-        torch.testing.assert_close(d.dataset[i], expected, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(d.dataset[i], expected, **TINY_BERT)
     first = next(iter(d.train_dataloader()))
     assert first["features"].shape[:2] == first["mask"].shape and first["mask"].dtype == torch.bool
     lengths = first["mask"].sum(1)

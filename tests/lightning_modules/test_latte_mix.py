@@ -10,6 +10,7 @@ from embeddings.errors import ConfigError
 from embeddings.methods.latte_mix.nets import load_token_vae
 from lightning_modules.latte_mix import LatteMixModule, triangle_lambda
 from tests.conftest import WORDS
+from tests.tolerance import TINY_BERT
 
 SENTENCES = [" ".join(WORDS[i:i + 5]) for i in range(0, 30, 3)]
 
@@ -89,4 +90,4 @@ def test_export_reloads_to_an_identical_scorer(tiny_model_dir, tmp_path, latent,
     assert config["latent"] == latent and config["model_name_or_path"] == str(tiny_model_dir)
     live = m.scorer().score_pairs(SENTENCES[:5], SENTENCES[5:])
     loaded = load_token_vae_scorer(tmp_path / "export").score_pairs(SENTENCES[:5], SENTENCES[5:])
-    torch.testing.assert_close(loaded, live, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(loaded, live, **TINY_BERT)

@@ -18,6 +18,7 @@ from omegaconf import open_dict
 from embeddings.errors import ConfigError
 from tests.conftest import NLI_ROWS
 from tests.paths import CONFIG_DIR
+from tests.tolerance import TINY_BERT
 
 HAS_STS_CALLBACK = importlib.util.find_spec("callbacks.sts_evaluation") is not None
 def _cfg(out: Path, model_dir: Path, data_dir: Path, overrides=(), config_name: str = "train"):
@@ -93,7 +94,7 @@ def test_export_loads_in_transformers_and_sentence_transformers(trained, tiny_mo
     expected = ours.scorer().represent(sentences)["embedding"]
     st = SentenceTransformer(str(export), device="cpu")
     got = torch.as_tensor(st.encode(sentences, convert_to_numpy=True))
-    assert torch.allclose(got, expected, atol=1e-5)
+    torch.testing.assert_close(got, expected, **TINY_BERT)
 
 
 def test_resume_from_last_continues_the_step_count(trained, tiny_model_dir, train_data_dir):

@@ -9,6 +9,7 @@ from embeddings.encoders.layer_memo import LayerMemoEncoder
 from embeddings.errors import ConfigError
 from embeddings.methods.pooling import PoolingScorer
 from tests.conftest import WORDS
+from tests.tolerance import TINY_BERT
 
 SENTENCES = [" ".join(WORDS[i:i + 4 + i % 3]) for i in range(0, 24, 2)]
 
@@ -24,12 +25,12 @@ def test_memo_serves_the_layer_once_and_scores_like_the_encoder(tiny_encoder, mo
     assert len(calls) == n_calls > 0 and memo.cached_batches == n_calls  # second pass: all from memory
     torch.testing.assert_close(first, second)
     direct = tiny_encoder.encode(SENTENCES, lambda b: b.hidden_states[1].sum(1))
-    torch.testing.assert_close(first, direct, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(first, direct, **TINY_BERT)
     monkeypatch.undo()
     last = LayerMemoEncoder(tiny_encoder, layer=-1)
     torch.testing.assert_close(PoolingScorer(last, "mean").score_pairs(SENTENCES[:6], SENTENCES[6:]),
                                PoolingScorer(tiny_encoder, "mean").score_pairs(SENTENCES[:6], SENTENCES[6:]),
-                               atol=1e-5, rtol=1e-5)
+                               **TINY_BERT)
 
 
 def test_layer_out_of_range(tiny_encoder):

@@ -9,6 +9,7 @@ import torch
 
 from embeddings.methods.flow.glow import Glow
 from embeddings.methods.flow.glow_layers import ActNorm
+from tests.tolerance import float_tolerance
 
 CONFIGS = [("affine", "lu"), ("affine", "reverse"), ("additive", "lu"), ("additive", "reverse")]
 
@@ -31,15 +32,21 @@ def _trained_looking(flow: Glow, x: torch.Tensor) -> Glow:
     return flow
 
 
+def glow_tolerance(dtype: torch.dtype) -> float:
+    """Forward then inverse of the default Glow: 3 levels x 3 steps, each an ActNorm, a 1x1 map and a coupling
+    net of width 32 (its longest sum), so 2 x 9 chained stages each way."""
+    return float_tolerance(dtype, reduction=32, depth=36)
+
+
 @pytest.mark.parametrize(("coupling", "permutation"), CONFIGS)
 def test_inverse_of_forward_is_identity(coupling, permutation):
-    for dtype, atol in ((torch.float32, 1e-5), (torch.float64, 1e-12)):
+    for dtype in (torch.float32, torch.float64):
         torch.manual_seed(0)
         x = _data(64, 16, dtype)
         flow = _trained_looking(Glow(16, coupling=coupling, permutation=permutation).to(dtype), x)
         z, _ = flow(x)
         assert z.shape == x.shape
-        torch.testing.assert_close(flow.inverse(z), x, rtol=0, atol=atol)
+        torch.testing.assert_close(flow.inverse(z), x, rtol=0, atol=glow_tolerance(dtype))
 
 
 @pytest.mark.parametrize(("coupling", "permutation"), CONFIGS)
@@ -94,7 +101,7 @@ def test_default_flow_at_init_is_an_affine_map():
     flow(x)
     a, b, c = x[:8], x[8:16], x[16:24]
     za, zb, zc = (flow(t)[0] for t in (a, b, c))
-    torch.testing.assert_close(flow(a - b + c)[0], za - zb + zc, rtol=0, atol=1e-4)
+    torch.testing.assert_close(flow(a - b + c)[0], za - zb + zc, rtol=0, atol=glow_tolerance(torch.float32))
     log_det = flow(x)[1]
     torch.testing.assert_close(log_det, log_det[:1].expand(64))
 

@@ -10,6 +10,7 @@ from benchmarks.sbert_wk_loop import sbert_wk_loop
 from embeddings.encoders.token_batch import TokenBatch
 from embeddings.errors import ConfigError, DataError
 from embeddings.methods.sbert_wk import SBERTWKScorer, context_windows, sbert_wk_pool, window_groups
+from tests.tolerance import float_tolerance, tolerance_kwargs
 
 # Different lengths in one padded batch; the last is a single word ([CLS] w [SEP]).
 SENTENCES = [
@@ -48,6 +49,14 @@ def loop_on(batch: TokenBatch, layer_start: int, window: int) -> np.ndarray:
     return sbert_wk_loop(states, batch.attention_mask.numpy(), layer_start, window)
 
 
+# The six-layer BERT below: 6 layers with intermediate 64, then SBERT-WK's window QR, weighting and averaging.
+SIX_LAYER = tolerance_kwargs(torch.float32, reduction=64, depth=8)
+# Ours (float32 pooling) against the float64 loop on the SAME float32 states: only the pooling's rounding differs.
+# Why a cosine distance: the pool divides by norms of near-collinear layer vectors (ill-conditioned), so entries
+# move more than the direction does; the cosine distance is second order in the entry errors.
+POOL_COS_DIST = float_tolerance(torch.float32, reduction=64, depth=3, safety=64.0)
+
+
 def max_cos_dist(a, b) -> float:
     a, b = torch.as_tensor(np.asarray(a), dtype=torch.float64), torch.as_tensor(np.asarray(b), dtype=torch.float64)
     return float((1 - torch.nn.functional.cosine_similarity(a, b, dim=1)).max())
@@ -74,14 +83,14 @@ def test_parity_tiny_bert(tiny_encoder, layer_start, window):
     batch = tiny_encoder.forward_sentences(SENTENCES)
     ours = sbert_wk_pool(batch, layer_start=layer_start, window=window)
     assert torch.isfinite(ours).all()
-    assert max_cos_dist(ours, loop_on(batch, layer_start, window)) < 1e-4
+    assert max_cos_dist(ours, loop_on(batch, layer_start, window)) < POOL_COS_DIST
 
 
 @pytest.mark.parametrize("layer_start,window", [(4, 2), (4, 1), (4, 4), (0, 2), (1, 3), (2, 4)])
 def test_parity_six_layer_bert(six_layer_encoder, layer_start, window):
     batch = six_layer_encoder.forward_sentences(SENTENCES)
     ours = sbert_wk_pool(batch, layer_start=layer_start, window=window)
-    assert max_cos_dist(ours, loop_on(batch, layer_start, window)) < 1e-4
+    assert max_cos_dist(ours, loop_on(batch, layer_start, window)) < POOL_COS_DIST
 
 
 def test_float64_states_match_loop_to_rounding(six_layer_encoder):
@@ -96,14 +105,15 @@ def test_float64_states_match_loop_to_rounding(six_layer_encoder):
 def test_pinned_output(six_layer_encoder):
     """Guards against silent behaviour changes; values computed once after parity was verified."""
     vec = sbert_wk_pool(six_layer_encoder.forward_sentences(SENTENCES))
-    np.testing.assert_allclose(vec[0, :5].numpy(), [0.902064, 1.226122, -1.739602, -0.148941, 0.040481], atol=1e-4)
+    np.testing.assert_allclose(vec[0, :5].numpy(), [0.902064, 1.226122, -1.739602, -0.148941, 0.040481],
+                               **SIX_LAYER)
 
 
 def test_padding_invariance(six_layer_encoder):
     together = sbert_wk_pool(six_layer_encoder.forward_sentences(SENTENCES))
     for i, s in enumerate(SENTENCES):
         alone = sbert_wk_pool(six_layer_encoder.forward_sentences([s]))
-        torch.testing.assert_close(alone[0], together[i], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(alone[0], together[i], **SIX_LAYER)
 
 
 def test_scorer_and_paper_variant(six_layer_encoder):
@@ -123,7 +133,7 @@ def test_omega_extremes_differ(six_layer_encoder):
     batch = six_layer_encoder.forward_sentences(SENTENCES)
     half = sbert_wk_pool(batch)
     ends = [sbert_wk_pool(batch, omega=w) for w in (0.0, 1.0)]
-    torch.testing.assert_close(half, (ends[0] + ends[1]) / 2, atol=1e-5, rtol=1e-5)  # linear in omega
+    torch.testing.assert_close(half, (ends[0] + ends[1]) / 2, **SIX_LAYER)  # linear in omega
     assert max_cos_dist(ends[0], ends[1]) > 1e-6
 
 
@@ -187,4 +197,4 @@ def test_speed_benchmark_prints_the_ratio_last(monkeypatch, capsys, tiny_model_d
     assert re.fullmatch(r"ratio_sbert_wk_vs_mean \d+\.\d\d", lines[-1]), lines[-1]
     assert re.fullmatch(r"stsb-dev Spearman x100: mean -?\d+\.\d\d, sbert_wk -?\d+\.\d\d", lines[-2]), lines[-2]
     parity = next(line for line in lines if line.startswith("parity"))
-    assert float(re.search(r"distance to the per-token loop (\S+);", parity).group(1)) < 1e-4
+    assert float(re.search(r"distance to the per-token loop (\S+);", parity).group(1)) < POOL_COS_DIST

@@ -12,6 +12,7 @@ from embeddings.errors import ConfigError
 from embeddings.sources.build import build_source
 from embeddings.sources.cache import cache_file, cached_source_vectors
 from embeddings.sources.sentence_source import EncoderSource
+from tests.tolerance import TINY_BERT
 
 SENTENCES = ["a man plays a guitar .", "a dog runs in the park .", "a woman cuts an onion ."]
 
@@ -22,7 +23,7 @@ def test_encoder_source_is_mean_pooling_of_the_encoder(tiny_model_dir, tiny_enco
     source = build_source({"model": str(tiny_model_dir), "max_length": 32})
     assert isinstance(source, EncoderSource) and source.dim == 32
     expected = tiny_encoder.encode(SENTENCES, mean_pool)
-    assert torch.allclose(source.embed(SENTENCES), expected, atol=1e-5)
+    torch.testing.assert_close(source.embed(SENTENCES), expected, **TINY_BERT)
     assert source.fingerprint()["pooling"] == "mean"
 
 
