@@ -1,0 +1,70 @@
+"""The rows of the field's comparison table (SimCSE, Gao et al. 2021, Table 5) and the papers' own numbers.
+
+Why a declaration apart from the runner: a row is *what* to train or score (``train.py`` overrides, an
+``evaluate.py`` scorer) and *what the papers report for it*; ``benchmarks.field_table`` only knows how to run
+the three kinds. The papers' numbers are 7-task averages of Spearman x100 ("all" setting: STS12-16, STS-B test,
+SICK-R test) on BERT-base unless the note says otherwise; the note names the source table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table.
+
+    Attributes:
+        key: short id (run directories, JSON).
+        label: the table's first column.
+        kind: ``pool`` (an ``evaluate.py`` scorer on the backbone), ``train`` (``train.py`` with ``overrides``, then
+            the export scored exactly as its ``LOADING.md`` says) or ``on`` (a scorer on the export of row ``base``).
+        overrides: ``train.py`` overrides (``train`` rows).
+        scorer: the ``evaluate.py`` scorer spec (``pool`` / ``on`` rows); ``{export}`` stands for ``base``'s export.
+        base: the row whose export an ``on`` row scores on.
+        encoder_is_export: an ``on`` row's encoder is ``base``'s export (else the backbone).
+        seeded: trained / sampled with the seed (mean +- std over seeds); else scored once.
+        paper: the paper's average for the same method, ``None`` where no paper reports it on BERT-base.
+        paper_note: where ``paper`` comes from.
+    """
+
+    key: str
+    label: str
+    kind: str
+    overrides: tuple[str, ...] = ()
+    scorer: str | None = None
+    base: str | None = None
+    encoder_is_export: bool = False
+    seeded: bool = True
+    paper: float | None = None
+    paper_note: str = ""
+
+
+SIMCSE_T5 = "SimCSE Table 5, BERT-base, 7 tasks"
+SBERT_T1 = "SBERT Table 1, BERT-base, 7 tasks"
+SEN2PRO_T2 = "Sen2Pro Table 2, BERT-base, STS12-16 only"
+
+ROWS: tuple[Row, ...] = (
+    Row("cls", "CLS pooling", "pool", scorer="cls", seeded=False, paper=29.19, paper_note=SBERT_T1),
+    Row("mean", "mean pooling", "pool", scorer="mean", seeded=False, paper=54.81, paper_note=SBERT_T1),
+    Row("first_last", "first-last avg", "pool", scorer="first_last_avg", seeded=False, paper=56.70,
+        paper_note=SIMCSE_T5),
+    Row("flow", "+ flow", "train", ("model=flow",), paper=66.55, paper_note=SIMCSE_T5),
+    Row("whitening", "+ whitening", "train", ("model=whitening",), seeded=False, paper=66.28, paper_note=SIMCSE_T5),
+    Row("ct", "CT", "train", ("model=ct",), paper=72.05, paper_note=SIMCSE_T5),
+    Row("simcse", "unsup. SimCSE", "train", ("model=simcse",), paper=76.25, paper_note=SIMCSE_T5),
+    Row("sbert_nli", "SBERT-NLI", "train", ("model=sbert_nli",), paper=74.89, paper_note=SIMCSE_T5),
+    Row("simcse_sup", "sup. SimCSE", "train", ("model=simcse_sup",), paper=81.57, paper_note=SIMCSE_T5),
+    Row("cosent", "CoSENT (STS-B train)", "train", ("model=cosent",), paper_note="no BERT-base 7-task figure"),
+    Row("sen2pro_first_last", "Sen2Pro on first-last avg", "pool", scorer="sen2pro", paper=66.70,
+        paper_note=f"{SEN2PRO_T2} (63.69 without)"),
+    Row("sen2pro_whitening", "Sen2Pro on whitening", "on", scorer="{name:sen2pro,whitening:{export}}",
+        base="whitening", paper=70.39, paper_note=f"{SEN2PRO_T2} (69.21 without)"),
+    Row("sen2pro_simcse", "Sen2Pro on unsup. SimCSE", "on", scorer="{name:sen2pro,pooling:cls}", base="simcse",
+        encoder_is_export=True, paper=75.44, paper_note=f"{SEN2PRO_T2} (75.11 without)"),
+)
+
+# SimCSE's seven tasks, where the data directory holds them; otherwise the local default evaluation set.
+SEVEN_TASKS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb-test", "sick-test")
+LOCAL_TASKS = ("sts12", "sts16", "stsb-dev", "sick-train+sick-trial")

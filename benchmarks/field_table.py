@@ -1,0 +1,174 @@
+"""The field's comparison table (SimCSE Table 5's shape) on one backbone, from one command.
+
+    python -m benchmarks.field_table --backbone paraphrase-MiniLM-L3-v2 --seeds 0,1,2 --steps 200 --out results/field
+
+Every row of ``benchmarks.field_rows`` runs on the same backbone and data: pooling baselines and Sen2Pro are
+``evaluate.py`` scorers; trained / fitted rows run ``train.py`` (``--steps`` caps each run's optimizer steps so a CPU
+run stays bounded) and their export is then scored exactly as its ``LOADING.md`` says (the command a user would
+run), so the table measures what a user gets. Why subprocesses: each run is a fresh process, as on the command
+line, and a failing row is reported in its cell without stopping the table. Runs already in ``--out`` are reused
+(a stopped table resumes). Trained rows are mean +- std over the seeds; the papers' numbers stand beside each row
+with their backbone and task set named. Output: the table printed, ``field_table.md`` and ``field_table.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.field_rows import LOCAL_TASKS, ROWS, SEVEN_TASKS, Row
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL_SELECTION_TASK = "stsb-dev"  # what trained rows validate on (SimCSE's recipe), whatever the table scores
+
+
+def available_tasks(data_dir: str | None) -> list[str]:
+    """SimCSE's seven tasks where all are in the data directory, else the local default set."""
+    from sts.tasks import load_task
+
+    try:
+        for task in SEVEN_TASKS:
+            load_task(task, data_dir)
+        return list(SEVEN_TASKS)
+    except Exception:  # noqa: BLE001 - any missing file: fall back to what every checkout has
+        return list(LOCAL_TASKS)
+
+
+def _run(args: list[str], log_file: Path) -> None:
+    """Run ``python <args>`` from the repository root; its output goes to ``log_file``; a failure raises with its tail."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with log_file.open("w") as out:
+        done = subprocess.run([sys.executable, *args], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                              env={**os.environ, "WANDB_MODE": os.environ.get("WANDB_MODE", "disabled")})
+    if done.returncode != 0:
+        tail = log_file.read_text().strip().splitlines()[-3:]
+        raise RuntimeError(f"exit {done.returncode}: {' | '.join(tail)} (log: {log_file})")
+
+
+def _evaluate(encoder: str, scorer: str, tasks: list[str], seed: int, run_dir: Path,
+              extra: list[str] = ()) -> dict[str, float]:
+    """``evaluate.py`` on one encoder and scorer; ``{task: Spearman x100}`` from its ``results.json``."""
+    results = run_dir / "results.json"
+    if not results.is_file():
+        _run(["evaluate.py", f"encoders=[{encoder}]", f"scorers=[{scorer}]", f"tasks=[{','.join(tasks)}]",
+              f"seed={seed}", f"hydra.run.dir={run_dir}", *extra], run_dir.parent / f"{run_dir.name}.log")
+    row = json.loads(results.read_text())["results"][0]
+    return {task: float(value["all"]["spearman"]) for task, value in row["tasks"].items()}
+
+
+def loading_command(export: Path) -> tuple[str, str, list[str]]:
+    """``(encoder, scorer, other overrides)`` of the ``evaluate.py`` line in an export's ``LOADING.md``."""
+    from embeddings.io.export_note import EXPORT, NOTE_FILE
+
+    line = next(line.strip() for line in (export / NOTE_FILE).read_text().splitlines()
+                if line.strip().startswith("python evaluate.py"))
+    args = [arg.replace(EXPORT, str(export)) for arg in shlex.split(line)[2:]]
+    encoders = next(a for a in args if a.startswith("encoders="))[len("encoders=["):-1]
+    scorer = next(a for a in args if a.startswith("scorers="))[len("scorers=["):-1]
+    return encoders, scorer, [a for a in args if not a.startswith(("encoders=", "scorers="))]
+
+
+def train_row(row: Row, backbone: str, seed: int, steps: int | None, out: Path) -> Path:
+    """Train / fit one row's method on the backbone (unless already done); its export directory."""
+    run_dir = out / row.key / f"seed{seed}"
+    export = run_dir / "export"
+    if not (export / "LOADING.md").is_file():
+        shutil.rmtree(run_dir, ignore_errors=True)  # a stopped run: train.py refuses a directory holding one
+        budget = [f"trainer.max_steps={steps}"] if steps else []
+        _run(["train.py", *row.overrides, f"model.model_name_or_path={backbone}", f"seed={seed}", *budget,
+              f"callbacks.sts_evaluation.tasks=[{MODEL_SELECTION_TASK}]", f"hydra.run.dir={run_dir}"],
+             out / row.key / f"seed{seed}.log")
+    return export
+
+
+def score_row(row: Row, backbone: str, seed: int, steps: int | None, tasks: list[str], out: Path) -> dict[str, float]:
+    """``{task: Spearman}`` of one row and seed."""
+    if row.kind == "pool":
+        return _evaluate(backbone, row.scorer, tasks, seed, out / row.key / f"eval-seed{seed}")
+    if row.kind == "train":
+        encoder, scorer, extra = loading_command(train_row(row, backbone, seed, steps, out))
+        return _evaluate(encoder, scorer, tasks, seed, out / row.key / f"seed{seed}" / "eval", extra)
+    base = next(r for r in ROWS if r.key == row.base)
+    export = train_row(base, backbone, seed if base.seeded else 0, steps, out)
+    encoder = str(export) if row.encoder_is_export else backbone
+    return _evaluate(encoder, row.scorer.replace("{export}", str(export)), tasks, seed,
+                     out / row.key / f"eval-seed{seed}")
+
+
+def summarise(scores: list[dict[str, float]], tasks: list[str]) -> dict:
+    """Per task and average: mean and std over seeds."""
+    averages = [statistics.fmean(s[t] for t in tasks) for s in scores]
+    cell = {t: statistics.fmean(s[t] for s in scores) for t in tasks}
+    return {"tasks": cell, "avg": statistics.fmean(averages),
+            "std": statistics.stdev(averages) if len(averages) > 1 else 0.0, "seeds": len(scores)}
+
+
+def markdown(results: dict, tasks: list[str], backbone: str) -> str:
+    head = ["method", *tasks, f"avg ({backbone})", "paper avg (BERT-base)", "paper source", "wall"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in (r for r in ROWS if r.key in results):
+        got = results[row.key]
+        paper = f"{row.paper:.2f}" if row.paper is not None else "-"
+        if "error" in got:
+            cells = ["failed"] * len(tasks) + [got["error"][:60]]
+        else:
+            spread = f" +- {got['std']:.2f}" if got["seeds"] > 1 else ""
+            cells = [f"{got['tasks'][t]:.2f}" for t in tasks] + [f"{got['avg']:.2f}{spread}"]
+        lines.append("| " + " | ".join([row.label, *cells, paper, row.paper_note or "-",
+                                        f"{got.get('seconds', 0) / 60:.1f} min"]) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--backbone", required=True, help="packaged short name, local directory or hub name")
+    parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds of the trained rows")
+    parser.add_argument("--steps", type=int, default=None, help="optimizer steps per trained row (default: recipe)")
+    parser.add_argument("--rows", default=None, help="comma-separated row keys (default: all)")
+    parser.add_argument("--tasks", default=None, help="comma-separated tasks (default: SimCSE's 7 where present)")
+    parser.add_argument("--data-dir", default=os.environ.get("STS_DATA_DIR", str(ROOT.parent / "shared" / "data")))
+    parser.add_argument("--out", default="outputs/field_table")
+    args = parser.parse_args(argv)
+    os.environ["STS_DATA_DIR"] = str(Path(args.data_dir).resolve())
+    seeds = [int(s) for s in args.seeds.split(",")]
+    keys = args.rows.split(",") if args.rows else [r.key for r in ROWS]
+    unknown = set(keys) - {r.key for r in ROWS}
+    if unknown:
+        parser.error(f"unknown rows {sorted(unknown)}; valid: {[r.key for r in ROWS]}")
+    tasks = args.tasks.split(",") if args.tasks else available_tasks(args.data_dir)
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"field table: backbone {args.backbone}, seeds {seeds}, steps {args.steps or 'recipe'}, tasks {tasks}",
+          flush=True)
+    results: dict[str, dict] = {}
+    start = time.perf_counter()
+    for row in (r for r in ROWS if r.key in keys):
+        t0 = time.perf_counter()
+        try:
+            scores = [score_row(row, args.backbone, s, args.steps, tasks, out) for s in (seeds if row.seeded else [0])]
+            results[row.key] = summarise(scores, tasks)
+            print(f"{row.label}: {results[row.key]['avg']:.2f} +- {results[row.key]['std']:.2f}", flush=True)
+        except Exception as err:  # noqa: BLE001 - one failing row must not lose the others
+            results[row.key] = {"error": f"{type(err).__name__}: {err}"}
+            print(f"{row.label}: failed: {err}", flush=True)
+        results[row.key]["seconds"] = time.perf_counter() - t0
+    table = markdown(results, tasks, args.backbone)
+    wall = time.perf_counter() - start
+    (out / "field_table.md").write_text(f"{table}\n\nwall time {wall / 60:.1f} min\n")
+    (out / "field_table.json").write_text(json.dumps({"backbone": args.backbone, "seeds": seeds, "steps": args.steps,
+                                                      "tasks": tasks, "rows": results, "wall_s": wall}, indent=2))
+    print(table)
+    print(f"wall time {wall / 60:.1f} min")
+    return results
+
+
+if __name__ == "__main__":
+    main()
