@@ -30,6 +30,7 @@ def test_bad_options_fail_before_the_model_loads(options, match):
 
 
 @pytest.mark.parametrize("override, match", [("model.scale=-1", "model.scale=-1"),
+                                              ("model.objective=mnrl", "unknown model.objective 'mnrl'"),
                                               ("data.sources=[stsb:train,snli:dev]", "snli:dev")])
 def test_train_refuses_bad_values_in_one_line(override, match, tmp_path):
     from runs.train_run import train
