@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePath
 
+from sts.tasks import LOCAL_DEFAULT_TASKS
+
 log = logging.getLogger(__name__)
 
 # Original file names (sts/readers.py) -> the task they hold.
@@ -33,8 +35,8 @@ def tasks_of_source(spec: str) -> set[str]:
     if spec.startswith("sts:"):
         return {part for part in spec[len("sts:"):].split("+") if part}
     corpus, _, split = spec.partition(":")
-    if corpus.lower() == "sick" and split:
-        return {f"sick-{split.split(':')[-1].lower()}"}
+    if corpus.lower() in ("sick", "stsb") and split:  # NLI / scored-pair source names (sick:train, stsb:train)
+        return {f"{corpus.lower()}-{split.split(':')[-1].lower()}"}
     path = PurePath(spec)
     found = {FILE_TASKS[path.name.lower()]} if path.name.lower() in FILE_TASKS else set()
     for part in path.parts:
@@ -67,10 +69,20 @@ def leaked_tasks(data_cfg: Mapping, eval_tasks: Sequence[str]) -> dict[str, str]
 
 
 def warn_leaks(data_cfg: Mapping, eval_tasks: Sequence[str]) -> dict[str, str]:
-    """Log one warning per evaluated task the training data contains; returns the overlaps."""
+    """Log one warning per evaluated task the training data contains; returns the overlaps.
+
+    A task of ``python evaluate.py``'s default set (``LOCAL_DEFAULT_TASKS``, e.g. SICK train+trial) that the
+    training data holds warns too, though the run itself does not score it: the export's numbers on it, in
+    the README's default table, would not be held out. Only the run's own overlaps are returned.
+    """
     leaks = leaked_tasks(data_cfg, eval_tasks)
     for task, source in leaks.items():
         log.warning("train/test leak: the training data %r contains %s, which the STS evaluation scores; "
                     "its numbers are not held out (drop it from data.sources / data.files, or score other tasks "
                     "with callbacks.sts_evaluation.tasks=[...])", source, task)
+    for task, source in leaked_tasks(data_cfg, LOCAL_DEFAULT_TASKS).items():
+        if task not in leaks:
+            log.warning("train/test leak: the training data %r contains %s, which `python evaluate.py` scores by "
+                        "default (tasks=default: %s); the export's numbers on it are not held out", source, task,
+                        ", ".join(LOCAL_DEFAULT_TASKS))
     return leaks

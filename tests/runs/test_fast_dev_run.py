@@ -21,6 +21,7 @@ from tests.runs.test_train import _cfg
 EXPERIMENTS = [name for name in experiment_names() if not name.startswith("pipeline/")]
 # What the tiny fixtures offer each data group (the real files are far too big for a unit test).
 TINY_DATA = {"nli": ["data.sources=[snli:dev,snli:test,sick:trial]"],
+             "scored_pairs": ["data.sources=[stsb:train,sick:trial]", "data.batch_size=4"],
              "sentences": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8"],
              "cached_embeddings": ["data.files=[wiki/wiki_sentences_100k.txt]"],
              "token_states": ["data.files=[nli:snli:dev]"],
@@ -49,7 +50,7 @@ def tiny_overrides(model: str, data: str, model_dir, tmp_path) -> list[str]:
         tiny.append(f"data.teachers=[{model_dir}]")
     if data == "source_views":  # two tiny sources of the same model: mean and CLS pooling
         tiny.append(f"data.sources=[{model_dir},{{model:{model_dir},pooling:cls}}]")
-    if data != "nli":
+    if data not in ("nli", "scored_pairs"):  # the datamodules with a cache
         tiny.append(f"data.cache_dir={tmp_path / 'cache'}")
     return tiny
 
@@ -88,6 +89,9 @@ OPTIONS = [
     ["model=ct", "data=sentences", "model.views=halves", "model.embedding_lr=1e-3", "model.frozen_layers=0"],
     ["model=ct", "data=sentences", "model.views=mixed_halves", "model.objective=in_batch", "model.optimizer=adamw",
      "model.trainable=word_embeddings", "model.scheduler=constant"],
+    ["model=cosent", "data=scored_pairs"],
+    ["model=cosent", "model.objective=angle"],
+    ["model=cosent", "model.objective=cosine", "model.optimizer=rmsprop", "model.scheduler=constant"],
     ["model=sed", "data=distillation"],
     ["model=sed", "data=distillation", "model.eval_layers=3"],
     ["model=cross_view_ae", "data=source_views"],

@@ -13,6 +13,8 @@ from tests.paths import CONFIG_DIR
 
 @pytest.mark.parametrize("source, tasks", [
     ("sick:train", {"sick-train"}),
+    ("stsb:train", {"stsb-train"}),
+    ("stsb:dev", {"stsb-dev"}),
     ("nli:sick:trial", {"sick-trial"}),
     ("sts:sts12+sts16+stsb-dev", {"sts12", "sts16", "stsb-dev"}),
     ("stsb/sts-dev.csv", {"stsb-dev"}),
@@ -48,3 +50,18 @@ def test_a_leaking_config_warns_naming_the_task(caplog):
         leaks = warn_leaks(cfg.data, list(cfg.callbacks.sts_evaluation.tasks))
     assert leaks == {"sick-train": "sick:train"}
     assert "sick-train" in caplog.text and "not held out" in caplog.text
+
+
+def test_a_source_evaluate_py_scores_by_default_warns_though_the_run_does_not_score_it(caplog):
+    """sick:train with the callback's default [stsb-dev]: no overlap for the run, but `python evaluate.py`
+    scores sick-train+sick-trial by default, so the export's SICK numbers would not be held out."""
+    cfg = _cfg(["model=cosent", "data.sources=[stsb:train,sick:train]"])
+    with caplog.at_level(logging.WARNING, logger="sts.leaks"):
+        leaks = warn_leaks(cfg.data, list(cfg.callbacks.sts_evaluation.tasks))
+    assert leaks == {}
+    assert "'sick:train' contains sick-train" in caplog.text and "python evaluate.py" in caplog.text
+    assert "stsb-train" not in caplog.text  # STS-B train is no evaluation task
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="sts.leaks"):
+        assert warn_leaks(cfg.data, ["stsb-dev", "sick-train"]) == {"sick-train": "sick:train"}
+    assert caplog.text.count("sick-train") == 1  # one warning per leaked task, not two

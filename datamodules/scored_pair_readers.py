@@ -1,0 +1,184 @@
+"""Readers of scored sentence pairs (STS-B, SICK relatedness) as TRAINING data, scores normalised to [0, 1].
+
+Sources are named ``"<corpus>:<split>"`` and read from the one data directory (``paths.data_dir`` or
+``$STS_DATA_DIR``), the same original files the STS tasks of ``sts.tasks`` read::
+
+    stsb:train -> stsb/sts-train.csv      (score column 0-5; also stsb:dev, stsb:test)
+    sick:train -> sick/SICK_train.txt     (relatedness_score 1-5; also sick:trial, sick:test)
+
+Normalisation: ``(score - low) / (high - low)`` over the source's own gold scale (``sts.readers``: STS-B 0-5,
+SICK 1-5), so 0 is "unrelated" and 1 "equivalent" in every source and pooled sources mean the same thing by
+the same number (what ``CosineSimilarityLoss`` regresses the cosine onto; the ranking losses need only the
+order). A SICK 1 becomes 0, not 0.2 as a plain ``/ 5`` would make it.
+
+Why not ``sts.readers`` as is: those readers stop at the first malformed row, right for an evaluation set
+that must be complete. Training data follows the NLI readers' policy instead (``datamodules.nli_readers``):
+malformed rows (wrong column count, a score that is no finite number or lies outside the scale, an empty
+or control-characters-only sentence, bad UTF-8, a blank line) are skipped and counted per reason with a
+warning naming the file and the first line numbers, and more than ``max_malformed_fraction`` of them stops
+the run. The row checks are ``sts.readers``' (same scales, same control-character rule).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from datamodules.nli_readers import _read_lines
+from embeddings.errors import ConfigError, DataError, unknown_choice
+from sts.readers import CONTROL, SICK_SCALE, STS_SCALE
+from sts.tasks import resolve_data_dir
+
+log = logging.getLogger(__name__)
+
+SPLITS = {"stsb": ("train", "dev", "test"), "sick": ("train", "trial", "test")}
+SCALES = {"stsb": STS_SCALE, "sick": SICK_SCALE}
+SHOW_LINES = 5  # line numbers quoted per skip reason
+
+
+@dataclass
+class ScoredPairs:
+    """Validated pairs of one source with scores in [0, 1], plus what was skipped and why."""
+
+    sentences1: list[str] = field(default_factory=list)
+    sentences2: list[str] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
+    source: str = ""
+    skipped: Counter = field(default_factory=Counter)
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+
+def parse_source(spec: str) -> tuple[str, str]:
+    """``(corpus, split)`` of a source name; a ``ConfigError`` naming the valid ones otherwise (no file read)."""
+    corpus, _, split = str(spec).partition(":")
+    if corpus not in SPLITS:
+        raise unknown_choice("scored-pair source", spec, [f"{c}:{s}" for c, splits in SPLITS.items() for s in splits])
+    if split not in SPLITS[corpus]:
+        raise unknown_choice(f"{corpus} split in source", spec, [f"{corpus}:{s}" for s in SPLITS[corpus]])
+    return corpus, split
+
+
+class _Rows:
+    """Accumulates rows of one source; owns the checks, the normalisation and the skip/threshold policy."""
+
+    def __init__(self, path: Path, scale: tuple[float, float], max_malformed_fraction: float):
+        self.out = ScoredPairs(source=str(path))
+        self.low, self.high = scale
+        self.max_bad = max_malformed_fraction
+        self.where: dict[str, list[int]] = {}
+
+    def skip(self, lineno: int, reason: str) -> None:
+        self.out.skipped[reason] += 1
+        lines = self.where.setdefault(reason, [])
+        if len(lines) < SHOW_LINES:
+            lines.append(lineno)
+
+    def add(self, lineno: int, a: str, b: str, score: str) -> None:
+        try:
+            value = float(score)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            return self.skip(lineno, "score is not a finite number")
+        if not self.low <= value <= self.high:
+            return self.skip(lineno, f"score outside the {self.low:g}-{self.high:g} scale")
+        a, b = a.strip(), b.strip()
+        if not a or not b:
+            return self.skip(lineno, "empty sentence")
+        if any("\x00" in s or not CONTROL.sub("", s).strip() for s in (a, b)):
+            return self.skip(lineno, "NUL or control characters only")
+        self.out.sentences1.append(a)
+        self.out.sentences2.append(b)
+        self.out.scores.append((value - self.low) / (self.high - self.low))
+
+    def finish(self) -> ScoredPairs:
+        out, bad = self.out, sum(self.out.skipped.values())
+        total = bad + len(out)
+        if bad:
+            detail = "; ".join(f"{reason}: {n} (line {', '.join(map(str, self.where[reason]))}"
+                               f"{', ...' if n > SHOW_LINES else ''})" for reason, n in out.skipped.items())
+            message = f"{out.source}: skipped {bad} of {total} rows as malformed: {detail}"
+            if bad > self.max_bad * total:
+                raise DataError(f"{message}. That is more than max_malformed_fraction="
+                                f"{self.max_bad:g}: fix the file or raise the limit.")
+            log.warning(message)
+        if not out.scores:
+            raise DataError(f"{out.source}: no scored sentence pairs found")
+        return out
+
+
+def _rows_of(path: Path, rows: _Rows, header_names: tuple[str, ...] | None, columns: tuple[int, int, int] | None,
+             minimum: int = 0) -> ScoredPairs:
+    """Feed every line of ``path`` to ``rows``: tab-separated, never quoted-CSV (the files hold stray quotes).
+
+    With ``header_names`` the first non-blank line is a header naming (sentence 1, sentence 2, score) and
+    every row must have the header's column count; else ``columns`` gives their indices and a row needs at
+    least ``minimum`` columns (STS-B rows may carry licence columns after the 7th).
+    """
+    expected = None
+    for lineno, line in enumerate(_read_lines(path), start=1):
+        if line is None:
+            rows.skip(lineno, "not UTF-8")
+            continue
+        if not line.strip():
+            rows.skip(lineno, "blank line")
+            continue
+        cols = line.split("\t")
+        if header_names is not None and expected is None:
+            if not set(header_names) <= set(cols):
+                raise DataError(f"{path}:{lineno}: header must name {list(header_names)}, found {cols}")
+            columns, expected = tuple(cols.index(k) for k in header_names), len(cols)
+            continue
+        if (expected is not None and len(cols) != expected) or len(cols) < minimum:
+            rows.skip(lineno, f"wrong column count (expected {expected or f'at least {minimum}'})")
+            continue
+        a, b, score = (cols[i] for i in columns)
+        rows.add(lineno, a, b, score)
+    return rows.finish()
+
+
+def read_stsb_pairs(path: str | Path, max_malformed_fraction: float = 0.01) -> ScoredPairs:
+    """STS Benchmark ``sts-*.csv``: genre, file, year, id, score (0-5), sentence1, sentence2 [, licence cols]."""
+    path = Path(path)
+    return _rows_of(path, _Rows(path, STS_SCALE, max_malformed_fraction), None, (5, 6, 4), minimum=7)
+
+
+def read_sick_pairs(path: str | Path, max_malformed_fraction: float = 0.01) -> ScoredPairs:
+    """SICK ``SICK_*.txt``: a header naming sentence_A, sentence_B, relatedness_score (1-5); tab-separated."""
+    path = Path(path)
+    return _rows_of(path, _Rows(path, SICK_SCALE, max_malformed_fraction),
+                    ("sentence_A", "sentence_B", "relatedness_score"), None)
+
+
+def source_files(spec: str, root: Path) -> list[Path]:
+    """Candidate files of a source, in the order ``sts.tasks`` looks for the same task."""
+    corpus, split = parse_source(spec)
+    if corpus == "stsb":
+        return [root / "stsb" / f"sts-{split}.csv"]
+    return [root / "sick" / n for n in [f"SICK_{split}.txt", *(["SICK_test_annotated.txt"] if split == "test" else [])]]
+
+
+def load_scored_source(spec: str, data_dir: str | os.PathLike | None = None,
+                       max_malformed_fraction: float = 0.01) -> ScoredPairs:
+    """One source by name (see the module docstring), e.g. ``"stsb:train"``; scores in [0, 1]."""
+    corpus, _ = parse_source(spec)
+    candidates = source_files(spec, resolve_data_dir(data_dir))
+    found = next((c for c in candidates if c.is_file()), None)
+    if found is None:
+        raise DataError(f"scored-pair source {spec!r}: none of {[str(c) for c in candidates]} exists")
+    reader = read_stsb_pairs if corpus == "stsb" else read_sick_pairs
+    return reader(found, max_malformed_fraction)
+
+
+def check_sources(sources: list[str]) -> None:
+    """Every source name valid and the list non-empty: one ``ConfigError`` line before anything is read."""
+    if not sources:
+        raise ConfigError("data.sources is empty: name at least one scored-pair source, e.g. [stsb:train]")
+    for spec in sources:
+        parse_source(spec)

@@ -1,0 +1,102 @@
+"""Scored sentence pairs as training batches ``{"sentences1", "sentences2", "scores"}`` (supervised STS).
+
+The input of ``lightning_modules.cosent`` (CosineSimilarityLoss, CoSENT, AnglE): sentence-transformers'
+``training_stsbenchmark.py`` trains on STS-B train the same way. Source names, reading rules and the
+score normalisation to [0, 1] (STS-B 0-5 -> ``s / 5``, SICK 1-5 -> ``(s - 1) / 4``) are in
+``datamodules.scored_pair_readers``.
+
+Shuffling is a per-epoch permutation seeded by ``(seed, epoch)`` (``EpochShuffleSampler``) and the loader
+resumes mid-epoch (``ResumableLoader``), so a killed run continues with exactly the batches it would have
+seen. Under DDP Lightning's ``DistributedSamplerWrapper`` cuts that same permutation into rank shards and
+pads every rank to the same number of equal batches (the CoSENT / AnglE losses gather the scores of all
+ranks, which needs equal batch sizes).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Sequence
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from datamodules.loader import ResumableDataModule, per_device_batch_size
+from datamodules.scored_pair_readers import ScoredPairs, check_sources, load_scored_source
+from embeddings.errors import ConfigError
+from embeddings.io.model_card import DataFacts
+
+log = logging.getLogger(__name__)
+
+
+class ScoredPairDataset(Dataset):
+    """Map-style (sentence1, sentence2, score in [0, 1]) rows, so Lightning can shard it with a DistributedSampler."""
+
+    def __init__(self, parts: Sequence[ScoredPairs]):
+        self.sentences1 = [s for p in parts for s in p.sentences1]
+        self.sentences2 = [s for p in parts for s in p.sentences2]
+        self.scores = [y for p in parts for y in p.scores]
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    def __getitem__(self, i: int) -> tuple[str, str, float]:
+        return self.sentences1[i], self.sentences2[i], self.scores[i]
+
+
+def collate_scored_pairs(rows: Sequence[tuple[str, str, float]]) -> dict[str, list[str] | torch.Tensor]:
+    """Raw strings + float32 scores: the LightningModule tokenizes, because the encoder owns its tokenizer."""
+    return {"sentences1": [r[0] for r in rows], "sentences2": [r[1] for r in rows],
+            "scores": torch.tensor([r[2] for r in rows], dtype=torch.float32)}
+
+
+class ScoredPairsDataModule(ResumableDataModule):
+    """Training batches of scored pairs: ``{"sentences1", "sentences2", "scores"}``, scores in [0, 1].
+
+    Args:
+        data_dir: the data directory; ``None`` falls back to ``$STS_DATA_DIR``.
+        sources: source names pooled into one training set, e.g. ``[stsb:train]`` or ``[stsb:train, sick:train]``
+            (a single name may be a plain string). Checked when the DataModule is built, before any file is read.
+        batch_size: GLOBAL batch size; every device gets ``batch_size // world_size``.
+        num_workers: DataLoader worker processes.
+        seed: shuffle seed (the permutation of epoch ``e`` depends on ``(seed, e)`` only).
+        shuffle: shuffle the training pairs.
+        drop_last: drop a last incomplete batch (CoSENT ranks pairs within a batch: a 1-pair batch has none).
+        max_malformed_fraction: per-source share of malformed rows above which loading fails.
+    """
+
+    data_unit = "scored pairs"
+
+    def __init__(self, data_dir: str | None = None, sources: Sequence[str] | str = ("stsb:train",),
+                 batch_size: int = 16, num_workers: int = 0, seed: int = 0, shuffle: bool = True,
+                 drop_last: bool = False, max_malformed_fraction: float = 0.01):
+        super().__init__()
+        self.data_dir = data_dir
+        self.sources = [sources] if isinstance(sources, str) else [str(s) for s in sources]
+        check_sources(self.sources)
+        if not 0.0 <= float(max_malformed_fraction) < 1.0:
+            raise ConfigError(f"data.max_malformed_fraction must be in [0, 1), got {max_malformed_fraction}")
+        self.batch_size, self.num_workers, self.seed = int(batch_size), int(num_workers), int(seed)
+        self.shuffle, self.drop_last, self.max_bad = bool(shuffle), bool(drop_last), float(max_malformed_fraction)
+        self.dataset: ScoredPairDataset | None = None
+        self.parts: dict[str, ScoredPairs] = {}
+
+    def setup(self, stage: str | None = None) -> None:
+        per_device_batch_size(self.batch_size, self.world_size)  # a bad batch size fails here, before loading
+        if self.dataset is None:
+            self.parts = {spec: load_scored_source(spec, self.data_dir, self.max_bad) for spec in self.sources}
+            self.dataset = ScoredPairDataset(list(self.parts.values()))
+            log.info("scored training pairs: %d from %s", len(self.dataset),
+                     ", ".join(f"{k} ({len(v)})" for k, v in self.parts.items()))
+
+    def data_facts(self) -> DataFacts:
+        """Per-source pair counts and skip reasons for the model card."""
+        skipped: Counter = Counter()
+        for part in self.parts.values():
+            skipped.update(part.skipped)
+        return DataFacts(tuple(self.sources), len(self.dataset) if self.dataset is not None else None,
+                         self.data_unit, per_source={k: len(v) for k, v in self.parts.items()},
+                         skipped=dict(skipped))
+
+    def train_dataloader(self) -> DataLoader:
+        return self.resumable_loader(collate_scored_pairs, drop_last=self.drop_last)

@@ -1,0 +1,103 @@
+"""Supervised STS on scored pairs: SBERT's CosineSimilarityLoss, CoSENT or AnglE (``model.objective``).
+
+One encoder embeds both sentences of each pair (siamese), mean-pooled; the objective compares the pairs'
+similarities with their gold scores in [0, 1] (``datamodules.scored_pairs``). The pooled vector, compared
+by cosine, is the sentence embedding that is evaluated and exported.
+
+* ``cosent`` (default): pairs ranked by cosine x ``scale`` against every pair of the (global) batch with a
+  higher gold score (Su 2022; Huang et al., TASLP 2024). Recommended by sentence-transformers over ``cosine``.
+* ``angle``: the same ranking on AnglE's angle similarity (Li & Li 2023, arXiv 2309.12871), whose gradient
+  does not vanish near cosine +-1 (the saturation zones of the cosine).
+* ``cosine``: SBERT's regression of the cosine onto the gold score (Reimers & Gurevych 2019, Sec. 3).
+
+Recipe (sentence-transformers' ``training_stsbenchmark.py``): batch 16, AdamW lr 2e-5, weight decay 0.01,
+10% linear warm-up, 4 epochs, mean pooling, STS-B dev after every epoch. The losses are pure functions in
+``lightning_modules.pair_score_losses``; under DDP the ranking objectives gather the similarities of all
+ranks so a 2-GPU run optimises the same global-batch loss as a 1-GPU run.
+"""
+
+from __future__ import annotations
+
+import math
+
+from torch import Tensor
+
+from embeddings.errors import ConfigError, unknown_choice
+from embeddings.io.model_card import MethodInfo, Paper
+from lightning_modules.base import EncoderModule
+from lightning_modules.pair_score_losses import angle_loss, cosent_loss, cosine_similarity_loss
+
+OBJECTIVES = ("cosent", "angle", "cosine")
+PAPERS = {
+    "cosent": Paper("CoSENT: Consistent Sentence Embedding via Similarity Ranking",
+                    "Xiang Huang, Hao Peng, Dongcheng Zou, Zhiwei Liu, Jianxin Li, Kay Liu, Jia Wu, Jianlin Su, "
+                    "Philip S. Yu", "IEEE/ACM Transactions on Audio, Speech, and Language Processing", 2024,
+                    "https://doi.org/10.1109/TASLP.2024.3402087"),
+    "angle": Paper("AnglE-optimized Text Embeddings", "Xianming Li, Jing Li", "ACL 2024", 2023,
+                   "https://arxiv.org/abs/2309.12871"),
+    "cosine": Paper("Sentence-BERT: Sentence Embeddings using Siamese BERT-Networks", "Nils Reimers, Iryna Gurevych",
+                    "EMNLP-IJCNLP 2019", 2019, "https://arxiv.org/abs/1908.10084"),
+}
+NAMES = {"cosent": "CoSENT (supervised STS)", "angle": "AnglE (supervised STS)",
+         "cosine": "Sentence-BERT CosineSimilarityLoss (supervised STS)"}
+
+
+def check_options(objective: str, scale: float) -> None:
+    """Unknown objective or a scale that is not a positive number: one ``ConfigError`` line, before any model loads."""
+    if objective not in OBJECTIVES:
+        raise unknown_choice("model.objective", objective, OBJECTIVES)
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
+        raise ConfigError(f"model.scale={scale!r} is not allowed: it must be a number > 0 (the inverse temperature "
+                          "of the cosent / angle ranking, sentence-transformers' 20)")
+
+
+class CoSENTModule(EncoderModule):
+    """A siamese encoder trained on scored pairs (batches from ``datamodules.scored_pairs``).
+
+    Args:
+        objective: ``cosent`` (default), ``angle`` or ``cosine`` (see the module docstring).
+        scale: inverse temperature of the ``cosent`` / ``angle`` ranking (sentence-transformers' 20);
+            ``cosine`` has none.
+        gather: under DDP, rank the pairs of all ranks together (``cosent`` / ``angle``; see
+            ``lightning_modules.pair_score_losses``). ``false`` ranks within each rank's share only.
+        Others: see ``EncoderModule`` (defaults here are sentence-transformers' STS-B recipe).
+    """
+
+    def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", pooling: str = "mean",
+                 max_length: int | None = None, lr: float = 2e-5, weight_decay: float = 0.01,
+                 warmup_ratio: float = 0.1, optimizer: str = "adamw", scheduler: str = "linear",
+                 eval_batch_size: int = 64, objective: str = "cosent", scale: float = 20.0,
+                 gather: bool = True) -> None:
+        check_options(objective, scale)
+        super().__init__(model_name_or_path=model_name_or_path, pooling=pooling, max_length=max_length, lr=lr,
+                         weight_decay=weight_decay, warmup_ratio=warmup_ratio, optimizer=optimizer,
+                         scheduler=scheduler, eval_batch_size=eval_batch_size)
+        # the card names the objective's paper; the key stays the configs/model name
+        self.method_info = MethodInfo("cosent", NAMES[objective], PAPERS[objective])
+
+    def forward(self, sentences1: list[str], sentences2: list[str]) -> tuple[Tensor, Tensor]:
+        """Pooled vectors of both sides, from ONE pass over the concatenated sentences (shared dropout
+        distribution, one tokenisation, length-sorted groups as ``EncoderModule.embed`` makes them)."""
+        n = len(sentences1)
+        if n != len(sentences2):
+            raise ValueError(f"sentence lists differ in length: {n} vs {len(sentences2)}")
+        emb = self.embed([*sentences1, *sentences2])
+        return emb[:n], emb[n:]
+
+    def loss(self, u: Tensor, v: Tensor, scores: Tensor) -> Tensor:
+        """The configured objective on the two sides' embeddings and the gold scores."""
+        hp = self.hparams
+        if hp.objective == "cosine":
+            return cosine_similarity_loss(u, v, scores)
+        ranking = cosent_loss if hp.objective == "cosent" else angle_loss
+        return ranking(u, v, scores, scale=float(hp.scale), gather=bool(hp.gather))
+
+    def training_step(self, batch: dict, batch_idx: int) -> Tensor:
+        if "scores" not in batch:
+            raise ConfigError(f"model=cosent needs scored-pair batches (data=scored_pairs), got batch keys "
+                              f"{sorted(batch)}")
+        u, v = self(batch["sentences1"], batch["sentences2"])
+        scores = batch["scores"].to(u.device)
+        loss = self.loss(u, v, scores)
+        self.log("train/loss", loss, prog_bar=True, batch_size=len(scores))
+        return loss

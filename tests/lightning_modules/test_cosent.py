@@ -1,0 +1,94 @@
+"""``model=cosent``: bad options fail in one line before any model loads, each objective trains (its loss falls
+on a batch it steps on), the step computes the objective's pure function on one pass over both sides, and the
+card names the objective's paper."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+
+from embeddings.errors import ConfigError
+from lightning_modules.cosent import OBJECTIVES, CoSENTModule
+from lightning_modules.pair_score_losses import angle_loss, cosent_loss, cosine_similarity_loss
+from tests.paths import CONFIG_DIR
+
+BATCH = {"sentences1": ["a man plays a guitar .", "a dog runs in the park .", "a child reads a book .",
+                        "a girl rides a horse ."],
+         "sentences2": ["a man plays the piano .", "a dog is running in the park .", "two cats eat food .",
+                        "a boy rides a bike ."],
+         "scores": torch.tensor([0.64, 0.96, 0.04, 0.3])}
+
+
+@pytest.mark.parametrize("options, match", [({"objective": "triplet"}, "unknown model.objective 'triplet'"),
+                                             ({"scale": 0.0}, "model.scale=0.0"),
+                                             ({"scale": float("nan")}, "model.scale=nan"),
+                                             ({"scale": "20"}, "model.scale='20'")])
+def test_bad_options_fail_before_the_model_loads(options, match):
+    with pytest.raises(ConfigError, match=match):
+        CoSENTModule("/nonexistent/model", **options)  # the path would fail next: the option is checked first
+
+
+@pytest.mark.parametrize("override, match", [("model.scale=-1", "model.scale=-1"),
+                                              ("model.objective=mnrl", "unknown model.objective 'mnrl'"),
+                                              ("data.sources=[stsb:train,snli:dev]", "snli:dev")])
+def test_train_refuses_bad_values_in_one_line(override, match, tmp_path):
+    from runs.train_run import train
+    from tests.runs.test_train import _cfg
+
+    cfg = _cfg(tmp_path / "run", tmp_path / "no_model", tmp_path / "no_data", ["model=cosent", override])
+    with pytest.raises(ConfigError, match=match) as err:
+        train(cfg)
+    assert "\n" not in str(err.value)
+
+
+@pytest.fixture(scope="module")
+def modules(tiny_model_dir):
+    return {o: CoSENTModule(str(tiny_model_dir), max_length=32, objective=o, lr=1e-3) for o in OBJECTIVES}
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+def test_step_is_the_pure_loss_on_one_pass(modules, objective, one_thread):
+    module = modules[objective].eval()  # no dropout: the same vectors twice
+    with torch.no_grad():
+        u, v = module(BATCH["sentences1"], BATCH["sentences2"])
+        both = module.embed([*BATCH["sentences1"], *BATCH["sentences2"]])
+        torch.testing.assert_close(torch.cat([u, v]), both)
+        fn = {"cosent": cosent_loss, "angle": angle_loss, "cosine": cosine_similarity_loss}[objective]
+        module.log = lambda *args, **kwargs: None
+        torch.testing.assert_close(module.training_step(BATCH, 0), fn(u, v, BATCH["scores"]))
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+def test_a_few_steps_lower_the_loss(modules, objective, one_thread):
+    module = modules[objective].eval()  # dropout off: the loss moves by the updates alone
+    module.log = lambda *args, **kwargs: None
+    optimizer = torch.optim.Adam(module.parameters(), lr=1e-3)
+    losses = []
+    for _ in range(8):
+        loss = module.training_step(BATCH, 0)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0], losses
+
+
+def test_wrong_batch_names_the_data_group(modules):
+    with pytest.raises(ConfigError, match="data=scored_pairs"):
+        modules["cosent"].training_step({"sentences1": ["a"], "sentences2": ["b"], "labels": torch.tensor([0])}, 0)
+
+
+def test_card_names_the_objectives_paper(modules):
+    assert modules["angle"].method_info.paper.url == "https://arxiv.org/abs/2309.12871"
+    assert "CoSENT" in modules["cosent"].method_info.paper.title
+    assert {m.method_info.key for m in modules.values()} == {"cosent"}
+
+
+def test_defaults_are_the_sentence_transformers_sts_b_recipe():
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config_name="train", overrides=["model=cosent", "paths.data_dir=/data"])
+    assert cfg.data._target_.endswith("ScoredPairsDataModule") and list(cfg.data.sources) == ["stsb:train"]
+    assert (cfg.data.batch_size, cfg.model.lr, cfg.model.warmup_ratio, cfg.trainer.max_epochs) == (16, 2e-5, 0.1, 4)
+    assert (cfg.model.pooling, cfg.model.objective, cfg.model.scale) == ("mean", "cosent", 20.0)
+    assert cfg.callbacks.sts_evaluation.every_n_epochs == 1 and list(cfg.callbacks.sts_evaluation.tasks) == ["stsb-dev"]
