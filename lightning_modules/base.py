@@ -26,7 +26,7 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import ClassVar, NamedTuple
+from typing import ClassVar
 
 import torch
 from lightning.pytorch import LightningModule
@@ -41,7 +41,7 @@ from embeddings.io.st_export import write_sentence_transformers_files
 from embeddings.methods.pooling import PoolingScorer, get_pooling
 from embeddings.scoring.scorer import Scorer
 from lightning_modules.activation_checkpointing import enable_gradient_checkpointing
-from lightning_modules.grad_cache import cached_loss, chunk_view
+from lightning_modules.grad_cache import EncoderView, cached_loss, check_mini_batch_size, chunk_view
 from lightning_modules.optimizers import adam
 
 log = logging.getLogger(__name__)
@@ -83,22 +83,6 @@ def embed_length_buckets(encoder: HFEncoder, pool, sentences: Sequence[str], buc
     inverse = torch.empty(n, dtype=torch.long)
     inverse[torch.tensor(order, dtype=torch.long)] = torch.arange(n)
     return torch.cat(parts)[inverse.to(parts[0].device)]
-
-
-class EncoderView(NamedTuple):
-    """Texts to embed with one encoder and pooling: one argument of an in-batch loss (``views_and_loss``)."""
-
-    encoder: HFEncoder
-    pool: Callable
-    texts: Sequence[str]
-
-
-def check_mini_batch_size(mini_batch_size: int | None) -> None:
-    """``None`` (uncached) or a positive integer; anything else is a one-line ``ConfigError``."""
-    if mini_batch_size is not None and (isinstance(mini_batch_size, bool) or not isinstance(mini_batch_size, int)
-                                        or mini_batch_size < 1):
-        raise ConfigError(f"model.mini_batch_size={mini_batch_size!r} is not allowed: it must be a positive integer "
-                          "that divides the per-device batch, or null (no cached loss)")
 
 
 def warmup_lambda(kind: str, warmup_steps: int, total_steps: int):
@@ -201,17 +185,6 @@ class EncoderModule(LightningModule):
             return loss_fn(*(embed_length_buckets(v.encoder, v.pool, v.texts, self.length_buckets) for v in views))
         chunks = [chunk_view(v.encoder, v.pool, v.texts, size) for v in views]
         return cached_loss(chunks, loss_fn, list(self.parameters()))
-
-    def setup(self, stage: str) -> None:
-        """``mini_batch_size`` must divide the per-device batch (known once the trainer is attached)."""
-        size = self.hparams.mini_batch_size
-        datamodule = getattr(self._trainer, "datamodule", None) if self._trainer is not None else None
-        batch = getattr(datamodule, "batch_size", None)
-        if size is not None and isinstance(batch, int) and stage == "fit":
-            per_device = batch // max(1, self.trainer.world_size)
-            if per_device % size:
-                raise ConfigError(f"model.mini_batch_size={size} must divide the per-device batch "
-                                  f"{per_device} (data.batch_size={batch} over {self.trainer.world_size} devices)")
 
     def scorer(self) -> Scorer:
         """Cosine over pooled vectors of the live model (the STS callback switches eval mode)."""

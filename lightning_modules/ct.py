@@ -48,13 +48,14 @@ from embeddings.methods.pooling import PoolingScorer
 from embeddings.scoring.protocols import STSEvaluator
 from embeddings.scoring.scorer import Scorer
 from lightning_modules.activation_checkpointing import checkpoint_in_eval_mode, enable_gradient_checkpointing
-from lightning_modules.base import SCHEDULERS, EncoderModule, EncoderView, embed_length_buckets
+from lightning_modules.base import SCHEDULERS, EncoderModule, embed_length_buckets
 from lightning_modules.ct_options import (
     CT_TRAINABLE,
     freeze_bottom,
     length_matched_groups,
     train_only_word_embeddings,
 )
+from lightning_modules.grad_cache import EncoderView
 from lightning_modules.in_batch_losses import in_batch_tension_loss
 from lightning_modules.losses import ct_logits, ct_loss, make_ct_pairs, split_views
 from lightning_modules.optimizers import adam

@@ -22,7 +22,7 @@ work unchanged, with no ``no_sync`` juggling. The cost: one gradient-sized buffe
 The forward passes of step 1 and step 3 see identical inputs (the same token ids of the same mini-batch),
 so with the RNG replayed the gradient equals that of one graph over the same mini-batch passes, up to
 float rounding. Mini-batches are cut from the LENGTH-SORTED list (``chunk_view``): least padding.
-Pure torch, no Lightning: ``lightning_modules.base.EncoderModule.views_and_loss`` uses it.
+Pure torch (no Lightning): ``lightning_modules.base.EncoderModule.views_and_loss`` uses it.
 """
 
 from __future__ import annotations
@@ -34,6 +34,27 @@ from typing import NamedTuple
 
 import torch
 from torch import Tensor
+
+from embeddings.errors import ConfigError
+
+
+class EncoderView(NamedTuple):
+    """Texts to embed with one encoder (an ``HFEncoder``) and pooling: one argument of an in-batch loss."""
+
+    encoder: object
+    pool: Callable
+    texts: Sequence[str]
+
+
+def check_mini_batch_size(mini_batch_size: int | None) -> None:
+    """``None`` (uncached) or a positive integer; anything else is a one-line ``ConfigError``.
+
+    (Whether it divides the per-device batch is checked with the config: ``runs.config_checks``.)
+    """
+    if mini_batch_size is not None and (isinstance(mini_batch_size, bool) or not isinstance(mini_batch_size, int)
+                                        or mini_batch_size < 1):
+        raise ConfigError(f"model.mini_batch_size={mini_batch_size!r} is not allowed: it must be a positive integer "
+                          "that divides the per-device batch, or null (no cached loss)")
 
 
 class Chunked(NamedTuple):

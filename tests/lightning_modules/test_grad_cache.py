@@ -214,3 +214,26 @@ def test_cached_gradients_under_two_rank_ddp(kind, tmp_path, tiny_model_dir, one
     for rank in range(2):
         _assert_same(out[rank]["cached_True"], out[rank]["reference_True"])  # dropout replayed under DDP
         _assert_same(out[rank]["cached_False"], want)  # DDP's average of the cached ranks = the global gradient
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["model.mini_batch_size=0"], r"model.mini_batch_size=0 is not allowed: it must be an integer >= 1 or null"),
+    (["model.mini_batch_size=-2"], r"model.mini_batch_size=-2 is not allowed"),
+    (["model.mini_batch_size=3"], r"model.mini_batch_size=3 must divide the per-device batch 8 \(data.batch_size=8"),
+    (["model.mini_batch_size=8", "trainer.accelerator=cpu", "trainer.devices=2"],
+     r"model.mini_batch_size=8 must divide the per-device batch 4 \(data.batch_size=8 over 2"),
+])
+def test_bad_mini_batch_size_in_config_fails_before_the_model_loads(overrides, message, tmp_path, tiny_model_dir,
+                                                                     train_data_dir, monkeypatch):
+    from embeddings.encoders.hf import HFEncoder
+    from runs.train_run import train
+    from tests.runs.test_train import _cfg
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("the model loaded before the config was checked")
+
+    monkeypatch.setattr(HFEncoder, "from_pretrained", no_load)
+    cfg = _cfg(tmp_path, tiny_model_dir, train_data_dir, ["model=sbert_nli", "model.objective=mnrl",
+                                                          "data.format=triplets", "data.batch_size=8", *overrides])
+    with pytest.raises(ConfigError, match=message):
+        train(cfg)
