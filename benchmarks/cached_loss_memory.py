@@ -115,8 +115,11 @@ def main() -> None:
         return
     results = {}
     for variant in args.variants.split(","):
-        cmd = [sys.executable, "-m", "benchmarks.cached_loss_memory", "--worker", variant,
-               *(a for a in sys.argv[1:] if not a.startswith("--variants"))]
+        cmd = [sys.executable, "-m", "benchmarks.cached_loss_memory", "--worker", variant, "--model", args.model,
+               "--batch", str(args.batch), "--mini-batch", str(args.mini_batch), "--steps", str(args.steps),
+               "--threads", str(args.threads), "--device", args.device,
+               *(["--data-dir", args.data_dir] if args.data_dir else []),
+               *(["--max-length", str(args.max_length)] if args.max_length else [])]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if done.returncode:
             sys.exit(f"{variant} failed:\n{done.stderr[-3000:]}")

@@ -127,8 +127,10 @@ class _CachedGradients(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output: Tensor):
-        grads, ctx.grads = ctx.grads, None  # freed with the graph: no second copy of every gradient
-        return (None, None, *(g * grad_output.to(g.dtype) for g in grads))
+        # In place (the buffers are ours, used once): no second gradient-sized copy of every parameter.
+        # grad_output: 1, or Lightning's 1 / accumulate_grad_batches, or an fp16 loss scale.
+        grads, ctx.grads = ctx.grads, None
+        return (None, None, *(g.mul_(grad_output.to(g.dtype)) for g in grads))
 
 
 def _accumulate(total: Tensor | None, grad: Tensor | None) -> Tensor | None:

@@ -112,6 +112,17 @@ def test_cached_matches_uncached_without_dropout(kind, tiny_model_dir, one_threa
         _assert_same(_grads(module), want)
 
 
+def test_surrogate_passes_on_the_incoming_gradient(tiny_model_dir, one_thread):
+    """Lightning divides the loss by accumulate_grad_batches (an fp16 scaler multiplies it): the cached
+    gradients must scale with it, as ``backward`` of the uncached loss does."""
+    module = _module("mnrl", tiny_model_dir, dropout=False)
+    (_step(module, "mnrl", SENTENCES) / 4).backward()
+    want = _grads(module)
+    module.hparams.mini_batch_size = 3
+    (_step(module, "mnrl", SENTENCES) / 4).backward()
+    _assert_same(_grads(module), want)
+
+
 def test_ct_row_sparse_embedding_gradients_stay_sparse(tiny_model_dir, one_thread):
     """CT's single-device RMSprop takes row-sparse word-embedding gradients: the cache must keep them sparse."""
     module = _module("ct", tiny_model_dir, dropout=False, mini_batch_size=4)
