@@ -11,9 +11,12 @@ no two share a high-water mark or an allocator cache:
 * ``cached+checkpointing``: both.
 
 Memory on CPU: the process's peak resident set (``VmHWM``) during the timed steps minus the resident set
-just before them (model, optimizer state after a warm-up step, data and allocator caches included in the
-base), i.e. what the step adds at its peak. The peak is reset before the timed steps through
-``/proc/self/clear_refs`` (Linux); where that fails the lifetime peak is used and said so. On CUDA
+just before them (model, data, and the optimizer state of a warm-up step in the base), i.e. what a step
+adds at its peak. The peak is reset before the timed steps through ``/proc/self/clear_refs`` (Linux); where
+that fails the lifetime peak is used and said so. The workers run with ``MALLOC_MMAP_THRESHOLD_=131072``:
+glibc then returns every freed block over 128 KiB to the system at once, so the resident set follows the
+live tensors (by default the threshold grows after the first large free and the warm-up step's freed
+activations would stay resident, hiding the next step's peak inside the base). On CUDA
 (``--device cuda``): ``torch.cuda.max_memory_allocated`` over the timed steps minus the allocation before.
 Speed: steps/s = 1 / median step time. The cached variants compute the gradients of the same loss
 (tests/lightning_modules/test_grad_cache.py); their printed losses differ from the uncached ones only by
@@ -120,7 +123,8 @@ def main() -> None:
                "--threads", str(args.threads), "--device", args.device,
                *(["--data-dir", args.data_dir] if args.data_dir else []),
                *(["--max-length", str(args.max_length)] if args.max_length else [])]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "131072"}
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
         if done.returncode:
             sys.exit(f"{variant} failed:\n{done.stderr[-3000:]}")
         results[variant] = json.loads(done.stdout.strip().splitlines()[-1])

@@ -167,11 +167,17 @@ class EncoderModule(LightningModule):
         return embed_length_buckets(self._live_encoder(), self.pool, sentences, self.length_buckets)
 
     def view(self, sentences: Sequence[str]) -> EncoderView:
-        """``sentences`` as ``embed`` sees them: the live encoder and the module's pooling."""
+        """``sentences`` as ``embed`` sees them: the live encoder and the module's pooling.
+
+        A subclass whose ``embed`` adds something (a projection head) overrides this too, folding it into
+        ``pool``, so the cached path embeds what the uncached one does.
+        """
         return EncoderView(self._live_encoder(), self.pool, sentences)
 
     def embed_and_loss(self, sentences: Sequence[str], loss_fn: Callable[[Tensor], Tensor]) -> Tensor:
         """``loss_fn(self.embed(sentences))``, cached (GradCache) when ``mini_batch_size`` is set."""
+        if self.hparams.mini_batch_size is None:
+            return loss_fn(self.embed(sentences))
         return self.views_and_loss([self.view(sentences)], loss_fn)
 
     def views_and_loss(self, views: Sequence[EncoderView], loss_fn: Callable[..., Tensor]) -> Tensor:
