@@ -8,6 +8,15 @@ str / int / float / None and everything else Lightning stores is tensors and pla
 The Hugging Face model is registered once, as ``self.encoder_model``; ``self.encoder`` is an
 ``HFEncoder`` view on that same live module (no copy), so training (``embed``), STS evaluation
 (``scorer``) and ``export`` always see the current weights.
+
+Memory: ``mini_batch_size`` turns an in-batch loss into its cached (GradCache) version, with activation
+memory bounded by the mini-batch (``lightning_modules.grad_cache``); ``gradient_checkpointing`` recomputes
+each layer in the backward pass (``lightning_modules.activation_checkpointing``). A method adopts caching
+by computing its loss through ``embed_and_loss``; e.g. SimCSE (both dropout views of the batch in one list)::
+
+    loss = self.embed_and_loss([*batch, *batch], lambda emb: simcse_loss(emb[:n], emb[n:]))
+
+Uncached (``mini_batch_size=None``) that is exactly ``loss_fn(self.embed(texts))``.
 """
 
 from __future__ import annotations
@@ -15,7 +24,7 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -31,6 +40,8 @@ from embeddings.io.model_card import MethodInfo, ModelCard, TrainingFacts
 from embeddings.io.st_export import write_sentence_transformers_files
 from embeddings.methods.pooling import PoolingScorer, get_pooling
 from embeddings.scoring.scorer import Scorer
+from lightning_modules.activation_checkpointing import enable_gradient_checkpointing
+from lightning_modules.grad_cache import EncoderView, cached_loss, check_mini_batch_size, chunk_view
 from lightning_modules.optimizers import adam
 
 log = logging.getLogger(__name__)
@@ -104,14 +115,20 @@ class EncoderModule(LightningModule):
         optimizer: ``adamw`` or ``rmsprop``.
         scheduler: ``linear`` (decay to 0 after warm-up) or ``constant`` (after warm-up).
         eval_batch_size: sentences per forward pass in ``scorer()``.
+        mini_batch_size: sentences per forward pass of a cached in-batch loss (GradCache; ``None``: uncached).
+            Only methods whose loss goes through ``embed_and_loss`` / ``views_and_loss`` accept it.
+        gradient_checkpointing: recompute each transformer layer in the backward pass (less memory, ~1
+            more forward pass of compute).
     """
 
     def __init__(self, model_name_or_path: str = "all-MiniLM-L6-v2", pooling: str = "mean",
                  max_length: int | None = None, lr: float = 2e-5, weight_decay: float = 0.01,
                  warmup_ratio: float = 0.1, optimizer: str = "adamw", scheduler: str = "linear",
-                 eval_batch_size: int = 64) -> None:
+                 eval_batch_size: int = 64, mini_batch_size: int | None = None,
+                 gradient_checkpointing: bool = False) -> None:
         super().__init__()
         self.save_hyperparameters()
+        check_mini_batch_size(mini_batch_size)
         get_pooling(pooling)  # fail now, not after the first epoch
         if optimizer not in OPTIMIZERS:
             raise unknown_choice("optimizer", optimizer, OPTIMIZERS)
@@ -127,6 +144,8 @@ class EncoderModule(LightningModule):
             # BERT's pooler feeds no pooling of ours (nor sentence-transformers'): frozen, it gets no
             # None gradients, so DDP needs no unused-parameter search; export keeps its weights as loaded.
             self.encoder_model.pooler.requires_grad_(False)
+        if gradient_checkpointing:
+            enable_gradient_checkpointing(self.encoder_model)
         self.pool = get_pooling(pooling)
 
     # Training forward passes split a batch into this many length-sorted groups (see embed_length_buckets).
@@ -146,6 +165,32 @@ class EncoderModule(LightningModule):
     def embed(self, sentences: Sequence[str]) -> Tensor:
         """Pooled ``(batch, dim)`` vectors WITH gradients (training); ``scorer()`` is for inference."""
         return embed_length_buckets(self._live_encoder(), self.pool, sentences, self.length_buckets)
+
+    def view(self, sentences: Sequence[str]) -> EncoderView:
+        """``sentences`` as ``embed`` sees them: the live encoder and the module's pooling.
+
+        A subclass whose ``embed`` adds something (a projection head) overrides this too, folding it into
+        ``pool``, so the cached path embeds what the uncached one does.
+        """
+        return EncoderView(self._live_encoder(), self.pool, sentences)
+
+    def embed_and_loss(self, sentences: Sequence[str], loss_fn: Callable[[Tensor], Tensor]) -> Tensor:
+        """``loss_fn(self.embed(sentences))``, cached (GradCache) when ``mini_batch_size`` is set."""
+        if self.hparams.mini_batch_size is None:
+            return loss_fn(self.embed(sentences))
+        return self.views_and_loss([self.view(sentences)], loss_fn)
+
+    def views_and_loss(self, views: Sequence[EncoderView], loss_fn: Callable[..., Tensor]) -> Tensor:
+        """``loss_fn(*embeddings of views)``: uncached, or the GradCache surrogate (same value and gradients).
+
+        Why views: a loss may take several lists embedded by different encoders (CT: model 1 and model 2).
+        Uncached, each view is embedded as ``embed`` does (``embed_length_buckets``), in order.
+        """
+        size = self.hparams.mini_batch_size
+        if size is None:
+            return loss_fn(*(embed_length_buckets(v.encoder, v.pool, v.texts, self.length_buckets) for v in views))
+        chunks = [chunk_view(v.encoder, v.pool, v.texts, size) for v in views]
+        return cached_loss(chunks, loss_fn, list(self.parameters()))
 
     def scorer(self) -> Scorer:
         """Cosine over pooled vectors of the live model (the STS callback switches eval mode)."""

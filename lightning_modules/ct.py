@@ -19,6 +19,8 @@ corpus instead; a data batch larger than the pair batch (e.g. 32) brings the poo
 ``ContrastiveTensionLossInBatchNegatives``): model 1 and model 2 embed the SAME data batch, the diagonal
 of their cosine matrix x ``scale`` is the positive, every other sentence of the global batch (gathered
 across ranks) a negative, symmetric cross-entropy. ``pairs`` / ``positives`` do not apply to it.
+``mini_batch_size`` caches it (GradCache, ``lightning_modules.grad_cache``): both copies embed their side in
+mini-batches, so a large in-batch CT batch needs the activation memory of a mini-batch.
 
 DDP: ``pairs`` and ``positives`` are GLOBAL (16 and 2); every rank builds ``pairs // world_size`` pairs
 with ``positives // world_size`` positives from its own shard of sentences (so 2 ranks: 8 pairs, 1
@@ -45,6 +47,7 @@ from embeddings.io.model_card import MethodInfo, Paper, TrainingFacts
 from embeddings.methods.pooling import PoolingScorer
 from embeddings.scoring.protocols import STSEvaluator
 from embeddings.scoring.scorer import Scorer
+from lightning_modules.activation_checkpointing import checkpoint_in_eval_mode, enable_gradient_checkpointing
 from lightning_modules.base import SCHEDULERS, EncoderModule, embed_length_buckets
 from lightning_modules.ct_options import (
     CT_TRAINABLE,
@@ -52,6 +55,7 @@ from lightning_modules.ct_options import (
     length_matched_groups,
     train_only_word_embeddings,
 )
+from lightning_modules.grad_cache import EncoderView
 from lightning_modules.in_batch_losses import in_batch_tension_loss
 from lightning_modules.losses import ct_logits, ct_loss, make_ct_pairs, split_views
 from lightning_modules.optimizers import adam
@@ -128,6 +132,8 @@ class ContrastiveTensionModule(EncoderModule):
             for training from scratch): a token's embedding row gets a gradient only in steps whose batch
             holds it, so at lr 1e-4 a word seen 20 times moves ~0.002 against an init std of 0.02 and
             co-occurrence is never learned; a larger lr for the (sparse) rows only leaves the layers' lr alone.
+        mini_batch_size: ``in_batch`` only: sentences per forward pass of the cached loss (``None``: uncached).
+        gradient_checkpointing: both copies (also with dropout off, i.e. in eval mode).
         Others: see ``EncoderModule``.
     """
 
@@ -144,7 +150,8 @@ class ContrastiveTensionModule(EncoderModule):
                  rmsprop_alpha: float = 0.9, rmsprop_eps: float = 1e-7, select_task: str = "stsb-dev",
                  objective: str = "bce", scale: float = 20.0, views: str = "identical",
                  embedding_lr: float | None = None, span_words: int | None = None,
-                 frozen_layers: int | None = None, length_groups: int = 1, trainable: str = "all") -> None:
+                 frozen_layers: int | None = None, length_groups: int = 1, trainable: str = "all",
+                 mini_batch_size: int | None = None, gradient_checkpointing: bool = False) -> None:
         if scheduler not in CT_SCHEDULERS:
             raise unknown_choice("scheduler", scheduler, CT_SCHEDULERS)
         if objective not in CT_OBJECTIVES:
@@ -154,11 +161,15 @@ class ContrastiveTensionModule(EncoderModule):
         if span_words is not None and (views == "identical" or span_words < 1):
             raise ConfigError(f"model.span_words={span_words!r} needs views=halves or mixed_halves and a positive "
                               "number of words (null = whole halves)")
+        if mini_batch_size is not None and objective != "in_batch":
+            raise ConfigError(f"model.mini_batch_size={mini_batch_size!r} applies to objective=in_batch only (bce has "
+                              "no in-batch negatives)")
         # The base validates its own schedulers; hparams keep OUR value (the subclass's arguments win).
         super().__init__(model_name_or_path=model_name_or_path, pooling=pooling, max_length=max_length, lr=lr,
                          weight_decay=weight_decay, warmup_ratio=warmup_ratio, optimizer=optimizer,
                          scheduler="constant" if scheduler == "step" else scheduler,
-                         eval_batch_size=eval_batch_size)
+                         eval_batch_size=eval_batch_size, mini_batch_size=mini_batch_size,
+                         gradient_checkpointing=gradient_checkpointing)
         per_device_layout(pairs, positives, 1)
         if scheduler == "step" and warmup_ratio > 0:
             raise ConfigError("scheduler=step has no warm-up (as in the reference): set warmup_ratio=0")
@@ -179,6 +190,8 @@ class ContrastiveTensionModule(EncoderModule):
         self.encoder2_model = self.encoder2.model
         if getattr(self.encoder2_model, "pooler", None) is not None:
             self.encoder2_model.pooler.requires_grad_(False)  # unused, as for model 1 (see base)
+        if gradient_checkpointing:
+            enable_gradient_checkpointing(self.encoder2_model)
         for model in (self.encoder_model, self.encoder2_model):
             freeze_bottom(model, frozen_layers)
             if trainable == "word_embeddings":
@@ -190,14 +203,21 @@ class ContrastiveTensionModule(EncoderModule):
 
     # ------------------------------------------------------------------------------ the two copies
     def _set_dropout(self) -> None:
-        """Dropout off = both HF models in eval mode; gradients flow regardless of the mode."""
-        self.encoder_model.train(bool(self.hparams.dropout))
-        self.encoder2_model.train(bool(self.hparams.dropout))
+        """Dropout off = both HF models in eval mode; gradients flow regardless of the mode (checkpointing too)."""
+        for model in (self.encoder_model, self.encoder2_model):
+            model.train(bool(self.hparams.dropout))
+            if not self.hparams.dropout:
+                checkpoint_in_eval_mode(model)
 
     def embed2(self, sentences: list[str]) -> Tensor:
         """Pooled vectors of model 2 WITH gradients (``embed`` is model 1)."""
         self.encoder2.device = self.device
         return embed_length_buckets(self.encoder2, self.pool, sentences, self.length_buckets)
+
+    def view2(self, sentences: list[str]) -> EncoderView:
+        """``sentences`` as ``embed2`` sees them (``view`` is model 1)."""
+        self.encoder2.device = self.device
+        return EncoderView(self.encoder2, self.pool, sentences)
 
     def scorers(self) -> dict[str, Scorer]:
         """Both copies as scorers, e.g. to compare them outside training."""
@@ -242,9 +262,14 @@ class ContrastiveTensionModule(EncoderModule):
         texts1, texts2 = ((sentences, sentences) if views == "identical"
                           else split_views(sentences, sentences, rng, mixed=views == "mixed_halves",
                                            span_words=self.hparams.span_words))
-        emb1, emb2 = self.embed(texts1).float(), self.embed2(texts2).float()
         groups = length_matched_groups(sentences, self.hparams.length_groups)
-        loss = torch.stack([in_batch_tension_loss(emb1[g], emb2[g], scale=self.hparams.scale) for g in groups]).mean()
+        scale = self.hparams.scale
+
+        def loss_fn(emb1: Tensor, emb2: Tensor) -> Tensor:
+            emb1, emb2 = emb1.float(), emb2.float()
+            return torch.stack([in_batch_tension_loss(emb1[g], emb2[g], scale=scale) for g in groups]).mean()
+
+        loss = self.views_and_loss([self.view(texts1), self.view2(texts2)], loss_fn)
         self.log("train/loss", loss, prog_bar=True, batch_size=len(sentences))
         return loss
 

@@ -12,6 +12,8 @@ weight decay 0.01 is sentence-transformers' default.
 Why offer it: the softmax objective only shapes the embedding space indirectly (through a classifier);
 ranking by cosine shapes it directly, which is what lets a RANDOMLY initialised encoder learn STS from the
 ~16k local NLI pairs (docs/scratch-learning-signal.md), where the softmax objective lowers STS.
+``mini_batch_size`` makes it sentence-transformers' ``CachedMultipleNegativesRankingLoss`` (GradCache: the same
+gradients with activation memory of a mini-batch; ``lightning_modules.grad_cache``).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class SBERTNLIModule(EncoderModule):
         num_labels: NLI classes (3: entailment, neutral, contradiction); softmax objective only.
         objective: ``softmax`` (the paper) or ``mnrl`` (in-batch negatives over triplets).
         scale: cosine scale of ``mnrl`` (inverse temperature; sentence-transformers' 20).
+        mini_batch_size: ``mnrl`` only: sentences per forward pass of the cached loss (``None``: uncached).
         Others: see ``EncoderModule`` (defaults here are the paper's recipe).
     """
 
@@ -47,12 +50,16 @@ class SBERTNLIModule(EncoderModule):
                  max_length: int | None = None, lr: float = 2e-5, weight_decay: float = 0.01,
                  warmup_ratio: float = 0.1, optimizer: str = "adamw", scheduler: str = "linear",
                  eval_batch_size: int = 64, num_labels: int = 3, objective: str = "softmax",
-                 scale: float = 20.0) -> None:
-        super().__init__(model_name_or_path=model_name_or_path, pooling=pooling, max_length=max_length, lr=lr,
-                         weight_decay=weight_decay, warmup_ratio=warmup_ratio, optimizer=optimizer,
-                         scheduler=scheduler, eval_batch_size=eval_batch_size)
+                 scale: float = 20.0, mini_batch_size: int | None = None, gradient_checkpointing: bool = False) -> None:
         if objective not in OBJECTIVES:
             raise unknown_choice("SBERT-NLI objective", objective, OBJECTIVES)
+        if mini_batch_size is not None and objective != "mnrl":
+            raise ConfigError(f"model.mini_batch_size={mini_batch_size!r} applies to objective=mnrl only (the softmax "
+                              "objective has no in-batch negatives: use trainer.accumulate_grad_batches)")
+        super().__init__(model_name_or_path=model_name_or_path, pooling=pooling, max_length=max_length, lr=lr,
+                         weight_decay=weight_decay, warmup_ratio=warmup_ratio, optimizer=optimizer,
+                         scheduler=scheduler, eval_batch_size=eval_batch_size, mini_batch_size=mini_batch_size,
+                         gradient_checkpointing=gradient_checkpointing)
         # mnrl has no classifier: a parameter without gradients would need DDP's unused-parameter search
         self.classifier = nn.Linear(3 * self.embedding_dim, int(num_labels)) if objective == "softmax" else None
 
@@ -86,9 +93,10 @@ class SBERTNLIModule(EncoderModule):
         return loss
 
     def _mnrl_step(self, batch: dict) -> Tensor:
-        """One padded pass over anchors, positives and negatives; loss against the global batch."""
-        n = len(batch["anchors"])
-        emb = self.embed([*batch["anchors"], *batch["positives"], *batch["negatives"]])
-        loss = multiple_negatives_ranking_loss(emb[:n], emb[n:2 * n], emb[2 * n:], scale=self.hparams.scale)
+        """One padded pass over anchors, positives and negatives (cached: mini-batches); loss against the global batch."""
+        n, scale = len(batch["anchors"]), self.hparams.scale
+        loss = self.embed_and_loss([*batch["anchors"], *batch["positives"], *batch["negatives"]],
+                                   lambda emb: multiple_negatives_ranking_loss(emb[:n], emb[n:2 * n], emb[2 * n:],
+                                                                               scale=scale))
         self.log("train/loss", loss, prog_bar=True, batch_size=n)
         return loss

@@ -60,6 +60,8 @@ class SEDModule(EncoderModule):
         train_pooling: the student vector regressed onto the targets (``mean``: final layer, the paper).
         eval_layers: 1, 2 or 3 final layers averaged (then mean over tokens) for ``scorer()`` and export
             (2: the paper's choice). Sets the base's ``pooling`` hyper-parameter.
+        gradient_checkpointing: see ``EncoderModule`` (no ``mini_batch_size``: the MSE is per sentence, so
+            ``trainer.accumulate_grad_batches`` already bounds its memory).
         Others: see ``EncoderModule`` (defaults here are the paper's recipe; no weight decay, as Adam).
     """
 
@@ -70,13 +72,14 @@ class SEDModule(EncoderModule):
     def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", max_length: int | None = None,
                  lr: float = 2e-5, weight_decay: float = 0.0, warmup_ratio: float = 0.1,
                  optimizer: str = "adamw", scheduler: str = "linear", eval_batch_size: int = 64,
-                 train_pooling: str = "mean", eval_layers: int = 2) -> None:
+                 train_pooling: str = "mean", eval_layers: int = 2, gradient_checkpointing: bool = False) -> None:
         if eval_layers not in EVAL_POOLING:
             raise ConfigError(f"eval_layers must be 1, 2 or 3 (final layers averaged at evaluation), got {eval_layers!r}")
         get_pooling(train_pooling)
         super().__init__(model_name_or_path=model_name_or_path, pooling=EVAL_POOLING[int(eval_layers)],
                          max_length=max_length, lr=lr, weight_decay=weight_decay, warmup_ratio=warmup_ratio,
-                         optimizer=optimizer, scheduler=scheduler, eval_batch_size=eval_batch_size)
+                         optimizer=optimizer, scheduler=scheduler, eval_batch_size=eval_batch_size,
+                         gradient_checkpointing=gradient_checkpointing)
         self.train_pool = get_pooling(train_pooling)
 
     def embed_train(self, sentences: Sequence[str]) -> Tensor:

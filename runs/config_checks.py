@@ -48,7 +48,11 @@ TRAIN_RULES: dict[str, Rule] = {
     "model.warmup_ratio": Rule(float, 0, 1, high_open=True),
     "model.max_length": Rule(int, 1, nullable=True),
     "model.eval_batch_size": POSITIVE_INT,
+<<<<<<< HEAD
     "model.scale": Rule(float, 0, low_open=True),  # cosine x scale (mnrl, in-batch CT, cosent / angle)
+=======
+    "model.mini_batch_size": Rule(int, 1, nullable=True),
+>>>>>>> gradcache
     "trainer.max_steps": Rule(int, 1, also=(-1,)),
     "trainer.max_epochs": Rule(int, 1, nullable=True, also=(-1,)),
     "trainer.num_nodes": POSITIVE_INT,
@@ -92,3 +96,19 @@ def _as_number(value: object, kind: type) -> float | None:
             return None
         return number if math.isfinite(number) else None
     return None
+
+
+def check_mini_batch_size(cfg: DictConfig, world_size: int) -> None:
+    """``model.mini_batch_size`` (a cached in-batch loss) must divide the per-device batch.
+
+    Why: every forward pass of the cached loss then holds the same number of sentences, so its memory is
+    what the mini-batch was sized for. ``world_size``: devices x nodes (``data.batch_size`` is global).
+    """
+    size = OmegaConf.select(cfg, "model.mini_batch_size", default=None)
+    batch = OmegaConf.select(cfg, "data.batch_size", default=None)
+    if size is None or not isinstance(batch, int) or world_size < 1 or batch % world_size:
+        return  # no cache, or the batch check of the data module speaks first
+    per_device = batch // world_size
+    if per_device % size:
+        raise ConfigError(f"model.mini_batch_size={size} must divide the per-device batch {per_device} "
+                          f"(data.batch_size={batch} over {world_size} device(s))")

@@ -27,10 +27,10 @@ from embeddings.io.atomic import sweep_orphans
 from embeddings.io.checkpoint_file import load_checkpoint
 from embeddings.scoring.protocols import Exportable
 from runs.checkpoint_io import AtomicCheckpointIO
-from runs.config_checks import TRAIN_RULES, check_numbers
+from runs.config_checks import TRAIN_RULES, check_mini_batch_size, check_numbers
 from runs.hub_push import check_hub_push, push_from_config
 from runs.run_summary import run_summary
-from runs.trainer_setup import resolve_trainer
+from runs.trainer_setup import requested_devices, resolve_trainer
 from runs.training_facts import training_facts
 from runs.wandb_export import log_config, log_final
 from sts.leaks import warn_leaks
@@ -145,6 +145,8 @@ def train(cfg: DictConfig) -> dict[str, float]:
     check_numbers(cfg, TRAIN_RULES)  # one line naming a bad number, before anything loads
     check_hub_push(cfg)  # push_to_hub: repo id, offline, token, hub reachable: one line before anything loads
     resolve_trainer(cfg.trainer)  # devices / precision checked before anything heavy loads
+    gpus = torch.cuda.device_count() if cfg.trainer.accelerator == "gpu" else 1
+    check_mini_batch_size(cfg, requested_devices(cfg.trainer.get("devices", 1), gpus) * int(cfg.trainer.get("num_nodes", 1)))
     if not interactive():  # a bar redrawn with \r is unreadable in a file: LogProgress prints lines instead
         with open_dict(cfg.trainer):
             cfg.trainer.enable_progress_bar = False

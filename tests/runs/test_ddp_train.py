@@ -21,7 +21,10 @@ DIST_ENV = ("MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE
 TINY = {"ct": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8", "model.pairs=8", "model.positives=2"],
         "sed": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8"],
         # the CoSENT ranking gathers the similarities of both ranks (a collective every step)
-        "cosent": ["data.sources=[stsb:train,sick:trial]", "data.batch_size=4"]}
+        "cosent": ["data.sources=[stsb:train,sick:trial]", "data.batch_size=4"],
+        # the cached in-batch loss (GradCache surrogate) through Lightning's DDP wrapper and optimizer loop
+        "ct_cached": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8", "model.objective=in_batch",
+                      "model.dropout=true", "model.mini_batch_size=2", "model.gradient_checkpointing=true"]}
 
 
 def run_rank(model: str, model_dir: str, data_dir: str, out_dir: str) -> None:
@@ -32,8 +35,8 @@ def run_rank(model: str, model_dir: str, data_dir: str, out_dir: str) -> None:
     from tests.runs.test_train import _cfg
 
     out = Path(out_dir)
-    overrides = [f"model={model}", *TINY[model], "trainer.accelerator=cpu", "trainer.devices=2", "trainer.max_steps=3",
-                 "callbacks.sts_evaluation.tasks=[stsb-dev,sick-trial]"]
+    overrides = [f"model={model.removesuffix('_cached')}", *TINY[model], "trainer.accelerator=cpu", "trainer.devices=2",
+                 "trainer.max_steps=3", "callbacks.sts_evaluation.tasks=[stsb-dev,sick-trial]"]
     if model != "cosent":  # the datamodules with a cache
         overrides.append(f"data.cache_dir={out / 'cache'}")
     if model == "sed":
@@ -46,7 +49,7 @@ def run_rank(model: str, model_dir: str, data_dir: str, out_dir: str) -> None:
     (out / f"rank{rank}.json").write_text(json.dumps(record))
 
 
-@pytest.mark.parametrize("model", ["ct", "sed", "cosent"])
+@pytest.mark.parametrize("model", ["ct", "sed", "cosent", "ct_cached"])
 def test_two_cpu_ranks_train_fp32_and_log_identical_metrics(model, tmp_path, tiny_model_dir, train_data_dir):  # noqa: F811
     env = {k: v for k, v in os.environ.items() if k not in DIST_ENV}  # fresh port, no inherited rank
     env.update(PYTHONPATH=str(ROOT), WANDB_MODE="disabled", TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1")

@@ -1,0 +1,188 @@
+"""Cached in-batch losses (GradCache, Gao et al. 2021, arXiv:2101.06983): big contrastive batches, small memory.
+
+Why: an in-batch loss (MNRL, in-batch CT, SimCSE) scores every sentence against every other of the batch, so
+the batch cannot be split into independent gradient-accumulation steps; its activation memory grows with the
+batch. GradCache splits the work at the embeddings instead:
+
+1. embed every mini-batch WITHOUT a graph (``torch.no_grad``), saving the RNG state (CPU and CUDA) before
+   each, so dropout can be replayed;
+2. ``loss = loss_fn(*reps)`` on leaf copies of the embeddings and ``g = d loss / d reps`` (cheap: the loss
+   only sees ``(n, dim)`` tensors; under DDP it gathers the other ranks' rows with gradients as before);
+3. per mini-batch: restore its RNG state, embed it again WITH a graph, and pull ``g`` back to the
+   parameters with ``torch.autograd.grad``; only one mini-batch's activations are alive at a time;
+4. return a surrogate whose value is the loss and whose gradient w.r.t. each parameter is the sum from 3.
+
+Why ``autograd.grad`` + a surrogate and not ``.backward()`` per mini-batch (sentence-transformers'
+``CachedMultipleNegativesRankingLoss`` does that in a backward hook): ``autograd.grad`` does not accumulate
+into ``.grad`` and so fires none of DDP's reducer hooks; the surrogate's ordinary backward then accumulates
+each parameter's gradient ONCE. Lightning's automatic optimization, DDP's one all-reduce per parameter,
+gradient clipping, ``accumulate_grad_batches`` (it scales the surrogate's incoming gradient) and bf16-mixed
+work unchanged, with no ``no_sync`` juggling. The cost: one gradient-sized buffer per parameter.
+
+The forward passes of step 1 and step 3 see identical inputs (the same token ids of the same mini-batch),
+so with the RNG replayed the gradient equals that of one graph over the same mini-batch passes, up to
+float rounding. Mini-batches are cut from the LENGTH-SORTED list (``chunk_view``): least padding.
+Pure torch (no Lightning): ``lightning_modules.base.EncoderModule.views_and_loss`` uses it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+from embeddings.errors import ConfigError
+
+
+class EncoderView(NamedTuple):
+    """Texts to embed with one encoder (an ``HFEncoder``) and pooling: one argument of an in-batch loss."""
+
+    encoder: object
+    pool: Callable
+    texts: Sequence[str]
+
+
+def check_mini_batch_size(mini_batch_size: int | None) -> None:
+    """``None`` (uncached) or a positive integer; anything else is a one-line ``ConfigError``.
+
+    (Whether it divides the per-device batch is checked with the config: ``runs.config_checks``.)
+    """
+    if mini_batch_size is not None and (isinstance(mini_batch_size, bool) or not isinstance(mini_batch_size, int)
+                                        or mini_batch_size < 1):
+        raise ConfigError(f"model.mini_batch_size={mini_batch_size!r} is not allowed: it must be a positive integer "
+                          "that divides the per-device batch, or null (no cached loss)")
+
+
+class Chunked(NamedTuple):
+    """One list of texts as mini-batch forward passes (in order) and the rows' way back to input order.
+
+    ``forwards[i]()`` embeds mini-batch ``i`` (a graph only where gradients are enabled);
+    ``cat(outputs)[inverse]`` is the list in input order.
+    """
+
+    forwards: list[Callable[[], Tensor]]
+    inverse: Tensor
+
+    def embed(self) -> Tensor:
+        """All mini-batches with gradients in ONE graph: what the cached loss must reproduce (tests, no cache)."""
+        out = torch.cat([forward() for forward in self.forwards])
+        return out[self.inverse.to(out.device)]
+
+
+def _forward_chunk(encoder, pool: Callable, ids: list[list[int]]) -> Tensor:
+    return pool(encoder.forward_ids(ids))
+
+
+def chunk_view(encoder, pool: Callable, texts: Sequence[str], mini_batch_size: int) -> Chunked:
+    """Tokenize ``texts`` once, sort by length, cut into forward passes of ``mini_batch_size`` sentences.
+
+    Why sorted: each pass pads to its own longest sentence, so neighbours in length waste the least
+    (this replaces ``embed_length_buckets``' two groups). ``encoder``: an ``HFEncoder`` (``tokenize``,
+    ``forward_ids``); ``pool``: token states -> ``(batch, dim)``.
+    """
+    if mini_batch_size < 1:
+        raise ValueError(f"mini_batch_size must be >= 1, got {mini_batch_size}")
+    ids = encoder.tokenize(texts)
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    forwards = [partial(_forward_chunk, encoder, pool, [ids[i] for i in order[start:start + mini_batch_size]])
+                for start in range(0, len(ids), mini_batch_size)]
+    inverse = torch.empty(len(ids), dtype=torch.long)
+    inverse[torch.tensor(order, dtype=torch.long)] = torch.arange(len(ids))
+    return Chunked(forwards, inverse)
+
+
+class RngState:
+    """The CPU (and one CUDA device's) RNG state at construction; ``replay()`` runs a block from it.
+
+    Like GradCache's ``RandContext``: the block runs inside ``torch.random.fork_rng``, so the outer
+    stream continues as if the replay had not happened.
+    """
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device if device.type == "cuda" else None
+        self.cpu = torch.get_rng_state()
+        self.cuda = torch.cuda.get_rng_state(self.device) if self.device is not None else None
+
+    @contextlib.contextmanager
+    def replay(self) -> Iterator[None]:
+        devices = [self.device] if self.device is not None else []
+        with torch.random.fork_rng(devices=devices):
+            torch.set_rng_state(self.cpu)
+            if self.device is not None:
+                torch.cuda.set_rng_state(self.cuda, self.device)
+            yield
+
+
+class _CachedGradients(torch.autograd.Function):
+    """Value: ``loss`` (detached); gradient w.r.t. ``params[i]``: ``grads[i]`` x the incoming gradient."""
+
+    @staticmethod
+    def forward(ctx, loss: Tensor, grads: list[Tensor], *params: Tensor) -> Tensor:
+        ctx.grads = grads
+        return loss.clone()
+
+    @staticmethod
+    def backward(ctx, grad_output: Tensor):
+        # In place (the buffers are ours, used once): no second gradient-sized copy of every parameter.
+        # grad_output: 1, or Lightning's 1 / accumulate_grad_batches, or an fp16 loss scale.
+        grads, ctx.grads = ctx.grads, None
+        return (None, None, *(g.mul_(grad_output.to(g.dtype)) for g in grads))
+
+
+def _accumulate(total: Tensor | None, grad: Tensor | None) -> Tensor | None:
+    if grad is None:
+        return total
+    return grad if total is None else total + grad  # sparse (row-sparse embeddings) + sparse stays sparse
+
+
+def cached_loss(views: Sequence[Chunked], loss_fn: Callable[..., Tensor], params: Sequence[Tensor]) -> Tensor:
+    """The GradCache surrogate of ``loss_fn(*(v.embed() for v in views))`` (see the module docstring).
+
+    Args:
+        views: the embedded lists, one ``loss_fn`` argument each (CT: model 1's and model 2's).
+        loss_fn: a scalar loss of the ``(n_i, dim)`` embeddings; parameters it uses itself (a head) get
+            their gradients directly.
+        params: every trainable parameter (a parameter no pass reaches keeps ``grad=None``, as uncached).
+
+    Returns:
+        A scalar equal to the loss; its backward puts the loss's gradient into ``params``.
+    """
+    params = [p for p in params if p.requires_grad]
+    device = params[0].device if params else torch.device("cpu")
+    states: list[list[RngState]] = []
+    reps = []
+    with torch.no_grad():
+        for view in views:
+            states.append([])
+            outs = []
+            for forward in view.forwards:
+                states[-1].append(RngState(device))
+                outs.append(forward())
+            reps.append(torch.cat(outs).requires_grad_(True))
+    loss = loss_fn(*(r[v.inverse.to(r.device)] for r, v in zip(reps, views, strict=True)))
+    if not loss.requires_grad:
+        return loss
+    first = torch.autograd.grad(loss, [*reps, *params], allow_unused=True)
+    rep_grads, totals = first[:len(reps)], list(first[len(reps):])
+    for view, view_states, grad in zip(views, states, rep_grads, strict=True):
+        if grad is None:
+            continue
+        start = 0
+        for forward, state in zip(view.forwards, view_states, strict=True):
+            with state.replay(), torch.enable_grad():
+                out = forward()
+            rows = grad[start:start + out.shape[0]]
+            start += out.shape[0]
+            if not out.requires_grad:
+                continue
+            got = torch.autograd.grad(out, params, grad_outputs=rows.to(out.dtype), allow_unused=True)
+            totals = [_accumulate(t, g) for t, g in zip(totals, got, strict=True)]
+            del out, got
+    used = [(p, t) for p, t in zip(params, totals, strict=True) if t is not None]
+    if not used:
+        return loss.detach()
+    return _CachedGradients.apply(loss.detach(), [t for _, t in used], *(p for p, _ in used))
