@@ -48,11 +48,8 @@ TRAIN_RULES: dict[str, Rule] = {
     "model.warmup_ratio": Rule(float, 0, 1, high_open=True),
     "model.max_length": Rule(int, 1, nullable=True),
     "model.eval_batch_size": POSITIVE_INT,
-<<<<<<< HEAD
     "model.scale": Rule(float, 0, low_open=True),  # cosine x scale (mnrl, in-batch CT, cosent / angle)
-=======
     "model.mini_batch_size": Rule(int, 1, nullable=True),
->>>>>>> gradcache
     "trainer.max_steps": Rule(int, 1, also=(-1,)),
     "trainer.max_epochs": Rule(int, 1, nullable=True, also=(-1,)),
     "trainer.num_nodes": POSITIVE_INT,
