@@ -148,10 +148,7 @@ class SimCSEModule(EncoderModule):
             self.encoder_model.train()
         texts = self.training_texts(batch)
         n = len(texts) // VIEWS[self.hparams.objective]
-        world = self._trainer.world_size if self._trainer is not None else 1
-        if n * world < 2:
-            raise ConfigError("SimCSE needs at least 2 examples per global batch (data.batch_size): "
-                              "the other examples are the negatives")
+        # a last batch of ONE sentence (unsupervised) has no negative: loss 0, no update; not worth an error
         loss = self.loss_fn(self.embed(texts))
         self.log("train/loss", loss, prog_bar=True, batch_size=n)
         return loss
