@@ -11,12 +11,12 @@ then theirs, then theirs then ours, ...) so machine noise hits both. A step is t
           + ``loss(features, labels)`` + ``backward`` + ``opt.step()`` + ``opt.zero_grad()``, with
           sentence-transformers' ``ContrastiveTensionLoss`` / ``SoftmaxLoss``; SimCSE: its own unsupervised
           SimCSE recipe, ``MultipleNegativesRankingLoss`` (scale 20 = temperature 0.05) on ``(s, s)`` columns
-          (ours: ``SimCSEModule`` with mean pooling and no MLP, both views in one length-bucketed pass).
+          (ours: ``SimCSEModule`` with mean pooling and no MLP, both views in one padded pass).
 
 SimCSE batches are ``--batch-size`` Wikipedia sentences (``wiki/wiki_sentences_100k.txt`` under the data dir; the
 SNLI pool where it is missing, or with ``--simcse-data nli``), max length ``--simcse-max-length`` (the paper's 32).
-At 32 tokens many Wikipedia sentences are truncated, so little padding is left to save there (the speed-up
-comes from sorting both views into four length groups); shorter, varied sentences (the NLI pool) leave more.
+At 32 tokens many Wikipedia sentences are truncated, so little padding is left to save (theirs pads ~23% over
+the real tokens); ours runs both views in one padded pass (``SimCSEModule.length_buckets``: length groups were slower).
 
 Dropout as each recipe trains: on for NLI and SimCSE (both sides ``train()``, p 0.1), off for CT (the paper; our module
 enforces it, the ST models are put in ``eval()`` so both sides do the same arithmetic). Optimizers: AdamW
