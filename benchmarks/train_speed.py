@@ -1,4 +1,4 @@
-"""Training speed: our CT and SBERT-NLI steps vs sentence-transformers' losses, same model/batch/length, one run.
+"""Training speed: our CT, SBERT-NLI and SimCSE steps vs sentence-transformers' losses, same model/batch/length, one run.
 
 For each method both sides run optimizer steps on the SAME batches (same sentences, batch size, max
 length, threads, optimizer type and learning rate) in the same process, alternating in rounds (ours
@@ -9,9 +9,16 @@ then theirs, then theirs then ours, ...) so machine noise hits both. A step is t
           ``opt.zero_grad()``; ``module.log`` is a no-op (no trainer attached).
 * theirs: (CT: ``make_ct_pairs`` on the same pool) + ``st.tokenize`` of each column + ``batch_to_device``
           + ``loss(features, labels)`` + ``backward`` + ``opt.step()`` + ``opt.zero_grad()``, with
-          sentence-transformers' ``ContrastiveTensionLoss`` / ``SoftmaxLoss``.
+          sentence-transformers' ``ContrastiveTensionLoss`` / ``SoftmaxLoss``; SimCSE: its own unsupervised
+          SimCSE recipe, ``MultipleNegativesRankingLoss`` (scale 20 = temperature 0.05) on ``(s, s)`` columns
+          (ours: ``SimCSEModule`` with mean pooling and no MLP, both views in one padded pass).
 
-Dropout as each recipe trains: on for NLI (both sides ``train()``), off for CT (the paper; our module
+SimCSE batches are ``--batch-size`` Wikipedia sentences (``wiki/wiki_sentences_100k.txt`` under the data dir; the
+SNLI pool where it is missing, or with ``--simcse-data nli``), max length ``--simcse-max-length`` (the paper's 32).
+At 32 tokens many Wikipedia sentences are truncated, so little padding is left to save (theirs pads ~23% over
+the real tokens); ours runs both views in one padded pass (``SimCSEModule.length_buckets``: length groups were slower).
+
+Dropout as each recipe trains: on for NLI and SimCSE (both sides ``train()``, p 0.1), off for CT (the paper; our module
 enforces it, the ST models are put in ``eval()`` so both sides do the same arithmetic). Optimizers: AdamW
 (fused, as our modules and sentence-transformers' trainer) lr 2e-5 / weight decay 0.01 (no decay on 1-D params) for NLI, RMSprop lr 1e-5 (alpha 0.9, eps 1e-7) for
 CT, on both sides (ours: the module's own ``configure_optimizers``, i.e. row-sparse word-embedding updates,
@@ -47,6 +54,7 @@ from lightning_modules.ct import ContrastiveTensionModule, pair_rng  # noqa: E40
 from lightning_modules.losses import make_ct_pairs  # noqa: E402
 from lightning_modules.optimizers import adam  # noqa: E402
 from lightning_modules.sbert_nli import SBERTNLIModule  # noqa: E402
+from lightning_modules.simcse import SimCSEModule, set_dropout  # noqa: E402
 from sts.tasks import load_task  # noqa: E402
 
 PHASES = ("tokenize", "forward+loss", "backward", "optimizer")
@@ -60,7 +68,7 @@ def param_groups(module: torch.nn.Module, weight_decay: float) -> list[dict]:
 
 
 def make_optimizer(kind: str, module: torch.nn.Module) -> torch.optim.Optimizer:
-    if kind == "nli":  # fused: our modules' AdamW and sentence-transformers' trainer default (adamw_torch_fused)
+    if kind in ("nli", "simcse"):  # fused: our modules' AdamW and sentence-transformers' trainer default (adamw_torch_fused)
         return adam(param_groups(module, 0.01), lr=2e-5, decoupled=True)
     return torch.optim.RMSprop(param_groups(module, 0.0), lr=1e-5, alpha=0.9, eps=1e-7)
 
@@ -87,6 +95,8 @@ class Ours:
         self.autocast = autocast
         if kind == "nli":
             self.module = SBERTNLIModule(path, pooling="mean", max_length=max_length)
+        elif kind == "simcse":
+            self.module = SimCSEModule(path, pooling="mean", mlp="none", max_length=max_length, dropout=0.1)
         else:
             self.module = ContrastiveTensionModule(path, pooling="mean", max_length=max_length,
                                                    pairs=batch_size, positives=2)
@@ -119,7 +129,11 @@ class Ours:
 class Theirs:
     def __init__(self, kind: str, path: str, max_length: int, batch_size: int, seed: int = 0):
         from sentence_transformers import SentenceTransformer
-        from sentence_transformers.sentence_transformer.losses import ContrastiveTensionLoss, SoftmaxLoss
+        from sentence_transformers.sentence_transformer.losses import (
+            ContrastiveTensionLoss,
+            MultipleNegativesRankingLoss,
+            SoftmaxLoss,
+        )
         from sentence_transformers.util import batch_to_device
 
         self.kind, self.batch_size, self.seed = kind, batch_size, seed
@@ -130,6 +144,10 @@ class Theirs:
             dim = getattr(self.st, "get_embedding_dimension", self.st.get_sentence_embedding_dimension)()
             self.loss = SoftmaxLoss(self.st, dim, num_labels=3)
             self.loss.train()
+        elif kind == "simcse":
+            set_dropout(self.st[0].auto_model, 0.1)  # the same p as ours, whatever the checkpoint's config says
+            self.loss = MultipleNegativesRankingLoss(self.st, scale=20.0)
+            self.loss.train()
         else:
             self.loss = ContrastiveTensionLoss(self.st)  # deep-copies the model: model1 and model2
             self.loss.eval()  # dropout off, as the CT paper and our module
@@ -139,6 +157,8 @@ class Theirs:
         t0 = time.perf_counter()
         if self.kind == "nli":
             columns, labels = (batch["sentences1"], batch["sentences2"]), batch["labels"]
+        elif self.kind == "simcse":  # sentence-transformers' unsupervised SimCSE: the same column twice
+            columns, labels = (batch["sentences"], batch["sentences"]), torch.zeros(0)
         else:  # the pairs our module draws at global_step 0 (no trainer) from the same pool
             texts1, texts2, labels = make_ct_pairs(batch["sentences"], pair_rng(self.seed, 0, 0),
                                                    batch_size=self.batch_size, positives=2)
@@ -156,7 +176,10 @@ class Theirs:
                 "total": t4 - t0}
 
 
-def make_batches(kind: str, data, n: int, batch_size: int) -> list[dict]:
+def make_batches(kind: str, data, n: int, batch_size: int, wiki: list[str] | None = None) -> list[dict]:
+    """``n`` batches of ``batch_size``; SimCSE from ``wiki`` when given, else (and CT) from the NLI sentence pool."""
+    if kind == "simcse" and wiki:
+        return [{"sentences": [wiki[(b * batch_size + j) % len(wiki)] for j in range(batch_size)]} for b in range(n)]
     if kind == "nli":
         rows = list(zip(data.premises, data.hypotheses, data.labels, strict=True))
         out = []
@@ -170,7 +193,7 @@ def make_batches(kind: str, data, n: int, batch_size: int) -> list[dict]:
 
 
 def bench(kind: str, path: str, data, args) -> dict:
-    max_length = args.ct_max_length if kind == "ct" else args.nli_max_length
+    max_length = {"ct": args.ct_max_length, "simcse": args.simcse_max_length}.get(kind, args.nli_max_length)
     reduced = args.precision != "32"
     sides: dict = {}
     torch.manual_seed(0)
@@ -180,7 +203,8 @@ def bench(kind: str, path: str, data, args) -> dict:
         torch.manual_seed(0)
         sides["ours_fp32"] = Ours(kind, path, max_length, args.batch_size, dense_embedding_grads=dense)
     sides["theirs"] = Theirs(kind, path, max_length, args.batch_size)
-    batches = make_batches(kind, data, args.warmup + args.steps, args.batch_size)
+    wiki = wiki_sentences(args.data_dir) if args.simcse_data == "wiki" else None
+    batches = make_batches(kind, data, args.warmup + args.steps, args.batch_size, wiki)
     for i in range(args.warmup):  # untimed: allocator, thread pools, optimizer state
         for side in sides.values():
             side.step(batches[i], i)
@@ -193,6 +217,17 @@ def bench(kind: str, path: str, data, args) -> dict:
                 times[name].append(sides[name].step(batches[args.warmup + i], args.warmup + i))
     scores = {name: stsb_dev(sides[name].module, args.data_dir) for name in sides if name.startswith("ours")}
     return {"kind": kind, "max_length": max_length, "times": times, "stsb": scores}
+
+
+def wiki_sentences(data_dir, limit: int = 20000) -> list[str] | None:
+    """The first ``limit`` local Wikipedia sentences (SimCSE's kind of data), or ``None`` where the file is missing."""
+    from pathlib import Path
+
+    path = Path(data_dir or os.environ.get("STS_DATA_DIR", ".")) / "wiki" / "wiki_sentences_100k.txt"
+    if not path.is_file():
+        return None
+    with path.open(encoding="utf-8") as f:
+        return [line.strip() for _, line in zip(range(limit), f, strict=False) if line.strip()]
 
 
 def stsb_dev(module, data_dir) -> float:
@@ -226,6 +261,9 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=16, help="NLI pairs / CT pairs (and CT pool size)")
     parser.add_argument("--ct-max-length", type=int, default=75)
     parser.add_argument("--nli-max-length", type=int, default=128)
+    parser.add_argument("--simcse-max-length", type=int, default=32)
+    parser.add_argument("--simcse-data", default="wiki", choices=["wiki", "nli"],
+                        help="SimCSE batches: Wikipedia sentences (the recipe's data) or the --nli-source sentence pool")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--precision", default="32", choices=["32", "bf16-mixed"],
                         help="our training precision (sentence-transformers' trainer runs fp32)")
@@ -237,7 +275,8 @@ def main() -> None:
     data = load_source(args.nli_source, args.data_dir)
     results = [bench(kind, path, data, args) for kind in args.methods.split(",")]
 
-    names = {"ct": "CT vs ContrastiveTensionLoss", "nli": "SBERT-NLI vs SoftmaxLoss"}
+    names = {"ct": "CT vs ContrastiveTensionLoss", "nli": "SBERT-NLI vs SoftmaxLoss",
+             "simcse": "SimCSE vs MultipleNegativesRankingLoss (s, s)"}
     print(f"\nmodel {args.model}, batch {args.batch_size}, threads {args.threads}, {args.steps} timed steps "
           f"per side after {args.warmup} warm-up, rounds of {args.round}, CPU; steps/s = 1 / median step time; "
           f"ours in precision {args.precision}, theirs fp32")

@@ -236,6 +236,18 @@ class EncoderModule(LightningModule):
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
     # ------------------------------------------------------------------------------------ export
+    def export_head(self) -> torch.nn.Linear | None:
+        """A ``Linear`` the evaluated vector passes through after pooling (then ``tanh``), exported as a
+        sentence-transformers ``Dense`` module; ``None`` (the default): the pooled vector itself."""
+        return None
+
+    def loading_note(self, why_not: str | None) -> LoadingNote:
+        """``LOADING.md`` / the card's loading section; ``why_not``: why there are no sentence-transformers files."""
+        pooling = self.hparams.pooling
+        return LoadingNote(f"{type(self).__name__}: a Hugging Face encoder (`AutoModel.from_pretrained`), "
+                           f"sentence vector = `{pooling}` pooling, compared by cosine.",
+                           evaluate_command([EXPORT], pooling), why_not)
+
     def export(self, path: str | os.PathLike, training: TrainingFacts | None = None) -> Path:
         """Write a directory loadable by ``AutoModel.from_pretrained`` and, where it can reproduce our
         pooling, by ``SentenceTransformer`` (``embeddings.io.st_export``), plus ``LOADING.md`` and the model
@@ -255,13 +267,11 @@ class EncoderModule(LightningModule):
             self.encoder.tokenizer.save_pretrained(tmp)
             why_not = write_sentence_transformers_files(tmp, pooling, self.embedding_dim,
                                                         int(self.encoder_model.config.num_hidden_layers),
-                                                        self.encoder.max_length)
+                                                        self.encoder.max_length, dense=self.export_head())
             if why_not is not None:
                 log.warning("%s: no sentence-transformers files (%s); load it with evaluate.py scorers=[%s]",
                             target, why_not, pooling)
-            note = LoadingNote(f"{type(self).__name__}: a Hugging Face encoder (`AutoModel.from_pretrained`), "
-                               f"sentence vector = `{pooling}` pooling, compared by cosine.",
-                               evaluate_command([EXPORT], pooling), why_not)
+            note = self.loading_note(why_not)
             card = ModelCard(self.method_info, (str(self.hparams.model_name_or_path),), note, training)
             card.write(tmp, shown_as=target)
         log.info("exported %s", target)

@@ -11,6 +11,9 @@ gradients) for the loss to equal the single-device loss on the global batch.
 * :func:`in_batch_tension_loss`: Contrastive Tension with in-batch negatives (sentence-transformers'
   ``ContrastiveTensionLossInBatchNegatives``, from the CT authors): model 1 and model 2 embed the same
   sentences; the diagonal of their scaled cosine matrix is the positive, symmetric cross-entropy.
+* :func:`simcse_loss`: SimCSE's InfoNCE (Gao et al. 2021, ``cl_forward`` of princeton-nlp/SimCSE): the
+  same scores at scale ``1 / temperature``, plus the supervised recipe's ``hard_negative_weight`` added to
+  each anchor's own hard-negative logit.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from torch import Tensor
 
 from lightning_modules.losses import in_fp32
 
-__all__ = ["gather_with_grad", "in_batch_tension_loss", "multiple_negatives_ranking_loss"]
+__all__ = ["gather_with_grad", "in_batch_tension_loss", "multiple_negatives_ranking_loss", "simcse_loss"]
 
 
 def _world() -> tuple[int, int]:
@@ -51,6 +54,24 @@ def gather_with_grad(x: Tensor) -> tuple[Tensor, int]:
     return torch.cat(all_gather(x.contiguous()), dim=0), rank * x.shape[0]
 
 
+def _in_batch_scores(anchors: Tensor, positives: Tensor, negatives: Tensor | None, scale: float,
+                     gather: bool) -> tuple[Tensor, Tensor, int]:
+    """``(scores, targets, positives_global)``: scaled cosines of this rank's anchors against
+    ``[positives; negatives]`` of every rank (``gather``), the column of each anchor's own positive, and
+    how many positive columns there are (the hard negatives' columns start there)."""
+    if anchors.shape != positives.shape:
+        raise ValueError(f"anchors and positives differ in shape: {tuple(anchors.shape)} vs {tuple(positives.shape)}")
+    n = anchors.shape[0]
+    pos, offset = gather_with_grad(positives) if gather else (positives, 0)
+    parts = [pos]
+    if negatives is not None:
+        parts.append(gather_with_grad(negatives)[0] if gather else negatives)
+    candidates = torch.cat(parts, dim=0)
+    scores = F.normalize(anchors, dim=-1) @ F.normalize(candidates, dim=-1).T * scale
+    targets = torch.arange(offset, offset + n, device=anchors.device)
+    return scores, targets, pos.shape[0]
+
+
 @in_fp32
 def multiple_negatives_ranking_loss(anchors: Tensor, positives: Tensor, negatives: Tensor | None = None,
                                     scale: float = 20.0, gather: bool = True) -> Tensor:
@@ -69,16 +90,43 @@ def multiple_negatives_ranking_loss(anchors: Tensor, positives: Tensor, negative
     Returns:
         Scalar mean loss over this rank's anchors.
     """
-    if anchors.shape != positives.shape:
-        raise ValueError(f"anchors and positives differ in shape: {tuple(anchors.shape)} vs {tuple(positives.shape)}")
-    n = anchors.shape[0]
-    pos, offset = gather_with_grad(positives) if gather else (positives, 0)
-    parts = [pos]
-    if negatives is not None:
-        parts.append(gather_with_grad(negatives)[0] if gather else negatives)
-    candidates = torch.cat(parts, dim=0)
-    scores = F.normalize(anchors, dim=-1) @ F.normalize(candidates, dim=-1).T * scale
-    targets = torch.arange(offset, offset + n, device=anchors.device)
+    scores, targets, _ = _in_batch_scores(anchors, positives, negatives, scale, gather)
+    return F.cross_entropy(scores, targets)
+
+
+@in_fp32
+def simcse_loss(view1: Tensor, view2: Tensor, hard_negatives: Tensor | None = None, temperature: float = 0.05,
+                hard_negative_weight: float = 0.0, gather: bool = True) -> Tensor:
+    """SimCSE's contrastive objective: row ``i`` of ``view1`` must pick row ``i`` of ``view2`` among all
+    candidates of the global batch, by cosine / ``temperature``.
+
+    Unsupervised SimCSE passes the same sentences twice (two dropout masks): ``view1`` / ``view2`` are the two
+    passes, and this is ``multiple_negatives_ranking_loss(view1, view2, scale=1 / temperature)`` (no symmetric
+    term, as ``cl_forward``). Supervised SimCSE: premise, entailed hypothesis, contradicted hypothesis of the
+    same premise (``hard_negatives``, row ``i`` belongs to anchor ``i``).
+
+    ``hard_negative_weight`` is added to the logit of each anchor's OWN hard negative only (``cl_forward``'s
+    ``weights``: "logits of weights"; the paper's ablation found 0 best, so that is the default). The other
+    anchors' hard negatives stay plain negatives.
+
+    DDP differs from ``cl_forward`` on purpose: it gathers detached copies and every rank scores all anchors,
+    so the gradient is ``1 / world_size`` of the single-device one; here each rank scores its own anchors
+    against gathered candidates WITH gradients (``gather_with_grad``), and DDP's average gives exactly the
+    single-device gradient of the global batch.
+
+    Returns:
+        Scalar mean loss over this rank's anchors.
+    """
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    if hard_negatives is not None and hard_negatives.shape != view1.shape:
+        raise ValueError(f"hard_negatives must hold one row per anchor: {tuple(hard_negatives.shape)} vs "
+                         f"{tuple(view1.shape)}")
+    scores, targets, positives_global = _in_batch_scores(view1, view2, hard_negatives, 1.0 / temperature, gather)
+    if hard_negatives is not None and hard_negative_weight:
+        bonus = torch.zeros_like(scores)
+        bonus[torch.arange(len(targets), device=scores.device), positives_global + targets] = hard_negative_weight
+        scores = scores + bonus
     return F.cross_entropy(scores, targets)
 
 

@@ -10,6 +10,8 @@ mean pooling, silently. An export whose pooling it cannot reproduce must therefo
   weighted mean over the layers is then their plain average), then a mean ``Pooling``. The transformer
   must hand over every layer: ``config_kwargs: {output_hidden_states: true}`` in
   ``sentence_bert_config.json`` asks for it, so the Hugging Face ``config.json`` stays as trained.
+- a ``Linear`` + ``tanh`` head after the pooling (SimCSE's MLP kept at evaluation): its ``Dense`` module
+  with ``Tanh`` (``dense=``).
 
 Only the public module classes are used (sentence-transformers 6 moved its internals); their own
 ``save`` writes their configs and ``modules.json`` names them by their own import path, so the files
@@ -60,14 +62,22 @@ def _module_type(cls: type) -> str:
 
 
 def write_sentence_transformers_files(folder: str | Path, pooling: str, dim: int, num_hidden_layers: int,
-                                      max_length: int) -> str | None:
+                                      max_length: int, dense=None) -> str | None:
     """Add the sentence-transformers files to a Hugging Face export directory.
+
+    Args:
+        dense: an optional ``torch.nn.Linear`` applied after the pooling, followed by ``tanh`` (SimCSE's MLP).
 
     Returns:
         ``None`` when written; otherwise the reason ``pooling`` cannot be reproduced (nothing written).
     """
     import torch
-    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer, WeightedLayerPooling
+    from sentence_transformers.sentence_transformer.modules import (
+        Dense,
+        Pooling,
+        Transformer,
+        WeightedLayerPooling,
+    )
 
     folder = Path(folder)
     config_kwargs: dict = {}
@@ -83,6 +93,10 @@ def write_sentence_transformers_files(folder: str | Path, pooling: str, dim: int
     elif pooling not in ST_POOLING_MODES:
         return f"pooling {pooling!r} has no sentence-transformers equivalent"
     stages.append(Pooling(dim, pooling_mode=ST_POOLING_MODES.get(pooling, "mean")))
+    if dense is not None:
+        stages.append(Dense(dense.in_features, dense.out_features, bias=dense.bias is not None,
+                            activation_function=torch.nn.Tanh(), init_weight=dense.weight.detach().cpu().clone(),
+                            init_bias=None if dense.bias is None else dense.bias.detach().cpu().clone()))
     entries = [{"idx": 0, "name": "0", "path": "", "type": _module_type(Transformer)}]
     for idx, module in enumerate(stages, start=1):
         entries.append({"idx": idx, "name": str(idx), "path": f"{idx}_{type(module).__name__}",

@@ -37,3 +37,13 @@ def test_train_speed_prints_both_methods(precision, monkeypatch, capsys, tiny_mo
                                                         [f"ratio_{tag}_vs_sentence_transformers_fp32", "nli"]]
     if precision == "bf16-mixed":
         assert any("ours fp32" in line and "difference" in line for line in lines)
+
+
+@pytest.mark.parametrize("data", ["wiki", "nli"])
+def test_train_speed_prints_the_simcse_ratio(data, monkeypatch, capsys, tiny_model_dir, train_data_dir):
+    from benchmarks import train_speed
+
+    lines = _run(train_speed, ["--model", str(tiny_model_dir), "--data-dir", str(train_data_dir), "--steps", "2",
+                               "--warmup", "1", "--batch-size", "4", "--methods", "simcse", "--simcse-data", data],
+                 monkeypatch, capsys)
+    assert re.fullmatch(r"ratio_fp32_vs_sentence_transformers_fp32 simcse \d+\.\d\d", lines[-1]), lines[-1]

@@ -17,7 +17,7 @@ from tests.runs.test_fast_dev_run import tiny_overrides
 from tests.runs.test_model_defaults import MODELS, data_group_of
 from tests.runs.test_train import _cfg
 
-ST_METHODS = {"sbert_nli", "ct", "sed", "cosent"}  # their exports are sentence-transformers directories
+ST_METHODS = {"sbert_nli", "ct", "sed", "cosent", "simcse", "simcse_sup"}  # their exports are sentence-transformers directories
 
 
 def front_matter(text: str) -> dict:

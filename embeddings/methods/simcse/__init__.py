@@ -1,0 +1,7 @@
+"""SimCSE: the scorer this method offers the registry (see ``embeddings.methods``).
+
+Only the supervised recipe (MLP kept at evaluation) needs one: the other SimCSE exports are a plain
+pooling over the encoder (``cls`` / ``mean``) and load as such.
+"""
+
+SCORERS = {"simcse_mlp": "embeddings.methods.simcse.scorer:SimCSEExportScorer"}

@@ -1,0 +1,194 @@
+"""SimCSE (Gao, Yao & Chen, EMNLP 2021): contrastive sentence embeddings from dropout noise or NLI triplets.
+
+Unsupervised (``objective="unsupervised"``, ``data=sentences``): every sentence goes through the encoder
+twice with dropout on (p 0.1); the two dropout-noised vectors of a sentence are the positive pair and every
+other sentence of the global batch a negative; InfoNCE at temperature 0.05 (``simcse_loss``). Supervised
+(``objective="supervised"``, ``data=nli data.format=triplets``): premise as anchor, its entailed hypothesis
+as the positive, a contradicted hypothesis of the same premise as a hard negative.
+
+Poolers (``princeton-nlp/SimCSE``, ``simcse/models.py``: ``Pooler``, ``MLPLayer``, ``cl_forward``): ``pooling``
+is ours (``cls``, ``mean``, ...); ``mlp`` says where SimCSE's ``Linear + tanh`` head sits on top of it:
+
+- ``train``: during training only (the unsupervised recipe: ``--pooler_type cls --mlp_only_train``, evaluated
+  as ``cls_before_pooler``); the export is the encoder with ``cls`` pooling;
+- ``always``: also at evaluation (the supervised recipe, ``--pooler_type cls``); exported as a
+  sentence-transformers ``Dense`` module with ``Tanh``, so ``SentenceTransformer(export)`` is what was evaluated;
+- ``none``: no head (SimCSE's ``avg`` pooler is ``pooling=mean mlp=none``).
+
+Recipe defaults (paper Appendix A / ``run_unsup_example.sh``): batch 64, lr 3e-5, max length 32, one epoch,
+no warm-up, linear decay, no weight decay, STS-B dev every 125 steps with the best checkpoint kept; supervised:
+batch 512, lr 5e-5, 3 epochs (configs/model/simcse_sup.yaml).
+
+Each training step is ``texts -> embed (encoder + pooling + head) -> loss_fn(emb)``: ``training_texts``
+flattens the batch into one list (both views of a sentence in ONE padded pass; dropout draws a fresh mask
+per row), and ``loss_fn`` scores the whole global batch, so a gradient-caching step can replace the middle.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+
+from torch import Tensor, nn
+
+from embeddings.errors import ConfigError, unknown_choice
+from embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
+from embeddings.io.model_card import MethodInfo, Paper
+from embeddings.methods.simcse.scorer import MLPHeadScorer, mlp_head
+from embeddings.scoring.scorer import Scorer
+from lightning_modules.base import EncoderModule
+from lightning_modules.grad_cache import EncoderView
+from lightning_modules.in_batch_losses import simcse_loss
+
+log = logging.getLogger(__name__)
+
+OBJECTIVES = ("unsupervised", "supervised")
+MLP_MODES = ("train", "always", "none")
+VIEWS = {"unsupervised": 2, "supervised": 3}  # texts per training example
+BATCH_KEY = {"unsupervised": "sentences", "supervised": "anchors"}
+DATA_OF = {"unsupervised": "plain sentences (data=sentences)", "supervised": "NLI triplets (data=nli data.format=triplets)"}
+PAPER = Paper("SimCSE: Simple Contrastive Learning of Sentence Embeddings", "Tianyu Gao, Xingcheng Yao, Danqi Chen",
+              "EMNLP 2021", 2021, "https://arxiv.org/abs/2104.08821")
+METHOD_INFO = {"unsupervised": MethodInfo("simcse", "SimCSE (unsupervised)", PAPER),
+               "supervised": MethodInfo("simcse_sup", "SimCSE (supervised, NLI)", PAPER)}
+DROPOUT_KEYS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "attention_dropout")
+
+
+def set_dropout(model: nn.Module, p: float) -> int:
+    """Set every ``nn.Dropout`` of ``model`` (and the config's dropout probabilities) to ``p``; returns how
+    many modules it set.
+
+    Why both: the modules carry the probability used (BERT's attention reads ``self.dropout.p``), the config
+    is what the export's ``config.json`` records.
+    """
+    found = 0
+    for module in model.modules():
+        if isinstance(module, nn.Dropout):
+            module.p = float(p)
+            found += 1
+    for key in DROPOUT_KEYS:
+        if isinstance(getattr(model.config, key, None), float):
+            setattr(model.config, key, float(p))
+    return found
+
+
+class SimCSEModule(EncoderModule):
+    """SimCSE on plain sentences (unsupervised) or NLI triplets (supervised).
+
+    Args:
+        objective: ``unsupervised`` (two dropout views of a sentence) or ``supervised`` (NLI triplets).
+        temperature: InfoNCE temperature (cosine / temperature); the paper's 0.05.
+        mlp: ``train`` (head in training only), ``always`` (kept at evaluation and export) or ``none``.
+        dropout: the encoder's dropout probability while training (hidden and attention; the paper's 0.1).
+        hard_negative_weight: added to each anchor's own hard-negative logit (supervised only; SimCSE's
+            ``--hard_negative_weight``, 0 in the paper's recipe).
+        mini_batch_size: GradCache: embed the views in forward passes of this many sentences, same gradients
+            (``lightning_modules.grad_cache``); large in-batch batches with the activation memory of the mini batch.
+        gradient_checkpointing: recompute each layer in the backward pass (less activation memory).
+        Others: see ``EncoderModule``.
+    """
+
+    # ONE padded pass over all views. Measured on this CPU (paraphrase-MiniLM-L3-v2, 64 Wikipedia sentences x 2 views,
+    # max length 32, dropout on, forward + backward): 1 group 9.5 s, the base's 2 length-sorted groups 13.3 s, and 4
+    # groups lost to sentence-transformers in benchmarks/train_speed.py (0.70x). At 32 tokens little padding is
+    # left to save (~20%); a guess, unverified: a group without padding drops the attention mask and takes another
+    # (slower with dropout) SDPA kernel on CPU.
+    length_buckets = 1
+
+    def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", pooling: str = "cls",
+                 max_length: int | None = 32, lr: float = 3e-5, weight_decay: float = 0.0,
+                 warmup_ratio: float = 0.0, optimizer: str = "adamw", scheduler: str = "linear",
+                 eval_batch_size: int = 64, objective: str = "unsupervised", temperature: float = 0.05,
+                 mlp: str = "train", dropout: float = 0.1, hard_negative_weight: float = 0.0,
+                 mini_batch_size: int | None = None, gradient_checkpointing: bool = False) -> None:
+        if objective not in OBJECTIVES:
+            raise unknown_choice("model.objective", objective, OBJECTIVES)
+        if mlp not in MLP_MODES:
+            raise unknown_choice("model.mlp", mlp, MLP_MODES)
+        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
+                or not (temperature > 0 and math.isfinite(temperature)):
+            raise ConfigError(f"model.temperature must be a number > 0, got {temperature!r}")
+        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+            raise ConfigError(f"model.dropout must be a probability in [0, 1), got {dropout!r}")
+        if not math.isfinite(hard_negative_weight) or (hard_negative_weight and objective != "supervised"):
+            raise ConfigError(f"model.hard_negative_weight={hard_negative_weight!r} must be finite and needs "
+                              "objective=supervised (the unsupervised objective has no hard negatives)")
+        super().__init__(model_name_or_path=model_name_or_path, pooling=pooling, max_length=max_length, lr=lr,
+                         weight_decay=weight_decay, warmup_ratio=warmup_ratio, optimizer=optimizer,
+                         scheduler=scheduler, eval_batch_size=eval_batch_size, mini_batch_size=mini_batch_size,
+                         gradient_checkpointing=gradient_checkpointing)
+        self.method_info = METHOD_INFO[objective]
+        if set_dropout(self.encoder_model, dropout) == 0 and dropout > 0:
+            log.warning("%s has no nn.Dropout modules: the two SimCSE views are identical", model_name_or_path)
+        init_std = float(getattr(self.encoder_model.config, "initializer_range", 0.02))
+        # mlp=none has no head at all: a parameter without gradients would need DDP's unused-parameter search
+        self.mlp = None if mlp == "none" else mlp_head(self.embedding_dim, init_std)
+
+    # ------------------------------------------------------------------------------ representation
+    def embed(self, sentences: list[str]) -> Tensor:
+        """Pooled vectors through the head (when training uses one), WITH gradients."""
+        emb = super().embed(sentences)
+        return emb if self.mlp is None else self.mlp(emb)
+
+    def view(self, sentences: Sequence[str]) -> EncoderView:
+        """What ``embed`` computes, for the cached loss (``model.mini_batch_size``): the head folded into the pooling."""
+        if self.mlp is None:
+            return super().view(sentences)
+        mlp, pool = self.mlp, self.pool
+        return EncoderView(self._live_encoder(), lambda batch: mlp(pool(batch)), sentences)
+
+    def scorer(self) -> Scorer:
+        """The evaluated vector: the pooling, through the head only with ``mlp=always``."""
+        if self.hparams.mlp != "always":
+            return super().scorer()
+        return MLPHeadScorer(self._live_encoder(), self.mlp, self.hparams.pooling,
+                             batch_size=self.hparams.eval_batch_size)
+
+    # ------------------------------------------------------------------------------------ training
+    def training_texts(self, batch: dict) -> list[str]:
+        """The flat list one forward pass embeds: ``[s; s]`` (two dropout views) or ``[anchors; pos; neg]``."""
+        objective = self.hparams.objective
+        if BATCH_KEY[objective] not in batch:
+            raise ConfigError(f"model.objective={objective} needs {DATA_OF[objective]}; got batches with keys "
+                              f"{sorted(batch)}: set data / data.format accordingly")
+        if objective == "unsupervised":
+            sentences = list(batch["sentences"])
+            return [*sentences, *sentences]
+        return [*batch["anchors"], *batch["positives"], *batch["negatives"]]
+
+    def loss_fn(self, emb: Tensor) -> Tensor:
+        """SimCSE's loss of ``embed(training_texts(batch))``, against the candidates of every rank."""
+        views = emb.chunk(VIEWS[self.hparams.objective], dim=0)
+        return simcse_loss(views[0], views[1], views[2] if len(views) == 3 else None,
+                           temperature=self.hparams.temperature,
+                           hard_negative_weight=self.hparams.hard_negative_weight)
+
+    def training_step(self, batch: dict, batch_idx: int) -> Tensor:
+        if not self.encoder_model.training:  # dropout is the unsupervised objective's only noise: enforce it
+            self.encoder_model.train()
+        texts = self.training_texts(batch)
+        n = len(texts) // VIEWS[self.hparams.objective]
+        # a last batch of ONE sentence (unsupervised) has no negative: loss 0, no update; not worth an error
+        loss = self.embed_and_loss(texts, self.loss_fn)  # cached (GradCache) when model.mini_batch_size is set
+        self.log("train/loss", loss, prog_bar=True, batch_size=n)
+        return loss
+
+    # -------------------------------------------------------------------------------------- export
+    def export_head(self) -> nn.Linear | None:
+        """SimCSE's MLP where it is evaluated (``mlp=always``): a sentence-transformers ``Dense(Tanh)``."""
+        return self.mlp[0] if self.hparams.mlp == "always" else None
+
+    def loading_note(self, why_not: str | None) -> LoadingNote:
+        hp = self.hparams
+        if hp.mlp != "always":
+            note = super().loading_note(why_not)
+            if hp.mlp == "train":
+                return LoadingNote(note.what + " SimCSE's MLP was used in training only (the unsupervised recipe) "
+                                   "and is not part of the export.", note.command, why_not)
+            return note
+        spec = f"{{name:simcse_mlp,path:{EXPORT},pooling:{hp.pooling}}}"
+        return LoadingNote(f"{type(self).__name__}: a Hugging Face encoder (`AutoModel.from_pretrained`); sentence "
+                           f"vector = tanh(W x + b) of its `{hp.pooling}` pooling x (SimCSE's MLP, the "
+                           "sentence-transformers `Dense` module), compared by cosine.",
+                           evaluate_command([EXPORT], spec), why_not)
