@@ -78,12 +78,17 @@ def check_k(k: int | None, dim: int, key: str = "model.k") -> int:
     return k
 
 
+def whitener(axes: Tensor, variances: Tensor, k: int | None = None) -> Tensor:
+    """``W = U[:, :k] diag(1 / sqrt(s[:k]))`` from a decomposition (``principal_axes``); ``k=None``: every column."""
+    k = check_k(k, axes.shape[1], "k")
+    top = float(variances[0])
+    s = variances.clamp_min(top * RELATIVE_FLOOR if top > 0 else torch.finfo(variances.dtype).tiny)
+    return axes[:, :k] / s[:k].sqrt()
+
+
 def whitening_matrix(cov: Tensor, k: int | None = None) -> Tensor:
-    """``W = U[:, :k] diag(1 / sqrt(s[:k]))`` (``d, k``, float64); ``k=None`` keeps every column."""
-    u, s = principal_axes(cov)
-    k = check_k(k, cov.shape[0], "k")
-    s = s.clamp_min(float(s[0]) * RELATIVE_FLOOR if float(s[0]) > 0 else torch.finfo(s.dtype).tiny)
-    return u[:, :k] / s[:k].sqrt()
+    """``W`` (``d, k``, float64) of a covariance matrix: ``whitener`` of its ``principal_axes``."""
+    return whitener(*principal_axes(cov), k)
 
 
 def fit_whitening(sums: MomentSums, k: int | None = None) -> tuple[Tensor, Tensor]:

@@ -113,6 +113,20 @@ def load_whitening(path: str | os.PathLike) -> Whitening:
     return Whitening(tensors["mean"], tensors["matrix"], config, source=f"export {str(path)!r}")
 
 
+def whitening_for(path: str | os.PathLike, encoder: BaseEncoder, pooling: str, who: str) -> Whitening:
+    """An export's ``Whitening`` checked for use by another scorer ``who`` on ``encoder`` with ``pooling``.
+
+    Why: a scorer that whitens its own sample vectors (Sen2Pro's MC-dropout passes and augmented copies) must
+    pool exactly as the fit did and run the encoder it was fitted on; either mismatch is one ConfigError line.
+    """
+    whitening = load_whitening(path)
+    if whitening.pooling != pooling:
+        raise ConfigError(f"{who} pooling={pooling!r}, but whitening export {str(path)!r} was fitted on "
+                          f"{whitening.pooling!r} vectors: set pooling={whitening.pooling}")
+    whitening.check_encoder(encoder)
+    return whitening.to(encoder.device)
+
+
 def load_whitening_scorer(path: str | os.PathLike, encoder: BaseEncoder | None = None, device: str = "cpu",
                           batch_size: int | None = None) -> WhiteningScorer:
     """Rebuild the scorer of an export; ``encoder=None`` loads the one its config names."""
