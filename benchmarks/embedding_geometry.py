@@ -23,6 +23,8 @@ from datamodules.sentence_files import read_sentences
 from embeddings.encoders.checkpoint import encoder_from_checkpoint
 from embeddings.encoders.hf import HFEncoder
 from embeddings.methods.pooling import PoolingScorer
+from embeddings.methods.whitening import maths
+from embeddings.methods.whitening.maths import moment_sums, moments
 from embeddings.scoring.similarity import cosine_rows
 from sts.scoring import correlations
 from sts.tasks import load_task
@@ -34,10 +36,13 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def principal_axes(corpus: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(mean, axes, variances)``: the corpus mean and the eigen-decomposition of its covariance, largest first."""
-    mean = corpus.mean(0)
-    axes, variances, _ = np.linalg.svd(np.cov((corpus - mean).T))
-    return mean, axes, variances
+    """``(mean, axes, variances)``: the corpus mean and the decomposition of its covariance, largest first.
+
+    The maths of the BERT-whitening method (``embeddings.methods.whitening.maths``), on numpy rows.
+    """
+    mean, cov = moments(moment_sums(torch.from_numpy(np.asarray(corpus, dtype=np.float64))))
+    axes, variances = maths.principal_axes(cov)
+    return mean.numpy(), axes.numpy(), variances.numpy()
 
 
 def whitening(corpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -47,8 +52,8 @@ def whitening(corpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def whitener(axes: np.ndarray, variances: np.ndarray) -> np.ndarray:
-    """The whitening matrix of a covariance decomposition (``principal_axes``)."""
-    return axes / np.sqrt(variances + 1e-9)
+    """The whitening matrix of a covariance decomposition (``principal_axes``), all columns."""
+    return maths.whitener(torch.from_numpy(axes), torch.from_numpy(variances)).numpy()
 
 
 def geometry_row(a: np.ndarray, b: np.ndarray, gold: Sequence[float], corpus: np.ndarray,

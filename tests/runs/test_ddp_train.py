@@ -1,5 +1,6 @@
-"""``model=ct``, ``model=sed``, ``model=cosent``, ``model=simcse`` (in-batch negatives gathered across ranks) and CT with
-the cached in-batch loss through ``train()`` on 2 CPU ranks (DDP over gloo): fp32, identical STS metrics.
+"""``model=ct``, ``model=sed``, ``model=cosent``, ``model=simcse`` (in-batch negatives gathered across ranks),
+``model=whitening`` (moments all-reduced) and CT with the cached in-batch loss through ``train()`` on 2 CPU ranks
+(DDP over gloo): fp32, identical STS metrics.
 
 Why a subprocess running this file: Lightning's DDP launcher re-runs ``sys.argv`` for rank 1, which must
 be a script, not pytest (see tests/callbacks/test_sts_evaluation.py). Each rank writes what ``train()`` returned, the
@@ -26,7 +27,8 @@ TINY = {"ct": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8",
         # the cached in-batch loss (GradCache surrogate) through Lightning's DDP wrapper and optimizer loop
         "ct_cached": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8", "model.objective=in_batch",
                       "model.dropout=true", "model.mini_batch_size=2", "model.gradient_checkpointing=true"],
-        "simcse": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8"]}
+        "simcse": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8"],
+        "whitening": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8"]}
 
 
 def run_rank(model: str, model_dir: str, data_dir: str, out_dir: str) -> None:
@@ -51,7 +53,7 @@ def run_rank(model: str, model_dir: str, data_dir: str, out_dir: str) -> None:
     (out / f"rank{rank}.json").write_text(json.dumps(record))
 
 
-@pytest.mark.parametrize("model", ["ct", "sed", "cosent", "ct_cached", "simcse"])
+@pytest.mark.parametrize("model", ["ct", "sed", "cosent", "ct_cached", "simcse", "whitening"])
 def test_two_cpu_ranks_train_fp32_and_log_identical_metrics(model, tmp_path, tiny_model_dir, train_data_dir):  # noqa: F811
     env = {k: v for k, v in os.environ.items() if k not in DIST_ENV}  # fresh port, no inherited rank
     env.update(PYTHONPATH=str(ROOT), WANDB_MODE="disabled", TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1")
@@ -66,6 +68,9 @@ def test_two_cpu_ranks_train_fp32_and_log_identical_metrics(model, tmp_path, tin
     assert "val/stsb-dev_spearman" in val0 and "val/sick-trial_spearman" in val0
     assert val0 == val1  # computed once on rank 0, broadcast: bit-identical, never averaged
     assert (tmp_path / "run" / "export").is_dir() and (tmp_path / "run" / "sts_before_after.md").is_file()
+    if model == "whitening":  # rank 0 exported the sums of BOTH ranks' batches: 3 steps x global batch 8
+        config = json.loads((tmp_path / "run" / "export" / "whitening_config.json").read_text())
+        assert config["fitted_vectors"] == 24
 
 
 if __name__ == "__main__":

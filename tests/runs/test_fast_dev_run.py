@@ -28,7 +28,8 @@ TINY_DATA = {"nli": ["data.sources=[snli:dev,snli:test,sick:trial]"],
              "distillation": ["data.files=[wiki/wiki_sentences_100k.txt]"],
              "source_views": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8"]}
 TINY_MODEL = {"ct": ["model.pairs=8", "model.positives=2"],
-              "latte_mix": ["model.latent_dim=4", "model.num_classes=5", "model.hidden_dim=16"]}
+              "latte_mix": ["model.latent_dim=4", "model.num_classes=5", "model.hidden_dim=16"],
+              "whitening": ["model.k=8"]}  # recipes keep k=256 columns; the tiny BERT has 32
 COMMON = ["+trainer.fast_dev_run=true", "export=false", "callbacks.sts_evaluation.tasks=[stsb-dev]"]
 
 
@@ -87,6 +88,8 @@ OPTIONS = [
     ["model=ct", "data=sentences", "model.gradient_checkpointing=true"],
     ["model=flow", "data=cached_embeddings", "model.coupling=additive", "model.permutation=reverse"],
     ["model=latte_mix", "data=token_states"],
+    ["model=whitening", "data=cached_embeddings"],
+    ["model=whitening", "data=cached_embeddings", "model.k=null", "model.pooling=mean"],
     ["model=latte_mix", "data=token_states", "model.latent=normal", "model.encoder_layers=2"],
     ["model=latte_mix", "data=token_states", "model.latent=ae", "data.dtype=float16"],
     ["model=ct", "data=sentences", "model.views=halves"],

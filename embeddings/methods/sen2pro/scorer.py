@@ -46,6 +46,10 @@ Our choices where the paper is silent or ambiguous:
   there alpha is 0, i.e. the plain l1 distance of the means.
 - An encoder without its own ``stochastic()`` (static vectors) would give N identical passes, so it
   gets one pass and a zero model variance.
+- ``whitening`` (Table 1, "BERT-whitening + Ours"): a BERT-whitening export (``python train.py
+  model=whitening``); every sample vector is whitened, ``(x - mu) @ W``, BEFORE the mean and variance are
+  taken, so both moments live in the whitened space. The export must have been fitted on this encoder
+  with this pooling (one ConfigError line otherwise); ``normalize`` then applies to the whitened vectors.
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ from embeddings.errors import ConfigError, UnsupportedError, unknown_choice
 from embeddings.methods.pooling import get_pooling
 from embeddings.methods.sen2pro.augment import OPS, augment, stable_seed, validate_ops
 from embeddings.methods.sen2pro.mc_dropout import mc_dropout
+from embeddings.methods.whitening.scorer import whitening_for
 from embeddings.scoring.scorer import Representation, Scorer
 
 SOURCES = ("model", "data")
@@ -175,6 +180,7 @@ class Sen2ProScorer(Scorer):
         normalize: L2-normalise each sample before estimating the moments.
         fast_dropout: MC dropout through ``mc_dropout.sparse_dropout`` (same distribution, cheaper on
             CPU); False runs torch's own dropout (``encoder.stochastic()`` alone).
+        whitening: path of a BERT-whitening export that whitens every sample (see the module docstring).
     """
 
     name = "sen2pro"
@@ -183,7 +189,7 @@ class Sen2ProScorer(Scorer):
                  uncertainty: str | Sequence[str] = ("model", "data"), alpha: str | float = 0.05,
                  seed: int = 0, batch_size: int | None = None, ops: Sequence[str] = OPS,
                  vocabulary: Sequence[str] | None = None, normalize: bool = False,
-                 fast_dropout: bool = True) -> None:
+                 fast_dropout: bool = True, whitening: str | None = None) -> None:
         if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral) or n_samples < 2:
             raise ConfigError(f"sen2pro n_samples must be an integer >= 2 (a variance needs two samples), "
                               f"got {n_samples!r}")
@@ -203,6 +209,7 @@ class Sen2ProScorer(Scorer):
         self.vocabulary = None if vocabulary is None else tuple(vocabulary)
         self.normalize = bool(normalize)
         self.fast_dropout = bool(fast_dropout)
+        self.whitening = None if whitening is None else whitening_for(whitening, encoder, pooling, "sen2pro")
         self.last_seconds: dict[str, float] = {}  # wall time per source of the latest ``represent``
         self.last_stats: dict[str, str] = {}
         self.last_alpha: torch.Tensor | None = None  # alpha(s) of the latest ``similarity`` call
@@ -214,6 +221,8 @@ class Sen2ProScorer(Scorer):
     def _encode(self, sentences: Sequence[str], show_progress: bool | None = False) -> torch.Tensor:
         out = self.encoder.encode(sentences, self.pool_fn, batch_size=self.batch_size, show_progress=show_progress,
                                   desc=f"{self.name} augmented copies")
+        if self.whitening is not None:
+            out = self.whitening(out)
         return torch.nn.functional.normalize(out, dim=-1) if self.normalize else out  # type: ignore[arg-type]
 
     def _model_moments(self, sentences: Sequence[str], bar: tqdm) -> tuple[torch.Tensor, torch.Tensor]:

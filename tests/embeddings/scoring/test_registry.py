@@ -15,18 +15,19 @@ def test_every_method_module_is_found_with_pooling_first():
     modules = method_modules()
     assert modules[0] == "embeddings.methods.pooling"
     assert {"embeddings.methods.flow", "embeddings.methods.latte_mix", "embeddings.methods.meta",
-            "embeddings.methods.sbert_wk", "embeddings.methods.sen2pro"} <= set(modules)
+            "embeddings.methods.sbert_wk", "embeddings.methods.sen2pro",
+            "embeddings.methods.whitening"} <= set(modules)
     assert list(registry.SCORER_CLASSES)[:6] == ["cls", "mean", "max", "first_last_avg", "last2_avg", "last3_avg"]
 
 
 def test_a_new_method_folder_declares_its_scorer_and_the_registry_finds_it(tmp_path, monkeypatch):
-    (tmp_path / "whitening_method.py").write_text('SCORERS = {"whitening": "whitening_method:WhiteningScorer"}\n')
+    (tmp_path / "toy_method.py").write_text('SCORERS = {"toy": "toy_method:ToyScorer"}\n')
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(registry, "method_modules", lambda: [*method_modules(), "whitening_method"])
-    assert registry.method_scorers()["whitening"] == "whitening_method:WhiteningScorer"
+    monkeypatch.setattr(registry, "method_modules", lambda: [*method_modules(), "toy_method"])
+    assert registry.method_scorers()["toy"] == "toy_method:ToyScorer"
     (tmp_path / "clash_method.py").write_text('SCORERS = {"mean": "clash_method:Other"}\n')
     monkeypatch.setattr(registry, "method_modules", lambda: [*method_modules(), "clash_method"])
     with pytest.raises(ConfigError, match="declared twice"):
         registry.method_scorers()
-    sys.modules.pop("whitening_method", None)
+    sys.modules.pop("toy_method", None)
     sys.modules.pop("clash_method", None)

@@ -1,0 +1,3 @@
+"""BERT-whitening: the scorer this method offers the registry (see ``embeddings.methods``)."""
+
+SCORERS = {"whitening": "embeddings.methods.whitening.scorer:WhiteningExportScorer"}

@@ -1,0 +1,148 @@
+"""BERT-whitening's scorer: frozen pooled vector -> ``(x - mu) @ W``, compared by cosine; its export format.
+
+Why a scorer of its own: the representation is a fitted linear map of the encoder's pooled vector, which
+neither ``PoolingScorer`` nor a sentence-transformers directory reproduces. The export is a directory with
+``whitening_config.json`` (a REFERENCE to the frozen encoder -- model name or path, pooling, max length --
+plus its identity: width and a digest of its weights, ``embeddings.io.encoder_identity``; ``k`` and how many
+sentences were fitted) and ``whitening.safetensors`` (``mean`` ``(d,)`` and ``matrix`` ``(d, k)``). Used on
+any other encoder it refuses with one line naming the export and both encoders: the map means nothing there.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from embeddings.encoders.base import BaseEncoder
+from embeddings.encoders.load import load_encoder
+from embeddings.errors import ConfigError
+from embeddings.io.encoder_identity import identity_mismatch
+from embeddings.io.export_dir import ExportFormat, load_export, save_export
+from embeddings.io.model_card import ExportNotes, MethodInfo, Paper
+from embeddings.methods.pooling import get_pooling
+from embeddings.methods.whitening.maths import whiten
+from embeddings.scoring.scorer import Representation, VectorScorer
+
+log = logging.getLogger(__name__)
+
+FORMAT, FORMAT_VERSION = "sts-lightning/whitening", 1  # never change a released tag: bump the version
+EXPORT_FORMAT = ExportFormat(FORMAT, FORMAT_VERSION, "whitening_config.json", "whitening.safetensors", "whitening")
+CONFIG_KEYS = ("model_name_or_path", "pooling", "max_length", "k", "encoder")
+BERT_WHITENING = MethodInfo("whitening", "BERT-whitening", Paper(
+    "Whitening Sentence Representations for Better Semantics and Faster Retrieval",
+    "Jianlin Su, Jiarun Cao, Weijie Liu, Yangyiwen Ou", "arXiv", 2021, "https://arxiv.org/abs/2103.15316"))
+
+
+class Whitening:
+    """A fitted ``(mu, W)`` and what it was fitted on: applies itself to vectors, checks an encoder.
+
+    Args:
+        mean: ``(d,)``; matrix: ``(d, k)`` (float32 is what the scorers use).
+        config: the export config (``CONFIG_KEYS``), ``encoder`` being ``embeddings.io.encoder_identity``'s dict.
+        source: where it came from, for messages (an export path, or "the live fit").
+    """
+
+    def __init__(self, mean: Tensor, matrix: Tensor, config: Mapping, source: str = "the live fit") -> None:
+        self.mean, self.matrix, self.config, self.source = mean, matrix, dict(config), source
+
+    @property
+    def pooling(self) -> str:
+        return str(self.config["pooling"])
+
+    def check_encoder(self, encoder: BaseEncoder) -> None:
+        """ConfigError when ``encoder`` is not the one the whitening was fitted on (width or weights)."""
+        recorded = self.config.get("encoder") or {"hidden_size": self.matrix.shape[0]}
+        why = identity_mismatch(recorded, encoder)
+        if why is not None:
+            raise ConfigError(f"whitening {self.source} was fitted on encoder {recorded.get('name')!r}, not on "
+                              f"{encoder.name!r} ({why}): fit it again on this encoder")
+
+    def to(self, device: torch.device | str) -> Whitening:
+        self.mean, self.matrix = self.mean.to(device), self.matrix.to(device)
+        return self
+
+    def __call__(self, x: Tensor) -> Tensor:
+        """``(x - mu) @ W`` of pooled vectors ``(n, d)`` -> ``(n, k)``, float32 like the scorers' vectors."""
+        with torch.autocast(device_type=self.matrix.device.type, enabled=False):
+            return whiten(x, self.mean, self.matrix).float()
+
+
+class WhiteningScorer(VectorScorer):
+    """Pools with the frozen encoder, whitens; ``{"embedding": (x - mu) @ W}`` compared by cosine.
+
+    Not a ``PooledScorer``: the pooling function is ``pool_fn``, not ``pool`` (``shared_pass`` would take a
+    ``pool`` attribute for a plain pooling scorer and skip the whitening).
+    """
+
+    def __init__(self, encoder: BaseEncoder, whitening: Whitening, batch_size: int | None = None) -> None:
+        whitening.check_encoder(encoder)
+        self.encoder, self.whitening = encoder, whitening.to(encoder.device)
+        self.pooling = whitening.pooling
+        self.pool_fn = get_pooling(self.pooling)
+        self.batch_size = batch_size
+        self.name = f"whitening-{self.pooling}"
+
+    def represent(self, sentences: Sequence[str]) -> Representation:
+        x = self.encoder.encode(sentences, self.pool_fn, batch_size=self.batch_size, desc=f"{self.name} encode")
+        return {"embedding": self.whitening(x).cpu()}
+
+
+def save_whitening_export(path: str | os.PathLike, whitening: Whitening, note: ExportNotes | None = None) -> Path:
+    """Write ``whitening_config.json`` + ``whitening.safetensors`` (and ``note``) to ``path`` atomically."""
+    missing = set(CONFIG_KEYS) - set(whitening.config)
+    if missing:
+        raise ConfigError(f"whitening export config lacks {sorted(missing)}")
+    config = {**whitening.config, "dim": int(whitening.matrix.shape[0]), "out_dim": int(whitening.matrix.shape[1])}
+    target = save_export(path, EXPORT_FORMAT, config, {"mean": whitening.mean.float(),
+                                                       "matrix": whitening.matrix.float()}, note)
+    log.info("exported whitening to %s", target)
+    return target
+
+
+def load_whitening(path: str | os.PathLike) -> Whitening:
+    """The ``Whitening`` of an export directory (CPU, float32); ConfigError for a missing or foreign export."""
+    config, tensors = load_export(path, EXPORT_FORMAT)
+    if set(tensors) != {"mean", "matrix"} or tensors["matrix"].shape[0] != tensors["mean"].shape[0]:
+        raise ConfigError(f"{path}: a whitening export needs tensors mean (d,) and matrix (d, k), "
+                          f"got {sorted(tensors)}")
+    return Whitening(tensors["mean"], tensors["matrix"], config, source=f"export {str(path)!r}")
+
+
+def whitening_for(path: str | os.PathLike, encoder: BaseEncoder, pooling: str, who: str) -> Whitening:
+    """An export's ``Whitening`` checked for use by another scorer ``who`` on ``encoder`` with ``pooling``.
+
+    Why: a scorer that whitens its own sample vectors (Sen2Pro's MC-dropout passes and augmented copies) must
+    pool exactly as the fit did and run the encoder it was fitted on; either mismatch is one ConfigError line.
+    """
+    whitening = load_whitening(path)
+    if whitening.pooling != pooling:
+        raise ConfigError(f"{who} pooling={pooling!r}, but whitening export {str(path)!r} was fitted on "
+                          f"{whitening.pooling!r} vectors: set pooling={whitening.pooling}")
+    whitening.check_encoder(encoder)
+    return whitening.to(encoder.device)
+
+
+def load_whitening_scorer(path: str | os.PathLike, encoder: BaseEncoder | None = None, device: str = "cpu",
+                          batch_size: int | None = None) -> WhiteningScorer:
+    """Rebuild the scorer of an export; ``encoder=None`` loads the one its config names."""
+    whitening = load_whitening(path)
+    if encoder is None:
+        encoder = load_encoder(whitening.config["model_name_or_path"], max_length=whitening.config["max_length"],
+                               batch_size=batch_size or 64, device=device)
+    return WhiteningScorer(encoder, whitening, batch_size=batch_size)
+
+
+class WhiteningExportScorer(WhiteningScorer):
+    """Registry entry ``{name: whitening, path: <export dir>}``: an export on the configured encoder.
+
+    Why an adapter: ``evaluate.py`` builds every scorer as ``cls(encoder, **options)``; the export's own config
+    says which pooling it was fitted on, and the encoder must be the one it names (checked before encoding).
+    """
+
+    def __init__(self, encoder: BaseEncoder, path: str, batch_size: int | None = None) -> None:
+        super().__init__(encoder, load_whitening(path), batch_size=batch_size)

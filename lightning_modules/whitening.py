@@ -1,0 +1,159 @@
+"""BERT-whitening (Su et al. 2021): mean and whitening matrix of FROZEN pooled vectors, fitted in one pass.
+
+Why a LightningModule for a closed form: the cached vectors (``datamodules.cached_embeddings``), the STS
+callback's before / after table, checkpoints, DDP, the export with its model card and W&B all come with the
+trainer. No gradient step is taken: each training step adds the batch's float64 ``count``, ``sum x`` and
+``sum x x^T`` (``embeddings.methods.whitening.maths.MomentSums``) to buffers, summed across DDP ranks in the
+step itself, so every rank holds the statistics of every vector seen so far (rank 0's checkpoint is the whole
+fit, a resumed run continues the sums, a mid-epoch validation scores what was seen). ``mu`` and ``W`` are
+formed from the sums whenever a scorer or the export asks (an SVD of a ``d x d`` matrix: milliseconds).
+
+Why ``configure_optimizers`` returns ``None``: Lightning then steps a mock optimizer once per batch, so
+``global_step`` counts batches and ``trainer.max_steps``, ``val_check_interval`` and checkpoint names behave
+as for every other method (manual optimization would leave ``global_step`` at 0). The step returns a constant
+zero on one unused scalar parameter, ``ddp_anchor``: DDP refuses to wrap a module without a trainable
+parameter and Lightning refuses a ``None`` step under DDP.
+
+Before any vector is seen the scorer is the encoder's plain pooling: the callback's "before" column is the
+paper's baseline row and "after" the whitened one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from pathlib import Path
+
+import torch
+from lightning.pytorch import LightningModule
+
+from embeddings.encoders.load import encoder_hidden_size
+from embeddings.io.encoder_identity import encoder_identity
+from embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
+from embeddings.io.model_card import ModelCard, TrainingFacts
+from embeddings.methods.pooling import PoolingScorer, get_pooling
+from embeddings.methods.whitening.maths import MomentSums, check_k, fit_whitening, moment_sums
+from embeddings.methods.whitening.scorer import (
+    BERT_WHITENING,
+    Whitening,
+    WhiteningScorer,
+    save_whitening_export,
+)
+from embeddings.scoring.scorer import Scorer
+from lightning_modules.frozen_encoder import FrozenEncoderMixin
+
+log = logging.getLogger(__name__)
+ENCODER_KEYS = ("model_name_or_path", "pooling", "max_length")
+# Lightning's warnings about what this module leaves out on purpose (no optimizer, no loss, nothing to clip).
+QUIET = (r"`LightningModule.configure_optimizers` returned `None`", r"`parameters` is an empty generator")
+
+
+class WhiteningModule(FrozenEncoderMixin, LightningModule):
+    """Accumulates moment sums of ``[vectors]`` batches from ``CachedEmbeddingDataModule``; no parameters.
+
+    Args:
+        model_name_or_path, pooling, max_length: the frozen encoder (must match the datamodule's).
+        embedding_dim: the vector width; ``None`` reads it from the encoder's config.
+        k: columns of ``W`` kept (the top-k principal directions); ``None`` keeps all.
+        eval_batch_size: sentences per encoder forward pass in ``scorer()``.
+    """
+
+    feature_keys = ENCODER_KEYS
+
+    def __init__(self, model_name_or_path: str = "all-MiniLM-L6-v2", pooling: str = "first_last_avg",
+                 max_length: int | None = None, embedding_dim: int | None = None, k: int | None = None,
+                 eval_batch_size: int = 64) -> None:
+        super().__init__()
+        for message in QUIET:  # this module means to have no optimizer and no loss
+            warnings.filterwarnings("ignore", message=message)
+        self.save_hyperparameters()
+        get_pooling(pooling)  # fail now, not at the first evaluation
+        dim = int(embedding_dim) if embedding_dim is not None else encoder_hidden_size(str(model_name_or_path))
+        self.hparams.embedding_dim = dim
+        check_k(k, dim)  # one line naming model.k before any vector is encoded
+        # Buffers, not attributes: they are the fit, saved in checkpoints and restored on resume.
+        self.register_buffer("count", torch.zeros((), dtype=torch.float64))
+        self.register_buffer("total", torch.zeros(dim, dtype=torch.float64))
+        self.register_buffer("outer", torch.zeros(dim, dim, dtype=torch.float64))
+        # DistributedDataParallel refuses to wrap a module without a trainable parameter, and Lightning's DDP
+        # strategy always wraps: this scalar only carries the zero loss of training_step; no optimizer steps it
+        # and no export holds it.
+        self.ddp_anchor = torch.nn.Parameter(torch.zeros(()))
+        self._encoder = None  # not an nn.Module: stays out of the state dict
+
+    @property
+    def sums(self) -> MomentSums:
+        return MomentSums(self.count, self.total, self.outer)
+
+    def training_step(self, batch, batch_idx: int) -> torch.Tensor:
+        """Add the batch's moment sums (all ranks' batches: one all-reduce of ``1 + d + d^2`` float64).
+
+        Returns a constant zero "loss" on ``ddp_anchor``: Lightning refuses a ``None`` step under DDP, and its
+        zero gradient, all-reduced as one scalar, is applied by no optimizer.
+        """
+        x = batch[0] if isinstance(batch, (list, tuple)) else batch
+        with torch.autocast(device_type=x.device.type, enabled=False):
+            flat = moment_sums(x).flat()
+        flat = self.trainer.strategy.reduce(flat, reduce_op="sum") if self._trainer is not None else flat
+        added = MomentSums.unflat(flat, self.total.shape[0])
+        self.count += added.count
+        self.total += added.total
+        self.outer += added.outer
+        if self._trainer is not None:  # already identical on every rank: no sync
+            self.log("train/vectors", float(self.count), prog_bar=True, batch_size=x.shape[0])
+        return self.ddp_anchor * 0.0
+
+    def validation_step(self, batch, batch_idx: int) -> None:
+        """Nothing per batch: the STS callback scores ``scorer()`` once at the end of the loop."""
+        return None
+
+    def configure_optimizers(self):
+        """No optimizer: Lightning's mock one still counts each batch as a step (see the module docstring)."""
+        return None
+
+    # -------------------------------------------------------------------------------- fit
+    def whitening(self) -> Whitening:
+        """``(mu, W)`` of the vectors seen so far, float32 on this module's device.
+
+        Below 2 vectors there is no covariance: ``mu = 0`` and ``W`` = the first ``k`` columns of the identity,
+        i.e. the plain pooling (what ``scorer()`` scores then), with a warning.
+        """
+        if float(self.count) < 2:
+            log.warning("whitening fitted on %d vectors (< 2): using the identity map, i.e. the plain pooling",
+                        int(self.count))
+            dim = self.total.shape[0]
+            mean = torch.zeros(dim, dtype=torch.float64, device=self.total.device)
+            matrix = torch.eye(dim, dtype=torch.float64, device=self.total.device)[:, :check_k(self.hparams.k, dim)]
+        else:
+            mean, matrix = fit_whitening(self.sums, self.hparams.k)
+        config = {k: self.hparams[k] for k in ENCODER_KEYS}
+        config.update(model_name_or_path=str(config["model_name_or_path"]), k=self.hparams.k, encoder=None,
+                      fitted_vectors=int(self.count))
+        return Whitening(mean.float(), matrix.float(), config)
+
+    def scorer(self) -> Scorer:
+        """Cosine of the whitened vectors; the plain pooling while fewer than 2 vectors were seen."""
+        encoder = self.frozen_encoder()
+        if float(self.count) < 2:
+            return PoolingScorer(encoder, self.hparams.pooling)
+        return WhiteningScorer(encoder, self.whitening(), batch_size=self.hparams.eval_batch_size)
+
+    def export(self, path: str | os.PathLike, training: TrainingFacts | None = None) -> Path:
+        """``whitening_config.json`` (encoder reference and identity, ``k``) and ``whitening.safetensors``
+        (``mean``, ``matrix``), atomically, with ``LOADING.md`` and the model card (``training``: the run's facts).
+
+        The identity (``embeddings.io.encoder_identity``: width + digest of the weights) is what makes the export
+        refuse any other encoder; computing it loads the frozen encoder if the STS callback has not.
+        """
+        hp = self.hparams
+        whitening = self.whitening()
+        name = str(hp.model_name_or_path)
+        whitening.config["encoder"] = encoder_identity(self.frozen_encoder(), name)
+        k = "all" if hp.k is None else hp.k
+        note = LoadingNote(f"BERT-whitening of the frozen `{name}` (`{hp.pooling}` pooling, k = {k}, fitted on "
+                           f"{int(self.count)} vectors): the sentence vector is `(x - mu) @ W`, compared by cosine.",
+                           evaluate_command([name], f"{{name:whitening,path:{EXPORT}}}", hp.max_length),
+                           "the whitening has no sentence-transformers module")
+        card = ModelCard(BERT_WHITENING, (name,), note, training)
+        return save_whitening_export(path, whitening, card)
