@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 
 from benchmarks.field_rows import LOCAL_TASKS, ROWS, SEVEN_TASKS, Row
+from embeddings.io.export_note import EXPORT, NOTE_FILE
+from sts.tasks import load_task
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_SELECTION_TASK = "stsb-dev"  # what trained rows validate on (SimCSE's recipe), whatever the table scores
@@ -32,8 +34,6 @@ MODEL_SELECTION_TASK = "stsb-dev"  # what trained rows validate on (SimCSE's rec
 
 def available_tasks(data_dir: str | None) -> list[str]:
     """SimCSE's seven tasks where all are in the data directory, else the local default set."""
-    from sts.tasks import load_task
-
     try:
         for task in SEVEN_TASKS:
             load_task(task, data_dir)
@@ -66,8 +66,6 @@ def _evaluate(encoder: str, scorer: str, tasks: list[str], seed: int, run_dir: P
 
 def loading_command(export: Path) -> tuple[str, str, list[str]]:
     """``(encoder, scorer, other overrides)`` of the ``evaluate.py`` line in an export's ``LOADING.md``."""
-    from embeddings.io.export_note import EXPORT, NOTE_FILE
-
     line = next(line.strip() for line in (export / NOTE_FILE).read_text().splitlines()
                 if line.strip().startswith("python evaluate.py"))
     args = [arg.replace(EXPORT, str(export)) for arg in shlex.split(line)[2:]]
