@@ -54,7 +54,7 @@ def _run(args: list[str], log_file: Path) -> None:
 
 
 def _evaluate(encoder: str, scorer: str, tasks: list[str], seed: int, run_dir: Path,
-              extra: list[str] = ()) -> dict[str, float]:
+              extra: tuple[str, ...] | list[str] = ()) -> dict[str, float]:
     """``evaluate.py`` on one encoder and scorer; ``{task: Spearman x100}`` from its ``results.json``."""
     results = run_dir / "results.json"
     if not results.is_file():
@@ -87,18 +87,19 @@ def train_row(row: Row, backbone: str, seed: int, steps: int | None, out: Path) 
     return export
 
 
-def score_row(row: Row, backbone: str, seed: int, steps: int | None, tasks: list[str], out: Path) -> dict[str, float]:
-    """``{task: Spearman}`` of one row and seed."""
+def score_row(row: Row, backbone: str, seed: int, steps: int | None, tasks: list[str], out: Path,
+              eval_extra: tuple[str, ...] = ()) -> dict[str, float]:
+    """``{task: Spearman}`` of one row and seed (``eval_extra``: overrides of every ``evaluate.py`` call)."""
     if row.kind == "pool":
-        return _evaluate(backbone, row.scorer, tasks, seed, out / row.key / f"eval-seed{seed}")
+        return _evaluate(backbone, row.scorer, tasks, seed, out / row.key / f"eval-seed{seed}", eval_extra)
     if row.kind == "train":
         encoder, scorer, extra = loading_command(train_row(row, backbone, seed, steps, out))
-        return _evaluate(encoder, scorer, tasks, seed, out / row.key / f"seed{seed}" / "eval", extra)
+        return _evaluate(encoder, scorer, tasks, seed, out / row.key / f"seed{seed}" / "eval", [*extra, *eval_extra])
     base = next(r for r in ROWS if r.key == row.base)
     export = train_row(base, backbone, seed if base.seeded else 0, steps, out)
     encoder = str(export) if row.encoder_is_export else backbone
     return _evaluate(encoder, row.scorer.replace("{export}", str(export)), tasks, seed,
-                     out / row.key / f"eval-seed{seed}")
+                     out / row.key / f"eval-seed{seed}", eval_extra)
 
 
 def summarise(scores: list[dict[str, float]], tasks: list[str]) -> dict:
@@ -133,6 +134,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--rows", default=None, help="comma-separated row keys (default: all)")
     parser.add_argument("--tasks", default=None, help="comma-separated tasks (default: SimCSE's 7 where present)")
     parser.add_argument("--data-dir", default=os.environ.get("STS_DATA_DIR", str(ROOT.parent / "shared" / "data")))
+    parser.add_argument("--sen2pro-samples", type=int, default=None,
+                        help="Sen2Pro's samples per uncertainty (paper and default: 15); fewer bounds a CPU run")
     parser.add_argument("--out", default="outputs/field_table")
     args = parser.parse_args(argv)
     os.environ["STS_DATA_DIR"] = str(Path(args.data_dir).resolve())
@@ -146,12 +149,14 @@ def main(argv: list[str] | None = None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     print(f"field table: backbone {args.backbone}, seeds {seeds}, steps {args.steps or 'recipe'}, tasks {tasks}",
           flush=True)
+    eval_extra = (f"scorer_options.sen2pro.n_samples={args.sen2pro_samples}",) if args.sen2pro_samples else ()
     results: dict[str, dict] = {}
     start = time.perf_counter()
     for row in (r for r in ROWS if r.key in keys):
         t0 = time.perf_counter()
         try:
-            scores = [score_row(row, args.backbone, s, args.steps, tasks, out) for s in (seeds if row.seeded else [0])]
+            scores = [score_row(row, args.backbone, s, args.steps, tasks, out, eval_extra)
+                      for s in (seeds if row.seeded else [0])]
             results[row.key] = summarise(scores, tasks)
             print(f"{row.label}: {results[row.key]['avg']:.2f} +- {results[row.key]['std']:.2f}", flush=True)
         except Exception as err:  # noqa: BLE001 - one failing row must not lose the others
@@ -162,7 +167,8 @@ def main(argv: list[str] | None = None) -> dict:
     wall = time.perf_counter() - start
     (out / "field_table.md").write_text(f"{table}\n\nwall time {wall / 60:.1f} min\n")
     (out / "field_table.json").write_text(json.dumps({"backbone": args.backbone, "seeds": seeds, "steps": args.steps,
-                                                      "tasks": tasks, "rows": results, "wall_s": wall}, indent=2))
+                                                      "tasks": tasks, "sen2pro_samples": args.sen2pro_samples, "rows": results,
+                                                      "wall_s": wall}, indent=2))
     print(table)
     print(f"wall time {wall / 60:.1f} min")
     return results
