@@ -24,6 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from datamodules.malformed_rows import MalformedRows
 from embeddings.errors import ConfigError, DataError, unknown_choice
 from embeddings.io.input_file import require_file
 from sts.tasks import resolve_data_dir
@@ -33,7 +34,6 @@ log = logging.getLogger(__name__)
 LABELS = {"entailment": 0, "neutral": 1, "contradiction": 2}
 HUB_DATASETS = {"snli": "stanfordnlp/snli", "multi_nli": "nyu-mll/multi_nli"}
 SENTEVAL_DIRS = {"snli": ("snli", "SNLI"), "multinli": ("multinli", "MultiNLI")}
-SHOW_LINES = 5  # line numbers quoted per skip reason
 
 
 @dataclass
@@ -56,14 +56,8 @@ class _Rows:
 
     def __init__(self, source: str, max_malformed_fraction: float):
         self.out = NLIPairs(source=source)
-        self.max_bad = max_malformed_fraction
-        self.where: dict[str, list[int]] = {}
-
-    def skip(self, lineno: int, reason: str) -> None:
-        self.out.skipped[reason] += 1
-        lines = self.where.setdefault(reason, [])
-        if len(lines) < SHOW_LINES:
-            lines.append(lineno)
+        self.bad = MalformedRows(self.out.skipped, max_malformed_fraction)
+        self.skip = self.bad.skip
 
     def add(self, lineno: int, premise: str | None, hypothesis: str | None, label: str | int | None) -> None:
         label = label.strip() if isinstance(label, str) else label
@@ -74,7 +68,7 @@ class _Rows:
             return self.skip(lineno, "not UTF-8")
         value = LABELS.get(label.lower()) if isinstance(label, str) else label
         if value not in (0, 1, 2):
-            return self.skip(lineno, f"unknown label {label!r}" if len(self.where) < 20 else "unknown label")
+            return self.skip(lineno, f"unknown label {label!r}" if len(self.bad.where) < 20 else "unknown label")
         premise, hypothesis = premise.strip(), hypothesis.strip()
         if not premise or not hypothesis:
             return self.skip(lineno, "empty sentence")
@@ -83,16 +77,8 @@ class _Rows:
         self.out.labels.append(int(value))
 
     def finish(self) -> NLIPairs:
-        out, bad = self.out, sum(self.out.skipped.values())
-        total = bad + len(out)
-        if bad:
-            detail = "; ".join(f"{reason}: {n} (line {', '.join(map(str, self.where[reason]))}"
-                               f"{', ...' if n > SHOW_LINES else ''})" for reason, n in out.skipped.items())
-            message = f"{out.source}: skipped {bad} of {total} rows as malformed: {detail}"
-            if bad > self.max_bad * total:
-                raise DataError(f"{message}. That is more than max_malformed_fraction="
-                                f"{self.max_bad:g}: fix the file or raise the limit.")
-            log.warning(message)
+        out = self.out
+        self.bad.check(out.source, len(out))
         if out.unlabeled:
             log.info("%s: skipped %d pairs without a gold label", out.source, out.unlabeled)
         if not out.labels:

@@ -28,6 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from datamodules.malformed_rows import MalformedRows
 from datamodules.nli_readers import _read_lines
 from embeddings.errors import ConfigError, DataError, unknown_choice
 from sts.readers import CONTROL, SICK_SCALE, STS_SCALE
@@ -37,7 +38,6 @@ log = logging.getLogger(__name__)
 
 SPLITS = {"stsb": ("train", "dev", "test"), "sick": ("train", "trial", "test")}
 SCALES = {"stsb": STS_SCALE, "sick": SICK_SCALE}
-SHOW_LINES = 5  # line numbers quoted per skip reason
 
 
 @dataclass
@@ -70,14 +70,8 @@ class _Rows:
     def __init__(self, path: Path, scale: tuple[float, float], max_malformed_fraction: float):
         self.out = ScoredPairs(source=str(path))
         self.low, self.high = scale
-        self.max_bad = max_malformed_fraction
-        self.where: dict[str, list[int]] = {}
-
-    def skip(self, lineno: int, reason: str) -> None:
-        self.out.skipped[reason] += 1
-        lines = self.where.setdefault(reason, [])
-        if len(lines) < SHOW_LINES:
-            lines.append(lineno)
+        self.bad = MalformedRows(self.out.skipped, max_malformed_fraction)
+        self.skip = self.bad.skip
 
     def add(self, lineno: int, a: str, b: str, score: str) -> None:
         try:
@@ -98,16 +92,8 @@ class _Rows:
         self.out.scores.append((value - self.low) / (self.high - self.low))
 
     def finish(self) -> ScoredPairs:
-        out, bad = self.out, sum(self.out.skipped.values())
-        total = bad + len(out)
-        if bad:
-            detail = "; ".join(f"{reason}: {n} (line {', '.join(map(str, self.where[reason]))}"
-                               f"{', ...' if n > SHOW_LINES else ''})" for reason, n in out.skipped.items())
-            message = f"{out.source}: skipped {bad} of {total} rows as malformed: {detail}"
-            if bad > self.max_bad * total:
-                raise DataError(f"{message}. That is more than max_malformed_fraction="
-                                f"{self.max_bad:g}: fix the file or raise the limit.")
-            log.warning(message)
+        out = self.out
+        self.bad.check(out.source, len(out))
         if not out.scores:
             raise DataError(f"{out.source}: no scored sentence pairs found")
         return out

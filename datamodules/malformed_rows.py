@@ -1,0 +1,46 @@
+"""Skipped rows of one input file: counted per reason with their first line numbers, and the one threshold policy.
+
+Why shared: every reader of labelled rows (NLI pairs, scored STS pairs) must treat bad rows alike: skip and count
+them, quote where they are, and stop when more than ``max_malformed_fraction`` of the file is bad, so a wrong file
+is never silently mostly dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+
+from embeddings.errors import DataError
+
+log = logging.getLogger(__name__)
+
+SHOW_LINES = 5  # line numbers quoted per skip reason
+
+
+class MalformedRows:
+    """Counts into ``skipped`` (the caller's result keeps that Counter) and keeps the first line numbers per reason."""
+
+    def __init__(self, skipped: Counter, max_malformed_fraction: float) -> None:
+        self.skipped = skipped
+        self.max_bad = max_malformed_fraction
+        self.where: dict[str, list[int]] = {}
+
+    def skip(self, lineno: int, reason: str) -> None:
+        self.skipped[reason] += 1
+        lines = self.where.setdefault(reason, [])
+        if len(lines) < SHOW_LINES:
+            lines.append(lineno)
+
+    def check(self, source: str, kept: int) -> None:
+        """Warn about the skipped rows, or raise a ``DataError`` above ``max_malformed_fraction`` of all rows."""
+        bad = sum(self.skipped.values())
+        if not bad:
+            return
+        total = bad + kept
+        detail = "; ".join(f"{reason}: {n} (line {', '.join(map(str, self.where[reason]))}"
+                           f"{', ...' if n > SHOW_LINES else ''})" for reason, n in self.skipped.items())
+        message = f"{source}: skipped {bad} of {total} rows as malformed: {detail}"
+        if bad > self.max_bad * total:
+            raise DataError(f"{message}. That is more than max_malformed_fraction="
+                            f"{self.max_bad:g}: fix the file or raise the limit.")
+        log.warning(message)
