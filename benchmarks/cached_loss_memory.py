@@ -38,6 +38,7 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.cpu_features import cpu_line
 from datamodules.nli_readers import load_source
 from datamodules.nli_triplets import build_triplets
 from lightning_modules.optimizers import adam
@@ -116,6 +117,7 @@ def main() -> None:
     if args.worker:
         print(json.dumps(worker(args)))
         return
+    print(cpu_line())
     results = {}
     for variant in args.variants.split(","):
         cmd = [sys.executable, "-m", "benchmarks.cached_loss_memory", "--worker", variant, "--model", args.model,

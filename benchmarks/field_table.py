@@ -24,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.cpu_features import cpu_line
 from benchmarks.field_rows import LOCAL_TASKS, ROWS, SEVEN_TASKS, Row
 from embeddings.io.export_note import EXPORT, NOTE_FILE
 from sts.tasks import load_task
@@ -147,8 +148,8 @@ def main(argv: list[str] | None = None) -> dict:
     tasks = args.tasks.split(",") if args.tasks else available_tasks(args.data_dir)
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    print(f"field table: backbone {args.backbone}, seeds {seeds}, steps {args.steps or 'recipe'}, tasks {tasks}",
-          flush=True)
+    print(f"field table: backbone {args.backbone}, seeds {seeds}, steps {args.steps or 'recipe'}, tasks {tasks}; "
+          f"{cpu_line()}", flush=True)
     eval_extra = (f"scorer_options.sen2pro.n_samples={args.sen2pro_samples}",) if args.sen2pro_samples else ()
     results: dict[str, dict] = {}
     start = time.perf_counter()
@@ -167,7 +168,7 @@ def main(argv: list[str] | None = None) -> dict:
     wall = time.perf_counter() - start
     (out / "field_table.md").write_text(f"{table}\n\nwall time {wall / 60:.1f} min\n")
     (out / "field_table.json").write_text(json.dumps({"backbone": args.backbone, "seeds": seeds, "steps": args.steps,
-                                                      "tasks": tasks, "sen2pro_samples": args.sen2pro_samples, "rows": results,
+                                                      "tasks": tasks, "cpu": cpu_line(), "sen2pro_samples": args.sen2pro_samples, "rows": results,
                                                       "wall_s": wall}, indent=2))
     print(table)
     print(f"wall time {wall / 60:.1f} min")

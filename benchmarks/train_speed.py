@@ -47,6 +47,7 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 
 import torch  # noqa: E402
 
+from benchmarks.cpu_features import cpu_line  # noqa: E402
 from datamodules.nli_readers import load_source  # noqa: E402
 from embeddings.encoders.packaged import resolve_model_path  # noqa: E402
 from embeddings.methods.pooling import mean_pool  # noqa: E402
@@ -277,6 +278,7 @@ def main() -> None:
 
     names = {"ct": "CT vs ContrastiveTensionLoss", "nli": "SBERT-NLI vs SoftmaxLoss",
              "simcse": "SimCSE vs MultipleNegativesRankingLoss (s, s)"}
+    print(f"\n{cpu_line()}")
     print(f"\nmodel {args.model}, batch {args.batch_size}, threads {args.threads}, {args.steps} timed steps "
           f"per side after {args.warmup} warm-up, rounds of {args.round}, CPU; steps/s = 1 / median step time; "
           f"ours in precision {args.precision}, theirs fp32")
