@@ -23,10 +23,13 @@ def evaluate_command(export: Path) -> str:
 
 
 def run_summary(output_dir: Path, elapsed_s: float, best_checkpoint: str | None = None,
-                best_score: float | None = None, monitor: str | None = None, exported: bool = False) -> str:
-    """A multi-line summary of a finished run (the before/after table, artefacts, next commands)."""
+                best_score: float | None = None, monitor: str | None = None, exported: bool = False,
+                stopped: str | None = None) -> str:
+    """A multi-line summary of a finished run (what stopped it, the before/after table, artefacts, next commands)."""
     minutes, seconds = divmod(int(round(elapsed_s)), 60)
     lines = [f"run finished in {minutes}m{seconds:02d}s: {output_dir}"]
+    if stopped:
+        lines.append(stopped)
     table = output_dir / "sts_before_after.md"
     if table.is_file():
         lines += ["STS Spearman x100 before / after training (" + str(table) + "):", table.read_text().rstrip()]

@@ -21,6 +21,7 @@ from omegaconf import DictConfig, open_dict
 from omegaconf.errors import MissingMandatoryValue
 from torch.utils.data import DataLoader
 
+from callbacks.step_budget import StepBudget
 from embeddings.console import configure_console, interactive
 from embeddings.errors import ConfigError, DataError, DivergedError
 from embeddings.io.atomic import sweep_orphans
@@ -189,7 +190,9 @@ def train(cfg: DictConfig) -> dict[str, float]:
         log.info("%s", run_summary(output_dir, time.monotonic() - started,
                                    best_checkpoint=getattr(best, "best_model_path", None) or None,
                                    best_score=float(score) if score is not None else None,
-                                   monitor=getattr(best, "monitor", None), exported=bool(cfg.get("export"))))
+                                   monitor=getattr(best, "monitor", None), exported=bool(cfg.get("export")),
+                                   stopped=next((c.summary for c in trainer.callbacks if isinstance(c, StepBudget)),
+                                                None)))
     if trainer.is_global_zero:  # last: a dropped upload leaves the export and summary above, and its retry command
         push_from_config(cfg, output_dir / "export")
     return metrics

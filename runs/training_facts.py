@@ -19,6 +19,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
+from callbacks.step_budget import steps_per_epoch
 from datamodules.loader import ResumableDataModule
 from embeddings.io.model_card import DataFacts, TrainingFacts
 from runs.run_results import before_after_rows
@@ -53,8 +54,10 @@ def training_facts(cfg: DictConfig, trainer, datamodule, output_dir: Path, wall_
                    resumed: bool) -> TrainingFacts:
     """The card's facts of a finished ``runs.train_run.train`` (rank 0, after the STS table was written)."""
     table, after = sts_scores(output_dir)
+    per_epoch = steps_per_epoch(trainer)  # "30 steps (0.1 epochs)", not "(1 epoch)", for a run max_steps stopped
+    epochs = round(trainer.global_step / per_epoch, 2) if per_epoch else int(trainer.current_epoch)
     return TrainingFacts(config_yaml=card_config(cfg),
                          data=datamodule.data_facts() if isinstance(datamodule, ResumableDataModule) else DataFacts(),
-                         steps=int(trainer.global_step), epochs=int(trainer.current_epoch),
+                         steps=int(trainer.global_step), epochs=epochs,
                          precision=str(trainer.precision), sts_table=table, sts_after=after,
                          wall_time_s=float(wall_time_s), resumed=resumed)

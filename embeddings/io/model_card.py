@@ -95,7 +95,7 @@ class TrainingFacts:
         config_yaml: the resolved training config, with run-location keys replaced (see ``train_run``).
         data: the training data, ``None`` when unknown.
         steps: optimizer steps done (``None``: not a step-based fit).
-        epochs: epochs done.
+        epochs: epochs done, a fraction where ``max_steps`` stopped the run mid-epoch.
         precision: the trainer's precision (``32-true``, ``bf16-mixed`` ...).
         sts_table: the STS callback's before / after markdown table (Spearman x100), ``None`` without one.
         sts_after: task -> Spearman x100 after training (the ``model-index``).
@@ -106,7 +106,7 @@ class TrainingFacts:
     config_yaml: str
     data: DataFacts | None = None
     steps: int | None = None
-    epochs: int | None = None
+    epochs: float | None = None
     precision: str | None = None
     sts_table: str | None = None
     sts_after: Mapping[str, float] = field(default_factory=dict)
@@ -163,7 +163,7 @@ def _training_section(training: TrainingFacts | None) -> list[str]:
         wall += " (the process that finished it; the run was resumed from a checkpoint)"
     lines = ["## Training", "", *_data_lines(training.data)]
     if training.steps is not None:
-        epochs = f" ({training.epochs} epoch{'' if training.epochs == 1 else 's'})" if training.epochs else ""
+        epochs = f" ({training.epochs:g} epoch{'' if training.epochs == 1 else 's'})" if training.epochs else ""
         lines.append(f"- steps: {training.steps}{epochs}")
     lines += [f"- precision: {training.precision or 'unknown'}", f"{WALL_TIME} {wall}", "",
               "Resolved configuration:", "", "```yaml", training.config_yaml.rstrip(), "```", ""]
