@@ -9,6 +9,7 @@ import hydra
 from omegaconf import DictConfig
 
 from embeddings.errors import run_or_exit
+from runs.early_checks import precheck_train
 from runs.help_text import register_resolver
 from runs.run_id import register_run_id
 
@@ -18,6 +19,7 @@ register_resolver()  # `--help` fills configs/hydra/help/train.yaml from the cod
 
 @hydra.main(version_base="1.3", config_path="configs", config_name="train")
 def main(cfg: DictConfig) -> None:
+    run_or_exit(precheck_train, cfg)  # config errors in one line before torch loads (runs/early_checks.py)
     from runs.launch import launch  # deferred: `--help` must not load torch (see tests/layering.py)
 
     run_or_exit(launch, cfg)

@@ -154,6 +154,8 @@ class STSEvaluationCallback(L.Callback):
                 log.info("STS Spearman x100 before training (kept in the checkpoint): %s",
                          spearman_line(self.start_metrics))
             return
+        if trainer.is_global_zero:  # seconds to minutes on a CPU: say what runs before the first step
+            log.info("scoring STS before training (%s) ...", ", ".join(self.task_names))
         metrics = self.evaluate(trainer, pl_module)
         self.start_metrics = metrics
         if trainer.is_global_zero:  # loggers write on rank 0 only; every rank took part in evaluate()

@@ -82,6 +82,8 @@ def _length(iterable: Iterable) -> int | None:
 
 
 def _logged(iterable: Iterable[T], desc: str, total: int | None, unit: str, every_s: float) -> Iterator[T]:
+    """Log lines for a loop off a terminal: one as it starts (no phase is silent), then every ``every_s``."""
+    log.info("%s", f"{desc}: {total} {unit} to go" if total else f"{desc}: started")
     start = last = time.monotonic()
     done = 0
     for item in iterable:

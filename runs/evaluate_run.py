@@ -20,7 +20,7 @@ from embeddings.encoders.precision import resolve_precision
 from embeddings.errors import UnsupportedError
 from embeddings.scoring.registry import build_scorer
 from embeddings.scoring.shared_pass import PrecomputedScorer, share_forward_pass
-from runs.config_checks import EVALUATE_RULES, check_numbers
+from runs.early_checks import precheck_evaluate
 from runs.wandb_report import log_results
 from sts.report import markdown_table, write_reports
 from sts.scoring import score_tasks
@@ -39,14 +39,12 @@ def _as_list(value: Any) -> list:
 
 def evaluate(cfg: DictConfig) -> list[dict]:
     """Run the configured evaluation; returns one result dict per (encoder, scorer)."""
-    check_numbers(cfg, EVALUATE_RULES)  # one line naming a bad number, before the model and data load
+    precheck_evaluate(cfg)  # one line naming a bad number or an empty list, before the model and data load
     resolve_precision(cfg.encoder.get("precision"), resolve_device(cfg.encoder.get("device")))  # likewise
     torch.manual_seed(int(cfg.seed))
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg.threads))
     tasks = [load_task(name, cfg.paths.data_dir, cfg.data_source) for name in _as_list(cfg.tasks)]
-    if not tasks:
-        raise ValueError("no tasks configured: set tasks=[stsb-dev,...]")
     sentences = [s for t in tasks for p in t.subsets.values() for s in (*p.sentences1, *p.sentences2)]
     log.info("tasks: %s (%d pairs)", ", ".join(f"{t.name}={t.num_pairs}" for t in tasks),
              sum(t.num_pairs for t in tasks))

@@ -22,12 +22,14 @@ from sts.hub import load_hub_task
 from sts.readers import STSPairs, read_semeval_dir, read_sick, read_stsb
 
 DATA_DIR_ENV = "STS_DATA_DIR"
+# ``../shared/data`` beside the checkout: the default when neither paths.data_dir nor $STS_DATA_DIR is set.
+CHECKOUT_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 STANDARD_TASKS = ["sts12", "sts13", "sts14", "sts15", "sts16", "stsb-test", "sick-test"]
 LOCAL_DEFAULT_TASKS = ["sts12", "sts16", "stsb-dev", "sick-train+sick-trial"]
 
 DATA_DIR_HELP = f"""\
 Provide the STS data directory with `paths.data_dir=/path/to/data` or the environment variable
-{DATA_DIR_ENV}. It must contain the original files, for example:
+{DATA_DIR_ENV} (default: ../shared/data beside the checkout, where it exists). It must contain the original files, for example:
   stsb/sts-dev.csv                      (STS Benchmark, tab-separated)
   sick/SICK_trial.txt, sick/SICK_train.txt
   sts/STS2012-en-test/STS.input.MSRpar.txt + STS.gs.MSRpar.txt (and the other subsets)
@@ -48,8 +50,11 @@ class STSTask:
 
 
 def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path:
-    """The configured directory, else ``$STS_DATA_DIR``; a clear error says what to provide."""
-    value = data_dir or os.environ.get(DATA_DIR_ENV)
+    """The configured directory, else ``$STS_DATA_DIR``, else ``../shared/data`` beside the checkout if it exists.
+
+    A clear error says what to provide when none is there.
+    """
+    value = data_dir or os.environ.get(DATA_DIR_ENV) or (CHECKOUT_DATA_DIR if CHECKOUT_DATA_DIR.is_dir() else None)
     if not value:
         raise DataError("no STS data directory configured.\n" + DATA_DIR_HELP)
     path = Path(value).expanduser()

@@ -37,6 +37,18 @@ def test_progress_lines_off_a_terminal(caplog):
     assert list(progress(range(4), "x", disable=True)) == [0, 1, 2, 3]  # pytest's capture is no terminal
 
 
+def test_a_phase_says_it_started_before_its_first_item(caplog):
+    """A loop shorter than ``every_s`` was silent: its first line came only after 30 s."""
+    seen = []
+    with caplog.at_level(logging.INFO, logger="embeddings.console"):
+        for item in _logged(iter(range(2)), "caching", None, "batch", every_s=60):
+            seen.append((item, caplog.text))
+    assert "caching: started" in seen[0][1]
+    with caplog.at_level(logging.INFO, logger="embeddings.console"):
+        next(_logged(range(5), "encode", 5, "batch", every_s=60))
+    assert "encode: 5 batch to go" in caplog.text
+
+
 def test_progress_line_format():
     assert progress_line("train", 120, 400, 62.0, "steps") == "train: 120/400 steps (30%), 1m02s elapsed, ~2m25s left"
     assert progress_line("read", 5, None, 3725.0) == "read: 5 batch, 1h02m elapsed"

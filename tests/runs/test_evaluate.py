@@ -74,6 +74,7 @@ def test_missing_data_dir_is_clear(tmp_path, tiny_model_dir, monkeypatch):
     from runs.evaluate_run import evaluate
 
     monkeypatch.delenv("STS_DATA_DIR", raising=False)
+    monkeypatch.setattr("sts.tasks.CHECKOUT_DATA_DIR", tmp_path / "no-shared-data")
     cfg = _cfg(tmp_path, [f"encoders=[{tiny_model_dir}]", "paths.data_dir=null"])
     with pytest.raises(DataError, match="no STS data directory configured"):
         evaluate(cfg)
