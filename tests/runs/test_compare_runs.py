@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from embeddings.errors import DataError
-from runs.compare_runs import flatten, markdown_table
+from runs.compare_runs import chart_rows, flatten, markdown_table
 from runs.run_results import RunRows, read_run
 from tests.paths import CONFIG_DIR
 
@@ -136,7 +136,16 @@ def test_table_marks_missing_tasks_and_averages_only_common_ones():
     rows = flatten(runs)
     assert [r[0] for r in rows] == ["ct/x (r1)", "ct/x (r2)", "x / mean"]  # equal labels told apart
     table = markdown_table(rows)
-    assert table.splitlines()[0] == "| run | stage | stsb-dev | sts12 | sick-test | avg (stsb-dev) |"
-    assert _table_rows(table) == {("ct/x (r1)", "after"): ["80.00", "60.00", "-", "80.00"],
-                                  ("ct/x (r2)", "after"): ["70.00", "n/a", "-", "70.00"],
-                                  ("x / mean", "eval"): ["50.00", "-", "40.00", "50.00"]}
+    assert table.splitlines()[0] == "| run | stage | sts12 | stsb-dev | sick-test | avg (stsb-dev) |"  # papers' order
+    assert _table_rows(table) == {("ct/x (r1)", "after"): ["60.00", "80.00", "-", "80.00"],
+                                  ("ct/x (r2)", "after"): ["n/a", "70.00", "-", "70.00"],
+                                  ("x / mean", "eval"): ["-", "50.00", "40.00", "50.00"]}
+
+
+def test_chart_gets_the_tables_average_and_none_of_one_task():
+    runs = [RunRows(Path("a"), "a", [("eval", {"sts13": 80.0, "sts12": 60.0})]),
+            RunRows(Path("b"), "b", [("eval", {"sts12": 70.0, "sts13": 90.0})])]
+    assert chart_rows(flatten(runs)) == [("a", "eval", {"sts13": 80.0, "sts12": 60.0, "avg": 70.0}),
+                                         ("b", "eval", {"sts12": 70.0, "sts13": 90.0, "avg": 80.0})]
+    runs[1].rows[0][1].pop("sts13")
+    assert [scores for _, _, scores in chart_rows(flatten(runs))] == [{"sts13": 80.0, "sts12": 60.0}, {"sts12": 70.0}]
