@@ -122,7 +122,7 @@ def _draw_panel(ax, group: str, layout: ChartLayout, rows: list[Row]) -> None:
             ax.scatter([value], [y], s=34, zorder=3, facecolors=style["facecolor"], edgecolors=style["edgecolor"],
                        linewidths=1.2)
             above = stage != "before"
-            ax.annotate(f"{value:.1f}", (value, y), xytext=(0, 4 if above else -4), textcoords="offset points",
+            ax.annotate(f"{value:.2f}", (value, y), xytext=(0, 4 if above else -4), textcoords="offset points",
                         ha="center", va="bottom" if above else "top", fontsize=6.5,
                         color="black" if above else "0.4")
     ax.set_xlim(low, high)

@@ -71,7 +71,7 @@ def test_a_one_point_difference_is_a_visible_step_in_every_panel(figure):
 def test_every_value_is_written_beside_its_dot(figure):
     sts12 = next(ax for ax in figure.axes if ax.get_title() == "sts12")
     written = {t.get_text() for t in sts12.texts}
-    assert {f"{81.0 + i:.1f}" for i in range(10)} <= written and "76.0" in written  # the "before" value too
+    assert {f"{81.0 + i:.2f}" for i in range(10)} <= written and "76.00" in written  # the "before" value too
 
 
 def test_runs_are_rows_named_on_the_axis_first_on_top(figure):
