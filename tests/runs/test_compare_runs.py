@@ -99,7 +99,8 @@ def test_one_command_compares_training_and_evaluate_runs(train_dir, eval_dir, ti
 
 
 def test_before_after_table_stands_in_for_a_missing_metrics_csv(train_dir, tmp_path):
-    """``logger=wandb_offline`` alone writes no metrics.csv; the callback's table still holds both stages."""
+    """A run without metrics.csv (``logger=wandb`` online, or ``wandb_offline`` before it kept the CSV logger too):
+    the callback's table still holds both stages."""
     copy = tmp_path / "run"
     shutil.copytree(train_dir / ".hydra", copy / ".hydra")
     shutil.copy(train_dir / "sts_before_after.md", copy)
