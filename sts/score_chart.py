@@ -50,7 +50,7 @@ class ChartLayout:
     """Every decision about the figure, computed from the numbers alone (what the tests check)."""
 
     groups: list[str]  # panels, in task order, averages last
-    labels: list[str]  # y rows, top to bottom, wrapped
+    labels: list[str]  # y rows, top to bottom (shown wrapped: ``wrap_label``)
     limits: dict[str, tuple[float, float]]  # x range of each panel
     ncols: int
     nrows: int
@@ -91,13 +91,14 @@ def wrap_label(label: str) -> str:
 def chart_layout(rows: list[Row]) -> ChartLayout:
     """Panels, rows, per-panel ranges and a figure size capped at ``MAX_WIDTH_IN`` x ``MAX_HEIGHT_IN``."""
     groups = ordered_tasks(t for _, _, scores in rows for t in scores)
-    labels = [wrap_label(label) for label in dict.fromkeys(label for label, _, _ in rows)]
+    labels = list(dict.fromkeys(label for label, _, _ in rows))
     limits = {g: panel_limits([scores[g] for _, _, scores in rows if g in scores]) for g in groups}
     nrows = max(1, math.ceil(len(groups) / MAX_COLS))
     ncols = max(1, math.ceil(len(groups) / nrows))  # balanced: 5 panels are 3 + 2, not 4 + 1
-    label_in = 0.3 + 0.062 * max((len(line) for lb in labels for line in lb.split("\n")), default=4)
+    shown = [wrap_label(label) for label in labels]
+    label_in = 0.3 + 0.062 * max((len(line) for lb in shown for line in lb.split("\n")), default=4)
     width = min(MAX_WIDTH_IN, label_in + ncols * PANEL_WIDTH_IN + 0.3)
-    two_line = any("\n" in lb for lb in labels)
+    two_line = any("\n" in lb for lb in shown)
     height = min(MAX_HEIGHT_IN, nrows * (len(labels) * ROW_HEIGHT_IN * (1.25 if two_line else 1) + 0.95) + 1.1)
     return ChartLayout(groups, labels, limits, ncols, nrows, (round(width, 2), round(height, 2)))
 
@@ -108,7 +109,7 @@ def _draw_panel(ax, group: str, layout: ChartLayout, rows: list[Row]) -> None:
     by_label: dict[str, dict[str, float]] = {}
     for label, stage, scores in rows:
         if group in scores:
-            by_label.setdefault(wrap_label(label), {})[stage] = scores[group]
+            by_label.setdefault(label, {})[stage] = scores[group]
     low, high = layout.limits[group]
     for label, stages in by_label.items():
         y = y_of[label]
@@ -154,10 +155,11 @@ def draw(rows: list[Row], title: str = "STS Spearman x100"):
         _draw_panel(ax, layout.groups[i], layout, rows)
         ax.xaxis.set_major_locator(MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]))
     for ax in axes[:, 0]:
-        ax.set_yticks(range(len(layout.labels)), list(reversed(layout.labels)), fontsize=8)
+        ax.set_yticks(range(len(layout.labels)), [wrap_label(lb) for lb in reversed(layout.labels)], fontsize=8)
     stages = [s for s in STAGE_STYLE if any(stage == s for _, stage, _ in rows)]
-    handles = [] if len(stages) < 2 else [Line2D([], [], ls="", marker="o", markersize=6, markerfacecolor=STAGE_STYLE[s]["facecolor"],
-                      markeredgecolor=STAGE_STYLE[s]["edgecolor"], label=STAGE_STYLE[s]["label"]) for s in stages]
+    handles = [] if len(stages) < 2 else [  # one kind of marker needs no key
+        Line2D([], [], ls="", marker="o", markersize=6, markerfacecolor=STAGE_STYLE[s]["facecolor"],
+               markeredgecolor=STAGE_STYLE[s]["edgecolor"], label=STAGE_STYLE[s]["label"]) for s in stages]
     fig.suptitle(f"{title}  (each panel zooms to its task: read the numbers, compare within a panel)", fontsize=10)
     bottom = 0.45 / layout.figsize[1] if handles else 0.0
     if handles:
