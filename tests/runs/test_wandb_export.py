@@ -191,6 +191,7 @@ def test_disabled_wandb_logs_and_stages_nothing(tmp_path, monkeypatch):
         log_final(trainer, export)
     finally:
         wandb.finish()
+        wandb.teardown()  # else a later offline run in this pytest process inherits "disabled" (and writes nothing)
     assert not _files(home) and not [p for p in _files(tmp_path) if "staging" in str(p)]
 
 

@@ -64,15 +64,16 @@ def test_a_copy_with_the_same_name_where_links_fail(tmp_path, monkeypatch):
 
 
 def _logger_with_run(calls: list):
+    """A WandbLogger holding a stand-in run; not built with ``__init__``, which sets up wandb for the whole
+    process (a later offline run in the same pytest process would inherit this test's mode)."""
     from lightning.pytorch.loggers import WandbLogger
 
-    logger = WandbLogger(project="p", offline=False)
+    logger = WandbLogger.__new__(WandbLogger)
     logger._experiment = SimpleNamespace(finish=lambda exit_code: calls.append(exit_code))
     return logger
 
 
-def test_runs_are_finished_with_the_blocks_outcome(monkeypatch):
-    monkeypatch.setenv("WANDB_MODE", "disabled")
+def test_runs_are_finished_with_the_blocks_outcome():
     calls: list[int] = []
     started, never_started = _logger_with_run(calls), _logger_with_run([])
     never_started._experiment = None  # finish() must not start a run just to end it
