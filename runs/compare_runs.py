@@ -2,7 +2,8 @@
 
 The dashboard for people without a W&B server: any mix of training run directories (before / after
 training) and evaluate run directories (one row per encoder / scorer) becomes one markdown table and one
-PNG bar chart of STS Spearman x100, written to ``--out`` and printed. Reading is ``runs.run_results``.
+PNG dot chart of STS Spearman x100 (``sts.score_chart`` says why dots), written to ``--out`` and printed.
+Tasks come in the papers' order (``sts.task_order``), the average last. Reading is ``runs.run_results``.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import math
 from pathlib import Path
 
 from embeddings.errors import DataError, run_or_exit
-from embeddings.io.atomic import atomic_file, atomic_write
+from embeddings.io.atomic import atomic_write
 from runs.run_results import RunRows, read_run
+from sts.score_chart import save_chart
+from sts.task_order import ordered_tasks
 
 Row = tuple[str, str, dict[str, float]]  # (run label, stage, {task: Spearman x100})
 
@@ -28,10 +31,17 @@ def flatten(runs: list[RunRows]) -> list[Row]:
 
 
 def task_columns(rows: list[Row]) -> tuple[list[str], list[str]]:
-    """All tasks in first-seen order, and those every row has (the only fair average across rows)."""
-    tasks = list(dict.fromkeys(t for _, _, scores in rows for t in scores))
+    """All tasks in the papers' order (``sts.task_order``), and those every row has (the only fair average)."""
+    tasks = ordered_tasks(t for _, _, scores in rows for t in scores)
     common = [t for t in tasks if all(t in scores for _, _, scores in rows)]
     return tasks, common
+
+
+def _avg_name(tasks: list[str], common: list[str]) -> str | None:
+    """``avg``, or ``avg (<the tasks it covers>)`` when some row lacks a task; None when no task is common."""
+    if not common:
+        return None
+    return "avg" if common == tasks else f"avg ({', '.join(common)})"
 
 
 def _mean(values: list[float]) -> float:
@@ -47,8 +57,8 @@ def _fmt(value: float | None) -> str:
 def markdown_table(rows: list[Row]) -> str:
     """run | stage | one column per task | avg (over the tasks every row has; named when that is not all)."""
     tasks, common = task_columns(rows)
-    avg_head = [] if not common else ["avg"] if common == tasks else [f"avg ({', '.join(common)})"]
-    head = ["run", "stage", *tasks, *avg_head]
+    avg_name = _avg_name(tasks, common)
+    head = ["run", "stage", *tasks, *([avg_name] if avg_name else [])]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for label, stage, scores in rows:
         cells = [label, stage, *(_fmt(scores.get(t)) for t in tasks)]
@@ -58,39 +68,15 @@ def markdown_table(rows: list[Row]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def bar_chart(rows: list[Row], path: Path) -> None:
-    """One bar group per task (plus the common average), one bar per row; "before" bars are hatched, paler."""
-    import matplotlib
+def chart_rows(rows: list[Row]) -> list[Row]:
+    """``sts.score_chart`` rows: each row's tasks plus the table's average column, under the table's name.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    An average of one common task is that task again: no panel for it.
+    """
     tasks, common = task_columns(rows)
-    groups = tasks + (["avg"] if common else [])
-    labels = list(dict.fromkeys(label for label, _, _ in rows))
-    colours = {label: plt.cm.tab10(i % 10) for i, label in enumerate(labels)}
-    width = 0.8 / len(rows)
-    fig, ax = plt.subplots(figsize=(max(7.0, 1.2 * len(groups) * max(1, len(rows) / 3) + 3), 4.2))
-    values = []
-    for i, (label, stage, scores) in enumerate(rows):
-        ys = [scores.get(t, math.nan) for t in tasks] + ([_mean([scores[t] for t in common])] if common else [])
-        values += [y for y in ys if not math.isnan(y)]
-        xs = [g - 0.4 + (i + 0.5) * width for g in range(len(groups))]
-        before = stage == "before"
-        ax.bar(xs, [0.0 if math.isnan(y) else y for y in ys], width, color=colours[label],
-               alpha=0.45 if before else 1.0, hatch="//" if before else None, edgecolor="white",
-               label=f"{label} [{stage}]")
-    low = min(values, default=0.0)
-    ax.set_ylim(low - 5 if low < 0 else max(0.0, low - 5), max(100.0, max(values, default=0.0)))
-    ax.set_xticks(range(len(groups)), groups)
-    ax.set_ylabel("Spearman x100")
-    ax.grid(axis="y", alpha=0.3)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    ax.set_title("STS Spearman x100 (hatched: before training)")
-    fig.tight_layout()
-    with atomic_file(path) as tmp:
-        fig.savefig(tmp, dpi=120, format="png")
-    plt.close(fig)
+    name = _avg_name(tasks, common) if len(common) > 1 else None
+    return [(label, stage, {**scores, **({name: _mean([scores[t] for t in common])} if name else {})})
+            for label, stage, scores in rows]
 
 
 def compare(run_dirs: list[str], out_dir: str | Path) -> dict[str, Path]:
@@ -102,7 +88,7 @@ def compare(run_dirs: list[str], out_dir: str | Path) -> dict[str, Path]:
     paths = {"markdown": out / "comparison.md", "png": out / "comparison.png"}
     table = markdown_table(rows)
     atomic_write(paths["markdown"], table.encode())
-    bar_chart(rows, paths["png"])
+    save_chart(chart_rows(rows), paths["png"])
     print(table, end="")
     print(f"wrote {paths['markdown']} and {paths['png']}")
     return paths

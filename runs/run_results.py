@@ -6,8 +6,8 @@ directories copied from a cluster. Each reader parses exactly what the code writ
 - evaluate runs (``runs/evaluate_run.py``): ``results.json`` from ``sts.report.write_reports``, one row
   per (encoder, scorer);
 - training runs (``runs/train_run.py``): the STS callback's ``val/<task>_spearman`` in
-  ``csv/metrics.csv`` (``logger=csv``), else its ``sts_before_after.md``, else the final table that
-  ``logger=wandb_offline`` leaves in ``wandb/*run-*/files/media/table/val/sts_final_*.table.json``.
+  ``csv/metrics.csv`` (``logger=csv`` and ``logger=wandb_offline``), else its ``sts_before_after.md``, else
+  the final table that a W&B run leaves in ``wandb/*run-*/files/media/table/val/sts_final_*.table.json``.
   The label comes from ``.hydra/config.yaml`` and ``.hydra/hydra.yaml`` (experiment / method / backbone
   / seed, as the W&B group and tags name the run).
 """

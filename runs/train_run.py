@@ -33,7 +33,7 @@ from runs.hub_push import check_hub_push, push_from_config
 from runs.run_summary import run_summary
 from runs.trainer_setup import requested_devices, resolve_trainer
 from runs.training_facts import training_facts
-from runs.wandb_export import log_config, log_final
+from runs.wandb_export import finished_at_end, log_config, log_final
 from sts.leaks import warn_leaks
 
 log = logging.getLogger(__name__)
@@ -131,6 +131,16 @@ def refuse_foreign_run(output_dir: Path, ckpt_path: str | None) -> None:
                           "with ckpt_path=last, or start this run in another hydra.run.dir")
 
 
+def _summary(trainer, output_dir: Path, elapsed_s: float, exported: bool) -> str:
+    """The run summary: the best checkpoint (not last.ckpt's), the export, and which budget stopped the run."""
+    best = next((c for c in trainer.checkpoint_callbacks if c.monitor), None)
+    score = getattr(best, "best_model_score", None)
+    return run_summary(output_dir, elapsed_s, best_checkpoint=getattr(best, "best_model_path", None) or None,
+                       best_score=float(score) if score is not None else None,
+                       monitor=getattr(best, "monitor", None), exported=exported,
+                       stopped=next((c.summary for c in trainer.callbacks if isinstance(c, StepBudget)), None))
+
+
 def train(cfg: DictConfig) -> dict[str, float]:
     """Fit the configured model; returns the final ``trainer.callback_metrics`` as floats.
 
@@ -167,32 +177,26 @@ def train(cfg: DictConfig) -> dict[str, float]:
         raise ConfigError(f"{type(model).__name__} has no export(path) (embeddings.scoring.protocols.Exportable): "
                           "set export=false")
     loggers = _instantiate_all(cfg.get("logger"))
-    # configs/callbacks/default.yaml lists every always-on callback; a learning-rate monitor fails without a logger.
-    callbacks = [c for c in _instantiate_all(cfg.get("callbacks")) if loggers or not isinstance(c, LearningRateMonitor)]
-    plugins = {} if cfg.trainer.get("plugins") else {"plugins": [AtomicCheckpointIO()]}
-    trainer = _build(cfg.trainer, callbacks=callbacks, logger=loggers or False, **plugins)
-    log_config(loggers, cfg)
-    # weights_only=True: a checkpoint never runs code on load, even with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 set
-    trainer.fit(model, datamodule=datamodule, ckpt_path=ckpt_path,
-                weights_only=True)
-    check_not_diverged(model, trainer.callback_metrics)  # before anything is exported
-    if cfg.get("export"):
-        if trainer.is_global_zero:  # the model card (README.md) gets what only this run knows
-            model.export(output_dir / "export", training_facts(cfg, trainer, datamodule, output_dir,
-                                                               time.monotonic() - started, ckpt_path is not None))
-        trainer.strategy.barrier("export")
-    if trainer.is_global_zero:  # W&B: the STS table and the export as a model artifact
-        log_final(trainer, output_dir / "export" if cfg.get("export") else None)
-    metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
-    if trainer.is_global_zero:
-        best = next((c for c in trainer.checkpoint_callbacks if c.monitor), None)  # not last.ckpt's
-        score = getattr(best, "best_model_score", None)
-        log.info("%s", run_summary(output_dir, time.monotonic() - started,
-                                   best_checkpoint=getattr(best, "best_model_path", None) or None,
-                                   best_score=float(score) if score is not None else None,
-                                   monitor=getattr(best, "monitor", None), exported=bool(cfg.get("export")),
-                                   stopped=next((c.summary for c in trainer.callbacks if isinstance(c, StepBudget)),
-                                                None)))
-    if trainer.is_global_zero:  # last: a dropped upload leaves the export and summary above, and its retry command
-        push_from_config(cfg, output_dir / "export")
-    return metrics
+    with finished_at_end(loggers):  # else wandb tears the open run down at exit, with a traceback in its log
+        # configs/callbacks/default.yaml lists every always-on callback; a learning-rate monitor fails without a logger.
+        callbacks = [c for c in _instantiate_all(cfg.get("callbacks")) if loggers or not isinstance(c, LearningRateMonitor)]
+        plugins = {} if cfg.trainer.get("plugins") else {"plugins": [AtomicCheckpointIO()]}
+        trainer = _build(cfg.trainer, callbacks=callbacks, logger=loggers or False, **plugins)
+        log_config(loggers, cfg)
+        # weights_only=True: a checkpoint never runs code on load, even with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 set
+        trainer.fit(model, datamodule=datamodule, ckpt_path=ckpt_path,
+                    weights_only=True)
+        check_not_diverged(model, trainer.callback_metrics)  # before anything is exported
+        if cfg.get("export"):
+            if trainer.is_global_zero:  # the model card (README.md) gets what only this run knows
+                model.export(output_dir / "export", training_facts(cfg, trainer, datamodule, output_dir,
+                                                                   time.monotonic() - started, ckpt_path is not None))
+            trainer.strategy.barrier("export")
+        if trainer.is_global_zero:  # W&B: the STS table and the export as a model artifact
+            log_final(trainer, output_dir / "export" if cfg.get("export") else None)
+        metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
+        if trainer.is_global_zero:
+            log.info("%s", _summary(trainer, output_dir, time.monotonic() - started, bool(cfg.get("export"))))
+        if trainer.is_global_zero:  # last: a dropped upload leaves the export and summary above, and its retry command
+            push_from_config(cfg, output_dir / "export")
+        return metrics

@@ -5,10 +5,11 @@ returns, so only ``train()`` knows when it is complete. Lightning leaves the W&B
 so logging to it then is still part of the same run.
 
 Works with no network: with ``logger=wandb_offline`` (``WANDB_MODE=offline``) the table goes to the
-run's ``files/media``, the artifact's manifest into the run's ``.wandb`` log and its files are copied to
-``<W&B run dir>/artifacts/staging`` (inside ``<output_dir>/wandb/offline-run-*``); ``wandb sync <W&B run
-dir>`` uploads all three later. wandb's own default stages them in ``~/.local/share/wandb``, so a run
-directory copied elsewhere for ``wandb sync`` lost its model.
+run's ``files/media``, the artifact's manifest into the run's ``.wandb`` log and its files, under their
+own names, to ``<W&B run dir>/artifacts/staging/model-<run id>/`` (hard links: ``runs.wandb_staging``),
+inside ``<output_dir>/wandb/offline-run-*``; ``wandb sync <W&B run dir>`` uploads all three later.
+wandb's own default stages them in ``~/.local/share/wandb``, so a run directory copied elsewhere for
+``wandb sync`` lost its model. ``finish`` closes the run when ``train()`` ends.
 
 Also registers the resolvers ``configs/logger/wandb.yaml`` uses for the run's group and tags
 (``runs.run_labels``): ``train()`` imports this module before it builds the loggers.
@@ -27,6 +28,7 @@ from lightning.pytorch.loggers import WandbLogger
 from omegaconf import DictConfig, OmegaConf
 
 from runs.run_labels import run_group, run_tags
+from runs.wandb_staging import snapshot
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +53,8 @@ OmegaConf.register_new_resolver("sts.wandb_tags", run_tags, replace=True)
 def _wandb_loggers(loggers: Iterable) -> list[WandbLogger]:
     """The W&B loggers that have a live run: a disabled run (``WANDB_MODE=disabled``) gets nothing.
 
-    Why the check: ``wandb.Artifact.add_dir`` copies every file to the staging area even when the run
-    then ignores it, which for a real model is hundreds of MB for nothing.
+    Why the check: staging links or copies every export file into the run directory even when the run
+    then ignores it; where links cannot be made, that is hundreds of MB for nothing.
     """
     return [lg for lg in loggers if isinstance(lg, WandbLogger) and not getattr(lg.experiment, "disabled", False)]
 
@@ -113,9 +115,9 @@ def staging_inside(run) -> Iterator[Path]:
 def log_final(trainer, export_dir: Path | None) -> None:
     """Log the final STS table and the export directory (a ``model`` artifact) to every W&B run.
 
-    Called on rank 0 after the export is written. The artifact's files are copied into the W&B run's
-    directory (``staging_inside``), a snapshot that a later run writing the same ``export/`` cannot
-    change before ``wandb sync``. The artifact is named ``model-<run id>`` (Lightning's
+    Called on rank 0 after the export is written. The artifact's files are linked into the W&B run's
+    directory under their own names (``runs.wandb_staging.snapshot``), a snapshot that a later run
+    writing the same ``export/`` cannot change before ``wandb sync``. The artifact is named ``model-<run id>`` (Lightning's
     own ``log_model`` convention), so a resumed run adds a version to the same artifact; its metadata
     are the final metrics, which makes exports comparable in the W&B artifact browser.
 
@@ -138,6 +140,36 @@ def log_final(trainer, export_dir: Path | None) -> None:
             if export_dir is not None and Path(export_dir).is_dir():
                 artifact = wandb.Artifact(name=f"model-{run.id}", type="model",
                                           metadata={k: _finite_or_none(v) for k, v in metrics.items()})
-                artifact.add_dir(str(export_dir))
+                staged = snapshot(Path(export_dir), staging / artifact.name)
+                for name, path in staged:
+                    artifact.add_file(str(path), name=name, policy="immutable")
                 run.log_artifact(artifact)
-                log.info("logged %s as W&B artifact %s (files staged in %s)", export_dir, artifact.name, staging)
+                log.info("logged %s as W&B artifact %s (files staged in %s)", export_dir, artifact.name,
+                         staged[0][1].parent if staged else staging)
+
+
+def finish(loggers: Iterable, exit_code: int = 0) -> None:
+    """Finish the W&B run of every W&B logger that started one; ``exit_code`` 1 marks it failed.
+
+    Why: Lightning leaves the run open after fit, and a run still open when the interpreter exits is torn
+    down by wandb's atexit hook with the connection to wandb-core already closed: the run's message loop
+    is abandoned and ``logs/debug.log`` ends in a ``HandleAbandonedError`` traceback, with no exit record
+    in the run's ``.wandb`` file. Finishing here, after the export is logged, closes the run properly.
+    Only loggers whose run exists (Lightning's ``_experiment``; None on ranks > 0 and before the first
+    use) are finished: asking for ``logger.experiment`` would start a run just to end it.
+    """
+    for logger in loggers:
+        run = getattr(logger, "_experiment", None) if isinstance(logger, WandbLogger) else None
+        if run is not None and callable(getattr(run, "finish", None)):
+            run.finish(exit_code=exit_code)
+
+
+@contextmanager
+def finished_at_end(loggers: list) -> Iterator[None]:
+    """Finish the W&B runs when the block ends: exit code 0 when it returns, 1 when it raises."""
+    try:
+        yield
+    except BaseException:
+        finish(loggers, exit_code=1)
+        raise
+    finish(loggers)

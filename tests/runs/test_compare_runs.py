@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from embeddings.errors import DataError
-from runs.compare_runs import flatten, markdown_table
+from runs.compare_runs import chart_rows, flatten, markdown_table
 from runs.run_results import RunRows, read_run
 from tests.paths import CONFIG_DIR
 
@@ -99,7 +99,8 @@ def test_one_command_compares_training_and_evaluate_runs(train_dir, eval_dir, ti
 
 
 def test_before_after_table_stands_in_for_a_missing_metrics_csv(train_dir, tmp_path):
-    """``logger=wandb_offline`` alone writes no metrics.csv; the callback's table still holds both stages."""
+    """A run without metrics.csv (``logger=wandb`` online, or ``wandb_offline`` before it kept the CSV logger too):
+    the callback's table still holds both stages."""
     copy = tmp_path / "run"
     shutil.copytree(train_dir / ".hydra", copy / ".hydra")
     shutil.copy(train_dir / "sts_before_after.md", copy)
@@ -136,7 +137,16 @@ def test_table_marks_missing_tasks_and_averages_only_common_ones():
     rows = flatten(runs)
     assert [r[0] for r in rows] == ["ct/x (r1)", "ct/x (r2)", "x / mean"]  # equal labels told apart
     table = markdown_table(rows)
-    assert table.splitlines()[0] == "| run | stage | stsb-dev | sts12 | sick-test | avg (stsb-dev) |"
-    assert _table_rows(table) == {("ct/x (r1)", "after"): ["80.00", "60.00", "-", "80.00"],
-                                  ("ct/x (r2)", "after"): ["70.00", "n/a", "-", "70.00"],
-                                  ("x / mean", "eval"): ["50.00", "-", "40.00", "50.00"]}
+    assert table.splitlines()[0] == "| run | stage | sts12 | stsb-dev | sick-test | avg (stsb-dev) |"  # papers' order
+    assert _table_rows(table) == {("ct/x (r1)", "after"): ["60.00", "80.00", "-", "80.00"],
+                                  ("ct/x (r2)", "after"): ["n/a", "70.00", "-", "70.00"],
+                                  ("x / mean", "eval"): ["-", "50.00", "40.00", "50.00"]}
+
+
+def test_chart_gets_the_tables_average_and_none_of_one_task():
+    runs = [RunRows(Path("a"), "a", [("eval", {"sts13": 80.0, "sts12": 60.0})]),
+            RunRows(Path("b"), "b", [("eval", {"sts12": 70.0, "sts13": 90.0})])]
+    assert chart_rows(flatten(runs)) == [("a", "eval", {"sts13": 80.0, "sts12": 60.0, "avg": 70.0}),
+                                         ("b", "eval", {"sts12": 70.0, "sts13": 90.0, "avg": 80.0})]
+    runs[1].rows[0][1].pop("sts13")
+    assert [scores for _, _, scores in chart_rows(flatten(runs))] == [{"sts13": 80.0, "sts12": 60.0}, {"sts12": 70.0}]

@@ -57,12 +57,13 @@ def offline_run(tmp_path_factory, tiny_model_dir, train_data_dir):  # noqa: F811
                                                          "~callbacks.model_checkpoint", "~callbacks.last_checkpoint"])
         try:
             metrics = train(cfg)
+            left_open = wandb.run is not None  # train() must finish its run itself (see test below)
         finally:
-            wandb.finish()  # Lightning leaves the run open after fit
+            wandb.finish()  # only for a failed train(): a finished run is not finished twice
             wandb.teardown()  # else the next wandb.init in this process keeps this one's mode (offline)
         records = read_finished_run(offline_run_file(out))
     return SimpleNamespace(out=out, home=home, metrics=metrics, records=records, tiny_model_dir=tiny_model_dir,
-                           run_dir=offline_run_file(out).parent)
+                           run_dir=offline_run_file(out).parent, left_open=left_open)
 
 
 def _of(records, kind: str) -> list:
@@ -107,15 +108,44 @@ def test_export_is_a_model_artifact_with_its_files_staged_in_the_run(offline_run
     entries = {e.path: Path(e.local_path) for e in artifact.manifest.contents}
     exported = {str(p.relative_to(offline_run.out / "export")) for p in (offline_run.out / "export").rglob("*")
                 if p.is_file()}
-    assert "model.safetensors" in entries and set(entries) == exported
-    staging = offline_run.run_dir.resolve() / "artifacts" / "staging"
-    for name, path in entries.items():  # what `wandb sync <run dir>` will upload: a copy inside that dir
-        assert path.parent == staging and path.is_file()
-        assert path.read_bytes() == (offline_run.out / "export" / name).read_bytes()
+    assert "model.safetensors" in entries and "1_Pooling/config.json" in entries and set(entries) == exported
+    staging = offline_run.run_dir.resolve() / "artifacts" / "staging" / artifact.name
+    for name, path in entries.items():  # what `wandb sync <run dir>` will upload: the export's own names, in that dir
+        assert path == staging / name and path.is_file()
+        exported_file = offline_run.out / "export" / name
+        assert path.read_bytes() == exported_file.read_bytes()
+        assert path.stat().st_ino == exported_file.stat().st_ino  # a hard link: no second copy of the model
     metadata = json.loads(artifact.metadata)
     assert metadata["train/loss"] == pytest.approx(offline_run.metrics["train/loss"])
     if HAS_STS_CALLBACK:
         assert metadata["val/stsb-dev_spearman"] == pytest.approx(offline_run.metrics["val/stsb-dev_spearman"])
+
+
+def test_no_temp_named_copy_but_wandbs_own_table_json(offline_run):
+    """The user saw 68 MB of ``tmpXXXX`` files: now only wandb's copies of the logged table's JSON (its internal
+    ``run_table`` artifact, which wandb adds twice and we do not stage) have such names, and they are small."""
+    staging = offline_run.run_dir.resolve() / "artifacts" / "staging"
+    temp_named = [p for p in staging.iterdir() if p.is_file()]
+    tables = {Path(e.local_path).read_bytes() for a in _of(offline_run.records, "artifact") if a.type == "run_table"
+              for e in a.manifest.contents}
+    assert {p.read_bytes() for p in temp_named} <= tables and sum(p.stat().st_size for p in temp_named) < 4096
+
+
+def test_train_finishes_its_run_and_leaves_no_traceback_in_the_wandb_log(offline_run):
+    """An open run torn down at exit left ``HandleAbandonedError`` in ``logs/debug.log`` and no exit record."""
+    assert not offline_run.left_open
+    assert [r.exit.exit_code for r in offline_run.records if r.WhichOneof("record_type") == "exit"] == [0]
+    debug_log = (offline_run.run_dir / "logs" / "debug.log").read_text()
+    assert "finishing run" in debug_log
+    assert "Traceback" not in debug_log and "Error" not in debug_log
+
+
+def test_metrics_csv_is_written_beside_the_wandb_run(offline_run):
+    """``logger=wandb_offline`` also keeps the CSV logger's metrics, which ``runs.compare_runs`` reads first."""
+    header = (offline_run.out / "csv" / "metrics.csv").read_text().splitlines()[0].split(",")
+    assert "train/loss" in header
+    if HAS_STS_CALLBACK:
+        assert "val/stsb-dev_spearman" in header
 
 
 @pytest.mark.skipif(not HAS_STS_CALLBACK, reason="no STS callback, no STS metrics")
@@ -161,6 +191,7 @@ def test_disabled_wandb_logs_and_stages_nothing(tmp_path, monkeypatch):
         log_final(trainer, export)
     finally:
         wandb.finish()
+        wandb.teardown()  # else a later offline run in this pytest process inherits "disabled" (and writes nothing)
     assert not _files(home) and not [p for p in _files(tmp_path) if "staging" in str(p)]
 
 
@@ -203,6 +234,6 @@ def test_compare_runs_reads_the_offline_runs_sts_table(offline_run, tmp_path):
     """A run with only ``logger=wandb_offline`` (no metrics.csv, no before/after table) still compares offline."""
     from runs.run_results import read_run
 
-    shutil.copytree(offline_run.out / "wandb", tmp_path / "run" / "wandb")
+    shutil.copytree(offline_run.out / "wandb", tmp_path / "run" / "wandb")  # without csv/ (an older run)
     (run,) = read_run(tmp_path / "run")
     assert run.rows == [("after", {"stsb-dev": pytest.approx(offline_run.metrics["val/stsb-dev_spearman"])})]

@@ -1,0 +1,22 @@
+"""evaluate's results.md / results.png: tasks in the papers' order, the chart fed the table's average."""
+
+from __future__ import annotations
+
+from sts.report import chart_rows, markdown_table
+
+
+def _result(scorer: str, scores: dict[str, float]) -> dict:
+    return {"encoder": "enc", "scorer": scorer, "seconds": 1.0,
+            "tasks": {t: {"all": {"spearman": v, "pearson": v}} for t, v in scores.items()}}
+
+
+def test_table_columns_in_the_papers_order_not_the_configs():
+    table = markdown_table([_result("mean", {"sts16": 80.0, "sts12": 70.0, "stsb-dev": 86.0})])
+    assert table.splitlines()[0] == "| encoder / scorer | sts12 | sts16 | stsb-dev | avg | time (s) |"
+    assert table.splitlines()[2] == "| enc / mean | 70.00 | 80.00 | 86.00 | 78.67 | 1.0 |"
+
+
+def test_chart_rows_carry_the_average_only_of_two_tasks_or_more():
+    (row,) = chart_rows([_result("cls", {"sts16": 80.0, "sts12": 70.0})])
+    assert row == ("enc / cls", "eval", {"sts16": 80.0, "sts12": 70.0, "avg": 75.0})
+    assert chart_rows([_result("cls", {"sts12": 70.0})]) == [("enc / cls", "eval", {"sts12": 70.0})]
