@@ -48,6 +48,10 @@ class MalformedRows:
 
 
 def _places(where: list[int | str]) -> str:
-    """``line 3, 9`` for line numbers; named places (table rows) as they are."""
-    places = ", ".join(map(str, where))
-    return places if any(isinstance(w, str) for w in where) else f"line {places}"
+    """``line 3, 9`` for line numbers; named places with their common words once: ``row 3, 9, b.parquet row 2``."""
+    out, last = [], None
+    for place in where:
+        words, _, number = (place if isinstance(place, str) else f"line {place}").rpartition(" ")
+        out.append(number if words == last else f"{words} {number}".strip())
+        last = words
+    return ", ".join(out)

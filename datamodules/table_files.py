@@ -213,7 +213,7 @@ def require_columns(table: Table, kind: str, columns: Mapping[str, str], hint: s
     for role, name in found.items():
         if name is None:
             asked = (f"column {columns[role]!r} (data.columns.{role})" if role in columns else
-                     f"a {role} column ({' / '.join(COLUMNS[kind][role])}; or set data.columns.{role})")
+                     f"{role} column ({' / '.join(COLUMNS[kind][role])}; or set data.columns.{role})")
             raise DataError(f"{table.path}: no {asked}; the file has columns {list(table.columns)}{hint}")
     return found  # type: ignore[return-value]
 

@@ -148,9 +148,9 @@ def test_tsv_line_with_a_stray_tab_is_skipped_and_counted(tmp_path, caplog):
 
 @pytest.mark.parametrize("content, expected", [
     ("premise\thypothesis\tlabel\n" + "a\tb\tentails\n" * 3, r"nli.tsv: skipped 3 of 3 rows as malformed: "
-     r"unknown label 'entails': 3 \(row 1, row 2, row 3\).*entailment, neutral, contradiction or 0, 1, 2"),
+     r"unknown label 'entails': 3 \(row 1, 2, 3\).*entailment, neutral, contradiction or 0, 1, 2"),
     ("premise\thypothesis\tlabel\n" + "a\tb\t3\n", r"unknown label 3.*or 0, 1, 2"),
-    ("premise\thypothesis\tgold\n" + "a\tb\tneutral\n", r"nli.tsv: no a label column \(label / gold_label / "
+    ("premise\thypothesis\tgold\n" + "a\tb\tneutral\n", r"nli.tsv: no label column \(label / gold_label / "
      r"entailment_judgment; or set data.columns.label\); the file has columns \['premise', 'hypothesis', 'gold'\]"),
     ("", r"nli.tsv: empty file"),
     ("premise\thypothesis\tlabel\n", r"nli.tsv: no data rows"),
