@@ -4,7 +4,8 @@ With ``format="triplets"`` the batches are ``{"anchors", "positives", "negatives
 (premise, entailed and contradicted hypothesis; ``datamodules.nli_triplets``), the input of the
 in-batch-negatives objective ``model.objective=mnrl``.
 
-Source names and reading rules are in ``datamodules.nli_readers``. Shuffling is a per-epoch permutation
+Source names and reading rules are in ``datamodules.nli_readers``; your own files (``my/nli.tsv``, ``.csv``,
+``.jsonl``, ``.parquet`` or a folder) go in the same ``sources`` list (``datamodules.table_files``). Shuffling is a per-epoch permutation
 seeded by ``(seed, epoch)`` (``EpochShuffleSampler``) and the loader resumes mid-epoch
 (``ResumableLoader``), so a killed run continues with exactly the batches it would have seen.
 """
@@ -13,14 +14,22 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 from torch.utils.data import DataLoader, Dataset
 
 from datamodules.loader import ResumableDataModule, per_device_batch_size
 from datamodules.nli_readers import NLIPairs, _load_hub, load_source
-from datamodules.nli_triplets import NLITripletDataset, build_triplets, collate_triplets
+from datamodules.nli_triplets import (
+    ROLES,
+    NLITripletDataset,
+    NLITriplets,
+    build_triplets,
+    collate_triplets,
+    load_triplet_source,
+)
+from datamodules.table_files import check_extension, check_roles, is_file_source
 from embeddings.errors import ConfigError, unknown_choice
 from embeddings.io.model_card import DataFacts
 
@@ -69,11 +78,15 @@ class NLIDataModule(ResumableDataModule):
         drop_last: drop a last incomplete batch (smaller in-batch-negative pools).
         max_malformed_fraction: per-source share of malformed rows above which loading fails.
         format: ``pairs`` (labelled pairs, SBERT's softmax objective) or ``triplets`` (in-batch negatives).
+        columns: the column names of your own files where they differ from the defaults, e.g.
+            ``{premise: sentence1, hypothesis: sentence2, label: gold_label}`` or ``{anchor: q, positive: p,
+            negative: n}`` (``datamodules.table_files.COLUMNS``); unused by named sources.
     """
 
     def __init__(self, data_dir: str | None = None, sources: Sequence[str] | str = ("snli:dev",),
                  batch_size: int = 64, num_workers: int = 0, seed: int = 0, shuffle: bool = True,
-                 drop_last: bool = False, max_malformed_fraction: float = 0.01, format: str = "pairs"):
+                 drop_last: bool = False, max_malformed_fraction: float = 0.01, format: str = "pairs",
+                 columns: Mapping[str, str] | None = None):
         super().__init__()
         if format not in FORMATS:
             raise unknown_choice("NLI data format", format, FORMATS)
@@ -82,10 +95,13 @@ class NLIDataModule(ResumableDataModule):
         self.sources = [sources] if isinstance(sources, str) else [str(s) for s in sources]
         if not self.sources:
             raise ConfigError("NLIDataModule: sources is empty")
+        for spec in filter(is_file_source, self.sources):
+            check_extension(spec)  # an unsupported file type fails here, before the model loads
+        self.columns = check_roles(columns, ROLES)
         self.batch_size, self.num_workers, self.seed = int(batch_size), int(num_workers), int(seed)
         self.shuffle, self.drop_last, self.max_bad = bool(shuffle), bool(drop_last), max_malformed_fraction
         self.dataset: NLIDataset | NLITripletDataset | None = None
-        self.parts: dict[str, NLIPairs] = {}
+        self.parts: dict[str, NLIPairs | NLITriplets] = {}
 
     def prepare_data(self) -> None:
         """Download hub sources once per node; local files are read directly in ``setup``."""
@@ -97,10 +113,13 @@ class NLIDataModule(ResumableDataModule):
     def setup(self, stage: str | None = None) -> None:
         per_device_batch_size(self.batch_size, self.world_size)  # a bad batch size fails here, before loading
         if self.dataset is None:
-            self.parts = {spec: load_source(spec, self.data_dir, self.max_bad) for spec in self.sources}
+            load = load_triplet_source if self.format == "triplets" else load_source
+            self.parts = {spec: load(spec, self.data_dir, self.max_bad, self.columns) for spec in self.sources}
             sources = ", ".join(f"{k} ({len(v)})" for k, v in self.parts.items())
             if self.format == "triplets":
-                triplets = build_triplets(list(self.parts.values()))
+                pairs = [p for p in self.parts.values() if isinstance(p, NLIPairs)]
+                read = [p for p in self.parts.values() if isinstance(p, NLITriplets)]
+                triplets = NLITriplets.concat(([build_triplets(pairs)] if pairs else []) + read)
                 self.dataset = NLITripletDataset(triplets)
                 log.info("NLI training triplets: %d from %s; %d entailment pairs without a contradiction of the "
                          "same premise not used", len(triplets), sources, triplets.without_negative)

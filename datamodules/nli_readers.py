@@ -8,9 +8,13 @@ Sources are named ``"<corpus>:<split>"`` and read from the one data directory (`
     sick:train     -> sick/SICK_train.txt                    (entailment_judgment column)
     hub:snli:train -> stanfordnlp/snli from the Hugging Face hub (hub:multi_nli:..., or any dataset id
                       with premise / hypothesis / label columns)
+    my/nli.tsv     -> your own file (.tsv, .csv, .jsonl, .json, .parquet) or a folder of them, columns
+                      premise / hypothesis / label (or sentence1 / sentence2 / gold_label, or data.columns);
+                      found as in ``datamodules.table_files``
 
-Labels are 0=entailment, 1=neutral, 2=contradiction (the hub's own coding). Pairs without a gold label
-(hub ``-1``, SNLI ``-``) are skipped and counted, as designed by the corpus. Malformed rows (unknown
+Labels are 0=entailment, 1=neutral, 2=contradiction (the hub's own coding), given as those names (any case)
+or as the numbers. Pairs without a gold label (hub ``-1``, SNLI ``-``) are skipped and counted, as designed by
+the corpus. Malformed rows (unknown
 label, empty sentence, wrong column count, bad UTF-8) are skipped and counted per reason with a warning
 naming the file and first line numbers: a broken file never turns into silent training examples, and
 more than ``max_malformed_fraction`` of them stops the run.
@@ -25,6 +29,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from datamodules.malformed_rows import MalformedRows
+from datamodules.table_files import (
+    Table,
+    check_roles,
+    find_columns,
+    is_file_source,
+    read_tables,
+    refuse_local_hub,
+    require_columns,
+    text,
+)
 from embeddings.errors import ConfigError, DataError, unknown_choice
 from embeddings.io.input_file import require_file
 from sts.tasks import resolve_data_dir
@@ -32,8 +46,10 @@ from sts.tasks import resolve_data_dir
 log = logging.getLogger(__name__)
 
 LABELS = {"entailment": 0, "neutral": 1, "contradiction": 2}
+LABEL_HINT = "NLI labels must be entailment, neutral, contradiction or 0, 1, 2 (SNLI's coding; -1 or - = no gold label)"
 HUB_DATASETS = {"snli": "stanfordnlp/snli", "multi_nli": "nyu-mll/multi_nli"}
 SENTEVAL_DIRS = {"snli": ("snli", "SNLI"), "multinli": ("multinli", "MultiNLI")}
+NAME_HINT = "; or name a source such as snli:dev, sick:train, hub:snli:train"
 
 
 @dataclass
@@ -59,15 +75,18 @@ class _Rows:
         self.bad = MalformedRows(self.out.skipped, max_malformed_fraction)
         self.skip = self.bad.skip
 
-    def add(self, lineno: int, premise: str | None, hypothesis: str | None, label: str | int | None) -> None:
+    def add(self, lineno: int | str, premise: str | None, hypothesis: str | None,
+            label: str | int | float | None) -> None:
         label = label.strip() if isinstance(label, str) else label
-        if label in (-1, "-"):
+        if label in (-1, "-", "-1"):
             self.out.unlabeled += 1
             return
         if premise is None or hypothesis is None or label is None:
             return self.skip(lineno, "not UTF-8")
-        value = LABELS.get(label.lower()) if isinstance(label, str) else label
-        if value not in (0, 1, 2):
+        if label == "":
+            return self.skip(lineno, "missing label")
+        value = label_id(label)
+        if value is None:
             return self.skip(lineno, f"unknown label {label!r}" if len(self.bad.where) < 20 else "unknown label")
         premise, hypothesis = premise.strip(), hypothesis.strip()
         if not premise or not hypothesis:
@@ -78,12 +97,38 @@ class _Rows:
 
     def finish(self) -> NLIPairs:
         out = self.out
-        self.bad.check(out.source, len(out))
+        unknown = any(reason.startswith("unknown label") for reason in out.skipped)
+        self.bad.check(out.source, len(out), hint=LABEL_HINT if unknown else "")
         if out.unlabeled:
             log.info("%s: skipped %d pairs without a gold label", out.source, out.unlabeled)
         if not out.labels:
             raise DataError(f"{out.source}: no labelled sentence pairs found")
         return out
+
+
+def label_id(label: str | int | float) -> int | None:
+    """0, 1 or 2 for a label name (any case) or number (``2``, ``"2"``, ``2.0``); ``None`` for anything else."""
+    if isinstance(label, str):
+        value = int(label) if label.isdigit() else LABELS.get(label.lower())
+    else:
+        value = int(label) if isinstance(label, int | float) and float(label).is_integer() else None
+    return value if value in (0, 1, 2) else None
+
+
+def read_nli_tables(tables: list[Table], source: str, columns: dict[str, str],
+                    max_malformed_fraction: float = 0.01) -> NLIPairs:
+    """Labelled pairs from your own files (``datamodules.table_files``); a triplet file is told to use triplets."""
+    rows = _Rows(source, max_malformed_fraction)
+    for table in tables:
+        triplets = all(find_columns(table, "triplets", columns).values())
+        hint = "; it holds triplets: use data.format=triplets" if triplets else ""
+        names = require_columns(table, "nli", columns, hint)
+        cells = zip(*(table.columns[n] for n in names.values()), strict=True)
+        for i, (premise, hypothesis, label) in enumerate(cells):
+            rows.add(table.where(i), text(premise), text(hypothesis), "" if label is None else label)
+        for line in table.bad_lines:
+            rows.skip(f"{table.prefix}line {line}", "wrong number of fields")
+    return rows.finish()
 
 
 def _read_lines(path: Path) -> list[str | None]:
@@ -145,6 +190,7 @@ def read_sick_nli(path: str | Path, max_malformed_fraction: float = 0.01) -> NLI
 
 def _load_hub(name: str, split: str):
     """Download (or reuse the local datasets cache of) one hub split."""
+    refuse_local_hub(f"hub:{name}:{split}", name)
     dataset_id = HUB_DATASETS.get(name, name)
     try:
         from datasets import load_dataset
@@ -168,13 +214,21 @@ def read_hub_nli(name: str, split: str, max_malformed_fraction: float = 0.01) ->
 
 
 def load_source(spec: str, data_dir: str | os.PathLike | None = None,
-                max_malformed_fraction: float = 0.01) -> NLIPairs:
-    """One source by name (see the module docstring), e.g. ``"snli:dev"`` or ``"hub:snli:train"``."""
+                max_malformed_fraction: float = 0.01, columns: dict[str, str] | None = None) -> NLIPairs:
+    """One source (see the module docstring), e.g. ``"snli:dev"``, ``"hub:snli:train"`` or ``"my/nli.jsonl"``.
+
+    ``columns`` (``data.columns``) names the file's premise / hypothesis / label columns where they differ from
+    the defaults; it applies to file sources only.
+    """
+    if is_file_source(spec):
+        path, tables = read_tables(spec, data_dir, hint=NAME_HINT)
+        return read_nli_tables(tables, str(path), check_roles(columns, ("nli", "triplets")), max_malformed_fraction)
     parts = spec.split(":")
     if parts[0] == "hub" and len(parts) == 3:
         return read_hub_nli(parts[1], parts[2], max_malformed_fraction)
     if len(parts) != 2 or not parts[1]:
-        raise ConfigError(f"NLI source {spec!r} must look like 'snli:dev', 'sick:train' or 'hub:snli:train'")
+        raise ConfigError(f"NLI source {spec!r} must look like 'snli:dev', 'sick:train', 'hub:snli:train' "
+                          "or be a file path such as my/nli.tsv")
     corpus, split = parts
     root = resolve_data_dir(data_dir)
     if corpus == "sick":

@@ -5,17 +5,37 @@ The input of the in-batch-negatives NLI objective (``model.objective=mnrl``, sen
 contradicted hypothesis of the SAME premise a hard negative. Neutral pairs are not used. A premise with an
 entailment but no contradiction yields no triplet; such entailments are counted (``without_negative``),
 not silently turned into triplets with a made-up negative.
+
+Your own triplet files (``.tsv`` / ``.csv`` / ``.jsonl`` / ``.parquet``, ``datamodules.table_files``) with
+anchor / positive / negative columns (or SimCSE's sent0 / sent1 / hard_neg, or ``data.columns``) are used as
+they are; a file with premise / hypothesis / label columns instead is read as labelled pairs and built into
+triplets like the named sources.
 """
 
 from __future__ import annotations
 
+import os
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from torch.utils.data import Dataset
 
-from datamodules.nli_readers import LABELS, NLIPairs
+from datamodules.malformed_rows import MalformedRows
+from datamodules.nli_readers import LABELS, NAME_HINT, NLIPairs, load_source, read_nli_tables
+from datamodules.table_files import (
+    COLUMNS,
+    Table,
+    check_roles,
+    find_columns,
+    is_file_source,
+    read_tables,
+    require_columns,
+    text,
+)
 from embeddings.errors import DataError
+
+ROLES = ("nli", "triplets")  # data.columns of the NLI data group may name the roles of both
 
 
 @dataclass
@@ -24,9 +44,18 @@ class NLITriplets:
     positives: list[str]
     negatives: list[str]
     without_negative: int = 0  # entailment pairs whose premise has no contradiction (not used)
+    source: str = ""
+    skipped: Counter = field(default_factory=Counter)  # malformed rows of a triplet file, per reason
+    unlabeled: int = 0  # (a triplet file has no labels; kept so every NLI part reports alike)
 
     def __len__(self) -> int:
         return len(self.anchors)
+
+    @classmethod
+    def concat(cls, parts: Sequence[NLITriplets]) -> NLITriplets:
+        """One training set from several (built and read) parts, in order."""
+        return cls([a for p in parts for a in p.anchors], [s for p in parts for s in p.positives],
+                   [s for p in parts for s in p.negatives], sum(p.without_negative for p in parts))
 
 
 def build_triplets(parts: Sequence[NLIPairs]) -> NLITriplets:
@@ -58,6 +87,51 @@ def build_triplets(parts: Sequence[NLIPairs]) -> NLITriplets:
     return out
 
 
+def read_triplet_tables(tables: list[Table], source: str, columns: dict[str, str],
+                        max_malformed_fraction: float = 0.01) -> NLITriplets:
+    """Triplets as the files give them; a row with an empty text is skipped and counted (``malformed_rows``)."""
+    out = NLITriplets([], [], [], source=source)
+    bad = MalformedRows(out.skipped, max_malformed_fraction)
+    for table in tables:
+        names = require_columns(table, "triplets", columns)
+        for i, row in enumerate(zip(*(table.columns[n] for n in names.values()), strict=True)):
+            anchor, positive, negative = (text(cell).strip() for cell in row)
+            if not (anchor and positive and negative):
+                bad.skip(table.where(i), "empty sentence")
+                continue
+            out.anchors.append(anchor)
+            out.positives.append(positive)
+            out.negatives.append(negative)
+        for line in table.bad_lines:
+            bad.skip(f"{table.prefix}line {line}", "wrong number of fields")
+    bad.check(source, len(out))
+    if not out.anchors:
+        raise DataError(f"{source}: no triplets found")
+    return out
+
+
+def load_triplet_source(spec: str, data_dir: str | os.PathLike | None = None, max_malformed_fraction: float = 0.01,
+                        columns: dict[str, str] | None = None) -> NLIPairs | NLITriplets:
+    """A triplet file as triplets; any other source (named, or a file of labelled pairs) as labelled pairs.
+
+    A file is a triplet file when ``data.columns`` names a triplet role, or else when it has the default triplet
+    columns; the first file of a folder decides for the folder.
+    """
+    columns = check_roles(columns, ROLES)
+    if not is_file_source(spec):
+        return load_source(spec, data_dir, max_malformed_fraction, columns)
+    path, tables = read_tables(spec, data_dir, hint=NAME_HINT)
+    if any(role in COLUMNS["triplets"] for role in columns):
+        triplets = True
+    elif any(role in COLUMNS["nli"] for role in columns):
+        triplets = False
+    else:
+        triplets = all(find_columns(tables[0], "triplets", {}).values())
+    if triplets:
+        return read_triplet_tables(tables, str(path), columns, max_malformed_fraction)
+    return read_nli_tables(tables, str(path), columns, max_malformed_fraction)
+
+
 class NLITripletDataset(Dataset):
     """Map-style triplets, so Lightning can shard it with a DistributedSampler like the pair dataset."""
 
@@ -77,4 +151,4 @@ def collate_triplets(rows: Sequence[tuple[str, str, str]]) -> dict[str, list[str
     return {"anchors": [r[0] for r in rows], "positives": [r[1] for r in rows], "negatives": [r[2] for r in rows]}
 
 
-__all__ = ["NLITripletDataset", "NLITriplets", "build_triplets", "collate_triplets"]
+__all__ = ["NLITripletDataset", "NLITriplets", "build_triplets", "collate_triplets", "load_triplet_source"]

@@ -5,11 +5,16 @@ Sources are named ``"<corpus>:<split>"`` and read from the one data directory (`
 
     stsb:train -> stsb/sts-train.csv      (score column 0-5; also stsb:dev, stsb:test)
     sick:train -> sick/SICK_train.txt     (relatedness_score 1-5; also sick:trial, sick:test)
+    my/sts.csv -> your own file (.tsv, .csv, .jsonl, .json, .parquet) or a folder of them, columns sentence1 /
+                  sentence2 / score (or data.columns), found as in ``datamodules.table_files``; scores on the
+                  scale ``data.score_scale`` (default: already in [0, 1])
 
 Normalisation: ``(score - low) / (high - low)`` over the source's own gold scale (``sts.readers``: STS-B 0-5,
 SICK 1-5), so 0 is "unrelated" and 1 "equivalent" in every source and pooled sources mean the same thing by
 the same number (what ``CosineSimilarityLoss`` regresses the cosine onto; the ranking losses need only the
-order). A SICK 1 becomes 0, not 0.2 as a plain ``/ 5`` would make it.
+order). A SICK 1 becomes 0, not 0.2 as a plain ``/ 5`` would make it. Your own files have no known scale, so
+``score_scale`` says it (``[0, 5]`` for STS-B-like scores); left out, the scores must already lie in [0, 1], and a
+file whose scores do not is refused with a message naming its range, never squeezed silently.
 
 Why not ``sts.readers`` as is: those readers stop at the first malformed row, right for an evaluation set
 that must be complete. Training data follows the NLI readers' policy instead (``datamodules.nli_readers``):
@@ -30,6 +35,15 @@ from pathlib import Path
 
 from datamodules.malformed_rows import MalformedRows
 from datamodules.nli_readers import _read_lines
+from datamodules.table_files import (
+    Table,
+    check_extension,
+    check_roles,
+    is_file_source,
+    read_tables,
+    require_columns,
+    text,
+)
 from embeddings.errors import ConfigError, DataError, unknown_choice
 from sts.readers import CONTROL, SICK_SCALE, STS_SCALE
 from sts.tasks import resolve_data_dir
@@ -38,6 +52,7 @@ log = logging.getLogger(__name__)
 
 SPLITS = {"stsb": ("train", "dev", "test"), "sick": ("train", "trial", "test")}
 SCALES = {"stsb": STS_SCALE, "sick": SICK_SCALE}
+UNIT_SCALE = (0.0, 1.0)  # your own files' scale when data.score_scale is not set
 
 
 @dataclass
@@ -58,7 +73,8 @@ def parse_source(spec: str) -> tuple[str, str]:
     """``(corpus, split)`` of a source name; a ``ConfigError`` naming the valid ones otherwise (no file read)."""
     corpus, _, split = str(spec).partition(":")
     if corpus not in SPLITS:
-        raise unknown_choice("scored-pair source", spec, [f"{c}:{s}" for c, splits in SPLITS.items() for s in splits])
+        names = [f"{c}:{s}" for c, splits in SPLITS.items() for s in splits]
+        raise unknown_choice("scored-pair source", spec, [*names, "<a file path: my/sts.csv>"])
     if split not in SPLITS[corpus]:
         raise unknown_choice(f"{corpus} split in source", spec, [f"{corpus}:{s}" for s in SPLITS[corpus]])
     return corpus, split
@@ -67,17 +83,14 @@ def parse_source(spec: str) -> tuple[str, str]:
 class _Rows:
     """Accumulates rows of one source; owns the checks, the normalisation and the skip/threshold policy."""
 
-    def __init__(self, path: Path, scale: tuple[float, float], max_malformed_fraction: float):
+    def __init__(self, path: Path | str, scale: tuple[float, float], max_malformed_fraction: float):
         self.out = ScoredPairs(source=str(path))
         self.low, self.high = scale
         self.bad = MalformedRows(self.out.skipped, max_malformed_fraction)
         self.skip = self.bad.skip
 
-    def add(self, lineno: int, a: str, b: str, score: str) -> None:
-        try:
-            value = float(score)
-        except ValueError:
-            value = math.nan
+    def add(self, lineno: int | str, a: str, b: str, score: str | float) -> None:
+        value = as_number(score)
         if not math.isfinite(value):
             return self.skip(lineno, "score is not a finite number")
         if not self.low <= value <= self.high:
@@ -97,6 +110,39 @@ class _Rows:
         if not out.scores:
             raise DataError(f"{out.source}: no scored sentence pairs found")
         return out
+
+
+def as_number(score: str | float | None) -> float:
+    """The score as a float; NaN for anything that is no number (an empty cell, text)."""
+    try:
+        return float(score)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def check_scale(table: Table, column: str, scale: tuple[float, float] | None, max_malformed_fraction: float) -> None:
+    """Without ``data.score_scale`` a file must hold [0, 1] scores: else one line naming its range and the fix."""
+    if scale is not None:
+        return
+    values = [v for v in map(as_number, table.columns[column]) if math.isfinite(v)]
+    outside = sum(not 0.0 <= v <= 1.0 for v in values)
+    if outside > max_malformed_fraction * max(len(values), 1):
+        raise DataError(f"{table.path}: column {column!r} holds scores from {min(values):g} to {max(values):g}, "
+                        "not in [0, 1]: give their scale, e.g. data.score_scale=[0,5] (STS-B) or [1,5] (SICK)")
+
+
+def read_scored_tables(tables: list[Table], source: str, columns: dict[str, str], scale: tuple[float, float] | None,
+                       max_malformed_fraction: float = 0.01) -> ScoredPairs:
+    """Scored pairs from your own files (``datamodules.table_files``), normalised from ``scale`` to [0, 1]."""
+    rows = _Rows(source, scale or UNIT_SCALE, max_malformed_fraction)
+    for table in tables:
+        names = require_columns(table, "scored", columns)
+        check_scale(table, names["score"], scale, max_malformed_fraction)
+        for i, (a, b, score) in enumerate(zip(*(table.columns[n] for n in names.values()), strict=True)):
+            rows.add(table.where(i), text(a), text(b), score)
+        for line in table.bad_lines:
+            rows.skip(f"{table.prefix}line {line}", "wrong number of fields")
+    return rows.finish()
 
 
 def _rows_of(path: Path, rows: _Rows, header_names: tuple[str, ...] | None, columns: tuple[int, int, int] | None,
@@ -150,9 +196,17 @@ def source_files(spec: str, root: Path) -> list[Path]:
     return [root / "sick" / n for n in [f"SICK_{split}.txt", *(["SICK_test_annotated.txt"] if split == "test" else [])]]
 
 
-def load_scored_source(spec: str, data_dir: str | os.PathLike | None = None,
-                       max_malformed_fraction: float = 0.01) -> ScoredPairs:
-    """One source by name (see the module docstring), e.g. ``"stsb:train"``; scores in [0, 1]."""
+def load_scored_source(spec: str, data_dir: str | os.PathLike | None = None, max_malformed_fraction: float = 0.01,
+                       columns: dict[str, str] | None = None,
+                       score_scale: tuple[float, float] | None = None) -> ScoredPairs:
+    """One source (see the module docstring), e.g. ``"stsb:train"`` or ``"my/sts.csv"``; scores in [0, 1].
+
+    ``columns`` and ``score_scale`` apply to file sources only (a named source has its own columns and scale).
+    """
+    if is_file_source(spec):
+        path, tables = read_tables(spec, data_dir, hint="; or name a source such as stsb:train, sick:train")
+        return read_scored_tables(tables, str(path), check_roles(columns, ("scored",)), score_scale,
+                                  max_malformed_fraction)
     corpus, _ = parse_source(spec)
     candidates = source_files(spec, resolve_data_dir(data_dir))
     found = next((c for c in candidates if c.is_file()), None)
@@ -163,8 +217,24 @@ def load_scored_source(spec: str, data_dir: str | os.PathLike | None = None,
 
 
 def check_sources(sources: list[str]) -> None:
-    """Every source name valid and the list non-empty: one ``ConfigError`` line before anything is read."""
+    """Every source name (and file type) valid and the list non-empty: one ``ConfigError`` line before any read."""
     if not sources:
         raise ConfigError("data.sources is empty: name at least one scored-pair source, e.g. [stsb:train]")
     for spec in sources:
-        parse_source(spec)
+        if is_file_source(spec):
+            check_extension(spec)
+        else:
+            parse_source(spec)
+
+
+def check_score_scale(score_scale) -> tuple[float, float] | None:
+    """``data.score_scale`` as ``(low, high)`` with low < high, or ``None``; a ``ConfigError`` line otherwise."""
+    if score_scale is None:
+        return None
+    try:
+        low, high = (float(v) for v in score_scale)
+    except (TypeError, ValueError):
+        low = high = math.nan
+    if not low < high:
+        raise ConfigError(f"data.score_scale must be [low, high] with low < high, e.g. [0,5]; got {score_scale!r}")
+    return low, high

@@ -1,8 +1,9 @@
 """Scored sentence pairs as training batches ``{"sentences1", "sentences2", "scores"}`` (supervised STS).
 
 The input of ``lightning_modules.cosent`` (CosineSimilarityLoss, CoSENT, AnglE): sentence-transformers'
-``training_stsbenchmark.py`` trains on STS-B train the same way. Source names, reading rules and the
-score normalisation to [0, 1] (STS-B 0-5 -> ``s / 5``, SICK 1-5 -> ``(s - 1) / 4``) are in
+``training_stsbenchmark.py`` trains on STS-B train the same way. Source names, your own files (``my/sts.csv``,
+``.tsv``, ``.jsonl``, ``.parquet``: ``datamodules.table_files``), reading rules and the score normalisation to
+[0, 1] (STS-B 0-5 -> ``s / 5``, SICK 1-5 -> ``(s - 1) / 4``, a file by ``score_scale``) are in
 ``datamodules.scored_pair_readers``.
 
 Shuffling is a per-epoch permutation seeded by ``(seed, epoch)`` (``EpochShuffleSampler``) and the loader
@@ -16,13 +17,14 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 from torch.utils.data import DataLoader, Dataset
 
 from datamodules.loader import ResumableDataModule, per_device_batch_size
-from datamodules.scored_pair_readers import ScoredPairs, check_sources, load_scored_source
+from datamodules.scored_pair_readers import ScoredPairs, check_score_scale, check_sources, load_scored_source
+from datamodules.table_files import check_roles
 from embeddings.errors import ConfigError
 from embeddings.io.model_card import DataFacts
 
@@ -63,17 +65,23 @@ class ScoredPairsDataModule(ResumableDataModule):
         shuffle: shuffle the training pairs.
         drop_last: drop a last incomplete batch (CoSENT ranks pairs within a batch: a 1-pair batch has none).
         max_malformed_fraction: per-source share of malformed rows above which loading fails.
+        columns: the column names of your own files where they differ from the defaults, e.g.
+            ``{sentence1: s1, sentence2: s2, score: gold}``; unused by named sources.
+        score_scale: ``[low, high]`` of your own files' scores, mapped to [0, 1] (``[0, 5]`` for STS-B-like
+            scores); ``None``: they are in [0, 1] already. Named sources use their own scale.
     """
 
     data_unit = "scored pairs"
 
     def __init__(self, data_dir: str | None = None, sources: Sequence[str] | str = ("stsb:train",),
                  batch_size: int = 16, num_workers: int = 0, seed: int = 0, shuffle: bool = True,
-                 drop_last: bool = False, max_malformed_fraction: float = 0.01):
+                 drop_last: bool = False, max_malformed_fraction: float = 0.01,
+                 columns: Mapping[str, str] | None = None, score_scale: Sequence[float] | None = None):
         super().__init__()
         self.data_dir = data_dir
         self.sources = [sources] if isinstance(sources, str) else [str(s) for s in sources]
         check_sources(self.sources)
+        self.columns, self.score_scale = check_roles(columns, ("scored",)), check_score_scale(score_scale)
         if not 0.0 <= float(max_malformed_fraction) < 1.0:
             raise ConfigError(f"data.max_malformed_fraction must be in [0, 1), got {max_malformed_fraction}")
         self.batch_size, self.num_workers, self.seed = int(batch_size), int(num_workers), int(seed)
@@ -84,7 +92,8 @@ class ScoredPairsDataModule(ResumableDataModule):
     def setup(self, stage: str | None = None) -> None:
         per_device_batch_size(self.batch_size, self.world_size)  # a bad batch size fails here, before loading
         if self.dataset is None:
-            self.parts = {spec: load_scored_source(spec, self.data_dir, self.max_bad) for spec in self.sources}
+            self.parts = {spec: load_scored_source(spec, self.data_dir, self.max_bad, self.columns, self.score_scale)
+                          for spec in self.sources}
             self.dataset = ScoredPairDataset(list(self.parts.values()))
             log.info("scored training pairs: %d from %s", len(self.dataset),
                      ", ".join(f"{k} ({len(v)})" for k, v in self.parts.items()))

@@ -4,7 +4,8 @@ Why: unsupervised objectives (CT, SED, the VAEs) read millions of lines, so the 
 ``load_spans`` scans each file once into the byte spans of its usable lines (cached, keyed by path, size,
 mtime and the word filters); ``SentenceIndex`` then reads any line with ``os.pread`` in any worker.
 Empty or whitespace-only lines and lines that are not UTF-8 are skipped and counted with file:line,
-never yielded. Hub sources (``hub:<dataset>[:<config>]:<split>``, column ``text``, e.g.
+never yielded. Your own ``.tsv`` / ``.csv`` / ``.jsonl`` / ``.parquet`` files are written once into a text file
+of their text column (``datamodules.sentence_tables``) and then read like any other. Hub sources (``hub:<dataset>[:<config>]:<split>``, column ``text``, e.g.
 ``hub:wikitext:wikitext-103-raw-v1:train``) are streamed once into a text file in the cache
 directory (one row a line) and then read like a local file; so are ``sts:<task>`` sources, the
 distinct sentences of local STS tasks without their scores (BERT-flow's target-domain setting).
@@ -18,17 +19,19 @@ import logging
 import os
 from array import array
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from datamodules.sentence_tables import sentence_file_paths
+from datamodules.table_files import refuse_local_hub
 from embeddings.errors import ConfigError, DataError
 from embeddings.io.atomic import atomic_file, atomic_write
 from embeddings.io.cache_root import cache_dir_or_root
 from embeddings.io.input_file import require_file
-from sts.tasks import load_task, resolve_data_dir
+from sts.tasks import load_task
 
 log = logging.getLogger(__name__)
 SHOW_LINES = 5
@@ -109,6 +112,7 @@ def materialize_hub(spec: str, cache_dir: Path, max_rows: int | None = None) -> 
     if len(parts) not in (2, 3):
         raise ConfigError(f"hub source {spec!r} must look like 'hub:<dataset>[:<config>]:<split>'")
     name, config, split = parts[0], (parts[1] if len(parts) == 3 else None), parts[-1]
+    refuse_local_hub(spec, name)
     out = Path(cache_dir) / "hub" / f"{'_'.join(parts).replace('/', '__')}.{max_rows or 'all'}.txt"
     if out.is_file():
         return out
@@ -198,21 +202,22 @@ def materialize_sts(spec: str, data_dir: str | None, cache_dir: Path) -> Path:
     return out
 
 
-def source_paths(files: Sequence[str], data_dir: str | None, cache_dir: Path,
-                 max_sentences: int | None) -> list[Path]:
-    """Local files under the data directory; ``hub:`` sources streamed once into ``cache_dir``; ``sts:``
-    sources (the sentences of local STS tasks) written once into ``cache_dir``."""
-    local = [f for f in files if not f.startswith(("hub:", "sts:"))]
-    root = resolve_data_dir(data_dir) if local else None
+def source_paths(files: Sequence[str], data_dir: str | None, cache_dir: Path, max_sentences: int | None,
+                 columns: Mapping[str, str] | None = None, max_malformed_fraction: float = 0.01) -> list[Path]:
+    """One-sentence-a-line files of the sources, in order: local text files as they are (absolute, or relative
+    to the data directory or else the working directory; a folder gives its files); local tables
+    (``.tsv``/``.csv``/``.jsonl``/``.parquet``, ``datamodules.sentence_tables``; ``columns`` names their text
+    column) and ``hub:`` sources written once into ``cache_dir``; ``sts:`` sources (the sentences of local STS
+    tasks) written once into ``cache_dir``."""
 
-    def path(f: str) -> Path:
+    def paths(f: str) -> list[Path]:
         if f.startswith("hub:"):
-            return materialize_hub(f, cache_dir, max_sentences)
+            return [materialize_hub(f, cache_dir, max_sentences)]
         if f.startswith("sts:"):
-            return materialize_sts(f, data_dir, cache_dir)
-        return root / f
+            return [materialize_sts(f, data_dir, cache_dir)]
+        return sentence_file_paths(f, data_dir, cache_dir, columns, max_malformed_fraction)
 
-    return [path(f) for f in files]
+    return [p for f in files for p in paths(f)]
 
 
 def read_sentences(files: Sequence[str], data_dir: str | None, min_words: int = 1, max_words: int | None = None,

@@ -1,5 +1,9 @@
 """Plain sentences, one a line (Wikipedia, One Billion Word), as batches of raw strings for training.
 
+Your own sentences can also be one column of a ``.tsv`` / ``.csv`` / ``.jsonl`` / ``.parquet`` file (column
+``text`` or ``sentence``, or ``columns={text: <name>}``), written once into a text file
+(``datamodules.sentence_tables``).
+
 Reading and indexing the files is ``datamodules.sentence_files``; sharding by rank x worker (equal batch
 counts on every rank, nothing duplicated) is ``datamodules.sentence_stream``; epoch and mid-epoch resume
 come from ``datamodules.loader.ResumableLoader``.
@@ -9,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from torch.utils.data import DataLoader
@@ -17,6 +21,7 @@ from torch.utils.data import DataLoader
 from datamodules.loader import ResumableDataModule, ResumableLoader, per_device_batch_size
 from datamodules.sentence_files import SentenceIndex, load_spans, source_paths
 from datamodules.sentence_stream import SentenceStream, collate_sentences
+from datamodules.table_files import check_extension, check_roles
 from embeddings.errors import DataError
 from embeddings.io.cache_root import cache_dir_or_root
 
@@ -32,7 +37,9 @@ class SentenceDataModule(ResumableDataModule):
 
     Args:
         data_dir: the data directory; ``None`` falls back to ``$STS_DATA_DIR`` (only for local files).
-        files: paths relative to ``data_dir`` (or absolute), or ``hub:<dataset>[:<config>]:<split>``.
+        files: paths (absolute, or relative to ``data_dir``, else to the working directory; a folder means its
+            files): one sentence a line, or ``.tsv``/``.csv``/``.jsonl``/``.parquet`` tables; or
+            ``hub:<dataset>[:<config>]:<split>`` / ``sts:<task>``.
         batch_size: GLOBAL batch size; every device gets ``batch_size // world_size``.
         num_workers: DataLoader worker processes (each reads its own shard).
         seed, shuffle: the per-epoch permutation, identical on all ranks.
@@ -40,6 +47,9 @@ class SentenceDataModule(ResumableDataModule):
         min_words, max_words: drop lines with fewer / more whitespace-separated words.
         cache_dir: where line indexes and hub text files are kept (default ``$STS_CACHE_DIR`` or
             ``~/.cache/sts-lightning``).
+        columns: ``{text: <column>}`` for tables whose sentence column is not ``text`` or ``sentence``.
+        max_malformed_fraction: share of a table's rows with an empty text above which loading fails (text
+            files skip and count empty lines, as always).
     """
 
     data_unit = "sentences"  # model card: one training item
@@ -47,16 +57,21 @@ class SentenceDataModule(ResumableDataModule):
     def __init__(self, data_dir: str | None = None, files: Sequence[str] | str = ("wiki/wiki_sentences_100k.txt",),
                  batch_size: int = 64, num_workers: int = 0, seed: int = 0, shuffle: bool = True,
                  max_sentences: int | None = None, min_words: int = 1, max_words: int | None = None,
-                 cache_dir: str | None = None):
+                 cache_dir: str | None = None, columns: Mapping[str, str] | None = None,
+                 max_malformed_fraction: float = 0.01):
         super().__init__()
         self.data_dir, self.files = data_dir, [files] if isinstance(files, str) else [str(f) for f in files]
+        for spec in self.files:
+            if not spec.startswith(("hub:", "sts:")):
+                check_extension(spec, text_ok=True)  # an unsupported file type fails here, before the model loads
+        self.columns, self.max_bad = check_roles(columns, ("sentences",)), float(max_malformed_fraction)
         self.batch_size, self.num_workers, self.seed, self.shuffle = batch_size, num_workers, seed, shuffle
         self.max_sentences, self.min_words, self.max_words = max_sentences, min_words, max_words
         self.cache_dir = cache_dir_or_root(cache_dir)
         self.dataset: SentenceStream | None = None
 
     def _paths(self) -> list[Path]:
-        return source_paths(self.files, self.data_dir, self.cache_dir, self.max_sentences)
+        return source_paths(self.files, self.data_dir, self.cache_dir, self.max_sentences, self.columns, self.max_bad)
 
     def prepare_data(self) -> None:
         """Download hub sources and index every file once per node; ``setup`` then reads the cache."""

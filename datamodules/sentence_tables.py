@@ -1,0 +1,60 @@
+"""Sentences from your own ``.tsv`` / ``.csv`` / ``.jsonl`` / ``.parquet`` files: one column written once into a text file.
+
+Why a text file: every sentence consumer (``SentenceIndex``: CT, SED, SimCSE, the VAEs, cached embeddings)
+reads one-sentence-a-line files by byte offset, so a table is turned into one, in the cache directory, keyed
+by the file's path, size and modification time, the column and the skip limit (a changed file is read again),
+exactly as ``hub:`` sources are. A cell's inner line breaks and runs of spaces become one space (one row,
+one line). Rows with an empty text are skipped and counted, and more than ``max_malformed_fraction`` of them
+stop the run (``malformed_rows``), with the file and row numbers; the text file holds only the kept rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+
+from datamodules.malformed_rows import MalformedRows
+from datamodules.table_files import BUILDERS, data_files, read_table, require_columns, resolve_path, text
+from embeddings.errors import DataError
+from embeddings.io.atomic import atomic_write
+
+log = logging.getLogger(__name__)
+
+
+def sentence_file_paths(spec: str, data_dir: str | os.PathLike | None, cache_dir: Path,
+                        columns: Mapping[str, str] | None = None, max_malformed_fraction: float = 0.01) -> list[Path]:
+    """The one-sentence-a-line files of a local source: text files as they are, tables written out once."""
+    paths = data_files(resolve_path(spec, data_dir), text_ok=True)
+    return [table_text_file(p, cache_dir, dict(columns or {}), max_malformed_fraction)
+            if p.suffix.lower() in BUILDERS else p for p in paths]
+
+
+def table_text_file(path: Path, cache_dir: Path, columns: dict[str, str], max_malformed_fraction: float) -> Path:
+    """``cache_dir/tables/<name>.<key>.txt``: the text column of ``path``, one kept row a line."""
+    st = path.stat()
+    key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{sorted(columns.items())}|{max_malformed_fraction}"
+    out = Path(cache_dir) / "tables" / f"{path.name}.{hashlib.sha1(key.encode()).hexdigest()[:16]}.txt"
+    if out.is_file():
+        return out
+    table = read_table(path)
+    column = require_columns(table, "sentences", columns)["text"]
+    bad = MalformedRows(Counter(), max_malformed_fraction)
+    kept = []
+    for i, cell in enumerate(table.columns[column]):
+        sentence = " ".join(text(cell).split())
+        if sentence:
+            kept.append(sentence)
+        else:
+            bad.skip(table.where(i), "empty text")
+    for line in table.bad_lines:
+        bad.skip(f"line {line}", "wrong number of fields")
+    bad.check(str(path), len(kept))
+    if not kept:
+        raise DataError(f"{path}: no sentences in column {column!r}")
+    atomic_write(out, "".join(f"{s}\n" for s in kept).encode("utf-8"))
+    log.info("%s: wrote %d sentences of column %r to %s", path, len(kept), column, out)
+    return out
