@@ -24,7 +24,7 @@ from runs.config_checks import EVALUATE_RULES, check_numbers
 from runs.wandb_report import log_results
 from sts.report import markdown_table, write_reports
 from sts.scoring import score_tasks
-from sts.tasks import load_task
+from sts.tasks import load_tasks
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def evaluate(cfg: DictConfig) -> list[dict]:
     torch.manual_seed(int(cfg.seed))
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg.threads))
-    tasks = [load_task(name, cfg.paths.data_dir, cfg.data_source) for name in _as_list(cfg.tasks)]
+    tasks = load_tasks(_as_list(cfg.tasks), cfg.paths.data_dir, cfg.data_source)  # groups: tasks=standard
     if not tasks:
         raise ValueError("no tasks configured: set tasks=[stsb-dev,...]")
     sentences = [s for t in tasks for p in t.subsets.values() for s in (*p.sentences1, *p.sentences2)]

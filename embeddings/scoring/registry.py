@@ -1,8 +1,9 @@
 """Scorers by name, built from plain config values; the single place that knows every method.
 
 A scorer spec is a name (``"mean"``) or a mapping ``{name: sbert_wk, label: wk_paper, variant: paper}``
-whose extra keys override the per-scorer defaults. Unknown names and unknown option keys raise a
-``ConfigError`` that lists what is valid, instead of a ``TypeError`` from a constructor.
+whose extra keys override the per-scorer defaults. Unknown names, unknown option keys and a missing
+required option (``path`` of an export scorer) raise a one-line ``ConfigError`` that names the scorer and
+the option, instead of a ``TypeError`` from a constructor.
 """
 
 from __future__ import annotations
@@ -75,10 +76,28 @@ def build_scorer(spec: str | Mapping[str, Any], encoder: BaseEncoder | None,
     options = {**dict((defaults or {}).get(name, {}) or {}), **overrides}
     if name in POOLINGS:
         options["pooling"] = name
-    accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "encoder"}
-    unknown = set(options) - accepted
+    parameters = {k: p for k, p in inspect.signature(cls.__init__).parameters.items() if k not in ("self", "encoder")}
+    unknown = set(options) - set(parameters)
     if unknown:
-        raise ConfigError(f"scorer {name!r}: unknown option(s) {sorted(unknown)}; valid: {sorted(accepted)}")
+        raise ConfigError(f"scorer {name!r}: unknown option(s) {sorted(unknown)}; valid: {sorted(parameters)}")
+    missing = [k for k in required_options(cls) if k not in options]
+    if missing:
+        raise ConfigError(missing_options_message(name, missing))
     scorer = cls(encoder, **options)
     scorer.name = label
     return scorer
+
+
+def required_options(cls: type) -> list[str]:
+    """The options a scorer class cannot do without: ``__init__`` parameters (but ``encoder``) with no default."""
+    return [k for k, p in inspect.signature(cls.__init__).parameters.items()
+            if k not in ("self", "encoder") and p.default is inspect.Parameter.empty
+            and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
+
+
+def missing_options_message(name: str, missing: list[str]) -> str:
+    """``scorer 'flow' needs option path: scorers=[{name:flow,path:<path>}]``: what is missing and how to give it."""
+    example = ",".join([f"name:{name}", *(f"{k}:<{k}>" for k in missing)])
+    return (f"scorer {name!r} needs option{'s' if len(missing) > 1 else ''} {', '.join(missing)}: "
+            f"scorers=[{{{example}}}] (evaluate.py) or build_scorer({{'name': {name!r}, "
+            f"{', '.join(f'{k!r}: ...' for k in missing)}}}, encoder)")
