@@ -57,20 +57,13 @@ def _split_spec(spec: str | Mapping[str, Any]) -> tuple[str, str, dict[str, Any]
     return name, label, spec
 
 
-def build_scorer(spec: str | Mapping[str, Any], encoder: BaseEncoder | None,
-                 defaults: Mapping[str, Mapping[str, Any]] | None = None) -> Scorer:
-    """Instantiate the scorer ``spec`` on ``encoder``.
-
-    Args:
-        spec: scorer name or mapping with ``name`` (+ optional ``label`` and option overrides).
-        encoder: the encoder it scores with (``None`` for the encoder-free scorers).
-        defaults: per-scorer default options (``scorer_options`` in the config).
-    """
+def check_scorer_spec(spec: str | Mapping[str, Any], defaults: Mapping[str, Mapping[str, Any]] | None = None,
+                      ) -> tuple[str, str, type, dict[str, Any]]:
+    """``(name, label, class, options)`` of a spec, or one ``ConfigError`` line: an unknown name, an unknown option, a
+    missing required one. Builds nothing, so ``evaluate`` checks every spec before any model or data loads."""
     name, label, overrides = _split_spec(spec)
     if name not in SCORER_CLASSES:
         raise unknown_choice("scorer", name, SCORER_CLASSES)
-    if encoder is None and name not in ENCODER_FREE:
-        raise ConfigError(f"scorer {name!r} needs an encoder (encoders=[none] suits only {sorted(ENCODER_FREE)})")
     module_name, class_name = SCORER_CLASSES[name].split(":")
     cls = getattr(importlib.import_module(module_name), class_name)
     options = {**dict((defaults or {}).get(name, {}) or {}), **overrides}
@@ -83,6 +76,21 @@ def build_scorer(spec: str | Mapping[str, Any], encoder: BaseEncoder | None,
     missing = [k for k in required_options(cls) if k not in options]
     if missing:
         raise ConfigError(missing_options_message(name, missing))
+    return name, label, cls, options
+
+
+def build_scorer(spec: str | Mapping[str, Any], encoder: BaseEncoder | None,
+                 defaults: Mapping[str, Mapping[str, Any]] | None = None) -> Scorer:
+    """Instantiate the scorer ``spec`` on ``encoder``.
+
+    Args:
+        spec: scorer name or mapping with ``name`` (+ optional ``label`` and option overrides).
+        encoder: the encoder it scores with (``None`` for the encoder-free scorers).
+        defaults: per-scorer default options (``scorer_options`` in the config).
+    """
+    name, label, cls, options = check_scorer_spec(spec, defaults)
+    if encoder is None and name not in ENCODER_FREE:
+        raise ConfigError(f"scorer {name!r} needs an encoder (encoders=[none] suits only {sorted(ENCODER_FREE)})")
     scorer = cls(encoder, **options)
     scorer.name = label
     return scorer
