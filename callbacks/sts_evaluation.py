@@ -32,7 +32,7 @@ from embeddings.scoring.protocols import BatchedScorer, Scorable
 from embeddings.scoring.scorer import Representation, Scorer, take
 from sts.geometry import tasks_geometry
 from sts.scoring import aggregate, main_score
-from sts.tasks import STSTask, load_task
+from sts.tasks import STSTask, expand_groups, load_tasks
 
 AVG_KEY = "val/sts_avg_spearman"
 log = logging.getLogger(__name__)
@@ -86,7 +86,8 @@ class STSEvaluationCallback(L.Callback):
     for one-vector representations, ``val/<task>_alignment`` / ``val/<task>_uniformity`` (``sts.geometry``).
 
     Args:
-        tasks: task names for ``sts.tasks.load_task`` (``+`` joins pools).
+        tasks: task names for ``sts.tasks.load_tasks`` (``+`` joins pools; a group such as ``standard`` stands
+            for its tasks).
         data_dir: STS data directory (default: ``$STS_DATA_DIR``).
         batch_size: sentences per forward pass, passed to ``represent`` via the scorer's ``batch_size``.
         every_n_epochs: evaluate at the validation of every n-th epoch (keep 1 and use the trainer's
@@ -103,7 +104,7 @@ class STSEvaluationCallback(L.Callback):
             raise ValueError("STSEvaluationCallback needs at least one task")
         if every_n_epochs < 1:
             raise ValueError(f"every_n_epochs must be >= 1, got {every_n_epochs}")
-        self.task_names = list(tasks)
+        self.task_names = expand_groups(tasks)  # a group (tasks=[standard]) stands for its tasks
         self.data_dir = data_dir
         self.batch_size = int(batch_size)
         self.every_n_epochs = int(every_n_epochs)
@@ -119,7 +120,7 @@ class STSEvaluationCallback(L.Callback):
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         if self.tasks is not None:
             return
-        self.tasks = [load_task(name, self.data_dir, source=self.source) for name in self.task_names]
+        self.tasks = load_tasks(self.task_names, self.data_dir, source=self.source)
         s1: list[str] = []
         s2: list[str] = []
         self._spans: list[tuple[STSTask, str, int, int]] = []

@@ -110,15 +110,20 @@ class CrossViewAEModule(LightningModule):
 
         return [OmegaConf.to_container(s) if not isinstance(s, str | dict) else s for s in self.hparams.sources]
 
-    def scorer(self):
-
+    def sources(self) -> list:
+        """The frozen sources, built from their specs once (kept off the module: not in checkpoints)."""
         if self._sources is None:
             self._sources = [build_source(s, batch_size=self.hparams.eval_batch_size) for s in self._source_specs()]
-        return MetaEmbeddingScorer(self._sources, self.projection())
+        return self._sources
+
+    def scorer(self):
+        return MetaEmbeddingScorer(self.sources(), self.projection())
 
     def export(self, path: str | os.PathLike, training: TrainingFacts | None = None) -> Path:
-        """The meta-embedding export (``save_meta_embedding``), its card naming this method and ``training``."""
-        return save_meta_embedding(path, self.projection(), self._source_specs(), self.method_info, training)
+        """The meta-embedding export (``save_meta_embedding``), its card naming this method and ``training``, and
+        each source's identity: the export refuses to score once a source name means other weights."""
+        return save_meta_embedding(path, self.projection(), self._source_specs(), self.method_info, training,
+                                   fitted_on=[s.identity() for s in self.sources()])
 
 
 def fit_cross_view_ae(views: Sequence[Tensor], d: int | None = None, hidden_layers: int = 0, loss: str = "mse",

@@ -104,7 +104,7 @@ class BertFlowModule(FrozenEncoderMixin, LightningModule):
                           batch_size=self.hparams.eval_batch_size)
 
     def export(self, path: str | os.PathLike, training: TrainingFacts | None = None) -> Path:
-        """``flow_config.json`` (encoder reference + Glow settings) and ``flow.safetensors``, atomically, with
+        """``flow_config.json`` (encoder reference and identity + Glow settings) and ``flow.safetensors``, atomically, with
         ``LOADING.md`` and the model card (``training``: the run's facts, ``None`` = unknown).
 
         ``embeddings.methods.flow.scorer.load_flow_scorer(path)`` rebuilds the scorer; ``LOADING.md`` gives the
@@ -113,6 +113,7 @@ class BertFlowModule(FrozenEncoderMixin, LightningModule):
         hp = self.hparams
         config = {k: hp[k] for k in (*ENCODER_KEYS, *FLOW_KEYS)}
         config["model_name_or_path"] = str(config["model_name_or_path"])
+        config["encoder"] = self.fitted_on()  # what makes the export refuse any other encoder
         note = LoadingNote(f"BERT-flow: a Glow on the frozen `{config['model_name_or_path']}` "
                            f"(`{hp.pooling}` pooling); the sentence vector is the flow's latent z, compared by cosine.",
                            evaluate_command([config["model_name_or_path"]], f"{{name:flow,path:{EXPORT}}}",

@@ -4,6 +4,9 @@ Why: BERT-flow and the token VAEs train a small network on FROZEN encoder output
 as a submodule would put weights that never change into every checkpoint and in front of the optimizer;
 instead the module keeps plain-scalar references (name, max length) in its hyper-parameters and loads the
 encoder lazily, outside the state dict, when the STS callback asks for a scorer.
+
+``fitted_on()`` is what every such head's export records of that encoder (``embeddings.io.encoder_identity``),
+so that the export refuses to score on any other.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import torch
 from embeddings.encoders.base import BaseEncoder
 from embeddings.encoders.load import load_encoder
 from embeddings.errors import ConfigError
+from embeddings.io.encoder_identity import encoder_identity
 
 
 class FrozenEncoderMixin:
@@ -34,7 +38,6 @@ class FrozenEncoderMixin:
         wrong = [f"{k}: model {self.hparams[k]!r} vs data {getattr(datamodule, k)!r}" for k in self.feature_keys
                  if hasattr(datamodule, k) and str(getattr(datamodule, k)) != str(self.hparams[k])]
         if wrong:
-
             raise ConfigError("the cached features come from another encoder setting: " + "; ".join(wrong))
 
     def frozen_encoder(self) -> BaseEncoder:
@@ -55,3 +58,14 @@ class FrozenEncoderMixin:
                 encoder.vectors = encoder.vectors.to(self.device)
             encoder.device = self.device
         return encoder
+
+    def fitted_on(self) -> dict:
+        """The frozen encoder's identity (name, width, weights digest) and the precision the training features
+        were computed in: the datamodule's ``encode_precision`` when a trainer holds one, else the encoder's.
+
+        Why the datamodule's: the features are cached by its own encoder pass (maybe bf16), while
+        ``frozen_encoder()`` loads fp32; the digest agrees either way (bf16-rounded), the vectors do not.
+        """
+        trainer = getattr(self, "_trainer", None)
+        precision = getattr(getattr(trainer, "datamodule", None), "encode_precision", None)
+        return encoder_identity(self.frozen_encoder(), str(self.hparams.model_name_or_path), precision=precision)

@@ -181,6 +181,7 @@ class LatteMixModule(FrozenEncoderMixin, LightningModule):
         config = {k: hp[k] for k in (*NET_KEYS, "layer", "max_length", "tau", "distance")}
         config["model_name_or_path"] = str(hp.model_name_or_path)
         config["score_tau"] = hp.score_tau or hp.tau
+        config["encoder"] = self.fitted_on()  # what makes the export refuse any other encoder
         note = LoadingNote(f"Token VAE ({hp.latent} latent) on the frozen `{config['model_name_or_path']}` "
                            f"(hidden state {hp.layer}): a sentence is represented through its tokens' VAE posteriors.",
                            evaluate_command([config["model_name_or_path"]], f"{{name:latte_mix,path:{EXPORT}}}",

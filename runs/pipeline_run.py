@@ -31,7 +31,7 @@ from embeddings.methods.pooling import PoolingScorer
 from embeddings.sources.build import build_source
 from runs import train_run
 from sts.scoring import main_score, score_tasks
-from sts.tasks import load_task
+from sts.tasks import expand_groups, load_task
 
 log = logging.getLogger(__name__)
 PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_]+)(:each)?\}")
@@ -125,7 +125,7 @@ def run_pipeline(cfg: DictConfig) -> dict[str, float]:
     if not spec.get("stages"):
         raise ConfigError("pipeline.stages is empty: list at least one stage {name, overrides, seeds}")
     root = Path(cfg.output_dir)
-    tasks = [str(t) for t in spec.get("tasks", ["stsb-dev"])]
+    tasks = expand_groups([str(t) for t in spec.get("tasks", ["stsb-dev"])])  # a group: its tasks, one column each
     data_dir = cfg.paths.data_dir
     common = [f"paths.data_dir={data_dir}", *[str(o) for o in spec.get("common", [])]]
     rows = []

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePath
 
-from sts.tasks import LOCAL_DEFAULT_TASKS
+from sts.tasks import LOCAL_DEFAULT_TASKS, MTEB_TASKS, expand_groups
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,8 @@ def training_sources(data_cfg: Mapping) -> list[str]:
 
 def leaked_tasks(data_cfg: Mapping, eval_tasks: Sequence[str]) -> dict[str, str]:
     """``{evaluated task: training source holding it}`` for every overlap (empty: nothing leaks)."""
-    scored = {part for name in eval_tasks for part in str(name).split("+")}
+    names = [MTEB_TASKS[n].local if n in MTEB_TASKS else n for n in expand_groups(eval_tasks)]  # groups, MTEB names
+    scored = {part for name in names for part in str(name).split("+")}
     leaks: dict[str, str] = {}
     for source in training_sources(data_cfg):
         for task in sorted(tasks_of_source(source) & scored):

@@ -7,7 +7,10 @@ Layout of the data directory (the original releases, unmodified)::
     sts/STS20{12..16}-en-test/  (or STS{12..16}-en-test/, SentEval naming), each with
         STS.input.<set>.txt + STS.gs.<set>.txt  (2016: STS2016.input.<set>.txt ...)
 
-Tasks can be joined with ``+`` (``sick-train+sick-trial``): the subsets are pooled into one task.
+Tasks can be joined with ``+`` (``sick-train+sick-trial``): the subsets are pooled into one task. A task
+GROUP (``TASK_GROUPS``: ``standard``, ``default``, ``mteb``) stands for its tasks, each scored on its own:
+``tasks=standard`` is the papers' seven columns; ``load_tasks`` expands groups and, when sets of a group are
+missing, names every file to provide in one line instead of stopping at the first.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from embeddings.errors import DataError, unknown_choice
+from embeddings.errors import ConfigError, DataError, unknown_choice
 from sts.hub import load_hub_task
 from sts.readers import STSPairs, read_semeval_dir, read_sick, read_stsb
 
@@ -49,6 +52,15 @@ class STSTask:
         return sum(len(p) for p in self.subsets.values())
 
 
+class MissingTaskError(DataError):
+    """A local task whose files are not in the data directory (not a malformed file): ``load_tasks`` gathers
+    these into one line naming everything to provide."""
+
+    def __init__(self, message: str, task: str) -> None:
+        super().__init__(message)
+        self.task = task
+
+
 def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path:
     """The configured directory, else ``$STS_DATA_DIR``, else ``../shared/data`` beside the checkout if it exists.
 
@@ -68,7 +80,7 @@ def _first_existing(candidates: Sequence[Path], task: str) -> Path:
         if c.exists():
             return c
     tried = "\n  ".join(str(c) for c in candidates)
-    raise DataError(f"task {task!r}: none of these files exists:\n  {tried}")
+    raise MissingTaskError(f"task {task!r}: none of these files exists:\n  {tried}", task)
 
 
 def _stsb(split: str) -> Callable[[Path], dict[str, STSPairs]]:
@@ -120,6 +132,59 @@ MTEB_TASKS: dict[str, MTEBName] = {
 }
 
 
+# Names that stand for several tasks (``tasks=standard`` or ``tasks=[standard, stsb-dev]``); ``--help`` lists them.
+TASK_GROUPS: dict[str, list[str]] = {
+    "standard": STANDARD_TASKS,  # STS12-16, STS-B test, SICK-R test: the papers' table
+    "default": LOCAL_DEFAULT_TASKS,  # what the shared data directory holds
+    "mteb": list(MTEB_TASKS),  # MTEB's seven English STS tasks, under MTEB's names
+}
+
+
+def local_files(task: str) -> str:
+    """The files (relative to the data directory) that a local task reads: what to provide when it is missing."""
+    if task in MTEB_TASKS:
+        return MTEB_TASKS[task].provide
+    kind, _, split = task.partition("-")
+    if kind == "stsb":
+        return f"stsb/sts-{split}.csv"
+    if kind == "sick":
+        return "sick/SICK_test_annotated.txt (or SICK_test.txt)" if split == "test" else f"sick/SICK_{split}.txt"
+    return next((m.provide for m in MTEB_TASKS.values() if m.local == task), task)
+
+
+def expand_groups(names: Sequence[str]) -> list[str]:
+    """Task names with every group replaced by its tasks, in order, each task once."""
+    out: list[str] = []
+    for name in names:
+        out.extend(TASK_GROUPS.get(str(name), [str(name)]))
+    return list(dict.fromkeys(out))
+
+
+def load_tasks(names: Sequence[str] | str, data_dir: str | os.PathLike | None = None,
+               source: str = "local") -> list[STSTask]:
+    """Every task of ``names`` (a name, or a list; groups expanded), each loaded by ``load_task``.
+
+    Raises:
+        DataError: when local sets are missing, ONE line naming every missing task and the files it reads
+            (a user filling a data directory sees the whole list, not the first gap only).
+    """
+    names = [names] if isinstance(names, str) else [str(n) for n in names]
+    tasks, missing = [], []
+    for name in expand_groups(names):
+        try:
+            tasks.append(load_task(name, data_dir, source))
+        except MissingTaskError as err:
+            missing.append(err.task)
+    if missing:
+        groups = [n for n in names if n in TASK_GROUPS]
+        which = f"task group {', '.join(repr(g) for g in groups)}" if groups else "tasks"
+        needs = "; ".join(f"{task} needs {local_files(task)}" for task in dict.fromkeys(missing))
+        raise DataError(f"{which}: {len(missing)} of {len(missing) + len(tasks)} sets are not in "
+                        f"{resolve_data_dir(data_dir)}: {needs}. Provide these files, run fewer tasks "
+                        "(tasks=[...]), or use data_source=hub online")
+    return tasks
+
+
 def _load_mteb_name(name: str, data_dir: str | os.PathLike | None, source: str) -> STSTask:
     """MTEB's task under its own name; a missing file names what to provide and the local stand-in."""
     spec = MTEB_TASKS[name]
@@ -130,8 +195,11 @@ def _load_mteb_name(name: str, data_dir: str | os.PathLike | None, source: str) 
         if source == "hub":
             raise DataError(f"MTEB task {name} is our hub task {ours}: {err}") from err
         hint = f" Or use the local task {spec.alternative} (a different set)." if spec.alternative else ""
-        raise DataError(f"MTEB task {name} is our {ours} ({spec.pairs} pairs in MTEB); provide {spec.provide} "
-                        f"in the data directory, or data_source=hub online.{hint} ({' '.join(str(err).split())})") from err
+        message = (f"MTEB task {name} is our {ours} ({spec.pairs} pairs in MTEB); provide {spec.provide} in the "
+                   f"data directory, or data_source=hub online.{hint} ({' '.join(str(err).split())})")
+        if isinstance(err, MissingTaskError):
+            raise MissingTaskError(message, name) from err
+        raise DataError(message) from err
     return STSTask(name, task.subsets)
 
 
@@ -143,6 +211,9 @@ def load_task(name: str, data_dir: str | os.PathLike | None = None, source: str 
     """
     if name in MTEB_TASKS:
         return _load_mteb_name(name, data_dir, source)
+    if name in TASK_GROUPS:
+        raise ConfigError(f"{name!r} is a task group ({', '.join(TASK_GROUPS[name])}), not one task: "
+                          "load it with sts.tasks.load_tasks, or name its tasks")
     parts = name.split("+")
     subsets: dict[str, STSPairs] = {}
     for part in parts:
@@ -151,7 +222,7 @@ def load_task(name: str, data_dir: str | os.PathLike | None = None, source: str 
             loaded = load_hub_task(part)
         elif source == "local":
             if part not in LOCAL_TASKS:
-                raise unknown_choice("STS task", part, [*LOCAL_TASKS, *MTEB_TASKS])
+                raise unknown_choice("STS task", part, [*LOCAL_TASKS, *MTEB_TASKS, *TASK_GROUPS])
             loaded = LOCAL_TASKS[part](resolve_data_dir(data_dir))
         else:
             raise unknown_choice("data source", source, ["local", "hub"])

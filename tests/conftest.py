@@ -33,22 +33,33 @@ def one_thread():
     torch.set_num_threads(before)
 
 
-@pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory) -> Path:
-    """A 2-layer random BERT (hidden 32) saved as a Hugging Face directory."""
+def save_tiny_bert(path: Path, seed: int = 0) -> Path:
+    """A 2-layer random BERT (hidden 32) with the word-level vocabulary, its weights drawn with ``seed``."""
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
-    path = tmp_path_factory.mktemp("tiny_bert")
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ","] + WORDS
     # transformers 5 ignores `vocab_file=` here (every word became [UNK]); pass the mapping itself.
     tokenizer = BertTokenizerFast(vocab={w: i for i, w in enumerate(vocab)}, do_lower_case=True)
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=64, max_position_embeddings=64, hidden_dropout_prob=0.1,
                         attention_probs_dropout_prob=0.1)
     BertModel(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    """A 2-layer random BERT (hidden 32) saved as a Hugging Face directory."""
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny_bert"), seed=0)
+
+
+@pytest.fixture(scope="session")
+def other_tiny_model_dir(tmp_path_factory) -> Path:
+    """The same architecture, width and vocabulary as ``tiny_model_dir``, other random weights (seed 1): the
+    "another encoder" that a fitted export must refuse."""
+    return save_tiny_bert(tmp_path_factory.mktemp("other_tiny_bert"), seed=1)
 
 
 @pytest.fixture()

@@ -9,15 +9,29 @@ records the name, the width and a digest of the weights' VALUES: SHA-256 over ev
 bfloat16, in ``state_dict`` order. Rounding to bf16 makes an fp32 and a bf16 load of the same weights agree
 (both round to nearest) while any training step still changes the digest (some of millions of values cross
 a bf16 rounding boundary). An fp16 load rounds differently, so its digest is not comparable: ``None``.
+
+The precision the fitted vectors were computed in is recorded too (a bf16 forward pass gives other vectors
+than an fp32 one of the same weights), and ``check_fitted_on`` is the ONE check every fitted export runs
+before it scores (flow, whitening, token VAEs, meta-embeddings): one ``ConfigError`` line naming the export
+file and what differs, or -- with the scorer option ``allow_other_encoder: true`` -- one warning line and
+on. An export written before identities were recorded has none: it loads, with a note that nothing could be
+checked beyond the vector width.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
+from collections.abc import Mapping
 
 import torch
 
+from embeddings.errors import ConfigError
+
 DIGEST_KEY = "weights_bf16_sha256"
+ALLOW_OPTION = "allow_other_encoder"  # the scorer option that lets a user score on another encoder anyway
+
+log = logging.getLogger(__name__)
 
 
 def weights_digest(encoder) -> str | None:
@@ -42,23 +56,82 @@ def weights_digest(encoder) -> str | None:
     return digest.hexdigest()
 
 
-def encoder_identity(encoder, name: str | None = None) -> dict:
-    """``{"name", "hidden_size", DIGEST_KEY}`` of a loaded encoder (``name``: how the config named it)."""
-    return {"name": str(name if name is not None else encoder.name), "hidden_size": int(encoder.hidden_size),
-            DIGEST_KEY: weights_digest(encoder)}
+def encoder_precision(encoder) -> str:
+    """The precision an encoder computes in (``fp32`` for encoders without the setting, e.g. static vectors)."""
+    return str(getattr(encoder, "precision", None) or "fp32")
 
 
-def identity_mismatch(recorded: dict, encoder) -> str | None:
-    """Why ``encoder`` is not the recorded one (width or weights differ), or ``None`` when it is (or cannot tell).
+def encoder_identity(encoder, name: str | None = None, precision: str | None = None) -> dict:
+    """``{"name", "hidden_size", DIGEST_KEY, "precision"}`` of a loaded encoder.
 
-    Names alone never decide: the same weights may be named differently, different weights alike.
+    Args:
+        name: how the config named it (default ``encoder.name``).
+        precision: the precision the fitted vectors were computed in, when not the encoder's own (a head
+            fitted on features cached by a bf16 pass, while the reference encoder loads in fp32).
     """
+    return {"name": str(name if name is not None else encoder.name), "hidden_size": int(encoder.hidden_size),
+            DIGEST_KEY: weights_digest(encoder), "precision": str(precision or encoder_precision(encoder))}
+
+
+def width_mismatch(recorded: Mapping, encoder) -> str | None:
+    """``"32-d vectors vs 16-d"`` when the recorded width is not the encoder's, else ``None``."""
     if int(recorded.get("hidden_size", encoder.hidden_size)) != int(encoder.hidden_size):
         return f"{recorded['hidden_size']}-d vectors vs {encoder.hidden_size}-d"
-    want = recorded.get(DIGEST_KEY)
-    if want is None:
-        return None
-    got = weights_digest(encoder)
-    if got is not None and got != want:
-        return f"other weights (bf16 digest {want[:12]} vs {got[:12]})"
     return None
+
+
+def identity_mismatch(recorded: Mapping, encoder, **settings) -> str | None:
+    """Why ``encoder`` is not the recorded one, or ``None`` when it is (or cannot tell).
+
+    Compared: the width, the weights (bf16 digest, when both sides have one), the precision (when recorded) and
+    each of ``settings`` (``pooling=...``) that the record also holds. Names alone never decide: the same
+    weights may be named differently, different weights alike.
+    """
+    why = width_mismatch(recorded, encoder)
+    if why is not None:
+        return why
+    reasons = []
+    want = recorded.get(DIGEST_KEY)
+    got = weights_digest(encoder) if want is not None else None
+    if got is not None and got != want:
+        reasons.append(f"other weights (bf16 digest {want[:12]} vs {got[:12]})")
+    if recorded.get("precision") and recorded["precision"] != encoder_precision(encoder):
+        reasons.append(f"fitted on {recorded['precision']} vectors, these are {encoder_precision(encoder)}: "
+                       f"encoder.precision={recorded['precision']} matches")
+    reasons += [f"{key} {recorded[key]!r} vs {value!r}" for key, value in settings.items()
+                if value is not None and recorded.get(key) is not None and str(recorded[key]) != str(value)]
+    return "; ".join(reasons) or None
+
+
+def check_fitted_on(recorded: Mapping | None, encoder, export: str, allow_other_encoder: bool = False,
+                    width: int | None = None, **settings) -> None:
+    """Refuse to score a fitted export on an encoder other than the one it was fitted on.
+
+    Args:
+        recorded: the export's ``encoder_identity`` (``None``: an export older than identities).
+        encoder: the encoder it is about to score with.
+        export: the export for messages: its config file (``ExportFormat.describe``).
+        allow_other_encoder: score anyway (one warning line) when only the weights, precision or settings
+            differ; another width is refused regardless (the fitted maps would not even apply).
+        width: the vector width the export's tensors take, checked when nothing else is recorded.
+        settings: further things the record may hold and the caller uses (``pooling=...``).
+
+    Raises:
+        ConfigError: one line naming the export, both encoders and what differs.
+    """
+    if recorded is None:
+        log.warning("%s records no encoder identity (written before identities were recorded): cannot check "
+                    "that %r is the encoder it was fitted on", export, encoder.name)
+        recorded = {} if width is None else {"hidden_size": int(width)}
+    why = identity_mismatch(recorded, encoder, **settings)
+    if why is None:
+        return
+    fitted = recorded.get("name")
+    what = f"{export} was fitted on {f'encoder {fitted!r}' if fitted else 'another encoder'}, not on {encoder.name!r} ({why})"
+    if width_mismatch(recorded, encoder) is not None:
+        raise ConfigError(f"{what}: its fitted maps apply to no other width")
+    if allow_other_encoder:
+        log.warning("%s; scoring anyway (%s: true)", what, ALLOW_OPTION)
+        return
+    raise ConfigError(f"{what}: fit it again on this encoder, or add {ALLOW_OPTION}: true to the scorer to score "
+                      "anyway")

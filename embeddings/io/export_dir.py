@@ -35,6 +35,10 @@ class ExportFormat:
     weights_file: str
     what: str
 
+    def describe(self, path: str | os.PathLike) -> str:
+        """How messages name an export: ``BERT-flow export <dir>/flow_config.json`` (the file to look into)."""
+        return f"{self.what} export {Path(path).expanduser() / self.config_file}"
+
 
 def save_export(path: str | os.PathLike, fmt: ExportFormat, config: Mapping, tensors: Mapping,
                 note: ExportNotes | None = None) -> Path:

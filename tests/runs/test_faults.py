@@ -228,7 +228,7 @@ def test_item9_bad_evaluate_batch_size_fails_before_anything_loads(value, tmp_pa
     from runs import evaluate_run
     from tests.paths import CONFIG_DIR
 
-    monkeypatch.setattr(evaluate_run, "load_task", lambda *a, **k: pytest.fail("loaded data before the check"))
+    monkeypatch.setattr(evaluate_run, "load_tasks", lambda *a, **k: pytest.fail("loaded data before the check"))
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         cfg = compose(config_name="evaluate", overrides=[f"encoder.batch_size={value}", "paths.data_dir=/data"])
     with open_dict(cfg):

@@ -65,3 +65,11 @@ def test_a_source_evaluate_py_scores_by_default_warns_though_the_run_does_not_sc
     with caplog.at_level(logging.WARNING, logger="sts.leaks"):
         assert warn_leaks(cfg.data, ["stsb-dev", "sick-train"]) == {"sick-train": "sick:train"}
     assert caplog.text.count("sick-train") == 1  # one warning per leaked task, not two
+
+
+def test_a_task_group_or_mteb_name_leaks_as_its_tasks():
+    """``callbacks.sts_evaluation.tasks=[standard]`` scores sick-test; SICK-R is MTEB's name for all of SICK."""
+    cfg = _cfg(["data.sources=[snli:dev,sick:test]"])
+    assert leaked_tasks(cfg.data, ["standard"]) == {"sick-test": "sick:test"}
+    assert leaked_tasks(cfg.data, ["SICK-R"]) == {"sick-test": "sick:test"}
+    assert leaked_tasks(cfg.data, ["stsb-dev"]) == {}

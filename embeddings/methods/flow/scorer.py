@@ -3,8 +3,10 @@
 Why a scorer of its own: the representation is not the encoder's pooled vector but the flow's image of
 it, so neither ``PoolingScorer`` nor a sentence-transformers directory can reproduce it. The export is a
 directory with ``flow_config.json`` (a REFERENCE to the frozen encoder -- model name or path, pooling,
-max length -- plus the Glow hyper-parameters) and ``flow.safetensors`` (the Glow state dict, buffers
-included); the encoder is not copied because training never changed it.
+max length -- its identity: width, weights digest, precision (``embeddings.io.encoder_identity``) -- plus the
+Glow hyper-parameters) and ``flow.safetensors`` (the Glow state dict, buffers included); the encoder is not
+copied because training never changed it. On any other encoder it refuses with one line naming the export
+file and what differs (a Glow of the right width maps another model's vectors to plausible nonsense).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import torch
 from embeddings.encoders.base import BaseEncoder
 from embeddings.encoders.load import load_encoder
 from embeddings.errors import ConfigError
-from embeddings.io.export_dir import ExportFormat, load_export, save_export
+from embeddings.io.encoder_identity import check_fitted_on
+from embeddings.io.export_dir import ExportFormat, load_export, load_export_config, save_export
 from embeddings.io.model_card import ExportNotes, MethodInfo, Paper
 from embeddings.methods.flow.glow import Glow
 from embeddings.methods.pooling import get_pooling
@@ -79,7 +82,8 @@ def save_flow_export(path: str | os.PathLike, flow: Glow, config: Mapping, note:
     Args:
         path: the target directory (replaced if it exists).
         flow: the trained Glow.
-        config: ``model_name_or_path``, ``pooling``, ``max_length`` and the ``FLOW_KEYS``.
+        config: ``model_name_or_path``, ``pooling``, ``max_length`` and the ``FLOW_KEYS``; ``encoder``: the
+            identity of the encoder it was fitted on (``encoder_identity``; absent: the export cannot check it).
         note: ``LOADING.md`` (a ``LoadingNote``), or it and ``README.md`` (a ``ModelCard``), written inside the export.
     """
     missing = {"model_name_or_path", "pooling", "max_length", *FLOW_KEYS} - set(config)
@@ -101,7 +105,7 @@ def load_flow(path: str | os.PathLike) -> tuple[Glow, dict]:
 
 
 def load_flow_scorer(path: str | os.PathLike, encoder: BaseEncoder | None = None, device: str = "cpu",
-                     batch_size: int | None = None) -> FlowScorer:
+                     batch_size: int | None = None, allow_other_encoder: bool = False) -> FlowScorer:
     """Rebuild the scorer of an export directory.
 
     Args:
@@ -110,23 +114,26 @@ def load_flow_scorer(path: str | os.PathLike, encoder: BaseEncoder | None = None
             it from the config with ``load_encoder``.
         device: where a newly loaded encoder and the flow run.
         batch_size: sentences per forward pass.
+        allow_other_encoder: score on an encoder other than the recorded one (a warning, not an error).
     """
-
-    flow, config = load_flow(path)
     if encoder is None:
+        config = load_export_config(path, EXPORT_FORMAT)
         encoder = load_encoder(config["model_name_or_path"], max_length=config["max_length"],
                                batch_size=batch_size or 64, device=device)
-    flow.to(encoder.device)
-    return FlowScorer(encoder, flow, pooling=config["pooling"], batch_size=batch_size)
+    return FlowExportScorer(encoder, str(path), batch_size=batch_size, allow_other_encoder=allow_other_encoder)
 
 
 class FlowExportScorer(FlowScorer):
     """Registry entry ``{name: flow, path: <export dir>}``: a flow export on the configured encoder.
 
     Why an adapter: ``evaluate.py`` builds every scorer as ``cls(encoder, **options)``; the export's
-    own config says which pooling the flow was trained on, and the encoder must be the one it names.
+    own config says which pooling the flow was trained on, and the encoder must be the one it was fitted on
+    (``check_fitted_on``; ``allow_other_encoder: true`` scores on another one anyway, with a warning).
     """
 
-    def __init__(self, encoder: BaseEncoder, path: str, batch_size: int | None = None) -> None:
+    def __init__(self, encoder: BaseEncoder, path: str, batch_size: int | None = None,
+                 allow_other_encoder: bool = False) -> None:
         flow, config = load_flow(path)
+        check_fitted_on(config.get("encoder"), encoder, EXPORT_FORMAT.describe(path), allow_other_encoder,
+                        width=int(config["dim"]))
         super().__init__(encoder, flow.to(encoder.device), pooling=config["pooling"], batch_size=batch_size)

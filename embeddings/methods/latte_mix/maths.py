@@ -6,7 +6,10 @@ uniform categorical prior or N(0, I) and KL thresholding (App. A.4); a sentence 
 tokens' posteriors, ``p(z|m) ~ 1/K sum_i q(z|u_i)`` (Eq. 2), compared by cosine, Jensen-Shannon or L2
 (Sec. 3, App. A.5-A.6); the Normal VAE uses the closed-form L2 between Gaussian mixtures (Sec. 4.2).
 
-Similarities follow the ``Scorer`` convention: higher = more similar, so distances are negated.
+Sign conventions: ``mixture_js_divergence`` and ``mixture_l2_distance`` return the DISTANCE (>= 0, 0 for
+identical mixtures), as their names say; ``LatteMixScorer.similarity`` turns them into the ``Scorer``
+convention, similarity = -distance (higher = more similar). ``mixture_cosine``, ``gaussian_mixture_l2`` and
+``gaussian_mixture_log_cosine`` are similarities already (their docstrings say so).
 """
 
 from __future__ import annotations
@@ -124,8 +127,9 @@ def mixture_cosine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return cosine_rows(a.flatten(1), b.flatten(1))
 
 
-def mixture_js(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Negative Jensen-Shannon divergence (nats) of ``(n, D, K)`` mixtures, summed over the D variables.
+def mixture_js_divergence(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Jensen-Shannon divergence (nats, >= 0; 0 for identical mixtures) of ``(n, D, K)`` mixtures, summed over
+    the D variables. A distance: the scorer's similarity is its negative.
 
     ``JS = H((P+Q)/2) - (H(P) + H(Q))/2`` per variable, in float64 with ``xlogy`` (0 log 0 = 0);
     in [0, log 2] per variable, clamped at 0 against rounding.
@@ -137,12 +141,12 @@ def mixture_js(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return -torch.special.xlogy(x, x).sum(-1)
 
     js = (entropy(m) - 0.5 * (entropy(p) + entropy(q))).clamp_min(0.0)
-    return -js.sum(-1).float()
+    return js.sum(-1).float()
 
 
-def mixture_l2(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Negative Euclidean distance of flattened ``(n, D, K)`` mixtures."""
-    return -(a.double() - b.double()).flatten(1).norm(dim=-1).float()
+def mixture_l2_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Euclidean distance (>= 0) of flattened ``(n, D, K)`` mixtures; the scorer's similarity is its negative."""
+    return (a.double() - b.double()).flatten(1).norm(dim=-1).float()
 
 
 def _log_cross(mu_a, var_a, mask_a, mu_b, var_b, mask_b) -> torch.Tensor:
@@ -234,6 +238,6 @@ def gaussian_mixture_l2(mu_a: torch.Tensor, var_a: torch.Tensor, mask_a: torch.T
 
 __all__ = [
     "categorical_kl_uniform", "class_usage", "cosine_rows", "gaussian_kl_standard", "gaussian_mixture_l2", "gaussian_mixture_log_cosine",
-    "gaussian_mixture_log_l2", "gumbel_softmax", "mixture_cosine", "mixture_js", "mixture_l2",
+    "gaussian_mixture_log_l2", "gumbel_softmax", "mixture_cosine", "mixture_js_divergence", "mixture_l2_distance",
     "thresholded_kl", "token_mixture",
 ]

@@ -10,7 +10,8 @@ output head and the sampling differ (Li et al., Latte-Mix, Sec. 2.3-2.4 and Appe
 
 The posterior's output dict is the interface ``embeddings.methods.latte_mix.scorer.LatteMixScorer`` reads, so a
 scorer can be rebuilt from an export without Lightning. The export is a directory with
-``token_vae_config.json`` (a REFERENCE to the frozen encoder and its layer, plus the VAE settings) and
+``token_vae_config.json`` (a REFERENCE to the frozen encoder and its layer, the encoder's identity -- width,
+weights digest, precision -- under ``encoder``, plus the VAE settings) and
 ``token_vae.safetensors`` (posterior and decoder weights); the encoder is not copied, it never changed.
 """
 

@@ -13,6 +13,11 @@ Choices: at test time the categorical posterior is the deterministic tempered so
 ``softmax(logits / tau)`` -- no Gumbel noise, so a sentence always gets the same representation; a
 small tau (0.3, "for training and test", App. A.5) sharpens each token's modes in the mixture. The
 Normal VAE's representation is padded to the longest sentence of the ``represent`` call.
+
+Sign convention: ``similarity`` is higher for more similar sentences, whatever the ``distance`` option:
+``js`` and ``l2`` give similarity = -distance (the Jensen-Shannon divergence in nats, the Euclidean
+distance: ``mixture_js_divergence`` / ``mixture_l2_distance`` return them positive), ``cosine`` the cosine.
+So Spearman against gold scores is positive for a good model under every distance.
 """
 
 from __future__ import annotations
@@ -27,13 +32,14 @@ from embeddings.encoders.base import BaseEncoder, validate_sentences
 from embeddings.encoders.load import load_encoder
 from embeddings.encoders.token_batch import TokenBatch
 from embeddings.errors import ConfigError, unknown_choice
+from embeddings.io.encoder_identity import check_fitted_on
 from embeddings.io.export_dir import load_export_config
 from embeddings.methods.latte_mix.maths import (
     gaussian_mixture_l2,
     gaussian_mixture_log_cosine,
     mixture_cosine,
-    mixture_js,
-    mixture_l2,
+    mixture_js_divergence,
+    mixture_l2_distance,
     token_mixture,
 )
 from embeddings.methods.latte_mix.nets import EXPORT_FORMAT, load_token_vae
@@ -72,7 +78,7 @@ class LatteMixScorer(Scorer):
         layer: which ``hidden_states`` entry feeds the VAE (Hugging Face order: 0 embeddings, -1 last).
         latent: ``"categorical"`` (Latte-Mix), ``"normal"`` (Normal VAE) or ``"ae"`` (autoencoder).
         distance: ``"cosine"``, ``"js"`` or ``"l2"`` (``None``: cosine, or l2 for normal); see
-            ``DISTANCES`` for the valid combinations.
+            ``DISTANCES`` for the valid combinations. ``similarity`` returns -distance for js and l2.
         tau: test temperature of the categorical posterior.
         batch_size: sentences per encoder forward pass (``None``: the encoder's).
         pad_tokens: normal latent only: pad every representation to this many tokens instead of the
@@ -157,7 +163,9 @@ class LatteMixScorer(Scorer):
         return rep  # type: ignore[return-value]
 
     def similarity(self, a: Representation, b: Representation) -> torch.Tensor:
-        """Row-wise similarity of aligned representations (negated distances: higher = more similar)."""
+        """Row-wise similarity of aligned representations, higher = more similar: the cosine, or -distance for
+        ``js`` (-JS divergence in nats, <= 0) and ``l2`` (normal latent: -L2 or -log L2, see
+        ``gaussian_mixture_l2``); ``mixture_js_divergence`` / ``mixture_l2_distance`` give the distances."""
         if self.latent == "normal":  # O(n T^2 Dz) in float64: run it where the posterior runs (a GPU)
             param = next(self.posterior.parameters(), None)
             device = param.device if param is not None else a["mu"].device
@@ -166,12 +174,15 @@ class LatteMixScorer(Scorer):
             return fn(*args).cpu()
         if self.latent == "ae":
             return cosine_rows(a["embedding"], b["embedding"])
-        fn = {"cosine": mixture_cosine, "js": mixture_js, "l2": mixture_l2}[self.distance]
-        return fn(a["mixture"], b["mixture"])
+        if self.distance == "cosine":
+            return mixture_cosine(a["mixture"], b["mixture"])
+        distance = {"js": mixture_js_divergence, "l2": mixture_l2_distance}[self.distance]
+        return -distance(a["mixture"], b["mixture"])
 
 
 def load_token_vae_scorer(path: str | os.PathLike, encoder: BaseEncoder | None = None, device: str = "cpu",
-                          batch_size: int | None = None, distance: str | None = None) -> LatteMixScorer:
+                          batch_size: int | None = None, distance: str | None = None,
+                          allow_other_encoder: bool = False) -> LatteMixScorer:
     """Rebuild the scorer of a ``LatteMixModule.export`` directory.
 
     Args:
@@ -179,26 +190,33 @@ def load_token_vae_scorer(path: str | os.PathLike, encoder: BaseEncoder | None =
         encoder: an already loaded encoder to reuse (must be the one the config names); ``None`` loads it.
         device: where a newly loaded encoder and the posterior run.
         batch_size: sentences per forward pass.
-        distance: override the exported distance (e.g. score a categorical VAE by ``js`` and ``cosine``).
+        distance: override the exported distance (e.g. score a categorical VAE by ``js`` and ``cosine``);
+            ``js`` and ``l2`` score as similarity = -distance (higher = more similar).
+        allow_other_encoder: score on an encoder other than the recorded one (a warning, not an error).
     """
 
     if encoder is None:
         config = load_export_config(path, EXPORT_FORMAT)
         encoder = load_encoder(config["model_name_or_path"], max_length=config["max_length"],
                                batch_size=batch_size or 64, device=device)
-    return LatteMixExportScorer(encoder, str(path), distance=distance, batch_size=batch_size)
+    return LatteMixExportScorer(encoder, str(path), distance=distance, batch_size=batch_size,
+                                allow_other_encoder=allow_other_encoder)
 
 
 class LatteMixExportScorer(LatteMixScorer):
-    """Registry entry ``{name: latte_mix, path: <export dir>, distance: js}`` on the configured encoder.
+    """Registry entry ``{name: latte_mix, path: <export dir>, distance: cosine|js|l2}`` on the configured
+    encoder; js and l2 score as similarity = -distance (higher = more similar).
 
     Why an adapter: ``evaluate.py`` builds every scorer as ``cls(encoder, **options)``; the export's own
-    config says which layer, latent and temperature the VAE was trained with.
+    config says which layer, latent and temperature the VAE was trained with, and the encoder must be the one
+    it was fitted on (``check_fitted_on``; ``allow_other_encoder: true`` scores on another anyway, warning).
     """
 
     def __init__(self, encoder: BaseEncoder, path: str, distance: str | None = None,
-                 batch_size: int | None = None) -> None:
+                 batch_size: int | None = None, allow_other_encoder: bool = False) -> None:
         posterior, _, config = load_token_vae(path)
+        check_fitted_on(config.get("encoder"), encoder, EXPORT_FORMAT.describe(path), allow_other_encoder,
+                        width=int(config["input_dim"]))
         super().__init__(encoder, posterior.to(encoder.device), layer=int(config["layer"]), latent=config["latent"],
                          distance=distance or config["distance"], tau=float(config["score_tau"]),
                          batch_size=batch_size)

@@ -1,10 +1,13 @@
 """Meta-embeddings as scorers and sources, and their export format.
 
 A fitted meta-embedding is a directory: ``meta_config.json`` (method, options, the SOURCE SPECS that
-``build_source`` rebuilds, their dimensions, the autoencoder's settings for ``ae``) and
+``build_source`` rebuilds, their dimensions, what each source was when fitted -- ``source_encoders``: width,
+weights digest, precision, pooling, ``embeddings.io.encoder_identity`` -- and the autoencoder's settings for
+``ae``) and
 ``meta.safetensors`` (the fitted tensors: SVD mean / components, GCCA means / thetas, or the autoencoder's
 state dict). The sources are referenced, not copied: they are frozen, and a 400 MB mpnet copy per fitted
-projection would buy nothing. ``evaluate.py`` scores one as ``{name: meta, path: <dir>}``; SED uses one as
+projection would buy nothing; because they are rebuilt by name, a source whose files changed since (a model
+directory trained further in place) is refused when the export loads. ``evaluate.py`` scores one as ``{name: meta, path: <dir>}``; SED uses one as
 a teacher through ``build_source({model: <dir>})`` (``embeddings.sources.build``, which also loads an export
 with its sources: ``load_meta_scorer``).
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -84,14 +88,18 @@ def source_spec_mapping(spec: str | Mapping) -> dict:
 
 
 def save_meta_embedding(path: str | os.PathLike, projection: MetaProjection, sources: Sequence[str | Mapping],
-                        method: MethodInfo | None = None, training: TrainingFacts | None = None) -> Path:
+                        method: MethodInfo | None = None, training: TrainingFacts | None = None,
+                        fitted_on: Sequence[Mapping | None] | None = None) -> Path:
     """Write the export directory atomically (see the module docstring), with its ``LOADING.md`` and model card.
 
     ``method``: what the card names (default ``meta_method(projection.method)``); ``training``: the run's facts
-    for the card (``None``: unknown).
+    for the card (``None``: unknown); ``fitted_on``: each source's ``SentenceSource.identity()`` when fitted
+    (``None``: not recorded, the export cannot check its sources when they are rebuilt).
     """
     if len(sources) != len(projection.dims):
         raise ConfigError(f"{len(sources)} source specs for a meta-embedding of {len(projection.dims)} sources")
+    if fitted_on is not None and len(fitted_on) != len(sources):
+        raise ConfigError(f"{len(fitted_on)} source identities for {len(sources)} source specs")
     tensors = dict(projection.tensors)
     if projection.method == "ae":
         if projection.autoencoder is None:
@@ -99,7 +107,8 @@ def save_meta_embedding(path: str | os.PathLike, projection: MetaProjection, sou
         tensors.update({f"ae.{k}": v for k, v in projection.autoencoder.state_dict().items()})
     meta = {"method": projection.method, "dims": projection.dims,
             "options": projection.options, "sources": [source_spec_mapping(s) for s in sources],
-            "autoencoder": projection.autoencoder.config() if projection.autoencoder is not None else None}
+            "autoencoder": projection.autoencoder.config() if projection.autoencoder is not None else None,
+            "source_encoders": None if fitted_on is None else [None if f is None else dict(f) for f in fitted_on]}
     names = ", ".join(f"`{s['model']}`" for s in meta["sources"])
     note = LoadingNote(f"Meta-embedding `{projection.method}` of {len(sources)} frozen sources ({names}; "
                        "referenced, not copied), compared by cosine.",
@@ -110,8 +119,23 @@ def save_meta_embedding(path: str | os.PathLike, projection: MetaProjection, sou
     return save_export(path, EXPORT_FORMAT, meta, tensors, card)
 
 
+class MetaExport(NamedTuple):
+    """A loaded meta-embedding export: the projection, its source specs and what each source was when fitted
+    (``None``: an export older than recorded identities)."""
+
+    projection: MetaProjection
+    specs: list[dict]
+    fitted_on: list[dict | None] | None
+
+
 def load_meta_projection(path: str | os.PathLike) -> tuple[MetaProjection, list[dict]]:
     """The projection of an export directory and its source specs."""
+    export = load_meta_export(path)
+    return export.projection, export.specs
+
+
+def load_meta_export(path: str | os.PathLike) -> MetaExport:
+    """The projection, source specs and recorded source identities of an export directory."""
     config, tensors = load_export(path, EXPORT_FORMAT)
     projection = MetaProjection(config["method"], [int(d) for d in config["dims"]], dict(config["options"]))
     if config["method"] == "ae":
@@ -119,7 +143,8 @@ def load_meta_projection(path: str | os.PathLike) -> tuple[MetaProjection, list[
         ae.load_state_dict({k.removeprefix("ae."): v for k, v in tensors.items() if k.startswith("ae.")})
         projection.autoencoder = ae.eval()
     projection.tensors = {k: v for k, v in tensors.items() if not k.startswith("ae.")}
-    return projection, list(config["sources"])
+    fitted_on = config.get("source_encoders")
+    return MetaExport(projection, list(config["sources"]), None if fitted_on is None else list(fitted_on))
 
 
 class StandardisedCosineEnsemble(Scorer):

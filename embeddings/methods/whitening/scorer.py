@@ -21,7 +21,7 @@ from torch import Tensor
 from embeddings.encoders.base import BaseEncoder
 from embeddings.encoders.load import load_encoder
 from embeddings.errors import ConfigError
-from embeddings.io.encoder_identity import identity_mismatch
+from embeddings.io.encoder_identity import check_fitted_on
 from embeddings.io.export_dir import ExportFormat, load_export, save_export
 from embeddings.io.model_card import ExportNotes, MethodInfo, Paper
 from embeddings.methods.pooling import get_pooling
@@ -44,7 +44,7 @@ class Whitening:
     Args:
         mean: ``(d,)``; matrix: ``(d, k)`` (float32 is what the scorers use).
         config: the export config (``CONFIG_KEYS``), ``encoder`` being ``embeddings.io.encoder_identity``'s dict.
-        source: where it came from, for messages (an export path, or "the live fit").
+        source: where it came from, for messages (an export's config file, or "the live fit").
     """
 
     def __init__(self, mean: Tensor, matrix: Tensor, config: Mapping, source: str = "the live fit") -> None:
@@ -54,13 +54,11 @@ class Whitening:
     def pooling(self) -> str:
         return str(self.config["pooling"])
 
-    def check_encoder(self, encoder: BaseEncoder) -> None:
-        """ConfigError when ``encoder`` is not the one the whitening was fitted on (width or weights)."""
+    def check_encoder(self, encoder: BaseEncoder, allow_other_encoder: bool = False) -> None:
+        """ConfigError when ``encoder`` is not the one the whitening was fitted on (width, weights, precision);
+        ``allow_other_encoder``: a warning instead, unless the width differs (``check_fitted_on``)."""
         recorded = self.config.get("encoder") or {"hidden_size": self.matrix.shape[0]}
-        why = identity_mismatch(recorded, encoder)
-        if why is not None:
-            raise ConfigError(f"whitening {self.source} was fitted on encoder {recorded.get('name')!r}, not on "
-                              f"{encoder.name!r} ({why}): fit it again on this encoder")
+        check_fitted_on(recorded, encoder, f"whitening {self.source}", allow_other_encoder)
 
     def to(self, device: torch.device | str) -> Whitening:
         self.mean, self.matrix = self.mean.to(device), self.matrix.to(device)
@@ -79,8 +77,9 @@ class WhiteningScorer(VectorScorer):
     ``pool`` attribute for a plain pooling scorer and skip the whitening).
     """
 
-    def __init__(self, encoder: BaseEncoder, whitening: Whitening, batch_size: int | None = None) -> None:
-        whitening.check_encoder(encoder)
+    def __init__(self, encoder: BaseEncoder, whitening: Whitening, batch_size: int | None = None,
+                 allow_other_encoder: bool = False) -> None:
+        whitening.check_encoder(encoder, allow_other_encoder)
         self.encoder, self.whitening = encoder, whitening.to(encoder.device)
         self.pooling = whitening.pooling
         self.pool_fn = get_pooling(self.pooling)
@@ -110,7 +109,7 @@ def load_whitening(path: str | os.PathLike) -> Whitening:
     if set(tensors) != {"mean", "matrix"} or tensors["matrix"].shape[0] != tensors["mean"].shape[0]:
         raise ConfigError(f"{path}: a whitening export needs tensors mean (d,) and matrix (d, k), "
                           f"got {sorted(tensors)}")
-    return Whitening(tensors["mean"], tensors["matrix"], config, source=f"export {str(path)!r}")
+    return Whitening(tensors["mean"], tensors["matrix"], config, source=f"export {Path(path) / EXPORT_FORMAT.config_file}")
 
 
 def whitening_for(path: str | os.PathLike, encoder: BaseEncoder, pooling: str, who: str) -> Whitening:
@@ -128,21 +127,24 @@ def whitening_for(path: str | os.PathLike, encoder: BaseEncoder, pooling: str, w
 
 
 def load_whitening_scorer(path: str | os.PathLike, encoder: BaseEncoder | None = None, device: str = "cpu",
-                          batch_size: int | None = None) -> WhiteningScorer:
-    """Rebuild the scorer of an export; ``encoder=None`` loads the one its config names."""
+                          batch_size: int | None = None, allow_other_encoder: bool = False) -> WhiteningScorer:
+    """Rebuild the scorer of an export; ``encoder=None`` loads the one its config names (``allow_other_encoder``:
+    see ``check_fitted_on``)."""
     whitening = load_whitening(path)
     if encoder is None:
         encoder = load_encoder(whitening.config["model_name_or_path"], max_length=whitening.config["max_length"],
                                batch_size=batch_size or 64, device=device)
-    return WhiteningScorer(encoder, whitening, batch_size=batch_size)
+    return WhiteningScorer(encoder, whitening, batch_size=batch_size, allow_other_encoder=allow_other_encoder)
 
 
 class WhiteningExportScorer(WhiteningScorer):
     """Registry entry ``{name: whitening, path: <export dir>}``: an export on the configured encoder.
 
     Why an adapter: ``evaluate.py`` builds every scorer as ``cls(encoder, **options)``; the export's own config
-    says which pooling it was fitted on, and the encoder must be the one it names (checked before encoding).
+    says which pooling it was fitted on, and the encoder must be the one it names (checked before encoding;
+    ``allow_other_encoder: true`` scores on another one anyway, with a warning).
     """
 
-    def __init__(self, encoder: BaseEncoder, path: str, batch_size: int | None = None) -> None:
-        super().__init__(encoder, load_whitening(path), batch_size=batch_size)
+    def __init__(self, encoder: BaseEncoder, path: str, batch_size: int | None = None,
+                 allow_other_encoder: bool = False) -> None:
+        super().__init__(encoder, load_whitening(path), batch_size=batch_size, allow_other_encoder=allow_other_encoder)

@@ -74,7 +74,7 @@ def test_evaluate_refuses_fp16_on_a_cpu_before_loading_data(tmp_path, monkeypatc
     from runs import evaluate_run
     from tests.paths import CONFIG_DIR
 
-    monkeypatch.setattr(evaluate_run, "load_task", lambda *a, **k: pytest.fail("loaded data before the check"))
+    monkeypatch.setattr(evaluate_run, "load_tasks", lambda *a, **k: pytest.fail("loaded data before the check"))
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         cfg = compose(config_name="evaluate", overrides=["encoder.precision=fp16", "paths.data_dir=/data"])
     with open_dict(cfg):

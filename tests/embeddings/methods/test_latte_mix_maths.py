@@ -19,8 +19,8 @@ from embeddings.methods.latte_mix.maths import (
     gaussian_mixture_log_l2,
     gumbel_softmax,
     mixture_cosine,
-    mixture_js,
-    mixture_l2,
+    mixture_js_divergence,
+    mixture_l2_distance,
     thresholded_kl,
     token_mixture,
 )
@@ -123,9 +123,10 @@ def test_js_symmetric_zero_bounded_and_matches_scipy():
     a, b = random_mixtures(6, 4, 7, 0), random_mixtures(6, 4, 7, 1)
     a[0, 0] = torch.tensor([1.0, 0, 0, 0, 0, 0, 0])  # zeros: 0 log 0 must be 0
     b[0, 0] = torch.tensor([0, 1.0, 0, 0, 0, 0, 0])
-    js = -mixture_js(a, b)
-    assert torch.allclose(js, -mixture_js(b, a)) and torch.all(js >= 0) and torch.all(js <= 4 * math.log(2) + 1e-6)
-    assert torch.allclose(mixture_js(a, a), torch.zeros(6), atol=1e-6)
+    js = mixture_js_divergence(a, b)  # the divergence itself: >= 0, as the name says
+    assert torch.allclose(js, mixture_js_divergence(b, a)) and torch.all(js >= 0)
+    assert torch.all(js <= 4 * math.log(2) + 1e-6)
+    assert torch.allclose(mixture_js_divergence(a, a), torch.zeros(6), atol=1e-6)
     ref = [sum(jensenshannon(a[i, v].double().numpy(), b[i, v].double().numpy()) ** 2 for v in range(4))
            for i in range(6)]
     assert np.allclose(js.numpy(), ref, atol=1e-5)
@@ -135,8 +136,8 @@ def test_js_symmetric_zero_bounded_and_matches_scipy():
 def test_cosine_and_l2_of_mixtures():
     a, b = random_mixtures(5, 3, 4, 2), random_mixtures(5, 3, 4, 3)
     assert torch.allclose(mixture_cosine(a, a), torch.ones(5)) and torch.all(mixture_cosine(a, b) < 1)
-    assert torch.allclose(mixture_l2(a, b), -(a - b).flatten(1).norm(dim=1))
-    assert torch.all(mixture_l2(a, a) == 0)
+    assert torch.allclose(mixture_l2_distance(a, b), (a - b).flatten(1).norm(dim=1))
+    assert torch.all(mixture_l2_distance(a, a) == 0)
 
 
 def density(x: torch.Tensor, mu: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
