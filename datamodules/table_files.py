@@ -32,7 +32,7 @@ from hydra.utils import to_absolute_path
 
 from embeddings.errors import ConfigError, DataError, unknown_choice
 from embeddings.io.input_file import require_file
-from sts.tasks import DATA_DIR_ENV
+from sts.tasks import default_data_dir
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ def resolve_path(spec: str, data_dir: str | os.PathLike | None, hint: str = "") 
     path = Path(str(spec)).expanduser()
     if path.is_absolute():
         return path
-    value = data_dir or os.environ.get(DATA_DIR_ENV)
+    value = data_dir or default_data_dir()
     candidates = ([Path(value).expanduser() / path] if value else []) + [Path(to_absolute_path(str(path)))]
     found = next((c for c in candidates if c.exists()), None)
     if found is None:

@@ -61,12 +61,17 @@ class MissingTaskError(DataError):
         self.task = task
 
 
+def default_data_dir() -> str | Path | None:
+    """``$STS_DATA_DIR``, else ``../shared/data`` beside the checkout where it exists, else ``None``."""
+    return os.environ.get(DATA_DIR_ENV) or (CHECKOUT_DATA_DIR if CHECKOUT_DATA_DIR.is_dir() else None)
+
+
 def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path:
     """The configured directory, else ``$STS_DATA_DIR``, else ``../shared/data`` beside the checkout if it exists.
 
     A clear error says what to provide when none is there.
     """
-    value = data_dir or os.environ.get(DATA_DIR_ENV) or (CHECKOUT_DATA_DIR if CHECKOUT_DATA_DIR.is_dir() else None)
+    value = data_dir or default_data_dir()
     if not value:
         raise DataError("no STS data directory configured.\n" + DATA_DIR_HELP)
     path = Path(value).expanduser()

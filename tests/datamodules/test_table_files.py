@@ -17,6 +17,7 @@ from datamodules.scored_pair_readers import load_scored_source
 from datamodules.scored_pairs import ScoredPairsDataModule
 from datamodules.sentence_files import source_paths
 from datamodules.sentences import SentenceDataModule
+from datamodules.table_files import resolve_path
 from embeddings.errors import ConfigError, DataError
 
 PAIRS = [("A man plays a guitar .", "A man plays music .", "entailment"),
@@ -180,3 +181,12 @@ def test_missing_file_unsupported_type_unknown_role_and_local_hub_are_one_line(t
     assert "'hub:' reads the Hugging Face hub; for a local file or folder give its path" in one_line(err)
     with pytest.raises(ConfigError, match="Hugging Face hub"):
         source_paths([f"hub:{tmp_path}:train"], None, tmp_path, None)
+
+
+def test_relative_path_defaults_to_shared_data_beside_the_checkout(monkeypatch, tmp_path):
+    """No paths.data_dir, no $STS_DATA_DIR: the configs' ``wiki/...`` names resolve under ../shared/data."""
+    monkeypatch.delenv("STS_DATA_DIR", raising=False)
+    monkeypatch.setattr("sts.tasks.CHECKOUT_DATA_DIR", tmp_path)
+    (tmp_path / "wiki").mkdir()
+    (tmp_path / "wiki" / "s.txt").write_text("a sentence\n")
+    assert resolve_path("wiki/s.txt", None) == tmp_path / "wiki" / "s.txt"
