@@ -10,7 +10,6 @@ stop the run (``malformed_rows``), with the file and row numbers; the text file 
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from collections import Counter
@@ -21,6 +20,8 @@ from datamodules.malformed_rows import MalformedRows
 from datamodules.table_files import BUILDERS, data_files, read_table, require_columns, resolve_path, text
 from embeddings.errors import DataError
 from embeddings.io.atomic import atomic_write
+from embeddings.io.fingerprint import file_stat
+from embeddings.io.npy_cache import key_digest
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +36,8 @@ def sentence_file_paths(spec: str, data_dir: str | os.PathLike | None, cache_dir
 
 def table_text_file(path: Path, cache_dir: Path, columns: dict[str, str], max_malformed_fraction: float) -> Path:
     """``cache_dir/tables/<name>.<key>.txt``: the text column of ``path``, one kept row a line."""
-    st = path.stat()
-    key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{sorted(columns.items())}|{max_malformed_fraction}"
-    out = Path(cache_dir) / "tables" / f"{path.name}.{hashlib.sha1(key.encode()).hexdigest()[:16]}.txt"
+    key = {**file_stat(path), "columns": columns, "max_malformed_fraction": max_malformed_fraction}
+    out = Path(cache_dir) / "tables" / f"{path.name}.{key_digest(key, 16)}.txt"
     if out.is_file():
         return out
     table = read_table(path)
