@@ -8,10 +8,10 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
-from embeddings.errors import run_or_exit
-from runs.early_checks import precheck_evaluate
-from runs.help_text import register_resolver
-from runs.run_id import register_run_id
+from sts_lightning.embeddings.errors import run_or_exit
+from sts_lightning.runs.early_checks import precheck_evaluate
+from sts_lightning.runs.help_text import register_resolver
+from sts_lightning.runs.run_id import register_run_id
 
 register_run_id()  # ${run_id:} in configs/hydra/default.yaml: one directory per run
 register_resolver()  # `--help` fills configs/hydra/help/evaluate.yaml from the code and configs
@@ -20,7 +20,9 @@ register_resolver()  # `--help` fills configs/hydra/help/evaluate.yaml from the 
 @hydra.main(version_base="1.3", config_path="configs", config_name="evaluate")
 def main(cfg: DictConfig) -> None:
     run_or_exit(precheck_evaluate, cfg)  # config errors in one line before torch loads (runs/early_checks.py)
-    from runs.evaluate_run import evaluate  # deferred: `--help` must not load torch (see tests/layering.py)
+    from sts_lightning.runs.evaluate_run import (
+        evaluate,  # deferred: `--help` must not load torch (see tests/layering.py)
+    )
 
     run_or_exit(evaluate, cfg)
 

@@ -24,11 +24,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from datamodules.sentence_files import read_sentences
-from lightning_modules.in_batch_losses import in_batch_tension_loss
-from lightning_modules.losses import split_views
-from sts.scoring import correlations
-from sts.tasks import load_task, resolve_data_dir
+from sts_lightning.datamodules.sentence_files import read_sentences
+from sts_lightning.lightning_modules.in_batch_losses import in_batch_tension_loss
+from sts_lightning.lightning_modules.losses import split_views
+from sts_lightning.sts.scoring import correlations
+from sts_lightning.sts.tasks import load_task, resolve_data_dir
 
 VARIANTS = ("words", "positions")
 MAX_POSITIONS = 128

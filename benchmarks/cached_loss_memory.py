@@ -39,10 +39,10 @@ from pathlib import Path
 import torch
 
 from benchmarks.cpu_features import cpu_line
-from datamodules.nli_readers import load_source
-from datamodules.nli_triplets import build_triplets
-from lightning_modules.optimizers import adam
-from lightning_modules.sbert_nli import SBERTNLIModule
+from sts_lightning.datamodules.nli_readers import load_source
+from sts_lightning.datamodules.nli_triplets import build_triplets
+from sts_lightning.lightning_modules.optimizers import adam
+from sts_lightning.lightning_modules.sbert_nli import SBERTNLIModule
 
 VARIANTS = {"uncached": {}, "cached": {"mini": True}, "checkpointing": {"gc": True},
             "cached+checkpointing": {"mini": True, "gc": True}}

@@ -21,10 +21,10 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import svds
 
-from datamodules.sentence_files import read_sentences
-from embeddings.encoders.packaged import resolve_model_path
-from sts.scoring import correlations
-from sts.tasks import load_task
+from sts_lightning.datamodules.sentence_files import read_sentences
+from sts_lightning.embeddings.encoders.packaged import resolve_model_path
+from sts_lightning.sts.scoring import correlations
+from sts_lightning.sts.tasks import load_task
 
 
 def ppmi_svd_vectors(token_ids: Sequence[Sequence[int]], vocab: int, window: int = 5, dim: int = 256,

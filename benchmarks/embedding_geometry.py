@@ -19,15 +19,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from datamodules.sentence_files import read_sentences
-from embeddings.encoders.checkpoint import encoder_from_checkpoint
-from embeddings.encoders.hf import HFEncoder
-from embeddings.methods.pooling import PoolingScorer
-from embeddings.methods.whitening import maths
-from embeddings.methods.whitening.maths import moment_sums, moments
-from embeddings.scoring.similarity import cosine_rows
-from sts.scoring import correlations
-from sts.tasks import load_task
+from sts_lightning.datamodules.sentence_files import read_sentences
+from sts_lightning.embeddings.encoders.checkpoint import encoder_from_checkpoint
+from sts_lightning.embeddings.encoders.hf import HFEncoder
+from sts_lightning.embeddings.methods.pooling import PoolingScorer
+from sts_lightning.embeddings.methods.whitening import maths
+from sts_lightning.embeddings.methods.whitening.maths import moment_sums, moments
+from sts_lightning.embeddings.scoring.similarity import cosine_rows
+from sts_lightning.sts.scoring import correlations
+from sts_lightning.sts.tasks import load_task
 
 
 def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:

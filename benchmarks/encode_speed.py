@@ -20,10 +20,10 @@ import time
 
 import torch
 
-from embeddings.encoders.hf import HFEncoder
-from embeddings.encoders.packaged import resolve_model_path
-from embeddings.methods.pooling import mean_pool
-from sts.tasks import load_task
+from sts_lightning.embeddings.encoders.hf import HFEncoder
+from sts_lightning.embeddings.encoders.packaged import resolve_model_path
+from sts_lightning.embeddings.methods.pooling import mean_pool
+from sts_lightning.sts.tasks import load_task
 
 
 def model_flops(encoder: HFEncoder, ids: list[list[int]], batch_size: int) -> float:

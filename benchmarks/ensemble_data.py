@@ -17,12 +17,12 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from datamodules.sentence_files import read_sentences
-from embeddings.io.cache_root import cache_dir_or_root
-from embeddings.sources.build import build_source
-from embeddings.sources.cache import cached_source_vectors
-from embeddings.sources.sentence_source import SentenceSource
-from sts.tasks import STSTask, load_task
+from sts_lightning.datamodules.sentence_files import read_sentences
+from sts_lightning.embeddings.io.cache_root import cache_dir_or_root
+from sts_lightning.embeddings.sources.build import build_source
+from sts_lightning.embeddings.sources.cache import cached_source_vectors
+from sts_lightning.embeddings.sources.sentence_source import SentenceSource
+from sts_lightning.sts.tasks import STSTask, load_task
 
 log = logging.getLogger(__name__)
 

@@ -17,9 +17,9 @@ import time
 import torch
 
 from benchmarks.ensemble_data import sts_tasks, task_sentences
-from embeddings.encoders.load import load_encoder
-from embeddings.methods.pooling import PoolingScorer
-from embeddings.sources.build import load_meta_scorer
+from sts_lightning.embeddings.encoders.load import load_encoder
+from sts_lightning.embeddings.methods.pooling import PoolingScorer
+from sts_lightning.embeddings.sources.build import load_meta_scorer
 
 
 def timed(scorer, sentences) -> float:

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from benchmarks.cpu_features import cpu_line
 from benchmarks.field_rows import LOCAL_TASKS, ROWS, SEVEN_TASKS, Row
-from embeddings.io.export_note import EXPORT, NOTE_FILE
-from sts.tasks import load_task
+from sts_lightning.embeddings.io.export_note import EXPORT, NOTE_FILE
+from sts_lightning.sts.tasks import load_task
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_SELECTION_TASK = "stsb-dev"  # what trained rows validate on (SimCSE's recipe), whatever the table scores

@@ -21,12 +21,12 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 import torch  # noqa: E402
 
 from benchmarks.latte_mix_sweep import score, train_one  # noqa: E402
-from datamodules.token_states import TokenStateDataModule
-from embeddings.encoders.layer_memo import LayerMemoEncoder  # noqa: E402
-from embeddings.encoders.load import load_encoder  # noqa: E402
-from embeddings.methods.latte_mix.scorer import LatteMixScorer  # noqa: E402
-from embeddings.methods.pooling import PoolingScorer  # noqa: E402
-from sts.tasks import load_task  # noqa: E402
+from sts_lightning.datamodules.token_states import TokenStateDataModule
+from sts_lightning.embeddings.encoders.layer_memo import LayerMemoEncoder  # noqa: E402
+from sts_lightning.embeddings.encoders.load import load_encoder  # noqa: E402
+from sts_lightning.embeddings.methods.latte_mix.scorer import LatteMixScorer  # noqa: E402
+from sts_lightning.embeddings.methods.pooling import PoolingScorer  # noqa: E402
+from sts_lightning.sts.tasks import load_task  # noqa: E402
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from embeddings.encoders.random_bert import make_random_bert as build_random_bert
+from sts_lightning.embeddings.encoders.random_bert import make_random_bert as build_random_bert
 
 
 def minilm_dir() -> Path:

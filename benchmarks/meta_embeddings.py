@@ -32,11 +32,11 @@ from benchmarks.ensemble_data import (  # noqa: E402
     sts_tasks,
     task_sentences,
 )
-from embeddings.methods.meta.projections import fit_meta  # noqa: E402
-from embeddings.methods.meta.scorer import MetaEmbeddingScorer, StandardisedCosineEnsemble  # noqa: E402
-from embeddings.scoring.scorer import VectorScorer  # noqa: E402
-from lightning_modules.cross_view_ae import fit_cross_view_ae  # noqa: E402
-from sts.scoring import main_score, score_tasks  # noqa: E402
+from sts_lightning.embeddings.methods.meta.projections import fit_meta  # noqa: E402
+from sts_lightning.embeddings.methods.meta.scorer import MetaEmbeddingScorer, StandardisedCosineEnsemble  # noqa: E402
+from sts_lightning.embeddings.scoring.scorer import VectorScorer  # noqa: E402
+from sts_lightning.lightning_modules.cross_view_ae import fit_cross_view_ae  # noqa: E402
+from sts_lightning.sts.scoring import main_score, score_tasks  # noqa: E402
 
 log = logging.getLogger(__name__)
 

@@ -20,12 +20,12 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 
 import torch  # noqa: E402
 
-from embeddings.encoders.load import load_encoder  # noqa: E402
-from embeddings.encoders.packaged import resolve_model_path  # noqa: E402
-from embeddings.scoring.registry import build_scorer  # noqa: E402
-from embeddings.scoring.shared_pass import share_forward_pass  # noqa: E402
-from sts.scoring import score_tasks  # noqa: E402
-from sts.tasks import load_task, resolve_data_dir  # noqa: E402
+from sts_lightning.embeddings.encoders.load import load_encoder  # noqa: E402
+from sts_lightning.embeddings.encoders.packaged import resolve_model_path  # noqa: E402
+from sts_lightning.embeddings.scoring.registry import build_scorer  # noqa: E402
+from sts_lightning.embeddings.scoring.shared_pass import share_forward_pass  # noqa: E402
+from sts_lightning.sts.scoring import score_tasks  # noqa: E402
+from sts_lightning.sts.tasks import load_task, resolve_data_dir  # noqa: E402
 
 LABELS = {"entailment": 0, "neutral": 1, "contradiction": 2}
 SCORERS = ["mean", "sbert_wk", {"name": "sbert_wk", "label": "sbert_wk_paper", "variant": "paper"}]

@@ -35,13 +35,13 @@ import torch  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 from benchmarks.sbert_wk_loop import sbert_wk_loop  # noqa: E402
-from embeddings.encoders.base import BaseEncoder  # noqa: E402
-from embeddings.encoders.load import load_encoder  # noqa: E402
-from embeddings.encoders.token_batch import TokenBatch  # noqa: E402
-from embeddings.methods.pooling import PoolingScorer  # noqa: E402
-from embeddings.methods.sbert_wk import SBERTWKScorer, sbert_wk_pool  # noqa: E402
-from sts.scoring import main_score, score_tasks  # noqa: E402
-from sts.tasks import STSTask, load_task  # noqa: E402
+from sts_lightning.embeddings.encoders.base import BaseEncoder  # noqa: E402
+from sts_lightning.embeddings.encoders.load import load_encoder  # noqa: E402
+from sts_lightning.embeddings.encoders.token_batch import TokenBatch  # noqa: E402
+from sts_lightning.embeddings.methods.pooling import PoolingScorer  # noqa: E402
+from sts_lightning.embeddings.methods.sbert_wk import SBERTWKScorer, sbert_wk_pool  # noqa: E402
+from sts_lightning.sts.scoring import main_score, score_tasks  # noqa: E402
+from sts_lightning.sts.tasks import STSTask, load_task  # noqa: E402
 
 
 class TimedPool:

@@ -27,11 +27,11 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from scipy.stats import spearmanr  # noqa: E402
 
-from embeddings.encoders.load import load_encoder  # noqa: E402
-from embeddings.methods.pooling import PoolingScorer  # noqa: E402
-from embeddings.methods.sen2pro.scorer import Sen2ProScorer, l1_gaps  # noqa: E402
-from embeddings.scoring.scorer import take  # noqa: E402
-from sts.tasks import load_task  # noqa: E402
+from sts_lightning.embeddings.encoders.load import load_encoder  # noqa: E402
+from sts_lightning.embeddings.methods.pooling import PoolingScorer  # noqa: E402
+from sts_lightning.embeddings.methods.sen2pro.scorer import Sen2ProScorer, l1_gaps  # noqa: E402
+from sts_lightning.embeddings.scoring.scorer import take  # noqa: E402
+from sts_lightning.sts.tasks import load_task  # noqa: E402
 
 ALPHAS: tuple[str | float, ...] = ("paper", "dataset", "inverse", 0.01, 0.05)
 SOURCES = {"model": ("model",), "data": ("data",), "model+data": ("model", "data")}

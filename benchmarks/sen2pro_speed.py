@@ -28,11 +28,11 @@ import time
 
 import torch
 
-from embeddings.encoders.load import load_encoder
-from embeddings.methods.pooling import get_pooling
-from embeddings.methods.sen2pro.mc_dropout import mc_dropout
-from embeddings.methods.sen2pro.scorer import Sen2ProScorer
-from sts.tasks import load_task
+from sts_lightning.embeddings.encoders.load import load_encoder
+from sts_lightning.embeddings.methods.pooling import get_pooling
+from sts_lightning.embeddings.methods.sen2pro.mc_dropout import mc_dropout
+from sts_lightning.embeddings.methods.sen2pro.scorer import Sen2ProScorer
+from sts_lightning.sts.tasks import load_task
 
 
 def spearman100(pred: torch.Tensor, gold: list[float]) -> float:

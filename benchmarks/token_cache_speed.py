@@ -41,10 +41,10 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 import torch  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
-from datamodules.token_states import TokenStateDataModule  # noqa: E402
-from embeddings.encoders.hf import resolve_device  # noqa: E402
-from embeddings.encoders.load import load_encoder  # noqa: E402
-from lightning_modules.latte_mix import LatteMixModule  # noqa: E402
+from sts_lightning.datamodules.token_states import TokenStateDataModule  # noqa: E402
+from sts_lightning.embeddings.encoders.hf import resolve_device  # noqa: E402
+from sts_lightning.embeddings.encoders.load import load_encoder  # noqa: E402
+from sts_lightning.lightning_modules.latte_mix import LatteMixModule  # noqa: E402
 
 Step = Callable[[dict], float]
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096

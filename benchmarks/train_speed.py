@@ -48,15 +48,15 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 import torch  # noqa: E402
 
 from benchmarks.cpu_features import cpu_line  # noqa: E402
-from datamodules.nli_readers import load_source  # noqa: E402
-from embeddings.encoders.packaged import resolve_model_path  # noqa: E402
-from embeddings.methods.pooling import mean_pool  # noqa: E402
-from lightning_modules.ct import ContrastiveTensionModule, pair_rng  # noqa: E402
-from lightning_modules.losses import make_ct_pairs  # noqa: E402
-from lightning_modules.optimizers import adam  # noqa: E402
-from lightning_modules.sbert_nli import SBERTNLIModule  # noqa: E402
-from lightning_modules.simcse import SimCSEModule, set_dropout  # noqa: E402
-from sts.tasks import load_task  # noqa: E402
+from sts_lightning.datamodules.nli_readers import load_source  # noqa: E402
+from sts_lightning.embeddings.encoders.packaged import resolve_model_path  # noqa: E402
+from sts_lightning.embeddings.methods.pooling import mean_pool  # noqa: E402
+from sts_lightning.lightning_modules.ct import ContrastiveTensionModule, pair_rng  # noqa: E402
+from sts_lightning.lightning_modules.losses import make_ct_pairs  # noqa: E402
+from sts_lightning.lightning_modules.optimizers import adam  # noqa: E402
+from sts_lightning.lightning_modules.sbert_nli import SBERTNLIModule  # noqa: E402
+from sts_lightning.lightning_modules.simcse import SimCSEModule, set_dropout  # noqa: E402
+from sts_lightning.sts.tasks import load_task  # noqa: E402
 
 PHASES = ("tokenize", "forward+loss", "backward", "optimizer")
 

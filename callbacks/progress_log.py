@@ -14,8 +14,8 @@ import time
 import lightning as L
 import torch
 
-from callbacks.sts_evaluation import spearman_line
-from embeddings.console import progress_line
+from sts_lightning.callbacks.sts_evaluation import spearman_line
+from sts_lightning.embeddings.console import progress_line
 
 log = logging.getLogger(__name__)
 

@@ -26,13 +26,13 @@ import lightning as L
 import numpy as np
 import torch
 
-from embeddings.encoders.base import validate_sentences
-from embeddings.io.atomic import atomic_write
-from embeddings.scoring.protocols import BatchedScorer, Scorable
-from embeddings.scoring.scorer import Representation, Scorer, take
-from sts.geometry import tasks_geometry
-from sts.scoring import aggregate, main_score
-from sts.tasks import STSTask, expand_groups, load_tasks
+from sts_lightning.embeddings.encoders.base import validate_sentences
+from sts_lightning.embeddings.io.atomic import atomic_write
+from sts_lightning.embeddings.scoring.protocols import BatchedScorer, Scorable
+from sts_lightning.embeddings.scoring.scorer import Representation, Scorer, take
+from sts_lightning.sts.geometry import tasks_geometry
+from sts_lightning.sts.scoring import aggregate, main_score
+from sts_lightning.sts.tasks import STSTask, expand_groups, load_tasks
 
 AVG_KEY = "val/sts_avg_spearman"
 log = logging.getLogger(__name__)

@@ -24,21 +24,21 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from datamodules.loader import (
+from sts_lightning.datamodules.loader import (
     ResumableDataModule,
 )
-from datamodules.sentence_files import SentenceIndex, source_paths
-from embeddings.encoders.hf import resolve_device
-from embeddings.encoders.load import load_encoder
-from embeddings.encoders.precision import key_entry, resolve_precision
-from embeddings.errors import DataError
-from embeddings.io.cache_root import cache_dir_or_root
-from embeddings.io.fingerprint import (  # model_fingerprint: re-exported (old home)
+from sts_lightning.datamodules.sentence_files import SentenceIndex, source_paths
+from sts_lightning.embeddings.encoders.hf import resolve_device
+from sts_lightning.embeddings.encoders.load import load_encoder
+from sts_lightning.embeddings.encoders.precision import key_entry, resolve_precision
+from sts_lightning.embeddings.errors import DataError
+from sts_lightning.embeddings.io.cache_root import cache_dir_or_root
+from sts_lightning.embeddings.io.fingerprint import (  # model_fingerprint: re-exported (old home)
     file_stat,
     model_fingerprint,
 )
-from embeddings.io.npy_cache import key_digest, npy_cache_problem, npy_cache_writer
-from embeddings.methods.pooling import get_pooling
+from sts_lightning.embeddings.io.npy_cache import key_digest, npy_cache_problem, npy_cache_writer
+from sts_lightning.embeddings.methods.pooling import get_pooling
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 1

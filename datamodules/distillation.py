@@ -39,20 +39,20 @@ import torch
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from torch.utils.data import DataLoader, Dataset
 
-from datamodules.cached_embeddings import model_fingerprint
-from datamodules.loader import (
+from sts_lightning.datamodules.cached_embeddings import model_fingerprint
+from sts_lightning.datamodules.loader import (
     EpochShuffleSampler,
     ResumableDataModule,
     ResumableLoader,
     per_device_batch_size,
 )
-from datamodules.sentence_files import SentenceIndex, source_paths
-from embeddings.errors import ConfigError, DataError
-from embeddings.io.cache_root import cache_dir_or_root
-from embeddings.io.npy_cache import inspect_npy_cache, key_digest, save_npy_cache
-from embeddings.methods.meta.projections import orthogonal_procrustes
-from embeddings.sources.build import build_source
-from embeddings.sources.cache import cached_source_vectors, sentences_digest
+from sts_lightning.datamodules.sentence_files import SentenceIndex, source_paths
+from sts_lightning.embeddings.errors import ConfigError, DataError
+from sts_lightning.embeddings.io.cache_root import cache_dir_or_root
+from sts_lightning.embeddings.io.npy_cache import inspect_npy_cache, key_digest, save_npy_cache
+from sts_lightning.embeddings.methods.meta.projections import orthogonal_procrustes
+from sts_lightning.embeddings.sources.build import build_source
+from sts_lightning.embeddings.sources.cache import cached_source_vectors, sentences_digest
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 1

@@ -21,8 +21,8 @@ from lightning.fabric.utilities.data import _set_sampler_epoch
 from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader, Dataset, IterableDataset, Sampler
 
-from embeddings.errors import ConfigError
-from embeddings.io.model_card import DataFacts
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.io.model_card import DataFacts
 
 
 def per_device_batch_size(batch_size: int, world_size: int) -> int:

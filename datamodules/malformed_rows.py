@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
-from embeddings.errors import DataError
+from sts_lightning.embeddings.errors import DataError
 
 log = logging.getLogger(__name__)
 

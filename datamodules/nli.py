@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from datamodules.loader import ResumableDataModule, per_device_batch_size
-from datamodules.nli_readers import NLIPairs, _load_hub, load_source
-from datamodules.nli_triplets import (
+from sts_lightning.datamodules.loader import ResumableDataModule, per_device_batch_size
+from sts_lightning.datamodules.nli_readers import NLIPairs, _load_hub, load_source
+from sts_lightning.datamodules.nli_triplets import (
     ROLES,
     NLITripletDataset,
     NLITriplets,
@@ -29,9 +29,9 @@ from datamodules.nli_triplets import (
     collate_triplets,
     load_triplet_source,
 )
-from datamodules.table_files import check_extension, check_roles, is_file_source
-from embeddings.errors import ConfigError, unknown_choice
-from embeddings.io.model_card import DataFacts
+from sts_lightning.datamodules.table_files import check_extension, check_roles, is_file_source
+from sts_lightning.embeddings.errors import ConfigError, unknown_choice
+from sts_lightning.embeddings.io.model_card import DataFacts
 
 log = logging.getLogger(__name__)
 

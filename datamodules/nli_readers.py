@@ -28,8 +28,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from datamodules.malformed_rows import MalformedRows
-from datamodules.table_files import (
+from sts_lightning.datamodules.malformed_rows import MalformedRows
+from sts_lightning.datamodules.table_files import (
     Table,
     check_roles,
     find_columns,
@@ -39,9 +39,9 @@ from datamodules.table_files import (
     require_columns,
     text,
 )
-from embeddings.errors import ConfigError, DataError, unknown_choice
-from embeddings.io.input_file import require_file
-from sts.tasks import resolve_data_dir
+from sts_lightning.embeddings.errors import ConfigError, DataError, unknown_choice
+from sts_lightning.embeddings.io.input_file import require_file
+from sts_lightning.sts.tasks import resolve_data_dir
 
 log = logging.getLogger(__name__)
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 
 from torch.utils.data import Dataset
 
-from datamodules.malformed_rows import MalformedRows
-from datamodules.nli_readers import LABELS, NAME_HINT, NLIPairs, load_source, read_nli_tables
-from datamodules.table_files import (
+from sts_lightning.datamodules.malformed_rows import MalformedRows
+from sts_lightning.datamodules.nli_readers import LABELS, NAME_HINT, NLIPairs, load_source, read_nli_tables
+from sts_lightning.datamodules.table_files import (
     COLUMNS,
     Table,
     check_roles,
@@ -33,7 +33,7 @@ from datamodules.table_files import (
     require_columns,
     text,
 )
-from embeddings.errors import DataError
+from sts_lightning.embeddings.errors import DataError
 
 ROLES = ("nli", "triplets")  # data.columns of the NLI data group may name the roles of both
 

@@ -33,9 +33,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from datamodules.malformed_rows import MalformedRows
-from datamodules.nli_readers import _read_lines
-from datamodules.table_files import (
+from sts_lightning.datamodules.malformed_rows import MalformedRows
+from sts_lightning.datamodules.nli_readers import _read_lines
+from sts_lightning.datamodules.table_files import (
     Table,
     check_extension,
     check_roles,
@@ -44,9 +44,9 @@ from datamodules.table_files import (
     require_columns,
     text,
 )
-from embeddings.errors import ConfigError, DataError, unknown_choice
-from sts.readers import CONTROL, SICK_SCALE, STS_SCALE
-from sts.tasks import resolve_data_dir
+from sts_lightning.embeddings.errors import ConfigError, DataError, unknown_choice
+from sts_lightning.sts.readers import CONTROL, SICK_SCALE, STS_SCALE
+from sts_lightning.sts.tasks import resolve_data_dir
 
 log = logging.getLogger(__name__)
 

@@ -22,11 +22,16 @@ from collections.abc import Mapping, Sequence
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from datamodules.loader import ResumableDataModule, per_device_batch_size
-from datamodules.scored_pair_readers import ScoredPairs, check_score_scale, check_sources, load_scored_source
-from datamodules.table_files import check_roles
-from embeddings.errors import ConfigError
-from embeddings.io.model_card import DataFacts
+from sts_lightning.datamodules.loader import ResumableDataModule, per_device_batch_size
+from sts_lightning.datamodules.scored_pair_readers import (
+    ScoredPairs,
+    check_score_scale,
+    check_sources,
+    load_scored_source,
+)
+from sts_lightning.datamodules.table_files import check_roles
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.io.model_card import DataFacts
 
 log = logging.getLogger(__name__)
 

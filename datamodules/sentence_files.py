@@ -25,13 +25,13 @@ from pathlib import Path
 
 import numpy as np
 
-from datamodules.sentence_tables import sentence_file_paths
-from datamodules.table_files import refuse_local_hub
-from embeddings.errors import ConfigError, DataError
-from embeddings.io.atomic import atomic_file, atomic_write
-from embeddings.io.cache_root import cache_dir_or_root
-from embeddings.io.input_file import require_file
-from sts.tasks import load_task
+from sts_lightning.datamodules.sentence_tables import sentence_file_paths
+from sts_lightning.datamodules.table_files import refuse_local_hub
+from sts_lightning.embeddings.errors import ConfigError, DataError
+from sts_lightning.embeddings.io.atomic import atomic_file, atomic_write
+from sts_lightning.embeddings.io.cache_root import cache_dir_or_root
+from sts_lightning.embeddings.io.input_file import require_file
+from sts_lightning.sts.tasks import load_task
 
 log = logging.getLogger(__name__)
 SHOW_LINES = 5

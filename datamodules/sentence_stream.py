@@ -20,8 +20,8 @@ from collections.abc import Iterator
 import numpy as np
 from torch.utils.data import IterableDataset, get_worker_info
 
-from datamodules.sentence_files import SentenceIndex
-from embeddings.errors import ConfigError
+from sts_lightning.datamodules.sentence_files import SentenceIndex
+from sts_lightning.embeddings.errors import ConfigError
 
 
 def items_per_shard(n_items: int, world_size: int, num_workers: int, per_device_batch: int) -> int:

@@ -16,12 +16,19 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
-from datamodules.malformed_rows import MalformedRows
-from datamodules.table_files import BUILDERS, data_files, read_table, require_columns, resolve_path, text
-from embeddings.errors import DataError
-from embeddings.io.atomic import atomic_write
-from embeddings.io.fingerprint import file_stat
-from embeddings.io.npy_cache import key_digest
+from sts_lightning.datamodules.malformed_rows import MalformedRows
+from sts_lightning.datamodules.table_files import (
+    BUILDERS,
+    data_files,
+    read_table,
+    require_columns,
+    resolve_path,
+    text,
+)
+from sts_lightning.embeddings.errors import DataError
+from sts_lightning.embeddings.io.atomic import atomic_write
+from sts_lightning.embeddings.io.fingerprint import file_stat
+from sts_lightning.embeddings.io.npy_cache import key_digest
 
 log = logging.getLogger(__name__)
 

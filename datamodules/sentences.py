@@ -18,12 +18,12 @@ from pathlib import Path
 
 from torch.utils.data import DataLoader
 
-from datamodules.loader import ResumableDataModule, ResumableLoader, per_device_batch_size
-from datamodules.sentence_files import SentenceIndex, load_spans, source_paths
-from datamodules.sentence_stream import SentenceStream, collate_sentences
-from datamodules.table_files import check_extension, check_roles
-from embeddings.errors import DataError
-from embeddings.io.cache_root import cache_dir_or_root
+from sts_lightning.datamodules.loader import ResumableDataModule, ResumableLoader, per_device_batch_size
+from sts_lightning.datamodules.sentence_files import SentenceIndex, load_spans, source_paths
+from sts_lightning.datamodules.sentence_stream import SentenceStream, collate_sentences
+from sts_lightning.datamodules.table_files import check_extension, check_roles
+from sts_lightning.embeddings.errors import DataError
+from sts_lightning.embeddings.io.cache_root import cache_dir_or_root
 
 log = logging.getLogger(__name__)
 

@@ -16,12 +16,12 @@ from collections.abc import Sequence
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from datamodules.loader import ResumableDataModule
-from datamodules.sentence_files import SentenceIndex, source_paths
-from embeddings.errors import ConfigError
-from embeddings.io.cache_root import cache_dir_or_root
-from embeddings.sources.build import build_source
-from embeddings.sources.cache import cached_source_vectors
+from sts_lightning.datamodules.loader import ResumableDataModule
+from sts_lightning.datamodules.sentence_files import SentenceIndex, source_paths
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.io.cache_root import cache_dir_or_root
+from sts_lightning.embeddings.sources.build import build_source
+from sts_lightning.embeddings.sources.cache import cached_source_vectors
 
 log = logging.getLogger(__name__)
 

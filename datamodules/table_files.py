@@ -30,9 +30,9 @@ from pathlib import Path
 
 from hydra.utils import to_absolute_path
 
-from embeddings.errors import ConfigError, DataError, unknown_choice
-from embeddings.io.input_file import require_file
-from sts.tasks import default_data_dir
+from sts_lightning.embeddings.errors import ConfigError, DataError, unknown_choice
+from sts_lightning.embeddings.io.input_file import require_file
+from sts_lightning.sts.tasks import default_data_dir
 
 log = logging.getLogger(__name__)
 

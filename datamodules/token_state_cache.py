@@ -24,13 +24,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from datamodules.cached_embeddings import model_fingerprint
-from embeddings.console import progress
-from embeddings.encoders.precision import key_entry
-from embeddings.errors import ConfigError, DataError
-from embeddings.io.atomic import atomic_files
-from embeddings.io.npy_cache import key_digest, non_finite_rows, read_sidecar, write_sidecar
-from embeddings.sources.cache import sentences_digest
+from sts_lightning.datamodules.cached_embeddings import model_fingerprint
+from sts_lightning.embeddings.console import progress
+from sts_lightning.embeddings.encoders.precision import key_entry
+from sts_lightning.embeddings.errors import ConfigError, DataError
+from sts_lightning.embeddings.io.atomic import atomic_files
+from sts_lightning.embeddings.io.npy_cache import key_digest, non_finite_rows, read_sidecar, write_sidecar
+from sts_lightning.embeddings.sources.cache import sentences_digest
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 1

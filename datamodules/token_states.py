@@ -19,10 +19,10 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from datamodules.loader import ResumableDataModule
-from datamodules.nli_readers import load_source
-from datamodules.sentence_files import SentenceIndex, source_paths
-from datamodules.token_state_cache import (
+from sts_lightning.datamodules.loader import ResumableDataModule
+from sts_lightning.datamodules.nli_readers import load_source
+from sts_lightning.datamodules.sentence_files import SentenceIndex, source_paths
+from sts_lightning.datamodules.token_state_cache import (
     DTYPES,
     build_cache,
     cache_bytes,
@@ -31,11 +31,11 @@ from datamodules.token_state_cache import (
     check_cache,
     open_cache,
 )
-from embeddings.encoders.hf import resolve_device
-from embeddings.encoders.load import load_encoder
-from embeddings.encoders.precision import resolve_precision
-from embeddings.errors import ConfigError, DataError, unknown_choice
-from embeddings.io.cache_root import cache_dir_or_root
+from sts_lightning.embeddings.encoders.hf import resolve_device
+from sts_lightning.embeddings.encoders.load import load_encoder
+from sts_lightning.embeddings.encoders.precision import resolve_precision
+from sts_lightning.embeddings.errors import ConfigError, DataError, unknown_choice
+from sts_lightning.embeddings.io.cache_root import cache_dir_or_root
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ same in the recomputation.
 
 from __future__ import annotations
 
-from embeddings.errors import ConfigError
+from sts_lightning.embeddings.errors import ConfigError
 
 
 def enable_gradient_checkpointing(model) -> None:

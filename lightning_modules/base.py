@@ -32,17 +32,22 @@ import torch
 from lightning.pytorch import LightningModule
 from torch import Tensor
 
-from embeddings.encoders.hf import HFEncoder
-from embeddings.errors import ConfigError, DivergedError, unknown_choice
-from embeddings.io.export_manifest import export_directory
-from embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
-from embeddings.io.model_card import MethodInfo, ModelCard, TrainingFacts
-from embeddings.io.st_export import write_sentence_transformers_files
-from embeddings.methods.pooling import PoolingScorer, get_pooling
-from embeddings.scoring.scorer import Scorer
-from lightning_modules.activation_checkpointing import enable_gradient_checkpointing
-from lightning_modules.grad_cache import EncoderView, cached_loss, check_mini_batch_size, chunk_view
-from lightning_modules.optimizers import adam
+from sts_lightning.embeddings.encoders.hf import HFEncoder
+from sts_lightning.embeddings.errors import ConfigError, DivergedError, unknown_choice
+from sts_lightning.embeddings.io.export_manifest import export_directory
+from sts_lightning.embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
+from sts_lightning.embeddings.io.model_card import MethodInfo, ModelCard, TrainingFacts
+from sts_lightning.embeddings.io.st_export import write_sentence_transformers_files
+from sts_lightning.embeddings.methods.pooling import PoolingScorer, get_pooling
+from sts_lightning.embeddings.scoring.scorer import Scorer
+from sts_lightning.lightning_modules.activation_checkpointing import enable_gradient_checkpointing
+from sts_lightning.lightning_modules.grad_cache import (
+    EncoderView,
+    cached_loss,
+    check_mini_batch_size,
+    chunk_view,
+)
+from sts_lightning.lightning_modules.optimizers import adam
 
 log = logging.getLogger(__name__)
 

@@ -22,10 +22,10 @@ import math
 
 from torch import Tensor
 
-from embeddings.errors import ConfigError, unknown_choice
-from embeddings.io.model_card import MethodInfo, Paper
-from lightning_modules.base import EncoderModule
-from lightning_modules.pair_score_losses import angle_loss, cosent_loss, cosine_similarity_loss
+from sts_lightning.embeddings.errors import ConfigError, unknown_choice
+from sts_lightning.embeddings.io.model_card import MethodInfo, Paper
+from sts_lightning.lightning_modules.base import EncoderModule
+from sts_lightning.lightning_modules.pair_score_losses import angle_loss, cosent_loss, cosine_similarity_loss
 
 OBJECTIVES = ("cosent", "angle", "cosine")
 PAPERS = {

@@ -22,14 +22,14 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
-from embeddings.errors import ConfigError, unknown_choice
-from embeddings.io.model_card import MethodInfo, TrainingFacts
-from embeddings.methods.meta.cross_view_ae_nets import AE_LOSSES, CrossViewAutoencoder
-from embeddings.methods.meta.projections import MetaProjection
-from embeddings.methods.meta.scorer import META_PAPER, MetaEmbeddingScorer, save_meta_embedding
-from embeddings.sources.build import build_source
-from lightning_modules.base import check_finite
-from lightning_modules.optimizers import adam
+from sts_lightning.embeddings.errors import ConfigError, unknown_choice
+from sts_lightning.embeddings.io.model_card import MethodInfo, TrainingFacts
+from sts_lightning.embeddings.methods.meta.cross_view_ae_nets import AE_LOSSES, CrossViewAutoencoder
+from sts_lightning.embeddings.methods.meta.projections import MetaProjection
+from sts_lightning.embeddings.methods.meta.scorer import META_PAPER, MetaEmbeddingScorer, save_meta_embedding
+from sts_lightning.embeddings.sources.build import build_source
+from sts_lightning.lightning_modules.base import check_finite
+from sts_lightning.lightning_modules.optimizers import adam
 
 log = logging.getLogger(__name__)
 

@@ -41,25 +41,28 @@ import torch
 from lightning.pytorch.strategies import SingleDeviceStrategy
 from torch import Tensor
 
-from embeddings.encoders.hf import HFEncoder
-from embeddings.errors import ConfigError, unknown_choice
-from embeddings.io.model_card import MethodInfo, Paper, TrainingFacts
-from embeddings.methods.pooling import PoolingScorer
-from embeddings.scoring.protocols import STSEvaluator
-from embeddings.scoring.scorer import Scorer
-from lightning_modules.activation_checkpointing import checkpoint_in_eval_mode, enable_gradient_checkpointing
-from lightning_modules.base import SCHEDULERS, EncoderModule, embed_length_buckets
-from lightning_modules.ct_options import (
+from sts_lightning.embeddings.encoders.hf import HFEncoder
+from sts_lightning.embeddings.errors import ConfigError, unknown_choice
+from sts_lightning.embeddings.io.model_card import MethodInfo, Paper, TrainingFacts
+from sts_lightning.embeddings.methods.pooling import PoolingScorer
+from sts_lightning.embeddings.scoring.protocols import STSEvaluator
+from sts_lightning.embeddings.scoring.scorer import Scorer
+from sts_lightning.lightning_modules.activation_checkpointing import (
+    checkpoint_in_eval_mode,
+    enable_gradient_checkpointing,
+)
+from sts_lightning.lightning_modules.base import SCHEDULERS, EncoderModule, embed_length_buckets
+from sts_lightning.lightning_modules.ct_options import (
     CT_TRAINABLE,
     freeze_bottom,
     length_matched_groups,
     train_only_word_embeddings,
 )
-from lightning_modules.grad_cache import EncoderView
-from lightning_modules.in_batch_losses import in_batch_tension_loss
-from lightning_modules.losses import ct_logits, ct_loss, make_ct_pairs, split_views
-from lightning_modules.optimizers import adam
-from lightning_modules.row_sparse_rmsprop import RowSparseRMSprop
+from sts_lightning.lightning_modules.grad_cache import EncoderView
+from sts_lightning.lightning_modules.in_batch_losses import in_batch_tension_loss
+from sts_lightning.lightning_modules.losses import ct_logits, ct_loss, make_ct_pairs, split_views
+from sts_lightning.lightning_modules.optimizers import adam
+from sts_lightning.lightning_modules.row_sparse_rmsprop import RowSparseRMSprop
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from embeddings.errors import ConfigError
+from sts_lightning.embeddings.errors import ConfigError
 
 
 def freeze_bottom(model: torch.nn.Module, frozen_layers: int | None) -> None:

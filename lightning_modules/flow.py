@@ -23,17 +23,17 @@ import torch
 from lightning.pytorch import LightningModule
 from torch import Tensor
 
-from embeddings.encoders.base import BaseEncoder
-from embeddings.encoders.load import encoder_hidden_size
-from embeddings.errors import ConfigError
-from embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
-from embeddings.io.model_card import ModelCard, TrainingFacts
-from embeddings.methods.flow.glow import Glow
-from embeddings.methods.flow.scorer import BERT_FLOW, FLOW_KEYS, FlowScorer, save_flow_export
-from embeddings.methods.pooling import get_pooling
-from lightning_modules.base import check_finite
-from lightning_modules.frozen_encoder import FrozenEncoderMixin
-from lightning_modules.optimizers import adam
+from sts_lightning.embeddings.encoders.base import BaseEncoder
+from sts_lightning.embeddings.encoders.load import encoder_hidden_size
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
+from sts_lightning.embeddings.io.model_card import ModelCard, TrainingFacts
+from sts_lightning.embeddings.methods.flow.glow import Glow
+from sts_lightning.embeddings.methods.flow.scorer import BERT_FLOW, FLOW_KEYS, FlowScorer, save_flow_export
+from sts_lightning.embeddings.methods.pooling import get_pooling
+from sts_lightning.lightning_modules.base import check_finite
+from sts_lightning.lightning_modules.frozen_encoder import FrozenEncoderMixin
+from sts_lightning.lightning_modules.optimizers import adam
 
 log = logging.getLogger(__name__)
 ENCODER_KEYS = ("model_name_or_path", "pooling", "max_length")

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import torch
 
-from embeddings.encoders.base import BaseEncoder
-from embeddings.encoders.load import load_encoder
-from embeddings.errors import ConfigError
-from embeddings.io.encoder_identity import encoder_identity
+from sts_lightning.embeddings.encoders.base import BaseEncoder
+from sts_lightning.embeddings.encoders.load import load_encoder
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.io.encoder_identity import encoder_identity
 
 
 class FrozenEncoderMixin:

@@ -35,7 +35,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from embeddings.errors import ConfigError
+from sts_lightning.embeddings.errors import ConfigError
 
 
 class EncoderView(NamedTuple):

@@ -23,7 +23,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import Tensor
 
-from lightning_modules.losses import in_fp32
+from sts_lightning.lightning_modules.losses import in_fp32
 
 __all__ = ["gather_with_grad", "in_batch_tension_loss", "multiple_negatives_ranking_loss", "simcse_loss"]
 

@@ -26,22 +26,22 @@ import torch
 from lightning.pytorch import LightningModule
 from torch import Tensor
 
-from embeddings.encoders.load import encoder_hidden_size
-from embeddings.errors import ConfigError
-from embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
-from embeddings.io.model_card import ModelCard, TrainingFacts
-from embeddings.methods.latte_mix.maths import (
+from sts_lightning.embeddings.encoders.load import encoder_hidden_size
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
+from sts_lightning.embeddings.io.model_card import ModelCard, TrainingFacts
+from sts_lightning.embeddings.methods.latte_mix.maths import (
     categorical_kl_uniform,
     class_usage,
     gaussian_kl_standard,
     gumbel_softmax,
     thresholded_kl,
 )
-from embeddings.methods.latte_mix.nets import LATTE_MIX, NET_KEYS, build_nets, save_token_vae
-from embeddings.methods.latte_mix.scorer import LatteMixScorer, check_combination
-from lightning_modules.base import check_finite
-from lightning_modules.frozen_encoder import FrozenEncoderMixin
-from lightning_modules.optimizers import adam
+from sts_lightning.embeddings.methods.latte_mix.nets import LATTE_MIX, NET_KEYS, build_nets, save_token_vae
+from sts_lightning.embeddings.methods.latte_mix.scorer import LatteMixScorer, check_combination
+from sts_lightning.lightning_modules.base import check_finite
+from sts_lightning.lightning_modules.frozen_encoder import FrozenEncoderMixin
+from sts_lightning.lightning_modules.optimizers import adam
 
 log = logging.getLogger(__name__)
 

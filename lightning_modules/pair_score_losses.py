@@ -30,8 +30,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from lightning_modules.in_batch_losses import gather_with_grad
-from lightning_modules.losses import in_fp32
+from sts_lightning.lightning_modules.in_batch_losses import gather_with_grad
+from sts_lightning.lightning_modules.losses import in_fp32
 
 __all__ = ["angle_loss", "cosent_loss", "cosine_similarity_loss", "pairwise_angle_sim", "ranking_loss"]
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from embeddings.errors import ConfigError
+from sts_lightning.embeddings.errors import ConfigError
 
 
 def pending_decay(alpha: float, elapsed: Tensor, dtype: torch.dtype) -> Tensor:

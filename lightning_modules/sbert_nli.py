@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from embeddings.errors import ConfigError, unknown_choice
-from embeddings.io.model_card import MethodInfo, Paper
-from lightning_modules.base import EncoderModule
-from lightning_modules.in_batch_losses import multiple_negatives_ranking_loss
-from lightning_modules.losses import sbert_nli_loss, sbert_softmax_logits_input
+from sts_lightning.embeddings.errors import ConfigError, unknown_choice
+from sts_lightning.embeddings.io.model_card import MethodInfo, Paper
+from sts_lightning.lightning_modules.base import EncoderModule
+from sts_lightning.lightning_modules.in_batch_losses import multiple_negatives_ranking_loss
+from sts_lightning.lightning_modules.losses import sbert_nli_loss, sbert_softmax_logits_input
 
 OBJECTIVES = ("softmax", "mnrl")
 BATCH_KEYS = {"softmax": "sentences1", "mnrl": "anchors"}

@@ -25,10 +25,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from embeddings.errors import ConfigError
-from embeddings.io.model_card import MethodInfo, Paper
-from embeddings.methods.pooling import get_pooling
-from lightning_modules.base import EncoderModule, embed_length_buckets
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.io.model_card import MethodInfo, Paper
+from sts_lightning.embeddings.methods.pooling import get_pooling
+from sts_lightning.lightning_modules.base import EncoderModule, embed_length_buckets
 
 EVAL_POOLING = {1: "mean", 2: "last2_avg", 3: "last3_avg"}
 

@@ -32,14 +32,14 @@ from collections.abc import Sequence
 
 from torch import Tensor, nn
 
-from embeddings.errors import ConfigError, unknown_choice
-from embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
-from embeddings.io.model_card import MethodInfo, Paper
-from embeddings.methods.simcse.scorer import MLPHeadScorer, mlp_head
-from embeddings.scoring.scorer import Scorer
-from lightning_modules.base import EncoderModule
-from lightning_modules.grad_cache import EncoderView
-from lightning_modules.in_batch_losses import simcse_loss
+from sts_lightning.embeddings.errors import ConfigError, unknown_choice
+from sts_lightning.embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
+from sts_lightning.embeddings.io.model_card import MethodInfo, Paper
+from sts_lightning.embeddings.methods.simcse.scorer import MLPHeadScorer, mlp_head
+from sts_lightning.embeddings.scoring.scorer import Scorer
+from sts_lightning.lightning_modules.base import EncoderModule
+from sts_lightning.lightning_modules.grad_cache import EncoderView
+from sts_lightning.lightning_modules.in_batch_losses import simcse_loss
 
 log = logging.getLogger(__name__)
 

@@ -28,19 +28,19 @@ from pathlib import Path
 import torch
 from lightning.pytorch import LightningModule
 
-from embeddings.encoders.load import encoder_hidden_size
-from embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
-from embeddings.io.model_card import ModelCard, TrainingFacts
-from embeddings.methods.pooling import PoolingScorer, get_pooling
-from embeddings.methods.whitening.maths import MomentSums, check_k, fit_whitening, moment_sums
-from embeddings.methods.whitening.scorer import (
+from sts_lightning.embeddings.encoders.load import encoder_hidden_size
+from sts_lightning.embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
+from sts_lightning.embeddings.io.model_card import ModelCard, TrainingFacts
+from sts_lightning.embeddings.methods.pooling import PoolingScorer, get_pooling
+from sts_lightning.embeddings.methods.whitening.maths import MomentSums, check_k, fit_whitening, moment_sums
+from sts_lightning.embeddings.methods.whitening.scorer import (
     BERT_WHITENING,
     Whitening,
     WhiteningScorer,
     save_whitening_export,
 )
-from embeddings.scoring.scorer import Scorer
-from lightning_modules.frozen_encoder import FrozenEncoderMixin
+from sts_lightning.embeddings.scoring.scorer import Scorer
+from sts_lightning.lightning_modules.frozen_encoder import FrozenEncoderMixin
 
 log = logging.getLogger(__name__)
 ENCODER_KEYS = ("model_name_or_path", "pooling", "max_length")

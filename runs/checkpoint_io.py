@@ -21,8 +21,8 @@ from typing import Any
 import torch
 from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
 
-from embeddings.io.atomic import atomic_file
-from embeddings.io.checkpoint_file import load_checkpoint
+from sts_lightning.embeddings.io.atomic import atomic_file
+from sts_lightning.embeddings.io.checkpoint_file import load_checkpoint
 
 
 def _local(path: Any) -> bool:

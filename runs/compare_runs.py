@@ -12,11 +12,11 @@ import argparse
 import math
 from pathlib import Path
 
-from embeddings.errors import DataError, run_or_exit
-from embeddings.io.atomic import atomic_write
-from runs.run_results import RunRows, read_run
-from sts.score_chart import save_chart
-from sts.task_order import ordered_tasks
+from sts_lightning.embeddings.errors import DataError, run_or_exit
+from sts_lightning.embeddings.io.atomic import atomic_write
+from sts_lightning.runs.run_results import RunRows, read_run
+from sts_lightning.sts.score_chart import save_chart
+from sts_lightning.sts.task_order import ordered_tasks
 
 Row = tuple[str, str, dict[str, float]]  # (run label, stage, {task: Spearman x100})
 

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
 
-from embeddings.errors import ConfigError
+from sts_lightning.embeddings.errors import ConfigError
 
 
 class Rule(NamedTuple):

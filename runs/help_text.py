@@ -15,10 +15,10 @@ from pathlib import Path
 import yaml
 from omegaconf import OmegaConf
 
-from embeddings.encoders.packaged import PACKAGED_MODELS
-from runs.help_names import first_sentence, scorer_entries, source_names
-from sts.hub import HUB_TASKS
-from sts.tasks import DATA_DIR_ENV, LOCAL_TASKS, MTEB_TASKS, TASK_GROUPS
+from sts_lightning.embeddings.encoders.packaged import PACKAGED_MODELS
+from sts_lightning.runs.help_names import first_sentence, scorer_entries, source_names
+from sts_lightning.sts.hub import HUB_TASKS
+from sts_lightning.sts.tasks import DATA_DIR_ENV, LOCAL_TASKS, MTEB_TASKS, TASK_GROUPS
 
 RESOLVER = "sts_help"
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"

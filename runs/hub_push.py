@@ -32,10 +32,10 @@ import huggingface_hub
 import huggingface_hub.constants
 from omegaconf import DictConfig
 
-from embeddings.errors import ConfigError, DataError, run_or_exit
-from embeddings.io.export_manifest import MANIFEST_FILE, verify_export
-from embeddings.io.input_file import require_dir
-from embeddings.io.model_card import CARD_FILE
+from sts_lightning.embeddings.errors import ConfigError, DataError, run_or_exit
+from sts_lightning.embeddings.io.export_manifest import MANIFEST_FILE, verify_export
+from sts_lightning.embeddings.io.input_file import require_dir
+from sts_lightning.embeddings.io.model_card import CARD_FILE
 
 log = logging.getLogger(__name__)
 

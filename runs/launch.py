@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from runs.pipeline_run import run_pipeline
-from runs.train_run import train
+from sts_lightning.runs.pipeline_run import run_pipeline
+from sts_lightning.runs.train_run import train
 
 
 def launch(cfg: DictConfig) -> dict[str, float]:

@@ -23,15 +23,15 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from embeddings.encoders.load import load_encoder
-from embeddings.errors import ConfigError
-from embeddings.io.atomic import atomic_write
-from embeddings.methods.meta.scorer import MeanEnsembleScorer
-from embeddings.methods.pooling import PoolingScorer
-from embeddings.sources.build import build_source
-from runs import train_run
-from sts.scoring import main_score, score_tasks
-from sts.tasks import expand_groups, load_task
+from sts_lightning.embeddings.encoders.load import load_encoder
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.io.atomic import atomic_write
+from sts_lightning.embeddings.methods.meta.scorer import MeanEnsembleScorer
+from sts_lightning.embeddings.methods.pooling import PoolingScorer
+from sts_lightning.embeddings.sources.build import build_source
+from sts_lightning.runs import train_run
+from sts_lightning.sts.scoring import main_score, score_tasks
+from sts_lightning.sts.tasks import expand_groups, load_task
 
 log = logging.getLogger(__name__)
 PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_]+)(:each)?\}")

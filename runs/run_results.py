@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from embeddings.errors import DataError
-from runs.run_labels import backbone_names, method_name, short_name
+from sts_lightning.embeddings.errors import DataError
+from sts_lightning.runs.run_labels import backbone_names, method_name, short_name
 
 # sts.scoring.MAIN_AGGREGATE, not imported: sts.scoring pulls in torch, 4 s for a table tool.
 MAIN_AGGREGATE = "all"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from embeddings.io.export_note import EXPORT, NOTE_FILE
+from sts_lightning.embeddings.io.export_note import EXPORT, NOTE_FILE
 
 
 def evaluate_command(export: Path) -> str:

@@ -21,20 +21,20 @@ from omegaconf import DictConfig, open_dict
 from omegaconf.errors import MissingMandatoryValue
 from torch.utils.data import DataLoader
 
-from callbacks.step_budget import StepBudget
-from embeddings.console import configure_console, interactive
-from embeddings.errors import ConfigError, DataError, DivergedError
-from embeddings.io.atomic import sweep_orphans
-from embeddings.io.checkpoint_file import load_checkpoint
-from embeddings.scoring.protocols import Exportable
-from runs.checkpoint_io import AtomicCheckpointIO
-from runs.config_checks import TRAIN_RULES, check_mini_batch_size, check_numbers
-from runs.hub_push import check_hub_push, push_from_config
-from runs.run_summary import run_summary
-from runs.trainer_setup import requested_devices, resolve_trainer
-from runs.training_facts import training_facts
-from runs.wandb_export import finished_at_end, log_config, log_final
-from sts.leaks import warn_leaks
+from sts_lightning.callbacks.step_budget import StepBudget
+from sts_lightning.embeddings.console import configure_console, interactive
+from sts_lightning.embeddings.errors import ConfigError, DataError, DivergedError
+from sts_lightning.embeddings.io.atomic import sweep_orphans
+from sts_lightning.embeddings.io.checkpoint_file import load_checkpoint
+from sts_lightning.embeddings.scoring.protocols import Exportable
+from sts_lightning.runs.checkpoint_io import AtomicCheckpointIO
+from sts_lightning.runs.config_checks import TRAIN_RULES, check_mini_batch_size, check_numbers
+from sts_lightning.runs.hub_push import check_hub_push, push_from_config
+from sts_lightning.runs.run_summary import run_summary
+from sts_lightning.runs.trainer_setup import requested_devices, resolve_trainer
+from sts_lightning.runs.training_facts import training_facts
+from sts_lightning.runs.wandb_export import finished_at_end, log_config, log_final
+from sts_lightning.sts.leaks import warn_leaks
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from embeddings.errors import ConfigError
+from sts_lightning.embeddings.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

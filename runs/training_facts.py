@@ -19,10 +19,10 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from callbacks.step_budget import steps_per_epoch
-from datamodules.loader import ResumableDataModule
-from embeddings.io.model_card import DataFacts, TrainingFacts
-from runs.run_results import before_after_rows
+from sts_lightning.callbacks.step_budget import steps_per_epoch
+from sts_lightning.datamodules.loader import ResumableDataModule
+from sts_lightning.embeddings.io.model_card import DataFacts, TrainingFacts
+from sts_lightning.runs.run_results import before_after_rows
 
 RUN_DIR = "<run dir>"
 LOCATION_KEYS = ("ckpt_path",)  # where a process resumed from: no part of how the model was trained

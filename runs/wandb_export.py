@@ -27,8 +27,8 @@ from pathlib import Path
 from lightning.pytorch.loggers import WandbLogger
 from omegaconf import DictConfig, OmegaConf
 
-from runs.run_labels import run_group, run_tags
-from runs.wandb_staging import snapshot
+from sts_lightning.runs.run_labels import run_group, run_tags
+from sts_lightning.runs.wandb_staging import snapshot
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from embeddings.errors import DataError, unknown_choice
-from sts.readers import STSPairs
+from sts_lightning.embeddings.errors import DataError, unknown_choice
+from sts_lightning.sts.readers import STSPairs
 
 HUB_TASKS: dict[str, tuple[str, str, float]] = {
     "stsb-train": ("sentence-transformers/stsb", "train", 5.0),

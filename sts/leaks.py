@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePath
 
-from sts.tasks import LOCAL_DEFAULT_TASKS, MTEB_TASKS, expand_groups
+from sts_lightning.sts.tasks import LOCAL_DEFAULT_TASKS, MTEB_TASKS, expand_groups
 
 log = logging.getLogger(__name__)
 

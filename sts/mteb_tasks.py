@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from sts.tasks import STSTask
+from sts_lightning.sts.tasks import STSTask
 
 SPLIT = "test"
 

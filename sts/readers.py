@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from embeddings.errors import DataError
-from embeddings.io.input_file import require_dir, require_file
+from sts_lightning.embeddings.errors import DataError
+from sts_lightning.embeddings.io.input_file import require_dir, require_file
 
 
 @dataclass

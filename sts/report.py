@@ -10,11 +10,11 @@ import json
 import math
 from pathlib import Path
 
-from embeddings.io.atomic import atomic_write
-from sts.score_chart import save_chart
-from sts.scoring import main_score
-from sts.task_order import ordered_tasks
-from sts.tasks import STANDARD_TASKS
+from sts_lightning.embeddings.io.atomic import atomic_write
+from sts_lightning.sts.score_chart import save_chart
+from sts_lightning.sts.scoring import main_score
+from sts_lightning.sts.task_order import ordered_tasks
+from sts_lightning.sts.tasks import STANDARD_TASKS
 
 
 def rows_of(results: list[dict]) -> list[tuple[str, dict[str, float]]]:

@@ -24,8 +24,8 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from embeddings.io.atomic import atomic_file
-from sts.task_order import is_average, ordered_tasks
+from sts_lightning.embeddings.io.atomic import atomic_file
+from sts_lightning.sts.task_order import is_average, ordered_tasks
 
 Row = tuple[str, str, dict[str, float]]  # (run label, stage: before / after / eval, {task: Spearman x100})
 

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
-from embeddings.scoring.scorer import Scorer, take
-from sts.geometry import tasks_geometry
-from sts.tasks import STSTask
+from sts_lightning.embeddings.scoring.scorer import Scorer, take
+from sts_lightning.sts.geometry import tasks_geometry
+from sts_lightning.sts.tasks import STSTask
 
 MAIN_AGGREGATE = "all"
 

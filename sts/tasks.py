@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from embeddings.errors import ConfigError, DataError, unknown_choice
-from sts.hub import load_hub_task
-from sts.readers import STSPairs, read_semeval_dir, read_sick, read_stsb
+from sts_lightning.embeddings.errors import ConfigError, DataError, unknown_choice
+from sts_lightning.sts.hub import load_hub_task
+from sts_lightning.sts.readers import STSPairs, read_semeval_dir, read_sick, read_stsb
 
 DATA_DIR_ENV = "STS_DATA_DIR"
 # ``../shared/data`` beside the checkout: the default when neither paths.data_dir nor $STS_DATA_DIR is set.

@@ -64,7 +64,7 @@ def other_tiny_model_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture()
 def tiny_encoder(tiny_model_dir):
-    from embeddings.encoders.hf import HFEncoder
+    from sts_lightning.embeddings.encoders.hf import HFEncoder
 
     return HFEncoder.from_pretrained(str(tiny_model_dir), max_length=32, batch_size=4)
 

@@ -26,9 +26,10 @@ LAYERS: dict[str, int] = {
     "embeddings": 0,
     "sts": 1,
     "datamodules": 2, "lightning_modules": 2, "callbacks": 2,
-    "benchmarks": 3, "train": 3, "evaluate": 3, "runs": 3,
+    "benchmarks": 3, "train": 3, "evaluate": 3, "runs": 3, "sts_lightning": 3,
 }
-TOP_LEVEL = {"benchmarks", "train", "evaluate", "runs"}
+TOP_LEVEL = {"benchmarks", "train", "evaluate", "runs", "sts_lightning"}
+IMPORT_NAME = "sts_lightning."  # the folders are installed as its sub-packages (setup.py); imports spell it
 ENTRY_POINTS = {"train.py", "evaluate.py"}  # may defer their runs.* import (fast --help)
 LIGHTNING_FREE = {"embeddings", "sts"}
 LIGHTNING = {"lightning", "pytorch_lightning"}
@@ -72,6 +73,11 @@ def _imports(tree: ast.AST, rel_path: str) -> Iterable[tuple[str, bool]]:
     yield from visit(tree, False)
 
 
+def _folder_module(module: str) -> str:
+    """The imported module named by its folder: "sts_lightning.embeddings.x" -> "embeddings.x"."""
+    return module[len(IMPORT_NAME):] if module.startswith(IMPORT_NAME) else module
+
+
 def check_source(source: str, rel_path: str) -> set[Violation]:
     """Violations in one file's source; `rel_path` (e.g. "embeddings/x.py") places it in its layer."""
     package = _package_of(rel_path)
@@ -80,7 +86,7 @@ def check_source(source: str, rel_path: str) -> set[Violation]:
     found: set[Violation] = set()
     tree = ast.parse(source, filename=rel_path)
     for module, in_function in _imports(tree, rel_path):
-        top = module.split(".", 1)[0]
+        top = _folder_module(module).split(".", 1)[0]
         if top in LIGHTNING and package in LIGHTNING_FREE:
             found.add(Violation(rel_path, module, "lightning"))
         if top not in LAYERS:
@@ -115,8 +121,9 @@ def module_cycles(files: Mapping[str, str]) -> set[Violation]:
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
-                base = next(iter(_imports(ast.Module(body=[node], type_ignores=[]), rel_path)))[0]
+                base = _folder_module(next(iter(_imports(ast.Module(body=[node], type_ignores=[]), rel_path)))[0])
                 names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            names = [_folder_module(n) for n in names]  # `import sts_lightning.x.y` names its folder module x.y
             edges |= {n for n in names if n in modules and n != module}
         graph[module] = edges
     found: set[Violation] = set()

@@ -23,32 +23,32 @@ def test_the_tree_keeps_the_layering():
 def test_finds_the_cycles_architecture_md_names():
     # The import lines as architecture.md found them (checked in memory, so this test outlives their fixes).
     tree = {
-        "embeddings/methods/flow/scorer.py": "from lightning_modules.glow import Glow\n",
+        "embeddings/methods/flow/scorer.py": "from sts_lightning.lightning_modules.glow import Glow\n",
         "embeddings/sources/sentence_source.py": ("class S:\n    def fingerprint(self):\n"
-                                          "        from datamodules.cached_embeddings import model_fingerprint\n"),
-        "lightning_modules/ct.py": "from callbacks.sts_evaluation import STSEvaluationCallback\n",
-        "runs/train_run.py": "def f():\n    from runs.pipeline_run import run\n",
+                                          "        from sts_lightning.datamodules.cached_embeddings import model_fingerprint\n"),
+        "lightning_modules/ct.py": "from sts_lightning.callbacks.sts_evaluation import STSEvaluationCallback\n",
+        "runs/train_run.py": "def f():\n    from sts_lightning.runs.pipeline_run import run\n",
     }
     assert check_tree(tree) == {
-        Violation("embeddings/methods/flow/scorer.py", "lightning_modules.glow", "upward"),
-        Violation("embeddings/sources/sentence_source.py", "datamodules.cached_embeddings", "upward"),
-        Violation("embeddings/sources/sentence_source.py", "datamodules.cached_embeddings", "in-function"),
-        Violation("lightning_modules/ct.py", "callbacks.sts_evaluation", "sideways"),
-        Violation("runs/train_run.py", "runs.pipeline_run", "in-function"),
+        Violation("embeddings/methods/flow/scorer.py", "sts_lightning.lightning_modules.glow", "upward"),
+        Violation("embeddings/sources/sentence_source.py", "sts_lightning.datamodules.cached_embeddings", "upward"),
+        Violation("embeddings/sources/sentence_source.py", "sts_lightning.datamodules.cached_embeddings", "in-function"),
+        Violation("lightning_modules/ct.py", "sts_lightning.callbacks.sts_evaluation", "sideways"),
+        Violation("runs/train_run.py", "sts_lightning.runs.pipeline_run", "in-function"),
     }
 
 
 def test_planted_upward_imports_are_reported():
     tree = {
-        "embeddings/x.py": "from lightning_modules.base import EncoderModule\n",
+        "embeddings/x.py": "from sts_lightning.lightning_modules.base import EncoderModule\n",
         "lightning_modules/y.py": "import callbacks.z\n",
         "sts/z.py": "def f():\n    import datamodules.nli\n",
         "embeddings/ok.py": "import numpy\nfrom embeddings.methods.pooling import get_pooling\n",
-        "datamodules/ok.py": "from sts.tasks import x\nfrom embeddings.io import atomic\n",
-        "train.py": "from lightning_modules.base import EncoderModule\nfrom callbacks import z\n",
+        "datamodules/ok.py": "from sts_lightning.sts.tasks import x\nfrom embeddings.io import atomic\n",
+        "train.py": "from sts_lightning.lightning_modules.base import EncoderModule\nfrom callbacks import z\n",
     }
     assert check_tree(tree) == {
-        Violation("embeddings/x.py", "lightning_modules.base", "upward"),
+        Violation("embeddings/x.py", "sts_lightning.lightning_modules.base", "upward"),
         Violation("lightning_modules/y.py", "callbacks.z", "sideways"),
         Violation("sts/z.py", "datamodules.nli", "upward"),
         Violation("sts/z.py", "datamodules.nli", "in-function"),
@@ -75,8 +75,8 @@ def test_heavy_third_party_inside_functions_is_fine_and_relative_imports_resolve
 
 def test_sts_callback_offers_the_api_ct_finds_it_by():
     # CT no longer imports callbacks/: it finds the STS callback by this protocol (issue 17 layering).
-    from callbacks.sts_evaluation import STSEvaluationCallback
-    from embeddings.scoring.protocols import STSEvaluator
+    from sts_lightning.callbacks.sts_evaluation import STSEvaluationCallback
+    from sts_lightning.embeddings.scoring.protocols import STSEvaluator
 
     assert isinstance(STSEvaluationCallback(tasks=["stsb-dev"]), STSEvaluator)
 
@@ -84,15 +84,15 @@ def test_sts_callback_offers_the_api_ct_finds_it_by():
 def test_module_cycles_and_deferred_entry_point_imports():
     tree = {
         "embeddings/__init__.py": "",
-        "embeddings/a.py": "from embeddings.b import x\n",
+        "embeddings/a.py": "from sts_lightning.embeddings.b import x\n",
         "embeddings/b.py": "from embeddings import a\n",
         "runs/p.py": "from runs import t\n",
         "runs/t.py": "import runs.p\n",
-        "train.py": "def main():\n    from runs.launch import launch\n",
-        "evaluate.py": "def main():\n    from embeddings.encoders.load import load_encoder\n",
+        "train.py": "def main():\n    from sts_lightning.runs.launch import launch\n",
+        "evaluate.py": "def main():\n    from sts_lightning.embeddings.encoders.load import load_encoder\n",
     }
     assert check_tree(tree) == {
         Violation("embeddings/a.py", "embeddings.a -> embeddings.b -> embeddings.a", "cycle"),
         Violation("runs/p.py", "runs.p -> runs.t -> runs.p", "cycle"),
-        Violation("evaluate.py", "embeddings.encoders.load", "in-function"),  # only the runs.* import is exempt
+        Violation("evaluate.py", "sts_lightning.embeddings.encoders.load", "in-function"),  # only the runs.* import is exempt
     }

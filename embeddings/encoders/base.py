@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
-from embeddings.console import progress
-from embeddings.encoders.token_batch import TokenBatch
-from embeddings.errors import DataError
+from sts_lightning.embeddings.console import progress
+from sts_lightning.embeddings.encoders.token_batch import TokenBatch
+from sts_lightning.embeddings.errors import DataError
 
 Pooled = torch.Tensor | dict[str, torch.Tensor]
 PoolFn = Callable[[TokenBatch], Pooled]

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from embeddings.encoders.hf import HFEncoder
-from embeddings.errors import ConfigError
-from embeddings.io.checkpoint_file import load_checkpoint
+from sts_lightning.embeddings.encoders.hf import HFEncoder
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.io.checkpoint_file import load_checkpoint
 
 # Contrastive Tension keeps two copies; ``selected_copy`` (1 or 2) says which one the run kept.
 PREFIXES = {1: "encoder_model.", 2: "encoder2_model."}

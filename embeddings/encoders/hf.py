@@ -9,12 +9,12 @@ from pathlib import Path
 
 import torch
 
-from embeddings.encoders.base import BaseEncoder, pad_ids
-from embeddings.encoders.packaged import resolve_model_path
-from embeddings.encoders.precision import dtype_of, resolve_precision
-from embeddings.encoders.token_batch import TokenBatch
-from embeddings.errors import ConfigError, DataError
-from embeddings.io.export_manifest import verify_export
+from sts_lightning.embeddings.encoders.base import BaseEncoder, pad_ids
+from sts_lightning.embeddings.encoders.packaged import resolve_model_path
+from sts_lightning.embeddings.encoders.precision import dtype_of, resolve_precision
+from sts_lightning.embeddings.encoders.token_batch import TokenBatch
+from sts_lightning.embeddings.errors import ConfigError, DataError
+from sts_lightning.embeddings.io.export_manifest import verify_export
 
 DEFAULT_MAX_LENGTH = 256
 

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 
 import torch
 
-from embeddings.encoders.base import BaseEncoder
-from embeddings.encoders.token_batch import TokenBatch
-from embeddings.errors import ConfigError
+from sts_lightning.embeddings.encoders.base import BaseEncoder
+from sts_lightning.embeddings.encoders.token_batch import TokenBatch
+from sts_lightning.embeddings.errors import ConfigError
 
 
 class LayerMemoEncoder(BaseEncoder):

@@ -9,12 +9,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from embeddings.encoders.base import BaseEncoder
-from embeddings.encoders.checkpoint import encoder_from_checkpoint
-from embeddings.encoders.hf import HFEncoder
-from embeddings.encoders.packaged import is_packaged, packaged_model, packaged_names, resolve_model_path
-from embeddings.encoders.static import StaticWordEncoder
-from embeddings.errors import ConfigError, DataError
+from sts_lightning.embeddings.encoders.base import BaseEncoder
+from sts_lightning.embeddings.encoders.checkpoint import encoder_from_checkpoint
+from sts_lightning.embeddings.encoders.hf import HFEncoder
+from sts_lightning.embeddings.encoders.packaged import (
+    is_packaged,
+    packaged_model,
+    packaged_names,
+    resolve_model_path,
+)
+from sts_lightning.embeddings.encoders.static import StaticWordEncoder
+from sts_lightning.embeddings.errors import ConfigError, DataError
 
 
 def load_encoder(name: str, max_length: int | None = None, batch_size: int = 64,

@@ -12,8 +12,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from embeddings.errors import ConfigError
-from embeddings.io.st_export import write_sentence_transformers_files
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.io.st_export import write_sentence_transformers_files
 
 _KEY = re.compile(r"(?:^|\.)((?:embeddings|encoder|pooler)\.[\w.]+)$")
 

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path, PurePosixPath
 
-from embeddings.encoders.onnx_bert import convert_onnx_bert
-from embeddings.encoders.random_bert import make_random_bert
-from embeddings.errors import ConfigError
-from embeddings.io.atomic import atomic_directory
-from embeddings.io.cache_root import models_cache_dir
+from sts_lightning.embeddings.encoders.onnx_bert import convert_onnx_bert
+from sts_lightning.embeddings.encoders.random_bert import make_random_bert
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.io.atomic import atomic_directory
+from sts_lightning.embeddings.io.cache_root import models_cache_dir
 
 # The one place that names pip packages and versions (the Makefile and docs follow this dict).
 PIP_PACKAGES: dict[str, str] = {

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from embeddings.errors import ConfigError
+from sts_lightning.embeddings.errors import ConfigError
 
 PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 CPU_BF16_FLAGS = ("avx512_bf16", "amx_bf16")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from embeddings.io.st_export import write_sentence_bert_config
+from sts_lightning.embeddings.io.st_export import write_sentence_bert_config
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
 

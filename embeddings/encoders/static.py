@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from embeddings.encoders.base import BaseEncoder, pad_ids
-from embeddings.encoders.hf import resolve_device
-from embeddings.encoders.packaged import PACKAGED_MODELS, package_file
-from embeddings.encoders.token_batch import TokenBatch
-from embeddings.errors import ConfigError
+from sts_lightning.embeddings.encoders.base import BaseEncoder, pad_ids
+from sts_lightning.embeddings.encoders.hf import resolve_device
+from sts_lightning.embeddings.encoders.packaged import PACKAGED_MODELS, package_file
+from sts_lightning.embeddings.encoders.token_batch import TokenBatch
+from sts_lightning.embeddings.errors import ConfigError
 
 # GloVe 6B was trained on lower-cased, Stanford-tokenised text: clitics split off ("do" "n't",
 # "it" "'s"), abbreviations and hyphenated words kept whole, every other symbol its own token.

@@ -15,8 +15,8 @@ from typing import Any
 
 import torch
 
-from embeddings.errors import DataError
-from embeddings.io.input_file import require_file
+from sts_lightning.embeddings.errors import DataError
+from sts_lightning.embeddings.io.input_file import require_file
 
 
 def load_checkpoint(path: str | os.PathLike, mmap: bool = True) -> dict[str, Any]:

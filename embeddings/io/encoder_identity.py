@@ -26,7 +26,7 @@ from collections.abc import Mapping
 
 import torch
 
-from embeddings.errors import ConfigError
+from sts_lightning.embeddings.errors import ConfigError
 
 DIGEST_KEY = "weights_bf16_sha256"
 ALLOW_OPTION = "allow_other_encoder"  # the scorer option that lets a user score on another encoder anyway

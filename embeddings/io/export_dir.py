@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from embeddings.errors import ConfigError, DataError
-from embeddings.io.export_manifest import export_directory, verify_export
-from embeddings.io.model_card import ExportNotes
+from sts_lightning.embeddings.errors import ConfigError, DataError
+from sts_lightning.embeddings.io.export_manifest import export_directory, verify_export
+from sts_lightning.embeddings.io.model_card import ExportNotes
 
 
 @dataclass(frozen=True)

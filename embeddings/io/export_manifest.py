@@ -21,8 +21,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from embeddings.errors import DataError
-from embeddings.io.atomic import atomic_directory
+from sts_lightning.embeddings.errors import DataError
+from sts_lightning.embeddings.io.atomic import atomic_directory
 
 MANIFEST_FILE = "export_manifest.json"
 MANIFEST_FORMAT = "sts-lightning-export-manifest"

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from embeddings.io.atomic import atomic_write
+from sts_lightning.embeddings.io.atomic import atomic_write
 
 NOTE_FILE = "LOADING.md"
 EXPORT = "<export>"  # stands for this directory in the commands of the note

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from embeddings.encoders.packaged import resolve_model_path
-from embeddings.errors import ConfigError
+from sts_lightning.embeddings.encoders.packaged import resolve_model_path
+from sts_lightning.embeddings.errors import ConfigError
 
 
 def file_stat(path: Path) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from embeddings.errors import DataError
+from sts_lightning.embeddings.errors import DataError
 
 
 def require_file(path: str | os.PathLike, what: str = "file") -> Path:

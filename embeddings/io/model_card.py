@@ -26,9 +26,9 @@ from pathlib import Path
 
 import yaml
 
-from embeddings.encoders.packaged import hub_id
-from embeddings.io.atomic import atomic_write
-from embeddings.io.export_note import EXPORT, LoadingNote, loading_body
+from sts_lightning.embeddings.encoders.packaged import hub_id
+from sts_lightning.embeddings.io.atomic import atomic_write
+from sts_lightning.embeddings.io.export_note import EXPORT, LoadingNote, loading_body
 
 CARD_FILE = "README.md"
 WALL_TIME = "- wall time:"  # the one line of a card that differs between an interrupted+resumed run and an uninterrupted one

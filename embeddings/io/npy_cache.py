@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from embeddings.errors import DataError
-from embeddings.io.atomic import atomic_files
+from sts_lightning.embeddings.errors import DataError
+from sts_lightning.embeddings.io.atomic import atomic_files
 
 log = logging.getLogger(__name__)
 

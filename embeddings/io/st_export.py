@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from embeddings.methods.pooling_layers import LAYER_POOLINGS
+from sts_lightning.embeddings.methods.pooling_layers import LAYER_POOLINGS
 
 ST_POOLING_MODES = {"cls": "cls", "mean": "mean", "max": "max"}
 

@@ -15,11 +15,11 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from embeddings.encoders.base import BaseEncoder
-from embeddings.encoders.token_batch import TokenBatch
-from embeddings.errors import UnsupportedError, unknown_choice
-from embeddings.methods.pooling_layers import LAYER_POOLINGS
-from embeddings.scoring.scorer import Representation, VectorScorer
+from sts_lightning.embeddings.encoders.base import BaseEncoder
+from sts_lightning.embeddings.encoders.token_batch import TokenBatch
+from sts_lightning.embeddings.errors import UnsupportedError, unknown_choice
+from sts_lightning.embeddings.methods.pooling_layers import LAYER_POOLINGS
+from sts_lightning.embeddings.scoring.scorer import Representation, VectorScorer
 
 
 def masked_mean(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -62,7 +62,7 @@ POOLINGS: dict[str, Callable[[TokenBatch], torch.Tensor]] = {
 }
 
 # Every pooling is a registry scorer of its own name (the registry passes the name as ``pooling``).
-SCORERS = {name: "embeddings.methods.pooling:PoolingScorer" for name in POOLINGS}
+SCORERS = {name: "sts_lightning.embeddings.methods.pooling:PoolingScorer" for name in POOLINGS}
 
 
 def get_pooling(name: str) -> Callable[[TokenBatch], torch.Tensor]:

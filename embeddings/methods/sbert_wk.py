@@ -61,10 +61,10 @@ from collections.abc import Sequence
 
 import torch
 
-from embeddings.encoders.base import BaseEncoder
-from embeddings.encoders.token_batch import TokenBatch
-from embeddings.errors import ConfigError, DataError, UnsupportedError, unknown_choice
-from embeddings.scoring.scorer import Representation, VectorScorer
+from sts_lightning.embeddings.encoders.base import BaseEncoder
+from sts_lightning.embeddings.encoders.token_batch import TokenBatch
+from sts_lightning.embeddings.errors import ConfigError, DataError, UnsupportedError, unknown_choice
+from sts_lightning.embeddings.scoring.scorer import Representation, VectorScorer
 
 VARIANTS = ("code", "paper")
 MIN_FUSED_LAYERS = 3  # the word-importance variance needs >= 2 adjacent-layer cosines
@@ -237,4 +237,4 @@ class SBERTWKScorer(VectorScorer):
         return {"embedding": emb}  # type: ignore[dict-item]
 
 
-SCORERS = {"sbert_wk": "embeddings.methods.sbert_wk:SBERTWKScorer"}
+SCORERS = {"sbert_wk": "sts_lightning.embeddings.methods.sbert_wk:SBERTWKScorer"}

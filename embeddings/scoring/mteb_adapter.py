@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from embeddings.errors import ConfigError
-from embeddings.scoring.scorer import Representation, Scorer, VectorScorer, take
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.scoring.scorer import Representation, Scorer, VectorScorer, take
 
 MTEB_PIN = "mteb==2.26.24"
 

@@ -27,10 +27,10 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
-from embeddings.encoders.base import BaseEncoder
-from embeddings.encoders.token_batch import TokenBatch
-from embeddings.io.model_card import TrainingFacts
-from embeddings.scoring.scorer import Scorer
+from sts_lightning.embeddings.encoders.base import BaseEncoder
+from sts_lightning.embeddings.encoders.token_batch import TokenBatch
+from sts_lightning.embeddings.io.model_card import TrainingFacts
+from sts_lightning.embeddings.scoring.scorer import Scorer
 
 
 @runtime_checkable

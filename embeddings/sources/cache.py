@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from embeddings.io.npy_cache import key_digest, load_npy_cache, save_npy_cache
-from embeddings.sources.sentence_source import SentenceSource
+from sts_lightning.embeddings.io.npy_cache import key_digest, load_npy_cache, save_npy_cache
+from sts_lightning.embeddings.sources.sentence_source import SentenceSource
 
 CACHE_VERSION = 1
 

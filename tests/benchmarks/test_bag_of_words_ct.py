@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from benchmarks.bag_of_words_ct import WordpieceBag, main, train_variant
-from sts.tasks import load_task
+from sts_lightning.sts.tasks import load_task
 
 TOPICS = ("man plays guitar piano sings song", "dog cat runs park street ball", "woman cooks kitchen onion tomato food")
 

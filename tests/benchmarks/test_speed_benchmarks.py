@@ -16,7 +16,7 @@ def _run(module, argv, monkeypatch, capsys) -> list[str]:
 
 def test_encode_speed_prints_the_bf16_ratio_and_spearman(monkeypatch, capsys, tiny_model_dir, tiny_data_dir):
     from benchmarks import encode_speed
-    from embeddings.encoders import precision
+    from sts_lightning.embeddings.encoders import precision
 
     monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: True)
     lines = _run(encode_speed, ["--model", str(tiny_model_dir), "--data-dir", str(tiny_data_dir), "--precision",

@@ -7,7 +7,7 @@ import csv
 import pytest
 from omegaconf import open_dict
 
-from embeddings.errors import run_or_exit
+from sts_lightning.embeddings.errors import run_or_exit
 from tests.runs.test_train import _cfg
 
 BASE = ["model=sbert_nli", "callbacks.sts_evaluation.tasks=[stsb-dev]"]
@@ -15,7 +15,7 @@ BASE = ["model=sbert_nli", "callbacks.sts_evaluation.tasks=[stsb-dev]"]
 
 def _fit(run, model_dir, data_dir, overrides) -> tuple[dict[str, float], list[int]]:
     """Train sbert_nli on the tiny data; the returned metrics and the csv steps that hold an STS score."""
-    from runs.train_run import train
+    from sts_lightning.runs.train_run import train
 
     metrics = train(_cfg(run, model_dir, data_dir, [*BASE, *overrides, "export=false"]))
     with open(run / "csv" / "metrics.csv") as f:
@@ -41,7 +41,7 @@ def test_without_a_validation_loop_the_final_weights_are_still_scored(tmp_path, 
 
 
 def test_missing_mandatory_value_is_one_line(tmp_path, tiny_model_dir, train_data_dir, capsys):  # noqa: F811
-    from runs.train_run import train
+    from sts_lightning.runs.train_run import train
 
     cfg = _cfg(tmp_path, tiny_model_dir, train_data_dir, ["model=sed", f"data.cache_dir={tmp_path}"])
     with open_dict(cfg):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from callbacks.step_budget import stop_reason, unreachable_steps_note
+from sts_lightning.callbacks.step_budget import stop_reason, unreachable_steps_note
 from tests.runs.test_train import _cfg
 
 
@@ -32,7 +32,7 @@ def test_stop_reason_names_the_budget_that_ended_the_run():
 
 def test_training_run_warns_and_its_summary_says_max_epochs_stopped_it(tmp_path, tiny_model_dir, train_data_dir,
                                                                        caplog):
-    from runs.train_run import train
+    from sts_lightning.runs.train_run import train
 
     cfg = _cfg(tmp_path, tiny_model_dir, train_data_dir,
                ["+trainer.limit_train_batches=2", "trainer.max_steps=5", "trainer.max_epochs=1",

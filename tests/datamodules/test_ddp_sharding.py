@@ -20,7 +20,7 @@ import lightning as L
 import pytest
 import torch
 
-from datamodules.sentences import SentenceDataModule
+from sts_lightning.datamodules.sentences import SentenceDataModule
 from tests.paths import ROOT
 
 # As in tests/callbacks/test_sts_evaluation.py (not imported: the DDP script would then load transformers too).

@@ -20,9 +20,9 @@ from lightning.pytorch import Callback, LightningModule, Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
 from omegaconf import OmegaConf
 
-from datamodules.loader import ResumableDataModule
-from datamodules.source_views import SourceViewsDataModule
-from datamodules.token_states import TokenStateDataModule
+from sts_lightning.datamodules.loader import ResumableDataModule
+from sts_lightning.datamodules.source_views import SourceViewsDataModule
+from sts_lightning.datamodules.token_states import TokenStateDataModule
 from tests.paths import CONFIG_DIR
 
 DATA_CONFIGS = sorted((CONFIG_DIR / "data").glob("*.yaml"))

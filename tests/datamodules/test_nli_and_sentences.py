@@ -15,15 +15,15 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from datamodules.cached_embeddings import CachedEmbeddingDataModule
-from datamodules.loader import ResumableDataModule, per_device_batch_size
-from datamodules.nli import NLIDataModule, collate_nli
-from datamodules.nli_readers import load_source, read_hub_nli
-from datamodules.sentence_files import SentenceIndex
-from datamodules.sentence_stream import SentenceStream, collate_sentences, shard_indices
-from datamodules.sentences import SentenceDataModule
-from embeddings.errors import ConfigError, DataError
-from embeddings.io.npy_cache import save_npy_cache
+from sts_lightning.datamodules.cached_embeddings import CachedEmbeddingDataModule
+from sts_lightning.datamodules.loader import ResumableDataModule, per_device_batch_size
+from sts_lightning.datamodules.nli import NLIDataModule, collate_nli
+from sts_lightning.datamodules.nli_readers import load_source, read_hub_nli
+from sts_lightning.datamodules.sentence_files import SentenceIndex
+from sts_lightning.datamodules.sentence_stream import SentenceStream, collate_sentences, shard_indices
+from sts_lightning.datamodules.sentences import SentenceDataModule
+from sts_lightning.embeddings.errors import ConfigError, DataError
+from sts_lightning.embeddings.io.npy_cache import save_npy_cache
 
 PAIRS = [("a man plays a guitar .", "a man plays music .", "entailment"),
          ("a dog runs in the park .", "a cat sleeps .", "contradiction"),
@@ -267,8 +267,8 @@ def test_hub_sentences_streamed_once_into_a_text_file(monkeypatch, tmp_path):
 
 def test_sts_source_is_the_distinct_task_sentences(tiny_data_dir, tmp_path):
     """``sts:<task>`` (BERT-flow's target-domain sentences): every sentence of the task once, no scores."""
-    from datamodules.sentence_files import source_paths
-    from sts.tasks import load_task
+    from sts_lightning.datamodules.sentence_files import source_paths
+    from sts_lightning.sts.tasks import load_task
 
     (path,) = source_paths(["sts:stsb-dev+sick-trial"], str(tiny_data_dir), tmp_path, None)
     lines = path.read_text().splitlines()

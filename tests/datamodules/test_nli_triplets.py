@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from datamodules.nli import NLIDataModule
-from datamodules.nli_readers import NLIPairs
-from datamodules.nli_triplets import build_triplets
-from embeddings.errors import ConfigError, DataError
+from sts_lightning.datamodules.nli import NLIDataModule
+from sts_lightning.datamodules.nli_readers import NLIPairs
+from sts_lightning.datamodules.nli_triplets import build_triplets
+from sts_lightning.embeddings.errors import ConfigError, DataError
 from tests.datamodules.test_nli_and_sentences import write_senteval
 
 ROWS = [("p1", "e1a", 0), ("p1", "n1", 1), ("p1", "c1", 2), ("p1", "e1b", 0),
@@ -43,7 +43,7 @@ def test_datamodule_serves_triplet_batches(tmp_path):
 
 
 def test_mnrl_objective_trains_on_triplets_and_names_the_wrong_format(tiny_model_dir):
-    from lightning_modules.sbert_nli import SBERTNLIModule
+    from sts_lightning.lightning_modules.sbert_nli import SBERTNLIModule
 
     module = SBERTNLIModule(str(tiny_model_dir), max_length=16, objective="mnrl")
     module.log = lambda *args, **kwargs: None  # no trainer attached

@@ -11,9 +11,9 @@ import pytest
 import torch
 from lightning.fabric.utilities.distributed import DistributedSamplerWrapper
 
-from datamodules.scored_pair_readers import load_scored_source
-from datamodules.scored_pairs import ScoredPairsDataModule, collate_scored_pairs
-from embeddings.errors import ConfigError, DataError
+from sts_lightning.datamodules.scored_pair_readers import load_scored_source
+from sts_lightning.datamodules.scored_pairs import ScoredPairsDataModule, collate_scored_pairs
+from sts_lightning.embeddings.errors import ConfigError, DataError
 
 PAIRS = [(f"sentence {i} one .", f"sentence {i} two .") for i in range(20)]
 

@@ -10,15 +10,15 @@ import logging
 import pandas as pd
 import pytest
 
-from datamodules.nli import NLIDataModule
-from datamodules.nli_readers import load_source
-from datamodules.nli_triplets import NLITriplets, load_triplet_source
-from datamodules.scored_pair_readers import load_scored_source
-from datamodules.scored_pairs import ScoredPairsDataModule
-from datamodules.sentence_files import source_paths
-from datamodules.sentences import SentenceDataModule
-from datamodules.table_files import resolve_path
-from embeddings.errors import ConfigError, DataError
+from sts_lightning.datamodules.nli import NLIDataModule
+from sts_lightning.datamodules.nli_readers import load_source
+from sts_lightning.datamodules.nli_triplets import NLITriplets, load_triplet_source
+from sts_lightning.datamodules.scored_pair_readers import load_scored_source
+from sts_lightning.datamodules.scored_pairs import ScoredPairsDataModule
+from sts_lightning.datamodules.sentence_files import source_paths
+from sts_lightning.datamodules.sentences import SentenceDataModule
+from sts_lightning.datamodules.table_files import resolve_path
+from sts_lightning.embeddings.errors import ConfigError, DataError
 
 PAIRS = [("A man plays a guitar .", "A man plays music .", "entailment"),
          ("A dog runs in the park .", "A cat sleeps .", "contradiction"),
@@ -186,7 +186,7 @@ def test_missing_file_unsupported_type_unknown_role_and_local_hub_are_one_line(t
 def test_relative_path_defaults_to_shared_data_beside_the_checkout(monkeypatch, tmp_path):
     """No paths.data_dir, no $STS_DATA_DIR: the configs' ``wiki/...`` names resolve under ../shared/data."""
     monkeypatch.delenv("STS_DATA_DIR", raising=False)
-    monkeypatch.setattr("sts.tasks.CHECKOUT_DATA_DIR", tmp_path)
+    monkeypatch.setattr("sts_lightning.sts.tasks.CHECKOUT_DATA_DIR", tmp_path)
     (tmp_path / "wiki").mkdir()
     (tmp_path / "wiki" / "s.txt").write_text("a sentence\n")
     assert resolve_path("wiki/s.txt", None) == tmp_path / "wiki" / "s.txt"

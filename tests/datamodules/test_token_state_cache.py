@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 import torch
 
-import embeddings.encoders.load as load_module
-from datamodules.nli_readers import load_source
-from datamodules.token_state_cache import _files, build_cache, cache_key
-from datamodules.token_states import TokenStateDataModule
-from embeddings.encoders.static import StaticWordEncoder, words
-from embeddings.errors import ConfigError, DataError
+import sts_lightning.embeddings.encoders.load as load_module
+from sts_lightning.datamodules.nli_readers import load_source
+from sts_lightning.datamodules.token_state_cache import _files, build_cache, cache_key
+from sts_lightning.datamodules.token_states import TokenStateDataModule
+from sts_lightning.embeddings.encoders.static import StaticWordEncoder, words
+from sts_lightning.embeddings.errors import ConfigError, DataError
 from tests.conftest import WORDS
 
 GLOVE_VOCAB = [w for w in WORDS if w != "guitar"] + ["."]  # "guitar" stays out of vocabulary
@@ -51,7 +51,7 @@ def tiny_glove(monkeypatch):
         return encoder if name == "glove" else real(name, **kwargs)
 
     monkeypatch.setattr(load_module, "load_encoder", load)
-    monkeypatch.setattr("datamodules.token_states.load_encoder", load)  # imported there at module level
+    monkeypatch.setattr("sts_lightning.datamodules.token_states.load_encoder", load)  # imported there at module level
     return encoder, vectors
 
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from datamodules.token_state_cache import _files
-from datamodules.token_states import TokenStateDataModule
-from embeddings.errors import ConfigError
+from sts_lightning.datamodules.token_state_cache import _files
+from sts_lightning.datamodules.token_states import TokenStateDataModule
+from sts_lightning.embeddings.errors import ConfigError
 from tests.tolerance import TINY_BERT
 
 
@@ -46,7 +46,7 @@ def test_cache_is_reused_and_bad_caches_are_rebuilt(tiny_model_dir, train_data_d
     first.setup("fit")
     reference = first.dataset[3].clone()
 
-    import embeddings.encoders.load as load_module
+    import sts_lightning.embeddings.encoders.load as load_module
 
     def refuse(*args, **kwargs):
         raise AssertionError("re-encoded although a valid cache exists")

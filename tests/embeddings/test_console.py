@@ -7,7 +7,7 @@ import logging
 
 import lightning.pytorch  # noqa: F401  (adds Lightning's own console handlers, as in a real run)
 
-from embeddings.console import _logged, configure_console, progress, progress_line
+from sts_lightning.embeddings.console import _logged, configure_console, progress, progress_line
 
 
 def test_lightning_lines_once_and_no_adverts():
@@ -31,7 +31,7 @@ def test_lightning_lines_once_and_no_adverts():
 
 
 def test_progress_lines_off_a_terminal(caplog):
-    with caplog.at_level(logging.INFO, logger="embeddings.console"):
+    with caplog.at_level(logging.INFO, logger="sts_lightning.embeddings.console"):
         assert list(_logged(range(3), "encode", 3, "batch", every_s=1e-9)) == [0, 1, 2]
     assert "encode: 3/3 batch (100%)" in caplog.text
     assert list(progress(range(4), "x", disable=True)) == [0, 1, 2, 3]  # pytest's capture is no terminal
@@ -40,11 +40,11 @@ def test_progress_lines_off_a_terminal(caplog):
 def test_a_phase_says_it_started_before_its_first_item(caplog):
     """A loop shorter than ``every_s`` was silent: its first line came only after 30 s."""
     seen = []
-    with caplog.at_level(logging.INFO, logger="embeddings.console"):
+    with caplog.at_level(logging.INFO, logger="sts_lightning.embeddings.console"):
         for item in _logged(iter(range(2)), "caching", None, "batch", every_s=60):
             seen.append((item, caplog.text))
     assert "caching: started" in seen[0][1]
-    with caplog.at_level(logging.INFO, logger="embeddings.console"):
+    with caplog.at_level(logging.INFO, logger="sts_lightning.embeddings.console"):
         next(_logged(range(5), "encode", 5, "batch", every_s=60))
     assert "encode: 5 batch to go" in caplog.text
 

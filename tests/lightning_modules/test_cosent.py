@@ -8,9 +8,9 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
-from embeddings.errors import ConfigError
-from lightning_modules.cosent import OBJECTIVES, CoSENTModule
-from lightning_modules.pair_score_losses import angle_loss, cosent_loss, cosine_similarity_loss
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.lightning_modules.cosent import OBJECTIVES, CoSENTModule
+from sts_lightning.lightning_modules.pair_score_losses import angle_loss, cosent_loss, cosine_similarity_loss
 from tests.paths import CONFIG_DIR
 
 BATCH = {"sentences1": ["a man plays a guitar .", "a dog runs in the park .", "a child reads a book .",
@@ -33,7 +33,7 @@ def test_bad_options_fail_before_the_model_loads(options, match):
                                               ("model.objective=mnrl", "unknown model.objective 'mnrl'"),
                                               ("data.sources=[stsb:train,snli:dev]", "snli:dev")])
 def test_train_refuses_bad_values_in_one_line(override, match, tmp_path):
-    from runs.train_run import train
+    from sts_lightning.runs.train_run import train
     from tests.runs.test_train import _cfg
 
     cfg = _cfg(tmp_path / "run", tmp_path / "no_model", tmp_path / "no_data", ["model=cosent", override])

@@ -13,7 +13,7 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
 
-from embeddings.errors import ConfigError
+from sts_lightning.embeddings.errors import ConfigError
 from tests.conftest import WORDS
 from tests.paths import CONFIG_DIR
 
@@ -45,8 +45,8 @@ def _cfg(out: Path, model_dir: Path, data_dir: Path, overrides=()):
 @pytest.fixture(scope="module")
 def ct_run(tmp_path_factory, tiny_model_dir, ct_data_dir):
     """Train 2 steps, recording every pair batch and the dropout modes seen while training."""
-    import lightning_modules.ct as ct
-    from runs.train_run import train
+    import sts_lightning.lightning_modules.ct as ct
+    from sts_lightning.runs.train_run import train
 
     batches, modes, models = [], [], []
     real_pairs, real_step = ct.make_ct_pairs, ct.ContrastiveTensionModule.training_step
@@ -114,7 +114,7 @@ def test_one_process_updates_only_the_word_embedding_rows_of_the_batches_tokens(
     """Row-sparse gradients + ``RowSparseRMSprop`` in a real fit; the checkpoint holds a plain RMSprop state."""
     from transformers import AutoModel
 
-    from lightning_modules.row_sparse_rmsprop import RowSparseRMSprop
+    from sts_lightning.lightning_modules.row_sparse_rmsprop import RowSparseRMSprop
 
     model = ct_run["model"]
     assert isinstance(model.trainer.optimizers[0], RowSparseRMSprop)
@@ -154,7 +154,7 @@ def test_better_copy_is_selected_and_exported(ct_run):
 def test_export_of_model2(tmp_path, tiny_model_dir):
     from transformers import AutoModel
 
-    from lightning_modules.ct import ContrastiveTensionModule
+    from sts_lightning.lightning_modules.ct import ContrastiveTensionModule
 
     model = ContrastiveTensionModule(str(tiny_model_dir), max_length=32)
     key = "embeddings.word_embeddings.weight"
@@ -169,8 +169,8 @@ def test_export_of_model2(tmp_path, tiny_model_dir):
 
 
 def test_training_step_grads_determinism_and_layout(tiny_model_dir):
-    from lightning_modules.ct import ContrastiveTensionModule, pair_rng, per_device_layout
-    from lightning_modules.losses import make_ct_pairs
+    from sts_lightning.lightning_modules.ct import ContrastiveTensionModule, pair_rng, per_device_layout
+    from sts_lightning.lightning_modules.losses import make_ct_pairs
 
     model = ContrastiveTensionModule(str(tiny_model_dir), max_length=32)
     batch = {"sentences": [" ".join(WORDS[i:i + 4]) for i in range(16)]}
@@ -186,7 +186,7 @@ def test_training_step_grads_determinism_and_layout(tiny_model_dir):
 
 
 def test_step_schedule_matches_reference():
-    from lightning_modules.ct import step_lambda
+    from sts_lightning.lightning_modules.ct import step_lambda
 
     f = step_lambda(1e-5, 2e-6, 500, 4)
     lrs = {s: 1e-5 * f(s) for s in (0, 500, 501, 1000, 1001, 2000, 2001, 10_000)}
@@ -197,7 +197,7 @@ def test_step_schedule_matches_reference():
 def test_embedding_lr_gives_both_copies_word_embeddings_their_own_group(tiny_model_dir):
     """``embedding_lr``: exactly the two word-embedding matrices move to a group with that lr (also under
     the reference ``step`` schedule); every other trainable parameter stays in a group at ``lr``."""
-    from lightning_modules.ct import ContrastiveTensionModule
+    from sts_lightning.lightning_modules.ct import ContrastiveTensionModule
 
     model = ContrastiveTensionModule(str(tiny_model_dir), max_length=32, lr=1e-5, embedding_lr=3e-3)
     optimizer = model.configure_optimizers()["optimizer"]
@@ -217,7 +217,7 @@ def test_embedding_lr_gives_both_copies_word_embeddings_their_own_group(tiny_mod
 def test_step_schedule_settings_are_checked_only_for_the_step_schedule(tiny_model_dir):
     """A constant-lr run below the step schedule's ``final_lr`` (2e-6) is valid; the same lr under
     ``scheduler=step`` (lr would have to *rise* to final_lr) is a config error, not a silent schedule."""
-    from lightning_modules.ct import ContrastiveTensionModule
+    from sts_lightning.lightning_modules.ct import ContrastiveTensionModule
 
     model = ContrastiveTensionModule(str(tiny_model_dir), max_length=32, lr=1e-7, scheduler="constant")
     assert (model.hparams.lr, model.hparams.final_lr) == (1e-7, 2e-6)

@@ -23,8 +23,8 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf, open_dict
 
-from embeddings.io.export_note import EXPORT, NOTE_FILE
-from embeddings.methods.pooling import POOLINGS
+from sts_lightning.embeddings.io.export_note import EXPORT, NOTE_FILE
+from sts_lightning.embeddings.methods.pooling import POOLINGS
 from tests.paths import CONFIG_DIR
 
 SENTENCES = ["a man plays a guitar .", "a dog runs in the park", "two children read a book on the bench .",
@@ -49,7 +49,7 @@ def _cases() -> list:
 
 def _build_module(name: str, options: dict, model_dir):
     """The module ``train.py model=<name>`` would build, on the tiny model (sources: plain name + mapping)."""
-    from runs.train_run import _build
+    from sts_lightning.runs.train_run import _build
 
     tiny = str(model_dir)
     overrides = [f"model={name}", "paths.data_dir=/nonexistent"]
@@ -72,8 +72,8 @@ def _build_module(name: str, options: dict, model_dir):
 
 def _documented_scorer(folder):
     """The scorer the note's ``evaluate.py`` line builds (as ``runs.evaluate_run.evaluate`` does)."""
-    from embeddings.encoders.load import load_encoder
-    from embeddings.scoring.registry import build_scorer
+    from sts_lightning.embeddings.encoders.load import load_encoder
+    from sts_lightning.embeddings.scoring.registry import build_scorer
 
     note = (folder / NOTE_FILE).read_text()
     line = next(row.strip() for row in note.splitlines() if row.strip().startswith("python evaluate.py "))
@@ -116,7 +116,7 @@ def test_export_loads_as_evaluated(name, options, tiny_model_dir, tmp_path, one_
 
 def test_cross_view_ae_run_with_plain_name_sources_exports(tmp_path, tiny_model_dir, train_data_dir, one_thread):  # noqa: F811
     """The reported crash: ``model=cross_view_ae data=source_views`` trained, validated, then lost its export."""
-    from runs.train_run import train
+    from sts_lightning.runs.train_run import train
     from tests.runs.test_train import _cfg
 
     tiny = str(tiny_model_dir)
@@ -144,8 +144,8 @@ def test_ct_exports_the_kept_copy(tiny_model_dir, tmp_path, one_thread):
 
 def test_pooling_without_sentence_transformers_form(tiny_model_dir, tmp_path, monkeypatch, caplog):
     """A pooling sentence-transformers cannot reproduce: HF model + note + warning, no ST files."""
-    from embeddings.methods.pooling import cls_pool
-    from lightning_modules.base import EncoderModule
+    from sts_lightning.embeddings.methods.pooling import cls_pool
+    from sts_lightning.lightning_modules.base import EncoderModule
 
     monkeypatch.setitem(POOLINGS, "cls_twice", lambda batch: 2 * cls_pool(batch))
     module = EncoderModule(str(tiny_model_dir), pooling="cls_twice", max_length=32)
@@ -158,7 +158,7 @@ def test_pooling_without_sentence_transformers_form(tiny_model_dir, tmp_path, mo
 
 
 def test_layer_weights():
-    from embeddings.io.st_export import layer_weights
+    from sts_lightning.embeddings.io.st_export import layer_weights
 
     assert layer_weights((-2, -1), 6) == (5, [1.0, 1.0])
     assert layer_weights((1, -1), 3) == (1, [1.0, 0.0, 1.0])

@@ -18,15 +18,15 @@ import shutil
 import pytest
 import torch
 
-from embeddings.encoders.load import load_encoder
-from embeddings.errors import ConfigError
-from embeddings.scoring.registry import build_scorer
-from embeddings.sources.build import load_meta_scorer
-from lightning_modules.cross_view_ae import CrossViewAEModule
-from lightning_modules.flow import BertFlowModule
-from lightning_modules.latte_mix import LatteMixModule
-from lightning_modules.whitening import WhiteningModule
-from runs.fit_meta import fit_and_export
+from sts_lightning.embeddings.encoders.load import load_encoder
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.scoring.registry import build_scorer
+from sts_lightning.embeddings.sources.build import load_meta_scorer
+from sts_lightning.lightning_modules.cross_view_ae import CrossViewAEModule
+from sts_lightning.lightning_modules.flow import BertFlowModule
+from sts_lightning.lightning_modules.latte_mix import LatteMixModule
+from sts_lightning.lightning_modules.whitening import WhiteningModule
+from sts_lightning.runs.fit_meta import fit_and_export
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 SENTENCES = ["a man plays a guitar .", "a dog runs in the park ."]
@@ -88,7 +88,7 @@ def test_the_same_weights_elsewhere_are_accepted(kind, exports, tiny_model_dir, 
 
 
 def test_another_width_is_refused_even_when_allowed(exports):
-    from embeddings.encoders.static import StaticWordEncoder
+    from sts_lightning.embeddings.encoders.static import StaticWordEncoder
 
     glove = StaticWordEncoder(["a", "dog"], torch.randn(2, 16), name="tiny-glove")
     with pytest.raises(ConfigError, match="32-d vectors vs 16-d.*no other width"):

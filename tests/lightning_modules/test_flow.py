@@ -12,8 +12,8 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
 
-import datamodules.cached_embeddings as cached
-from datamodules.cached_embeddings import CachedEmbeddingDataModule
+import sts_lightning.datamodules.cached_embeddings as cached
+from sts_lightning.datamodules.cached_embeddings import CachedEmbeddingDataModule
 from tests.conftest import WORDS
 from tests.paths import CONFIG_DIR
 
@@ -59,8 +59,8 @@ def count_encodes(monkeypatch):
 
 
 def test_cache_is_built_once_and_matches_the_encoder(tmp_path, tiny_model_dir, flow_data_dir, count_encodes):
-    from embeddings.encoders.load import load_encoder
-    from embeddings.methods.pooling import get_pooling
+    from sts_lightning.embeddings.encoders.load import load_encoder
+    from sts_lightning.embeddings.methods.pooling import get_pooling
 
     dm = _dm(tiny_model_dir, flow_data_dir, tmp_path)
     dm.prepare_data()
@@ -113,7 +113,7 @@ def test_changed_sentence_file_is_rebuilt(tmp_path, tiny_model_dir, flow_data_di
 
 @pytest.mark.filterwarnings("ignore:You are trying to `self.log\\(\\)`")
 def test_nll_decreases_on_cached_features(tmp_path, tiny_model_dir, flow_data_dir):
-    from lightning_modules.flow import BertFlowModule
+    from sts_lightning.lightning_modules.flow import BertFlowModule
 
     dm = _dm(tiny_model_dir, flow_data_dir, tmp_path)
     dm.prepare_data()
@@ -149,9 +149,9 @@ def _cfg(out: Path, model_dir: Path, data_dir: Path, overrides=()):
 
 
 def test_train_export_and_load_flow_scorer(tmp_path, tiny_model_dir, flow_data_dir):
-    from embeddings.methods.flow.scorer import load_flow_scorer
-    from lightning_modules.flow import BertFlowModule
-    from runs.train_run import train
+    from sts_lightning.embeddings.methods.flow.scorer import load_flow_scorer
+    from sts_lightning.lightning_modules.flow import BertFlowModule
+    from sts_lightning.runs.train_run import train
 
     cfg = _cfg(tmp_path, tiny_model_dir, flow_data_dir, ["+trainer.limit_train_batches=3"])
     assert cfg.data.pooling == "first_last_avg" and cfg.data.model_name_or_path == str(tiny_model_dir)
@@ -177,9 +177,9 @@ def test_train_export_and_load_flow_scorer(tmp_path, tiny_model_dir, flow_data_d
 
 
 def test_mismatched_encoder_settings_and_bad_dim_are_config_errors(tmp_path, tiny_model_dir, flow_data_dir):
-    from embeddings.errors import ConfigError
-    from lightning_modules.flow import BertFlowModule
-    from runs.train_run import train
+    from sts_lightning.embeddings.errors import ConfigError
+    from sts_lightning.lightning_modules.flow import BertFlowModule
+    from sts_lightning.runs.train_run import train
 
     with pytest.raises(ConfigError, match="multiple of 2\\*\\*levels"):
         BertFlowModule(str(tiny_model_dir), levels=6)
@@ -192,7 +192,7 @@ def test_mismatched_encoder_settings_and_bad_dim_are_config_errors(tmp_path, tin
 @pytest.mark.parametrize("override", ["experiment=flow/minilm_l6", "model.coupling=additive"])
 def test_flow_configs_compose(tmp_path, tiny_model_dir, flow_data_dir, override):
     cfg = _cfg(tmp_path, tiny_model_dir, flow_data_dir, [override])
-    assert cfg.model._target_ == "lightning_modules.flow.BertFlowModule"
-    assert cfg.data._target_ == "datamodules.cached_embeddings.CachedEmbeddingDataModule"
+    assert cfg.model._target_ == "sts_lightning.lightning_modules.flow.BertFlowModule"
+    assert cfg.data._target_ == "sts_lightning.datamodules.cached_embeddings.CachedEmbeddingDataModule"
     assert cfg.model.lr == 1e-3 and cfg.trainer.max_epochs == 1 and cfg.data.pooling == cfg.model.pooling
     assert str(cfg.data.model_name_or_path) == str(tiny_model_dir)  # the command line wins

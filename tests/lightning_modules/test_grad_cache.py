@@ -15,9 +15,12 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from embeddings.errors import ConfigError
-from lightning_modules.grad_cache import chunk_view
-from lightning_modules.in_batch_losses import in_batch_tension_loss, multiple_negatives_ranking_loss
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.lightning_modules.grad_cache import chunk_view
+from sts_lightning.lightning_modules.in_batch_losses import (
+    in_batch_tension_loss,
+    multiple_negatives_ranking_loss,
+)
 from tests.conftest import WORDS
 
 _rnd = random.Random(0)
@@ -27,12 +30,12 @@ TOL = 256 * torch.finfo(torch.float32).eps
 
 def _module(kind: str, model_dir, dropout: bool, **kwargs):
     if kind == "mnrl":
-        from lightning_modules.sbert_nli import SBERTNLIModule
+        from sts_lightning.lightning_modules.sbert_nli import SBERTNLIModule
 
         module = SBERTNLIModule(str(model_dir), max_length=32, objective="mnrl", **kwargs)
         module.encoder_model.train(dropout)
         return module
-    from lightning_modules.ct import ContrastiveTensionModule
+    from sts_lightning.lightning_modules.ct import ContrastiveTensionModule
 
     return ContrastiveTensionModule(str(model_dir), max_length=32, objective="in_batch", scheduler="constant",
                                     dropout=dropout, **kwargs)
@@ -158,8 +161,8 @@ def test_bad_mini_batch_size(value, tiny_model_dir):
 
 
 def test_mini_batch_size_needs_an_in_batch_objective(tiny_model_dir):
-    from lightning_modules.ct import ContrastiveTensionModule
-    from lightning_modules.sbert_nli import SBERTNLIModule
+    from sts_lightning.lightning_modules.ct import ContrastiveTensionModule
+    from sts_lightning.lightning_modules.sbert_nli import SBERTNLIModule
 
     with pytest.raises(ConfigError, match="model.mini_batch_size=4 applies to objective=mnrl"):
         SBERTNLIModule(str(tiny_model_dir), mini_batch_size=4)
@@ -236,8 +239,8 @@ def test_cached_gradients_under_two_rank_ddp(kind, tmp_path, tiny_model_dir, one
 ])
 def test_bad_mini_batch_size_in_config_fails_before_the_model_loads(overrides, message, tmp_path, tiny_model_dir,
                                                                      train_data_dir, monkeypatch):
-    from embeddings.encoders.hf import HFEncoder
-    from runs.train_run import train
+    from sts_lightning.embeddings.encoders.hf import HFEncoder
+    from sts_lightning.runs.train_run import train
     from tests.runs.test_train import _cfg
 
     def no_load(*args, **kwargs):

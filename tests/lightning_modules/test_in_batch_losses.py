@@ -10,7 +10,10 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from lightning_modules.in_batch_losses import in_batch_tension_loss, multiple_negatives_ranking_loss
+from sts_lightning.lightning_modules.in_batch_losses import (
+    in_batch_tension_loss,
+    multiple_negatives_ranking_loss,
+)
 from tests.conftest import WORDS
 from tests.tolerance import TINY_BERT, tolerance_kwargs
 
@@ -111,7 +114,7 @@ def test_gathered_loss_matches_single_device(tmp_path):
 
 def test_losses_under_bf16_autocast_are_computed_in_fp32():
     """bf16-mixed: the embeddings arrive in bf16, but similarities, logits and the loss are fp32."""
-    from lightning_modules.losses import ct_logits, ct_loss
+    from sts_lightning.lightning_modules.losses import ct_logits, ct_loss
 
     torch.manual_seed(0)
     a, b = torch.randn(8, 32).bfloat16(), torch.randn(8, 32).bfloat16()

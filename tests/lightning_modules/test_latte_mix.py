@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from embeddings.errors import ConfigError
-from embeddings.methods.latte_mix.nets import load_token_vae
-from lightning_modules.latte_mix import LatteMixModule, triangle_lambda
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.methods.latte_mix.nets import load_token_vae
+from sts_lightning.lightning_modules.latte_mix import LatteMixModule, triangle_lambda
 from tests.conftest import WORDS
 from tests.tolerance import TINY_BERT
 
@@ -79,7 +79,7 @@ def test_schedule_warms_up_from_min_lr_and_decays_back():
 
 @pytest.mark.parametrize("latent,distance", [("categorical", "js"), ("normal", "l2"), ("ae", "cosine")])
 def test_export_reloads_to_an_identical_scorer(tiny_model_dir, tmp_path, latent, distance):
-    from embeddings.methods.latte_mix.scorer import load_token_vae_scorer
+    from sts_lightning.embeddings.methods.latte_mix.scorer import load_token_vae_scorer
 
     m = module(tiny_model_dir, latent, distance=distance).eval()
     torch.manual_seed(0)

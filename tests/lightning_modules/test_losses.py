@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from lightning_modules.losses import (
+from sts_lightning.lightning_modules.losses import (
     ct_batch_labels,
     ct_logits,
     ct_loss,
@@ -137,7 +137,7 @@ def test_ct_matches_sentence_transformers_contrastive_tension_loss(st_model):
 def test_split_views_gives_disjoint_halves_of_the_same_sentence():
     import numpy as np
 
-    from lightning_modules.losses import split_views
+    from sts_lightning.lightning_modules.losses import split_views
 
     rng = np.random.default_rng(0)
     texts = ["one two three four five six", "alpha beta", "single"]
@@ -152,7 +152,7 @@ def test_split_views_gives_disjoint_halves_of_the_same_sentence():
 def test_mixed_split_views_flips_sides_per_sentence_and_keeps_positives_complementary():
     import numpy as np
 
-    from lightning_modules.losses import split_views
+    from sts_lightning.lightning_modules.losses import split_views
 
     rng = np.random.default_rng(0)
     texts = [f"w{i} a{i} b{i} c{i} d{i} e{i}" for i in range(200)]
@@ -169,7 +169,7 @@ def test_mixed_split_views_flips_sides_per_sentence_and_keeps_positives_compleme
 def test_span_views_keep_short_adjacent_spans_with_independent_lengths():
     import numpy as np
 
-    from lightning_modules.losses import split_views
+    from sts_lightning.lightning_modules.losses import split_views
 
     rng = np.random.default_rng(0)
     texts = [" ".join(f"w{i}_{j}" for j in range(6 + i % 40)) for i in range(400)]
@@ -185,8 +185,8 @@ def test_span_views_keep_short_adjacent_spans_with_independent_lengths():
 def test_span_words_needs_halves():
     import pytest
 
-    from embeddings.errors import ConfigError
-    from lightning_modules.ct import ContrastiveTensionModule
+    from sts_lightning.embeddings.errors import ConfigError
+    from sts_lightning.lightning_modules.ct import ContrastiveTensionModule
 
     with pytest.raises(ConfigError, match="span_words"):
         ContrastiveTensionModule(model_name_or_path="unused", views="identical", span_words=8)
@@ -195,8 +195,8 @@ def test_span_words_needs_halves():
 def test_frozen_layers_freeze_embeddings_and_bottom_layers_of_both_copies(tiny_model_dir):
     import pytest
 
-    from embeddings.errors import ConfigError
-    from lightning_modules.ct import ContrastiveTensionModule
+    from sts_lightning.embeddings.errors import ConfigError
+    from sts_lightning.lightning_modules.ct import ContrastiveTensionModule
 
     module = ContrastiveTensionModule(model_name_or_path=str(tiny_model_dir), frozen_layers=1)
     for model in (module.encoder_model, module.encoder2_model):
@@ -212,8 +212,8 @@ def test_frozen_layers_freeze_embeddings_and_bottom_layers_of_both_copies(tiny_m
 def test_trainable_word_embeddings_leaves_only_the_word_rows_of_both_copies_to_the_optimizer(tiny_model_dir):
     import pytest
 
-    from embeddings.errors import ConfigError
-    from lightning_modules.ct import ContrastiveTensionModule
+    from sts_lightning.embeddings.errors import ConfigError
+    from sts_lightning.lightning_modules.ct import ContrastiveTensionModule
 
     module = ContrastiveTensionModule(model_name_or_path=str(tiny_model_dir), trainable="word_embeddings")
     for model in (module.encoder_model, module.encoder2_model):
@@ -230,8 +230,8 @@ def test_trainable_word_embeddings_leaves_only_the_word_rows_of_both_copies_to_t
 def test_length_matched_groups_split_a_batch_by_length_and_cover_every_sentence():
     import pytest
 
-    from embeddings.errors import ConfigError
-    from lightning_modules.ct_options import length_matched_groups
+    from sts_lightning.embeddings.errors import ConfigError
+    from sts_lightning.lightning_modules.ct_options import length_matched_groups
 
     sentences = [" ".join(["w"] * n) for n in (9, 1, 7, 3, 5, 2, 8, 4)]
     groups = length_matched_groups(sentences, 2)
@@ -245,8 +245,8 @@ def test_length_matched_groups_split_a_batch_by_length_and_cover_every_sentence(
 def test_length_groups_apply_to_in_batch_only(tiny_model_dir):
     import pytest
 
-    from embeddings.errors import ConfigError
-    from lightning_modules.ct import ContrastiveTensionModule
+    from sts_lightning.embeddings.errors import ConfigError
+    from sts_lightning.lightning_modules.ct import ContrastiveTensionModule
 
     with pytest.raises(ConfigError, match="length_groups"):
         ContrastiveTensionModule(model_name_or_path=str(tiny_model_dir), objective="bce", length_groups=2)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from lightning_modules.optimizers import adam, can_fuse
+from sts_lightning.lightning_modules.optimizers import adam, can_fuse
 from tests.tolerance import tolerance_kwargs
 
 

@@ -12,7 +12,7 @@ import torch
 import torch.multiprocessing as mp
 import torch.nn.functional as F
 
-from lightning_modules.pair_score_losses import (
+from sts_lightning.lightning_modules.pair_score_losses import (
     angle_loss,
     cosent_loss,
     cosine_similarity_loss,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from embeddings.errors import ConfigError
-from lightning_modules.row_sparse_rmsprop import RowSparseRMSprop
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.lightning_modules.row_sparse_rmsprop import RowSparseRMSprop
 
 
 def _batches(steps: int, vocab: int, every_row: bool) -> list[torch.Tensor]:

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
 
-from embeddings.errors import ConfigError, DataError
+from sts_lightning.embeddings.errors import ConfigError, DataError
 from tests.conftest import WORDS
 from tests.paths import CONFIG_DIR
 from tests.tolerance import TINY_BERT
@@ -54,7 +54,7 @@ def sed_data_dir(tmp_path_factory, tiny_data_dir) -> Path:
 
 
 def _dm(data_dir, teachers, cache, **kwargs):
-    from datamodules.distillation import DistillationDataModule
+    from sts_lightning.datamodules.distillation import DistillationDataModule
 
     return DistillationDataModule(data_dir=str(data_dir), teachers=[str(t) for t in teachers],
                                   cache_dir=str(cache), batch_size=4, shuffle=False, **kwargs)
@@ -62,7 +62,7 @@ def _dm(data_dir, teachers, cache, **kwargs):
 
 # ------------------------------------------------------------------------------------------- the loss
 def test_sed_loss_matches_hand_computation_and_gradient():
-    from lightning_modules.sed import sed_loss
+    from sts_lightning.lightning_modules.sed import sed_loss
 
     student = torch.tensor([[1.0, 2.0], [0.0, -1.0]], requires_grad=True)
     target = torch.tensor([[0.0, 2.0], [1.0, 1.0]])
@@ -78,7 +78,7 @@ def test_sed_loss_matches_hand_computation_and_gradient():
 # -------------------------------------------------------------------------------------- the targets
 def test_targets_are_the_teachers_mean_and_cached(tmp_path, sed_data_dir, tiny_model_dir, teacher2_dir,
                                                   monkeypatch, one_thread):
-    from embeddings.sources.sentence_source import EncoderSource
+    from sts_lightning.embeddings.sources.sentence_source import EncoderSource
 
     dm = _dm(sed_data_dir, [tiny_model_dir, teacher2_dir], tmp_path / "cache")
     dm.prepare_data()
@@ -128,7 +128,7 @@ def test_missing_file_and_no_teacher(tmp_path, sed_data_dir, tiny_model_dir):
 # ------------------------------------------------------------------------------------------ the student
 @pytest.fixture()
 def student(tiny_model_dir, one_thread):
-    from lightning_modules.sed import SEDModule
+    from sts_lightning.lightning_modules.sed import SEDModule
 
     torch.manual_seed(0)
     return SEDModule(model_name_or_path=str(tiny_model_dir), max_length=32, eval_batch_size=8)
@@ -154,7 +154,7 @@ def test_student_learns_a_fixed_batch(student):
 
 
 def test_student_trains_on_the_final_layer_and_scores_on_the_last_two(student):
-    from embeddings.methods.pooling import masked_mean
+    from sts_lightning.embeddings.methods.pooling import masked_mean
 
     assert student.hparams.pooling == "last2_avg" and student.hparams.eval_layers == 2
     scorer = student.scorer()
@@ -170,7 +170,7 @@ def test_student_trains_on_the_final_layer_and_scores_on_the_last_two(student):
 
 
 def test_eval_layers_and_dim_mismatch(student, tiny_model_dir, tmp_path):
-    from lightning_modules.sed import SEDModule
+    from sts_lightning.lightning_modules.sed import SEDModule
 
     with pytest.raises(ConfigError, match="32-d vectors but the teachers' mean is 16-d"):
         student.training_step({"sentences": SENTENCES, "targets": torch.zeros(4, 16)}, 0)
@@ -185,7 +185,7 @@ def test_eval_layers_and_dim_mismatch(student, tiny_model_dir, tmp_path):
 
 # ------------------------------------------------------------------------------------------- a full run
 def test_experiment_fast_dev_run(tmp_path, tiny_model_dir, teacher2_dir, sed_data_dir, one_thread):
-    from runs.train_run import train
+    from sts_lightning.runs.train_run import train
 
     overrides = ["experiment=sed/minilm_l3", f"model.model_name_or_path={tiny_model_dir}", "model.max_length=32",
                  "model.eval_batch_size=8", f"paths.data_dir={sed_data_dir}", f"data.teachers=[{tiny_model_dir},"
@@ -203,7 +203,7 @@ def test_experiment_fast_dev_run(tmp_path, tiny_model_dir, teacher2_dir, sed_dat
 
 # ------------------------------------------------------------------- teachers mapped onto the student
 def test_map_onto_recovers_a_rotated_scaled_shifted_copy():
-    from datamodules.distillation import map_onto
+    from sts_lightning.datamodules.distillation import map_onto
 
     g = torch.Generator().manual_seed(0)
     reference = torch.randn(60, 8, generator=g).double() + 3.0
@@ -217,8 +217,8 @@ def test_map_onto_recovers_a_rotated_scaled_shifted_copy():
 
 def test_align_to_maps_each_teacher_onto_the_student_before_the_mean(tmp_path, sed_data_dir, tiny_model_dir,
                                                                      teacher2_dir, one_thread):
-    from datamodules.distillation import map_onto
-    from embeddings.sources.sentence_source import EncoderSource
+    from sts_lightning.datamodules.distillation import map_onto
+    from sts_lightning.embeddings.sources.sentence_source import EncoderSource
 
     teachers = [tiny_model_dir, teacher2_dir]
     dm = _dm(sed_data_dir, teachers, tmp_path / "cache", align_to=str(tiny_model_dir))

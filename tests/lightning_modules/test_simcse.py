@@ -11,8 +11,8 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from embeddings.errors import ConfigError
-from lightning_modules.in_batch_losses import multiple_negatives_ranking_loss, simcse_loss
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.lightning_modules.in_batch_losses import multiple_negatives_ranking_loss, simcse_loss
 from tests.conftest import WORDS
 
 SENTENCES = [f"{a} {b} {c} ." for a, b, c in zip(WORDS[::3], WORDS[1::3], WORDS[2::3], strict=False)]
@@ -97,7 +97,7 @@ def test_two_rank_gather_gives_the_single_device_gradient(tmp_path):
 
 
 def _module(model_dir, **kwargs):
-    from lightning_modules.simcse import SimCSEModule
+    from sts_lightning.lightning_modules.simcse import SimCSEModule
 
     module = SimCSEModule(str(model_dir), max_length=32, eval_batch_size=4, **kwargs)
     module.log = lambda *args, **kw: None  # no trainer attached

@@ -8,9 +8,9 @@ import json
 import pytest
 import torch
 
-from embeddings.errors import ConfigError
-from embeddings.methods.whitening.maths import moment_sums
-from lightning_modules.whitening import WhiteningModule
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.methods.whitening.maths import moment_sums
+from sts_lightning.lightning_modules.whitening import WhiteningModule
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 SENTENCES = ["a man plays a guitar .", "a dog runs in the park .", "a woman cuts an onion .",
@@ -20,7 +20,7 @@ SENTENCES = ["a man plays a guitar .", "a dog runs in the park .", "a woman cuts
 def _fitted(model_dir, k=None, pooling="first_last_avg") -> WhiteningModule:
     """A module fitted on the tiny encoder's vectors of 60 sentences, fed in 3 unequal batches."""
     module = WhiteningModule(str(model_dir), pooling=pooling, max_length=32, k=k, eval_batch_size=4)
-    from embeddings.methods.pooling import get_pooling
+    from sts_lightning.embeddings.methods.pooling import get_pooling
 
     x = module.frozen_encoder().encode([f"{s} {i}" for i in range(10) for s in SENTENCES], get_pooling(pooling))
     for batch in (x[:7], x[7:40], x[40:]):
@@ -30,7 +30,7 @@ def _fitted(model_dir, k=None, pooling="first_last_avg") -> WhiteningModule:
 
 def test_training_steps_accumulate_the_sums_of_all_vectors(tiny_model_dir):
     module = _fitted(tiny_model_dir)
-    from embeddings.methods.pooling import get_pooling
+    from sts_lightning.embeddings.methods.pooling import get_pooling
 
     x = module.frozen_encoder().encode([f"{s} {i}" for i in range(10) for s in SENTENCES], get_pooling("first_last_avg"))
     whole = moment_sums(x)
@@ -48,9 +48,9 @@ def test_k_larger_than_the_width_is_one_line_naming_model_k(tiny_model_dir):
 
 @pytest.mark.parametrize(("k", "pooling"), [(None, "first_last_avg"), (8, "mean")])
 def test_export_scores_as_the_live_module_also_through_the_registry(tiny_model_dir, tmp_path, k, pooling):
-    from embeddings.encoders.load import load_encoder
-    from embeddings.methods.whitening.scorer import load_whitening_scorer
-    from embeddings.scoring.registry import build_scorer
+    from sts_lightning.embeddings.encoders.load import load_encoder
+    from sts_lightning.embeddings.methods.whitening.scorer import load_whitening_scorer
+    from sts_lightning.embeddings.scoring.registry import build_scorer
 
     module = _fitted(tiny_model_dir, k, pooling)
     live = module.scorer().represent(SENTENCES)["embedding"]
@@ -74,8 +74,8 @@ def test_export_on_another_encoder_is_one_line_naming_both(tiny_model_dir, tmp_p
 
     from transformers import AutoModel
 
-    from embeddings.encoders.load import load_encoder
-    from embeddings.scoring.registry import build_scorer
+    from sts_lightning.embeddings.encoders.load import load_encoder
+    from sts_lightning.embeddings.scoring.registry import build_scorer
 
     folder = _fitted(tiny_model_dir).export(tmp_path / "export")
     other = tmp_path / "other_bert"
@@ -97,8 +97,8 @@ def test_export_on_another_encoder_is_one_line_naming_both(tiny_model_dir, tmp_p
 
 
 def test_export_on_an_encoder_of_another_width_is_refused(tiny_model_dir, tmp_path):
-    from embeddings.encoders.static import StaticWordEncoder
-    from embeddings.methods.whitening.scorer import load_whitening_scorer
+    from sts_lightning.embeddings.encoders.static import StaticWordEncoder
+    from sts_lightning.embeddings.methods.whitening.scorer import load_whitening_scorer
 
     folder = _fitted(tiny_model_dir).export(tmp_path / "export")
     glove = StaticWordEncoder(["a", "dog"], torch.randn(2, 16), name="tiny-glove")
@@ -107,8 +107,8 @@ def test_export_on_an_encoder_of_another_width_is_refused(tiny_model_dir, tmp_pa
 
 
 def test_unfitted_module_scores_and_exports_the_plain_pooling(tiny_model_dir, tmp_path):
-    from embeddings.methods.pooling import PoolingScorer
-    from embeddings.methods.whitening.scorer import load_whitening_scorer
+    from sts_lightning.embeddings.methods.pooling import PoolingScorer
+    from sts_lightning.embeddings.methods.whitening.scorer import load_whitening_scorer
 
     module = WhiteningModule(str(tiny_model_dir), max_length=32)
     assert isinstance(module.scorer(), PoolingScorer)

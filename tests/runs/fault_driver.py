@@ -60,7 +60,7 @@ def die_during_checkpoint_write(n: int) -> None:
 
 def die_during_export() -> None:
     """The export's manifest (written last, inside its temporary directory) is half-written, then death."""
-    import embeddings.io.export_manifest as manifest
+    import sts_lightning.embeddings.io.export_manifest as manifest
 
     def write_manifest(folder):
         (Path(folder) / manifest.MANIFEST_FILE).write_text('{"format": "sts-lightning-exp')
@@ -70,7 +70,7 @@ def die_during_export() -> None:
 
 
 def main(spec: dict) -> None:
-    from runs.train_run import train
+    from sts_lightning.runs.train_run import train
     from tests.runs.test_train import _cfg
 
     overrides = list(spec["overrides"])

@@ -25,7 +25,7 @@ def test_every_method_trains_in_bf16_mixed_on_a_cpu(model, tmp_path, tiny_model_
 
     import torch
 
-    from runs.train_run import train
+    from sts_lightning.runs.train_run import train
 
     overrides = [f"model={model}"]
     model_group, data = _groups(overrides)

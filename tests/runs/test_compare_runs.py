@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from embeddings.errors import DataError
-from runs.compare_runs import chart_rows, flatten, markdown_table
-from runs.run_results import RunRows, read_run
+from sts_lightning.embeddings.errors import DataError
+from sts_lightning.runs.compare_runs import chart_rows, flatten, markdown_table
+from sts_lightning.runs.run_results import RunRows, read_run
 from tests.paths import CONFIG_DIR
 
 ROOT = CONFIG_DIR.parent
@@ -49,7 +49,7 @@ def eval_dir(tmp_path_factory, tiny_model_dir, tiny_data_dir) -> Path:
     from hydra import compose, initialize_config_dir
     from omegaconf import open_dict
 
-    from runs.evaluate_run import evaluate
+    from sts_lightning.runs.evaluate_run import evaluate
 
     out = tmp_path_factory.mktemp("evaluate") / "e1"
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
@@ -75,7 +75,7 @@ def _table_rows(table: str) -> dict[tuple[str, str], list[str]]:
 
 def test_one_command_compares_training_and_evaluate_runs(train_dir, eval_dir, tiny_model_dir, tmp_path):
     out = tmp_path / "cmp"
-    done = _run(["-m", "runs.compare_runs", str(train_dir), str(eval_dir), "--out", str(out)])
+    done = _run(["-m", "sts_lightning.runs.compare_runs", str(train_dir), str(eval_dir), "--out", str(out)])
     assert done.returncode == 0, done.stderr
     table = (out / "comparison.md").read_text()
     assert done.stdout.startswith(table)
@@ -124,7 +124,7 @@ def test_not_a_run_dir_and_no_results_are_one_line_errors(train_dir, tmp_path):
     (tmp_path / "bad" / "results.json").write_text('{"results": [{"encoder": "x"}]}')
     with pytest.raises(DataError, match="is not an evaluate results file"):
         read_run(tmp_path / "bad")
-    done = _run(["-m", "runs.compare_runs", str(train_dir), str(tmp_path / "empty"), "--out", str(tmp_path / "o")])
+    done = _run(["-m", "sts_lightning.runs.compare_runs", str(train_dir), str(tmp_path / "empty"), "--out", str(tmp_path / "o")])
     assert done.returncode == 2 and done.stderr.strip().count("\n") == 0
     assert done.stderr.startswith(f"error: {tmp_path / 'empty'} is not a run directory")
     assert not (tmp_path / "o").exists()

@@ -35,7 +35,7 @@ def run_rank(model: str, model_dir: str, data_dir: str, out_dir: str) -> None:
     """One rank: compose ``model=<model>`` with its defaults (tiny data / model swapped in) and train 3 steps."""
     import torch.distributed as dist
 
-    from runs.train_run import train
+    from sts_lightning.runs.train_run import train
     from tests.runs.test_train import _cfg
 
     out = Path(out_dir)

@@ -57,7 +57,7 @@ def test_no_debug_by_default():
 
 
 def _debug_run(tmp_path, model_dir, data_dir, model: str, debug: str, extra=()) -> tuple[dict, float]:
-    from runs.train_run import train
+    from sts_lightning.runs.train_run import train
 
     overrides = [f"model={model}", f"debug={debug}", *extra]
     cfg = _cfg(tmp_path / "run", model_dir, data_dir, [*overrides, *tiny_overrides(*_groups(overrides), model_dir, tmp_path)])

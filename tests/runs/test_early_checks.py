@@ -8,8 +8,8 @@ import sys
 import pytest
 from omegaconf import OmegaConf
 
-from embeddings.errors import ConfigError
-from runs.early_checks import precheck_evaluate, precheck_train
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.runs.early_checks import precheck_evaluate, precheck_train
 from tests.paths import ROOT
 
 # Runs an entry point as `python <script> <overrides>` and reports, at exit, whether torch was ever imported.

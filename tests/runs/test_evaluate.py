@@ -8,7 +8,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
 
-from embeddings.errors import ConfigError, DataError
+from sts_lightning.embeddings.errors import ConfigError, DataError
 from tests.paths import CONFIG_DIR
 
 
@@ -21,7 +21,7 @@ def _cfg(tmp_path, overrides):
 
 
 def test_evaluate_many_scorers_one_command(tmp_path, tiny_model_dir, tiny_data_dir):
-    from runs.evaluate_run import evaluate
+    from sts_lightning.runs.evaluate_run import evaluate
 
     cfg = _cfg(tmp_path, [f"encoders=[{tiny_model_dir}]", "scorers=[cls,mean,max,first_last_avg,last2_avg]",
                           f"paths.data_dir={tiny_data_dir}", "tasks=[sts12,sts16,stsb-dev,sick-trial]"])
@@ -36,7 +36,7 @@ def test_evaluate_many_scorers_one_command(tmp_path, tiny_model_dir, tiny_data_d
 
 
 def test_shared_pass_gives_same_numbers_as_separate_runs(tmp_path, tiny_model_dir, tiny_data_dir):
-    from runs.evaluate_run import evaluate
+    from sts_lightning.runs.evaluate_run import evaluate
 
     base = [f"encoders=[{tiny_model_dir}]", f"paths.data_dir={tiny_data_dir}", "tasks=[stsb-dev]"]
     both = evaluate(_cfg(tmp_path, [*base, "scorers=[mean,max]"]))
@@ -54,7 +54,7 @@ def test_shared_pass_gives_same_numbers_as_separate_runs(tmp_path, tiny_model_di
     ],
 )
 def test_bad_config_values_are_clear(tmp_path, tiny_model_dir, tiny_data_dir, override, error, message):
-    from runs.evaluate_run import evaluate
+    from sts_lightning.runs.evaluate_run import evaluate
 
     cfg = _cfg(tmp_path, [f"encoders=[{tiny_model_dir}]", f"paths.data_dir={tiny_data_dir}",
                           "tasks=[stsb-dev]", override])
@@ -63,7 +63,7 @@ def test_bad_config_values_are_clear(tmp_path, tiny_model_dir, tiny_data_dir, ov
 
 
 def test_unknown_model_name_is_clear(tmp_path, tiny_data_dir):
-    from runs.evaluate_run import evaluate
+    from sts_lightning.runs.evaluate_run import evaluate
 
     cfg = _cfg(tmp_path, ["encoders=[no-such-model-xyz]", f"paths.data_dir={tiny_data_dir}", "tasks=[stsb-dev]"])
     with pytest.raises(ConfigError, match="no-such-model-xyz"):
@@ -71,10 +71,10 @@ def test_unknown_model_name_is_clear(tmp_path, tiny_data_dir):
 
 
 def test_missing_data_dir_is_clear(tmp_path, tiny_model_dir, monkeypatch):
-    from runs.evaluate_run import evaluate
+    from sts_lightning.runs.evaluate_run import evaluate
 
     monkeypatch.delenv("STS_DATA_DIR", raising=False)
-    monkeypatch.setattr("sts.tasks.CHECKOUT_DATA_DIR", tmp_path / "no-shared-data")
+    monkeypatch.setattr("sts_lightning.sts.tasks.CHECKOUT_DATA_DIR", tmp_path / "no-shared-data")
     cfg = _cfg(tmp_path, [f"encoders=[{tiny_model_dir}]", "paths.data_dir=null"])
     with pytest.raises(DataError, match="no STS data directory configured"):
         evaluate(cfg)
@@ -88,7 +88,7 @@ def test_unknown_config_key_is_rejected(tmp_path):
 
 
 def test_wandb_offline_logging_works_without_network(tmp_path, tiny_model_dir, tiny_data_dir, monkeypatch):
-    from runs.evaluate_run import evaluate
+    from sts_lightning.runs.evaluate_run import evaluate
 
     monkeypatch.setenv("WANDB_MODE", "offline")  # conftest disables W&B; this test exercises offline mode
     monkeypatch.setenv("WANDB_SILENT", "true")

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from lightning_modules.flow import BertFlowModule
+from sts_lightning.lightning_modules.flow import BertFlowModule
 from tests.paths import ROOT
 
 

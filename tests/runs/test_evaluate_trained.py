@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from embeddings.scoring.registry import build_scorer
-from embeddings.scoring.shared_pass import share_forward_pass
+from sts_lightning.embeddings.scoring.registry import build_scorer
+from sts_lightning.embeddings.scoring.shared_pass import share_forward_pass
 from tests.runs.test_evaluate import _cfg
 from tests.runs.test_train import trained  # noqa: F401  (module-scoped fixture)
 
 
 def test_checkpoint_and_export_score_the_same(tmp_path, trained, tiny_data_dir):  # noqa: F811
-    from runs.evaluate_run import evaluate
+    from sts_lightning.runs.evaluate_run import evaluate
 
     _, _, out = trained
     ckpt, export = out / "checkpoints" / "last.ckpt", out / "export"
@@ -23,8 +23,8 @@ def test_checkpoint_and_export_score_the_same(tmp_path, trained, tiny_data_dir):
 
 
 def test_bad_checkpoint_is_a_clear_error(tmp_path):
-    from embeddings.encoders.load import load_encoder
-    from embeddings.errors import ConfigError
+    from sts_lightning.embeddings.encoders.load import load_encoder
+    from sts_lightning.embeddings.errors import ConfigError
 
     bad = tmp_path / "x.ckpt"
     torch.save({"state_dict": {}, "hyper_parameters": {}}, bad)
@@ -33,8 +33,8 @@ def test_bad_checkpoint_is_a_clear_error(tmp_path):
 
 
 def test_flow_export_scores_through_the_registry_and_is_not_shared(tmp_path, tiny_encoder):
-    from embeddings.methods.flow.glow import Glow
-    from embeddings.methods.flow.scorer import load_flow_scorer, save_flow_export
+    from sts_lightning.embeddings.methods.flow.glow import Glow
+    from sts_lightning.embeddings.methods.flow.scorer import load_flow_scorer, save_flow_export
 
     torch.manual_seed(0)
     flow = Glow(32, levels=2, depth=1, hidden=8)
@@ -54,11 +54,11 @@ def test_flow_export_scores_through_the_registry_and_is_not_shared(tmp_path, tin
 
 def test_latte_mix_export_scores_through_evaluate(tmp_path, tiny_model_dir, tiny_data_dir):
     """A token-VAE export is a scorer spec ``{name: latte_mix, path, distance}`` on its own encoder."""
-    from embeddings.methods.latte_mix.scorer import load_token_vae_scorer
-    from lightning_modules.latte_mix import LatteMixModule
-    from runs.evaluate_run import evaluate
-    from sts.scoring import main_score, score_tasks
-    from sts.tasks import load_task
+    from sts_lightning.embeddings.methods.latte_mix.scorer import load_token_vae_scorer
+    from sts_lightning.lightning_modules.latte_mix import LatteMixModule
+    from sts_lightning.runs.evaluate_run import evaluate
+    from sts_lightning.sts.scoring import main_score, score_tasks
+    from sts_lightning.sts.tasks import load_task
 
     module = LatteMixModule(str(tiny_model_dir), latent_dim=4, num_classes=5, hidden_dim=16, max_length=32)
     module.export(tmp_path / "vae")

@@ -57,7 +57,7 @@ def tiny_overrides(model: str, data: str, model_dir, tmp_path) -> list[str]:
 
 
 def _fast_dev_run(tmp_path, model_dir, data_dir, overrides: list[str]) -> dict[str, float]:
-    from runs.train_run import train
+    from sts_lightning.runs.train_run import train
 
     model, data = _groups(overrides)
     tiny = [f"data={data}", *tiny_overrides(model, data, model_dir, tmp_path)]

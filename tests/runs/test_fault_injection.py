@@ -25,10 +25,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from embeddings.io.atomic import ORPHAN
-from embeddings.io.checkpoint_file import load_checkpoint
-from embeddings.io.export_manifest import MANIFEST_FILE, verify_export
-from embeddings.io.model_card import CARD_FILE, WALL_TIME
+from sts_lightning.embeddings.io.atomic import ORPHAN
+from sts_lightning.embeddings.io.checkpoint_file import load_checkpoint
+from sts_lightning.embeddings.io.export_manifest import MANIFEST_FILE, verify_export
+from sts_lightning.embeddings.io.model_card import CARD_FILE, WALL_TIME
 
 ROOT = Path(__file__).resolve().parents[2]
 KILLED = 137
@@ -147,7 +147,7 @@ def test_two_trainings_started_at_once_keep_their_own_directories_and_share_one_
         weights.append((run / "export" / "flow.safetensors").read_bytes())
         assert _leftovers(run) == []
     assert weights[0] != weights[1]  # nothing of one run written over the other's
-    from embeddings.io.npy_cache import npy_cache_problem
+    from sts_lightning.embeddings.io.npy_cache import npy_cache_problem
 
     arrays = sorted((cache / "features").glob("*.npy"))
     assert len(arrays) == 1 and _leftovers(cache) == []  # one cache, built once or twice, never half
@@ -160,7 +160,7 @@ def test_nan_rows_planted_in_the_feature_cache_are_rebuilt_not_blamed_on_the_lea
     from hydra import compose, initialize_config_dir
     from omegaconf import open_dict
 
-    from runs.train_run import train
+    from sts_lightning.runs.train_run import train
     from tests.paths import CONFIG_DIR
 
     def run(name: str) -> dict:
@@ -187,7 +187,7 @@ def test_nan_rows_planted_in_the_feature_cache_are_rebuilt_not_blamed_on_the_lea
 def test_a_token_state_cache_with_nan_states_is_not_used(tmp_path):
     import numpy as np
 
-    from datamodules.token_state_cache import check_cache
+    from sts_lightning.datamodules.token_state_cache import check_cache
 
     stem = tmp_path / "states"
     states = np.ones((5, 4), dtype=np.float16)

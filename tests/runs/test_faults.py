@@ -11,8 +11,8 @@ import pytest
 import torch
 from lightning.pytorch.callbacks import Callback
 
-from embeddings.errors import DataError
-from embeddings.io.checkpoint_file import load_checkpoint
+from sts_lightning.embeddings.errors import DataError
+from sts_lightning.embeddings.io.checkpoint_file import load_checkpoint
 from tests.runs.test_train import _cfg
 
 MARKER_NAME = "payload_ran"
@@ -46,7 +46,7 @@ def test_item1_crafted_checkpoint_never_runs_code_even_when_torch_is_told_to_unp
 @pytest.mark.parametrize("how", ["ckpt_path", "planted_last"])
 def test_item1_resume_from_a_crafted_checkpoint_exits_with_one_line(how, tmp_path, monkeypatch, tiny_model_dir,
                                                                      train_data_dir, one_thread):
-    from runs.train_run import train
+    from sts_lightning.runs.train_run import train
 
     monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
     marker = tmp_path / MARKER_NAME
@@ -79,7 +79,7 @@ def test_item8_truncated_or_misplaced_checkpoint_names_the_file(tmp_path):
 
 
 def test_item8_evaluate_on_a_truncated_checkpoint_names_the_file(tmp_path):
-    from embeddings.encoders.load import load_encoder
+    from sts_lightning.embeddings.encoders.load import load_encoder
 
     cut = tmp_path / "cut.ckpt"
     cut.write_bytes(b"PK\x03\x04 not really a zip")
@@ -93,7 +93,7 @@ def test_item2_runs_started_in_the_same_second_get_their_own_directory():
 
     from tests.paths import ROOT
 
-    code = ("from omegaconf import OmegaConf; from runs.run_id import register_run_id; register_run_id(); "
+    code = ("from omegaconf import OmegaConf; from sts_lightning.runs.run_id import register_run_id; register_run_id(); "
             "c = OmegaConf.create({'d': 'out/${run_id:}', 'e': '${d}'}); print(c.d, c.e)")
     dirs = []
     for _ in range(2):
@@ -108,8 +108,8 @@ def test_item2_runs_started_in_the_same_second_get_their_own_directory():
 
 def test_item2_a_fresh_run_refuses_a_directory_holding_another_runs_checkpoint(tmp_path, tiny_model_dir,
                                                                                  train_data_dir, one_thread):
-    from embeddings.errors import ConfigError
-    from runs.train_run import train
+    from sts_lightning.embeddings.errors import ConfigError
+    from sts_lightning.runs.train_run import train
 
     out = tmp_path / "run"
     train(_cfg(out, tiny_model_dir, train_data_dir, ["trainer.max_steps=2", "export=false"]))
@@ -125,7 +125,7 @@ def _stsb_line(score: str, a: str = "a man plays a guitar .", b: str = "a man pl
 
 
 def test_item7_gold_scores_outside_the_datasets_scale_are_refused(tmp_path):
-    from sts.readers import read_semeval_subset, read_sick, read_stsb
+    from sts_lightning.sts.readers import read_semeval_subset, read_sick, read_stsb
 
     path = tmp_path / "sts-dev.csv"
     path.write_text(_stsb_line("3.2") + _stsb_line("500"))
@@ -145,7 +145,7 @@ def test_item7_gold_scores_outside_the_datasets_scale_are_refused(tmp_path):
 
 
 def test_item10_nul_or_control_only_sentences_are_refused_but_real_quirks_kept(tmp_path):
-    from sts.readers import read_stsb
+    from sts_lightning.sts.readers import read_stsb
 
     path = tmp_path / "sts-dev.csv"
     path.write_text(_stsb_line("3", a="it\x12s a dog ."))  # STS 2012 / STS-B write an apostrophe as \x12
@@ -174,8 +174,8 @@ class BlowUpAtLastStep(Callback):
 @pytest.mark.parametrize("how", ["huge", "nan"])  # huge: finite weights whose forward overflows; nan: the weights
 def test_item3_divergence_on_the_last_step_fails_and_exports_nothing(how, tmp_path, monkeypatch, tiny_model_dir,
                                                                        train_data_dir, one_thread):
-    from embeddings.errors import DivergedError
-    from runs import train_run
+    from sts_lightning.embeddings.errors import DivergedError
+    from sts_lightning.runs import train_run
 
     real = train_run._instantiate_all
 
@@ -192,7 +192,7 @@ def test_item3_divergence_on_the_last_step_fails_and_exports_nothing(how, tmp_pa
 
 
 def test_item3_a_diverged_run_exits_3_with_one_line(capsys):
-    from embeddings.errors import DivergedError, run_or_exit
+    from sts_lightning.embeddings.errors import DivergedError, run_or_exit
 
     def diverge():
         raise DivergedError("training diverged: x")
@@ -211,8 +211,8 @@ def test_item3_a_diverged_run_exits_3_with_one_line(capsys):
 ])
 def test_item9_bad_training_numbers_fail_before_anything_loads(override, message, tmp_path, monkeypatch,
                                                                tiny_model_dir, train_data_dir):
-    from embeddings.errors import ConfigError
-    from runs import train_run
+    from sts_lightning.embeddings.errors import ConfigError
+    from sts_lightning.runs import train_run
 
     monkeypatch.setattr(train_run, "_build", lambda *a, **k: pytest.fail("built something before the check"))
     with pytest.raises(ConfigError, match=message):
@@ -224,8 +224,8 @@ def test_item9_bad_evaluate_batch_size_fails_before_anything_loads(value, tmp_pa
     from hydra import compose, initialize_config_dir
     from omegaconf import open_dict
 
-    from embeddings.errors import ConfigError
-    from runs import evaluate_run
+    from sts_lightning.embeddings.errors import ConfigError
+    from sts_lightning.runs import evaluate_run
     from tests.paths import CONFIG_DIR
 
     monkeypatch.setattr(evaluate_run, "load_tasks", lambda *a, **k: pytest.fail("loaded data before the check"))
@@ -241,7 +241,7 @@ def test_item9_bad_evaluate_batch_size_fails_before_anything_loads(value, tmp_pa
 def test_item5_a_damaged_sentence_index_cache_is_rebuilt(damage, tmp_path, caplog):
     import numpy as np
 
-    from datamodules.sentence_files import load_spans
+    from sts_lightning.datamodules.sentence_files import load_spans
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("a man plays a guitar .\n\nthe dog runs .\n")
@@ -262,7 +262,7 @@ def test_item5_a_damaged_sentence_index_cache_is_rebuilt(damage, tmp_path, caplo
 
 
 def test_item4_a_damaged_packaged_model_cache_is_rebuilt_not_loaded(tmp_path, caplog):
-    from embeddings.encoders import packaged as pm
+    from sts_lightning.embeddings.encoders import packaged as pm
 
     target, calls = tmp_path / "models" / "m", []
 
@@ -285,7 +285,7 @@ def test_item4_a_damaged_packaged_model_cache_is_rebuilt_not_loaded(tmp_path, ca
 
 def test_item6_before_after_table_of_a_resumed_run_keeps_the_true_start(tmp_path, tiny_model_dir, train_data_dir,
                                                                           one_thread):
-    from runs.train_run import train
+    from sts_lightning.runs.train_run import train
 
     out = tmp_path / "run"
     common = ["export=false", "callbacks.sts_evaluation.eval_at_start=true", "model.lr=5e-3", "trainer.max_epochs=20"]
@@ -305,8 +305,8 @@ def test_item6_before_after_table_of_a_resumed_run_keeps_the_true_start(tmp_path
 
 
 def test_item10_a_directory_or_unreadable_file_in_place_of_a_file_is_not_called_missing(tmp_path):
-    from embeddings.io.input_file import require_file
-    from sts.readers import read_semeval_dir, read_stsb
+    from sts_lightning.embeddings.io.input_file import require_file
+    from sts_lightning.sts.readers import read_semeval_dir, read_stsb
 
     (tmp_path / "sts-dev.csv").mkdir()
     with pytest.raises(DataError, match=r"sts-dev\.csv: a directory, not a file"):
@@ -336,8 +336,8 @@ def test_item8_evaluate_refuses_a_damaged_export_naming_the_file(damage, tmp_pat
     from omegaconf import open_dict
     from transformers import AutoModel, AutoTokenizer
 
-    from embeddings.io.export_manifest import export_directory
-    from runs import evaluate_run
+    from sts_lightning.embeddings.io.export_manifest import export_directory
+    from sts_lightning.runs import evaluate_run
     from tests.paths import CONFIG_DIR
 
     export = tmp_path / "export"

@@ -79,7 +79,7 @@ def test_item10_exports_and_reports_get_ordinary_modes(umask_022, tmp_path, tiny
                                                        tiny_data_dir):
     """A training run (checkpoints, csv/, export/, sts_before_after.md) and evaluate.py's reports
     (results.json/.md/.png) on its export: under umask 022, no private 0700 directory or 0600 file."""
-    from runs.evaluate_run import evaluate
+    from sts_lightning.runs.evaluate_run import evaluate
 
     run = tmp_path / "run"
     _train(run, tiny_model_dir, train_data_dir, [*NLI, "trainer.max_epochs=1", "export=true"])

@@ -48,10 +48,10 @@ def has_word(text: str, name: str) -> bool:
 
 
 def test_evaluate_help_lists_every_scorer_encoder_and_task(evaluate_help):
-    from embeddings.encoders.packaged import PACKAGED_MODELS
-    from embeddings.scoring.registry import SCORER_CLASSES
-    from sts.hub import HUB_TASKS
-    from sts.tasks import LOCAL_TASKS
+    from sts_lightning.embeddings.encoders.packaged import PACKAGED_MODELS
+    from sts_lightning.embeddings.scoring.registry import SCORER_CLASSES
+    from sts_lightning.sts.hub import HUB_TASKS
+    from sts_lightning.sts.tasks import LOCAL_TASKS
 
     text = evaluate_help.stdout
     scorers, encoders, tasks = (section(text, t) for t in ("Scorers", "Encoders", "Tasks"))
@@ -93,8 +93,12 @@ def test_help_imports_no_torch(fixture, request):
 
 
 def test_source_reader_matches_the_imported_registry():
-    from embeddings.sources.sentence_source import E5_NAMES
-    from runs.help_names import scorer_entries_from_source, scorer_entries_imported, source_names
+    from sts_lightning.embeddings.sources.sentence_source import E5_NAMES
+    from sts_lightning.runs.help_names import (
+        scorer_entries_from_source,
+        scorer_entries_imported,
+        source_names,
+    )
 
     assert scorer_entries_from_source() == scorer_entries_imported()
     assert source_names() == E5_NAMES
@@ -106,6 +110,6 @@ def test_source_reader_matches_the_imported_registry():
     ("Compared by Eq. 7. Options follow.", "Compared by Eq. 7."),
 ])
 def test_first_sentence(text, first):
-    from runs.help_names import first_sentence
+    from sts_lightning.runs.help_names import first_sentence
 
     assert first_sentence(text) == first

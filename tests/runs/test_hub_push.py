@@ -16,9 +16,9 @@ import huggingface_hub
 import huggingface_hub.constants
 import pytest
 
-import embeddings.io.export_manifest as export_manifest
-from embeddings.errors import ConfigError, DataError
-from runs import hub_push
+import sts_lightning.embeddings.io.export_manifest as export_manifest
+from sts_lightning.embeddings.errors import ConfigError, DataError
+from sts_lightning.runs import hub_push
 from tests.runs.test_train import _cfg
 
 WHOAMI = {"name": "alice", "orgs": [{"name": "sts-lab"}], "auth": {"accessToken": {"role": "write"}}}
@@ -109,7 +109,7 @@ def _error_line(capsys, argv: list[str]) -> str:
 
 def test_offline_train_fails_with_one_line_before_anything_is_built(offline, monkeypatch, tmp_path,
                                                                      tiny_model_dir, train_data_dir):
-    from runs import train_run
+    from sts_lightning.runs import train_run
 
     def must_not_build(*args, **kwargs):
         raise AssertionError("train() built data / model / trainer before the hub check")
@@ -133,7 +133,7 @@ def test_offline_train_fails_with_one_line_before_anything_is_built(offline, mon
 ])
 def test_config_errors_before_training(overrides, expected, hub, monkeypatch, tmp_path, tiny_model_dir,
                                        train_data_dir):
-    from runs import train_run
+    from sts_lightning.runs import train_run
 
     monkeypatch.setattr(train_run, "_build", lambda *a, **k: pytest.fail("built before the hub check"))
     cfg = _cfg(tmp_path / "run", tiny_model_dir, train_data_dir, overrides)
@@ -144,7 +144,7 @@ def test_config_errors_before_training(overrides, expected, hub, monkeypatch, tm
 
 def test_train_pushes_the_export_with_card_and_manifest(hub, card_in_every_export, monkeypatch, tmp_path,
                                                         tiny_model_dir, train_data_dir, one_thread):
-    from runs import train_run
+    from sts_lightning.runs import train_run
 
     built = []
     original_build = train_run._build

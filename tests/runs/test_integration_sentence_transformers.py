@@ -28,11 +28,11 @@ def test_stsb_dev_matches_sentence_transformers_evaluator(tmp_path):
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
-    from sts.tasks import load_task
+    from sts_lightning.sts.tasks import load_task
     from tests.runs.test_evaluate import _cfg
 
     data = _data_dir()
-    from runs.evaluate_run import evaluate
+    from sts_lightning.runs.evaluate_run import evaluate
 
     ours = evaluate(_cfg(tmp_path, ["encoders=[all-MiniLM-L6-v2]", "scorers=[mean]", "tasks=[stsb-dev]",
                                     f"paths.data_dir={data}"]))[0]["tasks"]["stsb-dev"]["all"]["spearman"]

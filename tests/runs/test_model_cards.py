@@ -11,8 +11,8 @@ import json
 import pytest
 import yaml
 
-from embeddings.io.export_manifest import MANIFEST_FILE, verify_export
-from embeddings.io.model_card import CARD_FILE, WALL_TIME
+from sts_lightning.embeddings.io.export_manifest import MANIFEST_FILE, verify_export
+from sts_lightning.embeddings.io.model_card import CARD_FILE, WALL_TIME
 from tests.runs.test_fast_dev_run import tiny_overrides
 from tests.runs.test_model_defaults import MODELS, data_group_of
 from tests.runs.test_train import _cfg
@@ -30,7 +30,7 @@ def exported(request, tmp_path_factory, tiny_model_dir, train_data_dir):
     """(method, run directory) of a 3-step run of ``model=<method>`` with its own data group, exported."""
     import torch
 
-    from runs.train_run import train
+    from sts_lightning.runs.train_run import train
 
     model = request.param
     tmp = tmp_path_factory.mktemp(model)
@@ -95,7 +95,7 @@ def test_sentence_transformers_loads_the_export_and_keeps_our_card(exported, tmp
 
 
 def test_an_export_outside_a_training_run_says_what_is_unknown(tmp_path, tiny_model_dir):
-    from lightning_modules.sbert_nli import SBERTNLIModule
+    from sts_lightning.lightning_modules.sbert_nli import SBERTNLIModule
 
     module = SBERTNLIModule(str(tiny_model_dir), max_length=32)
     text = (module.export(tmp_path / "export") / CARD_FILE).read_text()
@@ -109,7 +109,7 @@ def test_an_export_outside_a_training_run_says_what_is_unknown(tmp_path, tiny_mo
 def test_a_meta_embedding_fitted_by_fit_meta_has_a_card(tmp_path, tiny_model_dir, train_data_dir, one_thread):
     import argparse
 
-    from runs.fit_meta import fit_and_export
+    from sts_lightning.runs.fit_meta import fit_and_export
 
     args = argparse.Namespace(method="gcca", sources=str(tiny_model_dir), files="wiki/wiki_sentences_100k.txt",
                               data_dir=str(train_data_dir), cache_dir=str(tmp_path / "cache"), max_sentences=None,

@@ -71,7 +71,7 @@ def test_command_line_data_wins_over_the_model_default():
 
 @pytest.mark.parametrize("model", MODELS)
 def test_model_defaults_run_and_end_scored(model, tmp_path, tiny_model_dir, train_data_dir, one_thread):  # noqa: F811
-    from runs.train_run import train
+    from sts_lightning.runs.train_run import train
 
     tiny = [f"model={model}", *tiny_overrides(model, data_group_of(model), tiny_model_dir, tmp_path),
             "trainer.max_steps=3", "callbacks.sts_evaluation.tasks=[stsb-dev]"]

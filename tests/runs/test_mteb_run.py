@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from runs.mteb_run import main
+from sts_lightning.runs.mteb_run import main
 
 pytest.importorskip("mteb")
 

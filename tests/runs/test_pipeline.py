@@ -6,8 +6,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
 
-from embeddings.errors import ConfigError
-from runs.pipeline_run import substitute
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.runs.pipeline_run import substitute
 from tests.paths import CONFIG_DIR
 
 
@@ -45,8 +45,8 @@ def _tiny_pipeline(out, model_dir, data_dir):
 
 def test_tiny_ct_sed_flow_pipeline_runs_end_to_end_and_resumes(tmp_path, tiny_model_dir, train_data_dir,  # noqa: F811
                                                                 monkeypatch, one_thread):
-    from runs import train_run
-    from runs.launch import launch as train
+    from sts_lightning.runs import train_run
+    from sts_lightning.runs.launch import launch as train
 
     cfg = _tiny_pipeline(tmp_path, tiny_model_dir, train_data_dir)
     metrics = train(cfg)
@@ -64,7 +64,7 @@ def test_tiny_ct_sed_flow_pipeline_runs_end_to_end_and_resumes(tmp_path, tiny_mo
 
 
 def test_pipeline_refuses_an_unknown_stage_reference(tmp_path, tiny_model_dir, train_data_dir):  # noqa: F811
-    from runs.launch import launch as train
+    from sts_lightning.runs.launch import launch as train
 
     cfg = _tiny_pipeline(tmp_path, tiny_model_dir, train_data_dir)
     with open_dict(cfg):

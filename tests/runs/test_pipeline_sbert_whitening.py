@@ -12,7 +12,7 @@ from tests.paths import CONFIG_DIR
 
 def test_tiny_sbert_whitening_pipeline_chains_the_export(tmp_path, tiny_model_dir, train_data_dir,  # noqa: F811
                                                           one_thread):
-    from runs.launch import launch as train
+    from sts_lightning.runs.launch import launch as train
 
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         cfg = compose(config_name="train", overrides=["experiment=pipeline/sbert_whitening",

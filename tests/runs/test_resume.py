@@ -59,7 +59,7 @@ CT = ["model=ct", "data=sentences", "data.batch_size=8", "model.pairs=8", "model
 
 
 def _train(out: Path, model_dir: Path, data_dir: Path, overrides: list[str]) -> dict[str, float]:
-    from runs.train_run import train
+    from sts_lightning.runs.train_run import train
 
     extra = [f"data.cache_dir={out.parent / 'cache'}"] if "data=sentences" in overrides else []
     return train(_cfg(out, model_dir, data_dir, [*COMMON, *overrides, *extra]))

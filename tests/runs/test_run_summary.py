@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runs.run_summary import run_summary
+from sts_lightning.runs.run_summary import run_summary
 
 
 def test_summary_names_table_checkpoint_export_and_next_commands(tmp_path):
@@ -13,7 +13,7 @@ def test_summary_names_table_checkpoint_export_and_next_commands(tmp_path):
     assert "run finished in 2m05s" in text and "| average | 47.00 | 60.00 | +13.00 |" in text
     assert "best-step9.ckpt (val/stsb-dev_spearman 71.23)" in text
     assert f"export: {tmp_path / 'export'}" in text and "SentenceTransformer(" in text
-    assert f"python evaluate.py 'encoders=[{tmp_path / 'export'}]'" in text and "runs.compare_runs" in text
+    assert f"python evaluate.py 'encoders=[{tmp_path / 'export'}]'" in text and "sts_lightning.runs.compare_runs" in text
 
 
 def test_no_export_no_next_commands(tmp_path):
@@ -22,7 +22,7 @@ def test_no_export_no_next_commands(tmp_path):
 
 
 def test_next_command_follows_the_exports_loading_note(tmp_path):
-    from embeddings.io.export_note import evaluate_command, write_loading_note
+    from sts_lightning.embeddings.io.export_note import evaluate_command, write_loading_note
 
     (tmp_path / "export").mkdir()
     write_loading_note(tmp_path / "export", "a meta-embedding", evaluate_command(["none"], "{name:meta,path:<export>}"))

@@ -15,12 +15,12 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf import open_dict
 
-from embeddings.errors import ConfigError
+from sts_lightning.embeddings.errors import ConfigError
 from tests.conftest import NLI_ROWS
 from tests.paths import CONFIG_DIR
 from tests.tolerance import TINY_BERT
 
-HAS_STS_CALLBACK = importlib.util.find_spec("callbacks.sts_evaluation") is not None
+HAS_STS_CALLBACK = importlib.util.find_spec("sts_lightning.callbacks.sts_evaluation") is not None
 def _cfg(out: Path, model_dir: Path, data_dir: Path, overrides=(), config_name: str = "train"):
     # Encoder keys go to models that have them (the cross-view AE's encoders are its data's sources);
     # an explicit override of the same key wins.
@@ -45,7 +45,7 @@ def _cfg(out: Path, model_dir: Path, data_dir: Path, overrides=(), config_name: 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, tiny_model_dir, train_data_dir):
-    from runs.train_run import train
+    from sts_lightning.runs.train_run import train
 
     out = tmp_path_factory.mktemp("run")
     # An epoch cut to 2 batches (not max_steps, which stops mid-epoch before the STS validation).
@@ -64,7 +64,7 @@ def test_train_runs_logs_and_checkpoints(trained):
 
 
 def test_checkpoint_loads_with_weights_only(trained):
-    from lightning_modules.sbert_nli import SBERTNLIModule
+    from sts_lightning.lightning_modules.sbert_nli import SBERTNLIModule
 
     _, _, out = trained
     ckpt = torch.load(out / "checkpoints" / "last.ckpt", weights_only=True, map_location="cpu")
@@ -80,7 +80,7 @@ def test_export_loads_in_transformers_and_sentence_transformers(trained, tiny_mo
     from sentence_transformers import SentenceTransformer
     from transformers import AutoModel
 
-    from lightning_modules.sbert_nli import SBERTNLIModule
+    from sts_lightning.lightning_modules.sbert_nli import SBERTNLIModule
 
     _, _, out = trained
     export = out / "export"
@@ -98,7 +98,7 @@ def test_export_loads_in_transformers_and_sentence_transformers(trained, tiny_mo
 
 
 def test_resume_from_last_continues_the_step_count(trained, tiny_model_dir, train_data_dir):
-    from runs.train_run import train
+    from sts_lightning.runs.train_run import train
 
     cfg, _, out = trained
     resumed = out.parent / "resumed"
@@ -111,7 +111,7 @@ def test_resume_from_last_continues_the_step_count(trained, tiny_model_dir, trai
 
 def test_every_trainable_parameter_gets_a_gradient(tiny_model_dir):
     """What DDP needs without find_unused_parameters (BERT's unused pooler is frozen)."""
-    from lightning_modules.sbert_nli import SBERTNLIModule
+    from sts_lightning.lightning_modules.sbert_nli import SBERTNLIModule
 
     model = SBERTNLIModule(str(tiny_model_dir), max_length=32)
     batch = {"sentences1": [r[0] for r in NLI_ROWS[:3]], "sentences2": [r[1] for r in NLI_ROWS[:3]],
@@ -123,8 +123,8 @@ def test_every_trainable_parameter_gets_a_gradient(tiny_model_dir):
 
 
 def test_nan_loss_stops_with_clear_error(tmp_path, tiny_model_dir, train_data_dir, monkeypatch):
-    import lightning_modules.sbert_nli as sbert_nli
-    from runs.train_run import train
+    import sts_lightning.lightning_modules.sbert_nli as sbert_nli
+    from sts_lightning.runs.train_run import train
 
     real = sbert_nli.sbert_nli_loss
     monkeypatch.setattr(sbert_nli, "sbert_nli_loss", lambda logits, labels: real(logits, labels) * float("nan"))
@@ -144,7 +144,7 @@ def test_unknown_config_key_is_a_clear_hydra_error(tmp_path, tiny_model_dir, tra
     ("ckpt_path=/no/such.ckpt", "is not a file"),
 ])
 def test_bad_values_raise_config_error(tmp_path, tiny_model_dir, train_data_dir, override, message):
-    from runs.train_run import train
+    from sts_lightning.runs.train_run import train
 
     cfg = _cfg(tmp_path, tiny_model_dir, train_data_dir, [override, "+trainer.fast_dev_run=true"])
     with pytest.raises(ConfigError, match=message):
@@ -174,7 +174,7 @@ def test_sentences_datamodule_from_config(tmp_path, tiny_model_dir, train_data_d
 
 
 def test_experiment_runs_fast_dev_run(tmp_path, tiny_model_dir, train_data_dir):
-    from runs.train_run import train
+    from sts_lightning.runs.train_run import train
 
     cfg = _cfg(tmp_path, tiny_model_dir, train_data_dir, ["experiment=sbert_nli/minilm_l6",
                                                           "+trainer.fast_dev_run=true", "export=false"])
@@ -184,7 +184,7 @@ def test_experiment_runs_fast_dev_run(tmp_path, tiny_model_dir, train_data_dir):
 
 def test_wandb_offline_logger_writes_locally(tmp_path, tiny_model_dir, train_data_dir, monkeypatch):
     pytest.importorskip("wandb")
-    from runs.train_run import train
+    from sts_lightning.runs.train_run import train
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_DIR", str(tmp_path))

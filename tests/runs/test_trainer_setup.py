@@ -9,8 +9,8 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from embeddings.errors import ConfigError
-from runs.trainer_setup import resolve_trainer
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.runs.trainer_setup import resolve_trainer
 from tests.paths import ROOT
 
 

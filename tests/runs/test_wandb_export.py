@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from runs.wandb_export import TABLE_COLUMNS, log_final, staging_inside, sts_rows
+from sts_lightning.runs.wandb_export import TABLE_COLUMNS, log_final, staging_inside, sts_rows
 from tests.runs.test_train import HAS_STS_CALLBACK, _cfg
 from tests.runs.wandb_records import offline_run_file, read_finished_run
 
@@ -47,7 +47,7 @@ def offline_run(tmp_path_factory, tiny_model_dir, train_data_dir):  # noqa: F811
     """One epoch cut to 2 batches (the STS validation runs at its end), exported, logged offline."""
     import wandb
 
-    from runs.train_run import train
+    from sts_lightning.runs.train_run import train
 
     root = tmp_path_factory.mktemp("wandb")
     out, home = root / "run", root / "home"
@@ -232,7 +232,7 @@ def test_group_and_tags_from_the_config(overrides, group, tags):
 @pytest.mark.skipif(not HAS_STS_CALLBACK, reason="no STS callback, no STS metrics")
 def test_compare_runs_reads_the_offline_runs_sts_table(offline_run, tmp_path):
     """A run with only ``logger=wandb_offline`` (no metrics.csv, no before/after table) still compares offline."""
-    from runs.run_results import read_run
+    from sts_lightning.runs.run_results import read_run
 
     shutil.copytree(offline_run.out / "wandb", tmp_path / "run" / "wandb")  # without csv/ (an older run)
     (run,) = read_run(tmp_path / "run")

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from runs.wandb_export import finished_at_end
-from runs.wandb_staging import fresh_dir, snapshot
+from sts_lightning.runs.wandb_export import finished_at_end
+from sts_lightning.runs.wandb_staging import fresh_dir, snapshot
 
 
 def _export(root):

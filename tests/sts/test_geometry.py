@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from embeddings.scoring.scorer import Scorer, VectorScorer
-from sts.geometry import alignment, uniformity
-from sts.readers import STSPairs
-from sts.scoring import score_tasks
-from sts.tasks import STSTask
+from sts_lightning.embeddings.scoring.scorer import Scorer, VectorScorer
+from sts_lightning.sts.geometry import alignment, uniformity
+from sts_lightning.sts.readers import STSPairs
+from sts_lightning.sts.scoring import score_tasks
+from sts_lightning.sts.tasks import STSTask
 
 
 def test_alignment_is_the_mean_squared_distance_of_unit_vectors():

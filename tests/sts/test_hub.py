@@ -8,8 +8,8 @@ import types
 import numpy as np
 import pytest
 
-from embeddings.errors import DataError
-from sts.tasks import load_task
+from sts_lightning.embeddings.errors import DataError
+from sts_lightning.sts.tasks import load_task
 
 
 def _fake_datasets(monkeypatch, fn):

@@ -7,7 +7,7 @@ import logging
 import pytest
 from hydra import compose, initialize_config_dir
 
-from sts.leaks import leaked_tasks, tasks_of_source, warn_leaks
+from sts_lightning.sts.leaks import leaked_tasks, tasks_of_source, warn_leaks
 from tests.paths import CONFIG_DIR
 
 
@@ -46,7 +46,7 @@ def test_quickstart_scores_only_held_out_tasks():
 
 def test_a_leaking_config_warns_naming_the_task(caplog):
     cfg = _cfg(["data.sources=[snli:dev,sick:train]", "callbacks.sts_evaluation.tasks=[stsb-dev,sick-train+sick-trial]"])
-    with caplog.at_level(logging.WARNING, logger="sts.leaks"):
+    with caplog.at_level(logging.WARNING, logger="sts_lightning.sts.leaks"):
         leaks = warn_leaks(cfg.data, list(cfg.callbacks.sts_evaluation.tasks))
     assert leaks == {"sick-train": "sick:train"}
     assert "sick-train" in caplog.text and "not held out" in caplog.text
@@ -56,13 +56,13 @@ def test_a_source_evaluate_py_scores_by_default_warns_though_the_run_does_not_sc
     """sick:train with the callback's default [stsb-dev]: no overlap for the run, but `python evaluate.py`
     scores sick-train+sick-trial by default, so the export's SICK numbers would not be held out."""
     cfg = _cfg(["model=cosent", "data.sources=[stsb:train,sick:train]"])
-    with caplog.at_level(logging.WARNING, logger="sts.leaks"):
+    with caplog.at_level(logging.WARNING, logger="sts_lightning.sts.leaks"):
         leaks = warn_leaks(cfg.data, list(cfg.callbacks.sts_evaluation.tasks))
     assert leaks == {}
     assert "'sick:train' contains sick-train" in caplog.text and "python evaluate.py" in caplog.text
     assert "stsb-train" not in caplog.text  # STS-B train is no evaluation task
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="sts.leaks"):
+    with caplog.at_level(logging.WARNING, logger="sts_lightning.sts.leaks"):
         assert warn_leaks(cfg.data, ["stsb-dev", "sick-train"]) == {"sick-train": "sick:train"}
     assert caplog.text.count("sick-train") == 1  # one warning per leaked task, not two
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from embeddings.errors import ConfigError, DataError
-from sts.tasks import MTEB_TASKS, load_task
+from sts_lightning.embeddings.errors import ConfigError, DataError
+from sts_lightning.sts.tasks import MTEB_TASKS, load_task
 
 
 def test_mteb_names_load_the_same_pairs_under_their_own_name(tiny_data_dir):

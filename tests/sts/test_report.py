@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sts.report import chart_rows, markdown_table
+from sts_lightning.sts.report import chart_rows, markdown_table
 
 
 def _result(scorer: str, scores: dict[str, float]) -> dict:

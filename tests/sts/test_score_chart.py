@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from sts.score_chart import (
+from sts_lightning.sts.score_chart import (
     DPI,
     LABEL_CHARS,
     MAX_HEIGHT_IN,

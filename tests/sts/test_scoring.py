@@ -7,10 +7,10 @@ import pytest
 import torch
 from scipy.stats import pearsonr, spearmanr
 
-from embeddings.scoring.scorer import VectorScorer
-from sts.readers import STSPairs
-from sts.scoring import aggregate, correlations, score_tasks
-from sts.tasks import STSTask
+from sts_lightning.embeddings.scoring.scorer import VectorScorer
+from sts_lightning.sts.readers import STSPairs
+from sts_lightning.sts.scoring import aggregate, correlations, score_tasks
+from sts_lightning.sts.tasks import STSTask
 
 
 def _pairs(n, seed):

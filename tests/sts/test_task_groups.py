@@ -16,9 +16,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
 
-from callbacks.sts_evaluation import STSEvaluationCallback
-from embeddings.errors import ConfigError, DataError
-from sts.tasks import STANDARD_TASKS, TASK_GROUPS, expand_groups, load_task, load_tasks
+from sts_lightning.callbacks.sts_evaluation import STSEvaluationCallback
+from sts_lightning.embeddings.errors import ConfigError, DataError
+from sts_lightning.sts.tasks import STANDARD_TASKS, TASK_GROUPS, expand_groups, load_task, load_tasks
 from tests.paths import CONFIG_DIR
 
 PAIRS = [("a man plays a guitar .", "a man plays the piano .", 3.2),
@@ -63,7 +63,7 @@ def test_groups_expand_in_order_each_task_once():
 
 @pytest.mark.parametrize("override", ["tasks=standard", "tasks=[standard]"])
 def test_evaluate_gives_seven_columns(override, tmp_path, tiny_model_dir, standard_data_dir, one_thread):
-    from runs.evaluate_run import evaluate
+    from sts_lightning.runs.evaluate_run import evaluate
 
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         cfg = compose(config_name="evaluate", overrides=[f"encoders=[{tiny_model_dir}]", "scorers=[mean]",
@@ -110,7 +110,7 @@ def test_the_training_callback_expands_groups():
 def test_every_name_the_help_lists_as_a_task_row_is_a_group():
     """The reported bug: --help listed `standard` and `tasks=standard` failed. Every first-column name of the
     Tasks section is now a group (placeholders such as <local task> are in angle brackets)."""
-    from runs.help_text import evaluate_sections
+    from sts_lightning.runs.help_text import evaluate_sections
 
     tasks = next(s for s in evaluate_sections() if s.startswith("Tasks"))
     rows = [line.split()[0] for line in tasks.splitlines()[2:] if line.startswith("  ") and not line.startswith("   ")]

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from sts.task_order import is_average, ordered_tasks
-from sts.tasks import LOCAL_TASKS, STANDARD_TASKS
+from sts_lightning.sts.task_order import is_average, ordered_tasks
+from sts_lightning.sts.tasks import LOCAL_TASKS, STANDARD_TASKS
 
 PAPER_ORDER = ["sts12", "sts13", "sts14", "sts15", "sts16", "stsb-dev", "stsb-test", "sick-test"]
 

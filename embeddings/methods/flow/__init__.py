@@ -1,3 +1,3 @@
 """BERT-flow: the scorer this method offers the registry (see ``embeddings.methods``)."""
 
-SCORERS = {"flow": "embeddings.methods.flow.scorer:FlowExportScorer"}
+SCORERS = {"flow": "sts_lightning.embeddings.methods.flow.scorer:FlowExportScorer"}

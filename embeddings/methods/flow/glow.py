@@ -25,7 +25,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from embeddings.methods.flow.glow_layers import ActNorm, Coupling, FlowStep, InvertibleLinear
+from sts_lightning.embeddings.methods.flow.glow_layers import ActNorm, Coupling, FlowStep, InvertibleLinear
 
 __all__ = ["ActNorm", "Coupling", "FlowStep", "Glow", "InvertibleLinear"]
 

@@ -18,15 +18,15 @@ from pathlib import Path
 
 import torch
 
-from embeddings.encoders.base import BaseEncoder
-from embeddings.encoders.load import load_encoder
-from embeddings.errors import ConfigError
-from embeddings.io.encoder_identity import check_fitted_on
-from embeddings.io.export_dir import ExportFormat, load_export, load_export_config, save_export
-from embeddings.io.model_card import ExportNotes, MethodInfo, Paper
-from embeddings.methods.flow.glow import Glow
-from embeddings.methods.pooling import get_pooling
-from embeddings.scoring.scorer import Representation, VectorScorer
+from sts_lightning.embeddings.encoders.base import BaseEncoder
+from sts_lightning.embeddings.encoders.load import load_encoder
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.io.encoder_identity import check_fitted_on
+from sts_lightning.embeddings.io.export_dir import ExportFormat, load_export, load_export_config, save_export
+from sts_lightning.embeddings.io.model_card import ExportNotes, MethodInfo, Paper
+from sts_lightning.embeddings.methods.flow.glow import Glow
+from sts_lightning.embeddings.methods.pooling import get_pooling
+from sts_lightning.embeddings.scoring.scorer import Representation, VectorScorer
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ import math
 
 import torch
 
-from embeddings.scoring.similarity import cosine_rows
+from sts_lightning.embeddings.scoring.similarity import cosine_rows
 
 log = logging.getLogger(__name__)
 

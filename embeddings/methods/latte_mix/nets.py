@@ -23,9 +23,9 @@ from pathlib import Path
 
 from torch import Tensor, nn
 
-from embeddings.errors import ConfigError, unknown_choice
-from embeddings.io.export_dir import ExportFormat, load_export, save_export
-from embeddings.io.model_card import ExportNotes, MethodInfo, Paper
+from sts_lightning.embeddings.errors import ConfigError, unknown_choice
+from sts_lightning.embeddings.io.export_dir import ExportFormat, load_export, save_export
+from sts_lightning.embeddings.io.model_card import ExportNotes, MethodInfo, Paper
 
 LATENTS = ("categorical", "normal", "ae")
 FORMAT, FORMAT_VERSION = "sts-lightning/token-vae", 1

@@ -28,13 +28,13 @@ from collections.abc import Sequence
 
 import torch
 
-from embeddings.encoders.base import BaseEncoder, validate_sentences
-from embeddings.encoders.load import load_encoder
-from embeddings.encoders.token_batch import TokenBatch
-from embeddings.errors import ConfigError, unknown_choice
-from embeddings.io.encoder_identity import check_fitted_on
-from embeddings.io.export_dir import load_export_config
-from embeddings.methods.latte_mix.maths import (
+from sts_lightning.embeddings.encoders.base import BaseEncoder, validate_sentences
+from sts_lightning.embeddings.encoders.load import load_encoder
+from sts_lightning.embeddings.encoders.token_batch import TokenBatch
+from sts_lightning.embeddings.errors import ConfigError, unknown_choice
+from sts_lightning.embeddings.io.encoder_identity import check_fitted_on
+from sts_lightning.embeddings.io.export_dir import load_export_config
+from sts_lightning.embeddings.methods.latte_mix.maths import (
     gaussian_mixture_l2,
     gaussian_mixture_log_cosine,
     mixture_cosine,
@@ -42,9 +42,9 @@ from embeddings.methods.latte_mix.maths import (
     mixture_l2_distance,
     token_mixture,
 )
-from embeddings.methods.latte_mix.nets import EXPORT_FORMAT, load_token_vae
-from embeddings.scoring.scorer import Representation, Scorer
-from embeddings.scoring.similarity import cosine_rows
+from sts_lightning.embeddings.methods.latte_mix.nets import EXPORT_FORMAT, load_token_vae
+from sts_lightning.embeddings.scoring.scorer import Representation, Scorer
+from sts_lightning.embeddings.scoring.similarity import cosine_rows
 
 # Valid distances per latent type; the first is the default.
 DISTANCES: dict[str, tuple[str, ...]] = {"categorical": ("cosine", "js", "l2"), "normal": ("l2", "cosine"), "ae": ("cosine",)}

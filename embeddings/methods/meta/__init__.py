@@ -1,3 +1,3 @@
 """Meta-embeddings (conc / avg / SVD / GCCA / cross-view AE): the scorer this method offers the registry (see ``embeddings.methods``)."""
 
-SCORERS = {"meta": "embeddings.sources.build:MetaExportScorer"}
+SCORERS = {"meta": "sts_lightning.embeddings.sources.build:MetaExportScorer"}

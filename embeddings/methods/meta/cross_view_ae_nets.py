@@ -19,8 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from embeddings.errors import ConfigError, unknown_choice
-from embeddings.methods.meta.projections import l2_normalize
+from sts_lightning.embeddings.errors import ConfigError, unknown_choice
+from sts_lightning.embeddings.methods.meta.projections import l2_normalize
 
 AE_LOSSES = ("mse", "mae", "kld", "cos2")
 NET_KEYS = ("dims", "d", "hidden_layers", "normalize")

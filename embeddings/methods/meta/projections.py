@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from embeddings.errors import ConfigError, DataError
+from sts_lightning.embeddings.errors import ConfigError, DataError
 
 NAIVE = ("conc", "avg")
 CLOSED_FORM = ("svd", "gcca")

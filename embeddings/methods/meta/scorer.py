@@ -21,16 +21,16 @@ from typing import NamedTuple
 
 import torch
 
-from embeddings.errors import ConfigError
-from embeddings.io.export_dir import ExportFormat, load_export, save_export
-from embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
-from embeddings.io.model_card import MethodInfo, ModelCard, Paper, TrainingFacts
-from embeddings.methods.meta.cross_view_ae_nets import CrossViewAutoencoder
-from embeddings.methods.meta.projections import MetaProjection, l2_normalize
-from embeddings.scoring.scorer import Representation, Scorer, VectorScorer
-from embeddings.scoring.similarity import cosine_rows
-from embeddings.sources.cache import cached_source_vectors
-from embeddings.sources.sentence_source import SentenceSource
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.io.export_dir import ExportFormat, load_export, save_export
+from sts_lightning.embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
+from sts_lightning.embeddings.io.model_card import MethodInfo, ModelCard, Paper, TrainingFacts
+from sts_lightning.embeddings.methods.meta.cross_view_ae_nets import CrossViewAutoencoder
+from sts_lightning.embeddings.methods.meta.projections import MetaProjection, l2_normalize
+from sts_lightning.embeddings.scoring.scorer import Representation, Scorer, VectorScorer
+from sts_lightning.embeddings.scoring.similarity import cosine_rows
+from sts_lightning.embeddings.sources.cache import cached_source_vectors
+from sts_lightning.embeddings.sources.sentence_source import SentenceSource
 
 FORMAT, FORMAT_VERSION = "sts-lightning/meta-embedding", 1
 CONFIG_FILE, WEIGHTS_FILE = "meta_config.json", "meta.safetensors"

@@ -25,7 +25,7 @@ import random
 import re
 from collections.abc import Iterable, Sequence
 
-from embeddings.errors import ConfigError, DataError, unknown_choice
+from sts_lightning.embeddings.errors import ConfigError, DataError, unknown_choice
 
 OPS: tuple[str, ...] = ("drop", "swap", "replace", "insert")
 _WORD = re.compile(r"\w+(?:['\-]\w+)*")

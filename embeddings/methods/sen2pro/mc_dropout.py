@@ -43,7 +43,7 @@ from collections.abc import Iterator
 
 import torch
 
-from embeddings.encoders.base import BaseEncoder
+from sts_lightning.embeddings.encoders.base import BaseEncoder
 
 
 def drop_positions(n: int, p: float, device: torch.device | str = "cpu", chunk: int | None = None) -> torch.Tensor:

@@ -61,13 +61,13 @@ from collections.abc import Sequence
 import torch
 from tqdm.auto import tqdm
 
-from embeddings.encoders.base import PROGRESS_MIN_SENTENCES, BaseEncoder
-from embeddings.errors import ConfigError, UnsupportedError, unknown_choice
-from embeddings.methods.pooling import get_pooling
-from embeddings.methods.sen2pro.augment import OPS, augment, stable_seed, validate_ops
-from embeddings.methods.sen2pro.mc_dropout import mc_dropout
-from embeddings.methods.whitening.scorer import whitening_for
-from embeddings.scoring.scorer import Representation, Scorer
+from sts_lightning.embeddings.encoders.base import PROGRESS_MIN_SENTENCES, BaseEncoder
+from sts_lightning.embeddings.errors import ConfigError, UnsupportedError, unknown_choice
+from sts_lightning.embeddings.methods.pooling import get_pooling
+from sts_lightning.embeddings.methods.sen2pro.augment import OPS, augment, stable_seed, validate_ops
+from sts_lightning.embeddings.methods.sen2pro.mc_dropout import mc_dropout
+from sts_lightning.embeddings.methods.whitening.scorer import whitening_for
+from sts_lightning.embeddings.scoring.scorer import Representation, Scorer
 
 SOURCES = ("model", "data")
 ALPHA_MODES = ("paper", "dataset", "inverse")

@@ -4,4 +4,4 @@ Only the supervised recipe (MLP kept at evaluation) needs one: the other SimCSE 
 pooling over the encoder (``cls`` / ``mean``) and load as such.
 """
 
-SCORERS = {"simcse_mlp": "embeddings.methods.simcse.scorer:SimCSEExportScorer"}
+SCORERS = {"simcse_mlp": "sts_lightning.embeddings.methods.simcse.scorer:SimCSEExportScorer"}

@@ -17,11 +17,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from embeddings.encoders.base import BaseEncoder
-from embeddings.errors import ConfigError
-from embeddings.io.export_manifest import verify_export
-from embeddings.methods.pooling import get_pooling
-from embeddings.scoring.scorer import Representation, VectorScorer
+from sts_lightning.embeddings.encoders.base import BaseEncoder
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.io.export_manifest import verify_export
+from sts_lightning.embeddings.methods.pooling import get_pooling
+from sts_lightning.embeddings.scoring.scorer import Representation, VectorScorer
 
 
 def mlp_head(dim: int, init_std: float = 0.02) -> nn.Sequential:

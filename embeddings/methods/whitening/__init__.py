@@ -1,3 +1,3 @@
 """BERT-whitening: the scorer this method offers the registry (see ``embeddings.methods``)."""
 
-SCORERS = {"whitening": "embeddings.methods.whitening.scorer:WhiteningExportScorer"}
+SCORERS = {"whitening": "sts_lightning.embeddings.methods.whitening.scorer:WhiteningExportScorer"}

@@ -19,7 +19,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from embeddings.errors import ConfigError
+from sts_lightning.embeddings.errors import ConfigError
 
 # Variances below this share of the largest one are floored there: a rank-deficient covariance (fewer
 # sentences than dimensions, a dead dimension) would otherwise give 1/sqrt(0) = inf in W.

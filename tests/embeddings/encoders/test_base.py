@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from embeddings.errors import ConfigError, DataError
-from embeddings.methods.pooling import POOLINGS, PoolingScorer, get_pooling, mean_pool
+from sts_lightning.embeddings.errors import ConfigError, DataError
+from sts_lightning.embeddings.methods.pooling import POOLINGS, PoolingScorer, get_pooling, mean_pool
 from tests.tolerance import TINY_BERT
 
 SENTENCES = ["a man plays a guitar .", "a dog runs .", "a man plays a guitar .", "two children sing a song in the park ."]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from embeddings.encoders.layer_memo import LayerMemoEncoder
-from embeddings.errors import ConfigError
-from embeddings.methods.pooling import PoolingScorer
+from sts_lightning.embeddings.encoders.layer_memo import LayerMemoEncoder
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.methods.pooling import PoolingScorer
 from tests.conftest import WORDS
 from tests.tolerance import TINY_BERT
 

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import torch
 
-from embeddings.encoders import onnx_bert
-from embeddings.encoders import packaged as pm
-from embeddings.errors import ConfigError
+from sts_lightning.embeddings.encoders import onnx_bert
+from sts_lightning.embeddings.encoders import packaged as pm
+from sts_lightning.embeddings.errors import ConfigError
 
 
 @pytest.fixture()
@@ -62,7 +62,7 @@ def test_static_name_is_not_a_transformer_dir(cache):
 
 
 def test_unknown_encoder_lists_packaged_names(cache):
-    from embeddings.encoders.load import load_encoder
+    from sts_lightning.embeddings.encoders.load import load_encoder
 
     with pytest.raises(ConfigError, match="no-such-org/no-such-model") as err:
         load_encoder("no-such-org/no-such-model")

@@ -7,9 +7,9 @@ import logging
 import pytest
 import torch
 
-from embeddings.encoders import precision as precision_module
-from embeddings.encoders.precision import key_entry, resolve_precision
-from embeddings.errors import ConfigError
+from sts_lightning.embeddings.encoders import precision as precision_module
+from sts_lightning.embeddings.encoders.precision import key_entry, resolve_precision
+from sts_lightning.embeddings.errors import ConfigError
 
 CPU = torch.device("cpu")
 
@@ -34,8 +34,8 @@ def test_names_and_refusals(monkeypatch, caplog):
 
 
 def test_bf16_weights_fp32_outputs_close_to_fp32(native_bf16, tiny_model_dir):
-    from embeddings.encoders.hf import HFEncoder
-    from embeddings.methods.pooling import mean_pool
+    from sts_lightning.embeddings.encoders.hf import HFEncoder
+    from sts_lightning.embeddings.methods.pooling import mean_pool
 
     sentences = ["a man plays a guitar .", "a woman is slicing an onion .", "the cat sat ."]
     fp32 = HFEncoder.from_pretrained(str(tiny_model_dir), max_length=32)
@@ -49,9 +49,9 @@ def test_bf16_weights_fp32_outputs_close_to_fp32(native_bf16, tiny_model_dir):
 
 
 def test_caches_of_encoder_outputs_key_on_the_precision(native_bf16, tiny_model_dir, tmp_path):
-    from datamodules.cached_embeddings import CachedEmbeddingDataModule
-    from datamodules.token_state_cache import cache_key
-    from embeddings.sources.sentence_source import EncoderSource
+    from sts_lightning.datamodules.cached_embeddings import CachedEmbeddingDataModule
+    from sts_lightning.datamodules.token_state_cache import cache_key
+    from sts_lightning.embeddings.sources.sentence_source import EncoderSource
 
     def features(precision):
         return CachedEmbeddingDataModule(data_dir=str(tmp_path), files=[], model_name_or_path=str(tiny_model_dir),
@@ -71,7 +71,7 @@ def test_evaluate_refuses_fp16_on_a_cpu_before_loading_data(tmp_path, monkeypatc
     from hydra import compose, initialize_config_dir
     from omegaconf import open_dict
 
-    from runs import evaluate_run
+    from sts_lightning.runs import evaluate_run
     from tests.paths import CONFIG_DIR
 
     monkeypatch.setattr(evaluate_run, "load_tasks", lambda *a, **k: pytest.fail("loaded data before the check"))

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from embeddings.encoders import packaged as pm
-from embeddings.encoders import static as se
-from embeddings.encoders.static import StaticWordEncoder, words
-from embeddings.errors import ConfigError
-from embeddings.methods.pooling import PoolingScorer
+from sts_lightning.embeddings.encoders import packaged as pm
+from sts_lightning.embeddings.encoders import static as se
+from sts_lightning.embeddings.encoders.static import StaticWordEncoder, words
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.methods.pooling import PoolingScorer
 
 VOCAB = ["the", "man", "plays", "guitar", ".", "do", "n't", "stop", "'s", "it", "u.s.", "well-known", "3.5"]
 
@@ -106,7 +106,7 @@ def fake_glove_package(tmp_path, monkeypatch, vectors):
 
 
 def test_from_package_and_load_encoder(fake_glove_package, vectors):
-    from embeddings.encoders.load import load_encoder
+    from sts_lightning.embeddings.encoders.load import load_encoder
 
     enc = StaticWordEncoder.from_package()
     assert enc.hidden_size == 4 and enc.name == "glove-6b-50d" and not enc.has_cls_token

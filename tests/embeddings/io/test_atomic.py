@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from embeddings.io.atomic import atomic_directory, atomic_write, sweep_orphans, temp_path
+from sts_lightning.embeddings.io.atomic import atomic_directory, atomic_write, sweep_orphans, temp_path
 
 KILLED_WRITER = textwrap.dedent("""
     import os, sys
     from pathlib import Path
-    from embeddings.io.atomic import atomic_directory, atomic_file
+    from sts_lightning.embeddings.io.atomic import atomic_directory, atomic_file
     target = Path(sys.argv[1])
     if sys.argv[2] == "dir":
         with atomic_directory(target) as tmp:
@@ -69,7 +69,7 @@ def test_a_live_writers_temporary_copy_is_never_removed(tmp_path):
 
 def test_another_hosts_temporary_copy_is_left_alone(tmp_path):
     """On a shared file system a pid means nothing across hosts: only our host's dead writers are removed."""
-    from embeddings.io.atomic import HOST
+    from sts_lightning.embeddings.io.atomic import HOST
 
     other_host = "ffffff" if HOST != "ffffff" else "000000"
     other = tmp_path / f".export.tmp-{other_host}-{2**22 + 7}-0123abcd"  # no such pid here: still kept

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from embeddings.encoders import packaged
-from embeddings.io import cache_root as cr
+from sts_lightning.embeddings.encoders import packaged
+from sts_lightning.embeddings.io import cache_root as cr
 from tests.paths import ROOT
 
 

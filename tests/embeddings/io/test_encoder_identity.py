@@ -12,8 +12,8 @@ import shutil
 import pytest
 import torch
 
-from embeddings.errors import ConfigError
-from embeddings.io.encoder_identity import check_fitted_on, encoder_identity
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.io.encoder_identity import check_fitted_on, encoder_identity
 from tests.paths import ROOT
 
 EXPORT = "BERT-flow export /runs/x/export/flow_config.json"
@@ -54,8 +54,8 @@ def test_allow_other_encoder_warns_once_but_never_for_another_width(tiny_encoder
 
 def test_an_export_without_identity_loads_with_a_note(tmp_path, caplog, one_thread):
     """The flow export written before identities were recorded (tests/fixtures/exports_v0) still scores."""
-    from embeddings.encoders.load import load_encoder
-    from embeddings.scoring.registry import build_scorer
+    from sts_lightning.embeddings.encoders.load import load_encoder
+    from sts_lightning.embeddings.scoring.registry import build_scorer
 
     fixtures = ROOT / "tests" / "fixtures" / "exports_v0"
     encoder_dir = shutil.copytree(fixtures / "tiny_bert", tmp_path / "tiny_bert")

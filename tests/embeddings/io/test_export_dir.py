@@ -8,13 +8,13 @@ import json
 import pytest
 import torch
 
-from embeddings.errors import ConfigError
-from embeddings.io.atomic import atomic_directory, atomic_file, atomic_files
-from embeddings.io.export_dir import ExportFormat, load_export, load_export_config, save_export
-from embeddings.io.export_manifest import MANIFEST_FILE
-from embeddings.methods.flow.scorer import EXPORT_FORMAT as FLOW
-from embeddings.methods.latte_mix.nets import EXPORT_FORMAT as TOKEN_VAE
-from embeddings.methods.meta.scorer import EXPORT_FORMAT as META
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.io.atomic import atomic_directory, atomic_file, atomic_files
+from sts_lightning.embeddings.io.export_dir import ExportFormat, load_export, load_export_config, save_export
+from sts_lightning.embeddings.io.export_manifest import MANIFEST_FILE
+from sts_lightning.embeddings.methods.flow.scorer import EXPORT_FORMAT as FLOW
+from sts_lightning.embeddings.methods.latte_mix.nets import EXPORT_FORMAT as TOKEN_VAE
+from sts_lightning.embeddings.methods.meta.scorer import EXPORT_FORMAT as META
 
 FMT = ExportFormat("sts-lightning/test", 3, "test_config.json", "test.safetensors", "test")
 

@@ -7,10 +7,10 @@ import json
 import pytest
 import torch
 
-from embeddings.errors import DataError
-from embeddings.io.export_dir import ExportFormat, load_export, save_export
-from embeddings.io.export_manifest import MANIFEST_FILE, export_directory, verify_export
-from embeddings.io.export_note import LoadingNote
+from sts_lightning.embeddings.errors import DataError
+from sts_lightning.embeddings.io.export_dir import ExportFormat, load_export, save_export
+from sts_lightning.embeddings.io.export_manifest import MANIFEST_FILE, export_directory, verify_export
+from sts_lightning.embeddings.io.export_note import LoadingNote
 
 FMT = ExportFormat("test-export", 1, "test_config.json", "test.safetensors", "test")
 

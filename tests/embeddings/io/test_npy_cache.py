@@ -9,7 +9,7 @@ import logging
 import numpy as np
 import pytest
 
-from embeddings.io.npy_cache import (
+from sts_lightning.embeddings.io.npy_cache import (
     inspect_npy_cache,
     key_digest,
     load_npy_cache,

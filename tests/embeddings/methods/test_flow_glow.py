@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from embeddings.methods.flow.glow import Glow
-from embeddings.methods.flow.glow_layers import ActNorm
+from sts_lightning.embeddings.methods.flow.glow import Glow
+from sts_lightning.embeddings.methods.flow.glow_layers import ActNorm
 from tests.tolerance import float_tolerance
 
 CONFIGS = [("affine", "lu"), ("affine", "reverse"), ("additive", "lu"), ("additive", "reverse")]

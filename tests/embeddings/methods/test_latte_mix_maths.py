@@ -9,8 +9,8 @@ import pytest
 import torch
 from scipy.spatial.distance import jensenshannon
 
-from embeddings.errors import ConfigError
-from embeddings.methods.latte_mix.maths import (
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.methods.latte_mix.maths import (
     categorical_kl_uniform,
     class_usage,
     gaussian_kl_standard,
@@ -24,7 +24,7 @@ from embeddings.methods.latte_mix.maths import (
     thresholded_kl,
     token_mixture,
 )
-from embeddings.methods.latte_mix.scorer import LatteMixScorer, check_combination
+from sts_lightning.embeddings.methods.latte_mix.scorer import LatteMixScorer, check_combination
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from embeddings.methods.latte_mix.maths import mixture_js_divergence, mixture_l2_distance
-from embeddings.methods.latte_mix.nets import TokenPosterior
-from embeddings.methods.latte_mix.scorer import LatteMixScorer
+from sts_lightning.embeddings.methods.latte_mix.maths import mixture_js_divergence, mixture_l2_distance
+from sts_lightning.embeddings.methods.latte_mix.nets import TokenPosterior
+from sts_lightning.embeddings.methods.latte_mix.scorer import LatteMixScorer
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 SAME = ["a man plays a guitar .", "a dog runs in the park ."]
@@ -28,8 +28,8 @@ def test_similarity_is_minus_the_distance_and_higher_for_identical_sentences(tin
 
 
 def test_the_sign_convention_is_where_users_read_it():
-    from embeddings.methods.latte_mix.scorer import LatteMixExportScorer
-    from runs.help_names import scorer_entries
+    from sts_lightning.embeddings.methods.latte_mix.scorer import LatteMixExportScorer
+    from sts_lightning.runs.help_names import scorer_entries
 
     doc = " ".join((LatteMixScorer.similarity.__doc__ or "").split())
     assert "higher = more similar" in doc and "-distance for ``js``" in doc

@@ -9,9 +9,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from embeddings.errors import ConfigError, DataError
-from embeddings.methods.meta.cross_view_ae_nets import CrossViewAutoencoder, reconstruction_loss
-from embeddings.methods.meta.projections import MetaProjection, average, concatenate, fit_meta
+from sts_lightning.embeddings.errors import ConfigError, DataError
+from sts_lightning.embeddings.methods.meta.cross_view_ae_nets import CrossViewAutoencoder, reconstruction_loss
+from sts_lightning.embeddings.methods.meta.projections import MetaProjection, average, concatenate, fit_meta
 
 
 def shared_signal_views(n: int = 3000, k: int = 3, dims=(20, 12, 8), seed: int = 0):
@@ -111,7 +111,7 @@ def test_cross_view_loss_has_all_j_squared_terms():
 
 
 def test_cross_view_ae_learns_a_shared_code(one_thread):
-    from lightning_modules.cross_view_ae import fit_cross_view_ae
+    from sts_lightning.lightning_modules.cross_view_ae import fit_cross_view_ae
 
     z, views = shared_signal_views(n=1000, dims=(8, 6))
     views = [v - v.mean(0) for v in views]
@@ -141,10 +141,10 @@ def second_tiny_model_dir(tmp_path_factory, tiny_model_dir):
 @pytest.mark.parametrize("method", ["conc", "avg", "svd", "gcca", "ae"])
 def test_meta_of_two_tiny_encoders_fits_saves_reloads_and_scores_identically(
         method, tmp_path, tiny_model_dir, second_tiny_model_dir, one_thread):
-    from embeddings.methods.meta.scorer import save_meta_embedding
-    from embeddings.scoring.registry import build_scorer
-    from embeddings.sources.build import build_source, load_meta_scorer
-    from lightning_modules.cross_view_ae import fit_cross_view_ae
+    from sts_lightning.embeddings.methods.meta.scorer import save_meta_embedding
+    from sts_lightning.embeddings.scoring.registry import build_scorer
+    from sts_lightning.embeddings.sources.build import build_source, load_meta_scorer
+    from sts_lightning.lightning_modules.cross_view_ae import fit_cross_view_ae
     from tests.conftest import WORDS
 
     specs = [{"model": str(tiny_model_dir), "pooling": "mean"}, {"model": str(second_tiny_model_dir)}]
@@ -157,7 +157,7 @@ def test_meta_of_two_tiny_encoders_fits_saves_reloads_and_scores_identically(
     else:
         projection = fit_meta(method, views, d=8, tau=0.5)
     assert isinstance(projection, MetaProjection)
-    from embeddings.methods.meta.scorer import MetaEmbeddingScorer
+    from sts_lightning.embeddings.methods.meta.scorer import MetaEmbeddingScorer
 
     scorer = MetaEmbeddingScorer(sources, projection)
     save_meta_embedding(tmp_path / "meta", projection, specs)
@@ -173,7 +173,7 @@ def test_meta_of_two_tiny_encoders_fits_saves_reloads_and_scores_identically(
 
 
 def test_scorers_that_need_an_encoder_refuse_none():
-    from embeddings.scoring.registry import build_scorer
+    from sts_lightning.embeddings.scoring.registry import build_scorer
 
     with pytest.raises(ConfigError, match="needs an encoder"):
         build_scorer("mean", None)
@@ -182,8 +182,8 @@ def test_scorers_that_need_an_encoder_refuse_none():
 def test_meta_fit_cli_exports_a_loadable_meta_embedding(tmp_path, tiny_model_dir, train_data_dir, one_thread):  # noqa: F811
     import argparse
 
-    from embeddings.sources.build import load_meta_scorer
-    from runs.fit_meta import fit_and_export
+    from sts_lightning.embeddings.sources.build import load_meta_scorer
+    from sts_lightning.runs.fit_meta import fit_and_export
 
     args = argparse.Namespace(method="gcca", sources=str(tiny_model_dir),
                               files="wiki/wiki_sentences_100k.txt", data_dir=str(train_data_dir),
@@ -217,7 +217,7 @@ def test_procrustes_alignment_keeps_cosines_and_lands_on_the_target():
 def test_alignment_with_the_target_mean_lands_on_a_shifted_target_and_saves(tmp_path):
     """``add_target_mean``: a target = rotated, scaled meta-embedding + a constant (a transformer's common
     component) is hit exactly; the plain rotation cannot produce the constant. The offset survives export."""
-    from embeddings.methods.meta.scorer import load_meta_projection, save_meta_embedding
+    from sts_lightning.embeddings.methods.meta.scorer import load_meta_projection, save_meta_embedding
 
     z, views = shared_signal_views(n=500, dims=(10, 6))
     proj = fit_meta("gcca", views, d=6, tau=0.1)

@@ -7,9 +7,14 @@ import pytest
 import torch
 
 from benchmarks.sbert_wk_loop import sbert_wk_loop
-from embeddings.encoders.token_batch import TokenBatch
-from embeddings.errors import ConfigError, DataError
-from embeddings.methods.sbert_wk import SBERTWKScorer, context_windows, sbert_wk_pool, window_groups
+from sts_lightning.embeddings.encoders.token_batch import TokenBatch
+from sts_lightning.embeddings.errors import ConfigError, DataError
+from sts_lightning.embeddings.methods.sbert_wk import (
+    SBERTWKScorer,
+    context_windows,
+    sbert_wk_pool,
+    window_groups,
+)
 from tests.tolerance import float_tolerance, tolerance_kwargs
 
 # Different lengths in one padded batch; the last is a single word ([CLS] w [SEP]).
@@ -27,7 +32,7 @@ def six_layer_encoder(tmp_path_factory):
     """A 6-layer random BERT (7 hidden states), so layer_start=4 leaves 3 layers: the window edge cases."""
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
-    from embeddings.encoders.hf import HFEncoder
+    from sts_lightning.embeddings.encoders.hf import HFEncoder
     from tests.conftest import WORDS
 
     path = tmp_path_factory.mktemp("tiny_bert6")

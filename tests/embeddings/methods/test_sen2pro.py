@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from embeddings.encoders.static import StaticWordEncoder
-from embeddings.errors import ConfigError
-from embeddings.methods.sen2pro.augment import (
+from sts_lightning.embeddings.encoders.static import StaticWordEncoder
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.methods.sen2pro.augment import (
     augment,
     augment_sentence,
     build_vocabulary,
@@ -21,8 +21,13 @@ from embeddings.methods.sen2pro.augment import (
     swap_words,
     validate_ops,
 )
-from embeddings.methods.sen2pro.scorer import Sen2ProScorer, balance_alpha, banded_moments, sen2pro_distance
-from embeddings.scoring.registry import build_scorer
+from sts_lightning.embeddings.methods.sen2pro.scorer import (
+    Sen2ProScorer,
+    balance_alpha,
+    banded_moments,
+    sen2pro_distance,
+)
+from sts_lightning.embeddings.scoring.registry import build_scorer
 from tests.conftest import WORDS
 from tests.tolerance import tolerance_kwargs
 

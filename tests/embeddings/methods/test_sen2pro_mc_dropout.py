@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from embeddings.methods.pooling import get_pooling
-from embeddings.methods.sen2pro.mc_dropout import drop_positions, mc_dropout, sparse_dropout
-from embeddings.methods.sen2pro.scorer import RunningMoments, Sen2ProScorer, banded_moments
+from sts_lightning.embeddings.methods.pooling import get_pooling
+from sts_lightning.embeddings.methods.sen2pro.mc_dropout import drop_positions, mc_dropout, sparse_dropout
+from sts_lightning.embeddings.methods.sen2pro.scorer import RunningMoments, Sen2ProScorer, banded_moments
 
 SENTENCES = ["a man plays a guitar .", "a woman cuts an onion .", "a dog runs in the park .", "dog"]
 
@@ -118,7 +118,7 @@ def test_each_distinct_sentence_and_copy_is_encoded_once_per_pass(tiny_encoder):
 
 
 def test_sparse_dropout_attention_is_the_math_attention_with_those_drops(one_thread):
-    from embeddings.methods.sen2pro.mc_dropout import drop_positions, sparse_dropout_attention
+    from sts_lightning.embeddings.methods.sen2pro.mc_dropout import drop_positions, sparse_dropout_attention
 
     torch.manual_seed(0)
     q, k, v = (torch.randn(2, 3, 5, 4) for _ in range(3))
@@ -138,7 +138,7 @@ def test_sparse_dropout_attention_is_the_math_attention_with_those_drops(one_thr
 
 
 def test_context_switches_sdpa_attention_and_restores(tiny_encoder):
-    from embeddings.methods.sen2pro.mc_dropout import SPARSE_SDPA
+    from sts_lightning.embeddings.methods.sen2pro.mc_dropout import SPARSE_SDPA
 
     config = tiny_encoder.model.config
     assert config._attn_implementation == "sdpa"

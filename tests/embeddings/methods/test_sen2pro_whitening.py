@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from embeddings.errors import ConfigError
-from embeddings.io.encoder_identity import encoder_identity
-from embeddings.methods.pooling import get_pooling
-from embeddings.methods.sen2pro.augment import augment
-from embeddings.methods.sen2pro.scorer import Sen2ProScorer
-from embeddings.methods.whitening.maths import fit_whitening, moment_sums
-from embeddings.methods.whitening.scorer import Whitening, save_whitening_export
-from embeddings.scoring.registry import build_scorer
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.io.encoder_identity import encoder_identity
+from sts_lightning.embeddings.methods.pooling import get_pooling
+from sts_lightning.embeddings.methods.sen2pro.augment import augment
+from sts_lightning.embeddings.methods.sen2pro.scorer import Sen2ProScorer
+from sts_lightning.embeddings.methods.whitening.maths import fit_whitening, moment_sums
+from sts_lightning.embeddings.methods.whitening.scorer import Whitening, save_whitening_export
+from sts_lightning.embeddings.scoring.registry import build_scorer
 
 SENTENCES = ["a man plays a guitar .", "a dog runs in the park .", "a woman cuts an onion .",
              "two children kick a ball .", "the man plays the piano", "a child reads a book ."]

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from embeddings.errors import ConfigError
-from embeddings.methods.whitening.maths import (
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.methods.whitening.maths import (
     MomentSums,
     check_k,
     fit_whitening,

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from embeddings.methods.latte_mix.scorer import LatteMixScorer
-from embeddings.scoring.mteb_adapter import (
+from sts_lightning.embeddings.methods.latte_mix.scorer import LatteMixScorer
+from sts_lightning.embeddings.scoring.mteb_adapter import (
     MTEBScorerModel,
     layout_of,
     model_name,
@@ -20,10 +20,10 @@ from embeddings.scoring.mteb_adapter import (
     scores_by_cosine,
     unpack,
 )
-from embeddings.scoring.registry import build_scorer
-from sts.mteb_tasks import mteb_sts_task, task_sentences
-from sts.scoring import score_tasks
-from sts.tasks import load_task
+from sts_lightning.embeddings.scoring.registry import build_scorer
+from sts_lightning.sts.mteb_tasks import mteb_sts_task, task_sentences
+from sts_lightning.sts.scoring import score_tasks
+from sts_lightning.sts.tasks import load_task
 from tests.embeddings.methods.test_latte_mix_maths import TinyPosterior
 
 mteb = pytest.importorskip("mteb")

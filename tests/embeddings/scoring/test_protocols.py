@@ -12,11 +12,11 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from embeddings.methods.pooling import PoolingScorer
-from embeddings.methods.sbert_wk import SBERTWKScorer
-from embeddings.scoring.protocols import BatchedScorer, PooledScorer, Scorable, TrainedMethod
-from embeddings.scoring.scorer import VectorScorer
-from embeddings.scoring.shared_pass import PrecomputedScorer, share_forward_pass
+from sts_lightning.embeddings.methods.pooling import PoolingScorer
+from sts_lightning.embeddings.methods.sbert_wk import SBERTWKScorer
+from sts_lightning.embeddings.scoring.protocols import BatchedScorer, PooledScorer, Scorable, TrainedMethod
+from sts_lightning.embeddings.scoring.scorer import VectorScorer
+from sts_lightning.embeddings.scoring.shared_pass import PrecomputedScorer, share_forward_pass
 from tests.paths import CONFIG_DIR
 
 
@@ -35,7 +35,7 @@ def test_every_model_config_builds_a_trained_method(cls):
 
 
 def test_a_module_without_scorer_is_refused_up_front(tiny_data_dir):
-    from callbacks.sts_evaluation import STSEvaluationCallback
+    from sts_lightning.callbacks.sts_evaluation import STSEvaluationCallback
 
     class NotAMethod(torch.nn.Module):
         pass

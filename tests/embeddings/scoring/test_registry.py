@@ -6,17 +6,17 @@ import sys
 
 import pytest
 
-from embeddings.errors import ConfigError
-from embeddings.methods import method_modules
-from embeddings.scoring import registry
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.methods import method_modules
+from sts_lightning.embeddings.scoring import registry
 
 
 def test_every_method_module_is_found_with_pooling_first():
     modules = method_modules()
-    assert modules[0] == "embeddings.methods.pooling"
-    assert {"embeddings.methods.flow", "embeddings.methods.latte_mix", "embeddings.methods.meta",
-            "embeddings.methods.sbert_wk", "embeddings.methods.sen2pro",
-            "embeddings.methods.whitening"} <= set(modules)
+    assert modules[0] == "sts_lightning.embeddings.methods.pooling"
+    assert {"sts_lightning.embeddings.methods.flow", "sts_lightning.embeddings.methods.latte_mix", "sts_lightning.embeddings.methods.meta",
+            "sts_lightning.embeddings.methods.sbert_wk", "sts_lightning.embeddings.methods.sen2pro",
+            "sts_lightning.embeddings.methods.whitening"} <= set(modules)
     assert list(registry.SCORER_CLASSES)[:6] == ["cls", "mean", "max", "first_last_avg", "last2_avg", "last3_avg"]
 
 

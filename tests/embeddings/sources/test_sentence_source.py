@@ -8,17 +8,17 @@ import numpy as np
 import pytest
 import torch
 
-from embeddings.errors import ConfigError
-from embeddings.sources.build import build_source
-from embeddings.sources.cache import cache_file, cached_source_vectors
-from embeddings.sources.sentence_source import EncoderSource
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.sources.build import build_source
+from sts_lightning.embeddings.sources.cache import cache_file, cached_source_vectors
+from sts_lightning.embeddings.sources.sentence_source import EncoderSource
 from tests.tolerance import TINY_BERT
 
 SENTENCES = ["a man plays a guitar .", "a dog runs in the park .", "a woman cuts an onion ."]
 
 
 def test_encoder_source_is_mean_pooling_of_the_encoder(tiny_model_dir, tiny_encoder, one_thread):
-    from embeddings.methods.pooling import mean_pool
+    from sts_lightning.embeddings.methods.pooling import mean_pool
 
     source = build_source({"model": str(tiny_model_dir), "max_length": 32})
     assert isinstance(source, EncoderSource) and source.dim == 32
@@ -68,7 +68,7 @@ def test_evaluate_with_encoder_free_scorers(tmp_path, tiny_model_dir, tiny_data_
     from hydra import compose, initialize_config_dir
     from omegaconf import open_dict
 
-    from runs.evaluate_run import evaluate
+    from sts_lightning.runs.evaluate_run import evaluate
     from tests.paths import CONFIG_DIR
 
     spec = f"{{name:source,model:{tiny_model_dir},label:tiny-source}}"
