@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import shutil
 import statistics
 import subprocess
@@ -26,7 +25,7 @@ from pathlib import Path
 
 from benchmarks.cpu_features import cpu_line
 from benchmarks.field_rows import LOCAL_TASKS, ROWS, SEVEN_TASKS, Row
-from sts_lightning.embeddings.io.export_note import EXPORT, NOTE_FILE
+from sts_lightning.embeddings.io.export_note import read_loading_command
 from sts_lightning.sts.tasks import load_task
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,16 +64,6 @@ def _evaluate(encoder: str, scorer: str, tasks: list[str], seed: int, run_dir: P
     return {task: float(value["all"]["spearman"]) for task, value in row["tasks"].items()}
 
 
-def loading_command(export: Path) -> tuple[str, str, list[str]]:
-    """``(encoder, scorer, other overrides)`` of the ``evaluate.py`` line in an export's ``LOADING.md``."""
-    line = next(line.strip() for line in (export / NOTE_FILE).read_text().splitlines()
-                if line.strip().startswith("python evaluate.py"))
-    args = [arg.replace(EXPORT, str(export)) for arg in shlex.split(line)[2:]]
-    encoders = next(a for a in args if a.startswith("encoders="))[len("encoders=["):-1]
-    scorer = next(a for a in args if a.startswith("scorers="))[len("scorers=["):-1]
-    return encoders, scorer, [a for a in args if not a.startswith(("encoders=", "scorers="))]
-
-
 def train_row(row: Row, backbone: str, seed: int, steps: int | None, out: Path) -> Path:
     """Train / fit one row's method on the backbone (unless already done); its export directory."""
     run_dir = out / row.key / f"seed{seed}"
@@ -94,7 +83,8 @@ def score_row(row: Row, backbone: str, seed: int, steps: int | None, tasks: list
     if row.kind == "pool":
         return _evaluate(backbone, row.scorer, tasks, seed, out / row.key / f"eval-seed{seed}", eval_extra)
     if row.kind == "train":
-        encoder, scorer, extra = loading_command(train_row(row, backbone, seed, steps, out))
+        encoders, scorer, extra = read_loading_command(train_row(row, backbone, seed, steps, out))
+        encoder = ",".join(encoders)
         return _evaluate(encoder, scorer, tasks, seed, out / row.key / f"seed{seed}" / "eval", [*extra, *eval_extra])
     base = next(r for r in ROWS if r.key == row.base)
     export = train_row(base, backbone, seed if base.seeded else 0, steps, out)

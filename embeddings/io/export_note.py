@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sts_lightning.embeddings.errors import DataError
 from sts_lightning.embeddings.io.atomic import atomic_write
 
 NOTE_FILE = "LOADING.md"
@@ -73,6 +74,27 @@ def write_loading_note(folder: str | os.PathLike, what: str, command: str,
         log.info("%s is not a sentence-transformers model (%s); load it with: %s", shown,
                  sentence_transformers, command.replace(EXPORT, str(shown)))
     return path
+
+
+def read_loading_command(folder: str | os.PathLike) -> tuple[list[str], str, list[str]]:
+    """``(encoders, scorer spec, other overrides)`` of the ``evaluate.py`` line in ``folder``'s ``LOADING.md``, with
+    ``<export>`` replaced by ``folder``: how every reader (the Python API, the field table) scores an export exactly
+    as it was evaluated. The scorer spec stays in ``evaluate.py``'s override syntax (``{name:flow,path:...}``)."""
+    folder = Path(folder)
+    note = folder / NOTE_FILE
+    try:
+        lines = note.read_text(encoding="utf-8").splitlines()
+    except OSError as err:
+        raise DataError(f"{note}: cannot read the export's loading note ({err.strerror or err})") from None
+    line = next((x.strip() for x in lines if x.strip().startswith("python evaluate.py")), None)
+    if line is None:
+        raise DataError(f"{note}: holds no `python evaluate.py ...` line; the export is damaged, export it again")
+    args = [arg.replace(EXPORT, str(folder)) for arg in shlex.split(line)[2:]]
+    encoders = next((a for a in args if a.startswith("encoders=[")), "encoders=[]")[len("encoders=["):-1]
+    scorer = next((a for a in args if a.startswith("scorers=[")), "scorers=[]")[len("scorers=["):-1]
+    if not encoders or not scorer:
+        raise DataError(f"{note}: its evaluate.py line names no encoder or no scorer: {line}")
+    return encoders.split(","), scorer, [a for a in args if not a.startswith(("encoders=", "scorers="))]
 
 
 @dataclass(frozen=True)

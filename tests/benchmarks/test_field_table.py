@@ -8,7 +8,7 @@ import pytest
 
 from benchmarks import field_table
 from benchmarks.field_rows import ROWS
-from benchmarks.field_table import loading_command, markdown, summarise
+from benchmarks.field_table import markdown, summarise
 
 
 def test_every_row_declares_what_it_needs():
@@ -20,15 +20,6 @@ def test_every_row_declares_what_it_needs():
         assert row.kind == "train" or row.scorer, row
         assert row.kind != "on" or row.base in keys, row
         assert row.paper is None or row.paper_note, row
-
-
-def test_loading_command_is_the_exports_own_evaluate_line(tmp_path):
-    export = tmp_path / "export"
-    export.mkdir()
-    (export / "LOADING.md").write_text("# Loading\n\n- sts-lightning:\n\n      python evaluate.py "
-                                       "'encoders=[all-MiniLM-L6-v2]' 'scorers=[{name:flow,path:<export>}]' "
-                                       "encoder.max_length=32\n")
-    assert loading_command(export) == ("all-MiniLM-L6-v2", f"{{name:flow,path:{export}}}", ["encoder.max_length=32"])
 
 
 def test_summary_is_mean_and_std_of_the_seed_averages():

@@ -1,0 +1,154 @@
+"""The Python API: ``sts_lightning.load(anything evaluate.py accepts)`` -> ``encode`` / ``similarity`` / ``evaluate``.
+
+Why it composes ``configs/evaluate.yaml``: the scores a user gets in Python must be the scores ``evaluate.py`` prints
+for the same model, so the API takes the same defaults (encoder options, per-scorer options such as SBERT-WK's
+``layer_start: auto``) from the same file and builds encoder and scorer with the same functions. An export is scored
+the way its own ``LOADING.md`` says (the line ``evaluate.py`` users copy), so a BERT-flow export is its Glow on its
+base encoder, not the base encoder alone.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from sts_lightning.embeddings.encoders.load import load_encoder
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.io.export_note import NOTE_FILE, read_loading_command
+from sts_lightning.embeddings.scoring.registry import build_scorer, check_scorer_spec
+from sts_lightning.embeddings.scoring.scorer import Representation, Scorer
+from sts_lightning.embeddings.scoring.shared_pass import share_forward_pass
+from sts_lightning.sts.scoring import score_tasks
+from sts_lightning.sts.tasks import load_tasks
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+ENCODER_OPTIONS = ("max_length", "batch_size", "device", "precision")
+
+
+def _evaluate_config() -> DictConfig:
+    """``configs/evaluate.yaml`` as ``evaluate.py`` composes it (without a run directory)."""
+    if not (CONFIG_DIR / "evaluate.yaml").is_file():
+        raise ConfigError(f"{CONFIG_DIR}/evaluate.yaml not found: the API reads the checkout's configs; install "
+                          "sts-lightning from its repository (`pip install -e .`), not as a bare wheel")
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return compose(config_name="evaluate")
+
+
+def _parse_spec(text: str) -> str | dict:
+    """An ``evaluate.py`` scorer spec (``mean``, ``{name:flow,path:/x}``) as the Python value Hydra gives it."""
+    value = OverridesParser.create().parse_override(f"scorers=[{text}]").value()
+    return value[0]
+
+
+def _overrides_as_options(overrides: Sequence[str]) -> dict[str, Any]:
+    """``encoder.max_length=32`` (the extra overrides of a loading note) -> ``{"max_length": 32}``."""
+    options: dict[str, Any] = {}
+    for item in overrides:
+        key, _, value = item.partition("=")
+        if not key.startswith("encoder.") or key[len("encoder."):] not in ENCODER_OPTIONS:
+            raise ConfigError(f"loading note override {item!r} is not an encoder option ({', '.join(ENCODER_OPTIONS)})")
+        options[key[len("encoder."):]] = OverridesParser.create().parse_override(item).value()
+    return options
+
+
+def resolve(source: str | Path | Mapping, scorer: str | Mapping | None = None,
+            encoder: str | None = None) -> tuple[str, str | dict, dict[str, Any]]:
+    """``(encoder name, scorer spec, encoder options)`` for ``source``, as ``evaluate.py`` would be called.
+
+    ``source`` is a packaged short name, a model directory or hub name, a training checkpoint (``*.ckpt``), an export
+    of any method (its ``LOADING.md`` says how it was evaluated), or a scorer spec mapping (then ``encoder`` names its
+    encoder, or none for the encoder-free ``meta`` / ``source`` scorers).
+    """
+    if isinstance(source, Mapping):
+        return str(encoder or "none"), dict(source), {}
+    path = Path(str(source)).expanduser()
+    if (path / NOTE_FILE).is_file():
+        encoders, spec, extra = read_loading_command(path)
+        return encoders[0], (scorer if scorer is not None else _parse_spec(spec)), _overrides_as_options(extra)
+    return str(encoder or source), (scorer if scorer is not None else "mean"), {}
+
+
+class SentenceModel:
+    """One encoder and one scorer, as one row of ``evaluate.py``'s table.
+
+    Attributes:
+        encoder: the ``BaseEncoder`` (``None`` for encoder-free scorers).
+        scorer: the ``Scorer``: ``represent`` sentences, ``similarity`` of two representations.
+    """
+
+    def __init__(self, encoder, scorer: Scorer, config: DictConfig) -> None:
+        self.encoder = encoder
+        self.scorer = scorer
+        self._config = config
+
+    def __repr__(self) -> str:
+        name = getattr(self.encoder, "name", "none")
+        return f"SentenceModel(encoder={name!r}, scorer={self.scorer.name!r})"
+
+    def encode(self, sentences: str | Sequence[str]) -> torch.Tensor | Representation:
+        """One row per sentence: a ``(n, d)`` tensor where the representation is a vector, else the representation
+        dict (Sen2Pro's mean and variance, Latte-Mix's mixture)."""
+        rep = self.scorer.represent([sentences] if isinstance(sentences, str) else list(sentences))
+        return rep["embedding"] if set(rep) == {"embedding"} else rep
+
+    def similarity(self, a: str | Sequence[str], b: str | Sequence[str]) -> torch.Tensor | float:
+        """The method's similarity of each pair ``(a[i], b[i])`` (cosine, Jensen-Shannon, ... as evaluated)."""
+        single = isinstance(a, str) and isinstance(b, str)
+        first = [a] if isinstance(a, str) else list(a)
+        second = [b] if isinstance(b, str) else list(b)
+        sims = self.scorer.score_pairs(first, second)
+        return float(sims[0]) if single else sims
+
+    def evaluate(self, tasks: str | Sequence[str] | None = None, data_dir: str | Path | None = None,
+                 source: str = "local") -> dict[str, dict]:
+        """Spearman / Pearson (x100) per task, exactly as ``evaluate.py`` scores this encoder and scorer.
+
+        Args:
+            tasks: task names or groups (default: ``evaluate.yaml``'s tasks).
+            data_dir: the STS files (default: ``$STS_DATA_DIR``, else ``../shared/data`` beside the checkout).
+            source: ``local`` files or the ``hub``.
+        """
+        names = list(self._config.tasks) if tasks is None else ([tasks] if isinstance(tasks, str) else list(tasks))
+        loaded = load_tasks(names, data_dir if data_dir is not None else self._config.paths.data_dir, source)
+        sentences = [s for t in loaded for p in t.subsets.values() for s in (*p.sentences1, *p.sentences2)]
+        scorer = share_forward_pass(self.encoder, [self.scorer], sentences)[0] if self.encoder is not None \
+            else self.scorer
+        return score_tasks(scorer, loaded)
+
+
+def load(source: str | Path | Mapping, scorer: str | Mapping | None = None, *, encoder: str | None = None,
+         **options: Any) -> SentenceModel:
+    """Load anything ``evaluate.py`` accepts.
+
+    Examples:
+        >>> m = load("all-MiniLM-L6-v2")                        # a packaged model, mean pooling
+        >>> m = load("outputs/run/export")                      # an export: scored as its LOADING.md says
+        >>> m = load("all-MiniLM-L6-v2", scorer="sbert_wk")     # any scorer of evaluate.py
+        >>> m = load({"name": "flow", "path": "outputs/flow/export"}, encoder="all-MiniLM-L6-v2")
+        >>> m.similarity(["a man plays guitar"], ["someone plays music"])
+
+    Args:
+        source: a packaged short name, model directory, hub name, ``*.ckpt``, an export, or a scorer spec mapping.
+        scorer: a scorer spec (name or mapping) replacing the default (``mean``, or the export's own).
+        encoder: the encoder of a scorer-spec ``source``.
+        **options: encoder options of ``evaluate.yaml`` (``max_length``, ``batch_size``, ``device``, ``precision``).
+    """
+    unknown = set(options) - set(ENCODER_OPTIONS)
+    if unknown:
+        raise ConfigError(f"load(): unknown option(s) {sorted(unknown)}; valid: {', '.join(ENCODER_OPTIONS)}")
+    encoder_name, spec, note_options = resolve(source, scorer, encoder)
+    cfg = _evaluate_config()
+    with open_dict(cfg):
+        cfg.encoder = OmegaConf.merge(cfg.encoder, {**note_options, **options})
+    scorer_defaults = OmegaConf.to_container(cfg.scorer_options, resolve=True)
+    check_scorer_spec(spec, scorer_defaults)  # a misspelt scorer: one line before a model loads
+    enc_opts = OmegaConf.to_container(cfg.encoder, resolve=True)
+    built_encoder = None if encoder_name == "none" else load_encoder(encoder_name, **enc_opts)
+    return SentenceModel(built_encoder, build_scorer(spec, built_encoder, scorer_defaults), cfg)
