@@ -137,6 +137,13 @@ def test_readme_has_one_method_table_between_markers():
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_code_fences_are_closed(page):
+    """An unclosed fence turns the rest of the page into code (and hides its links from the check below)."""
+    fences = [n for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1) if FENCE.match(line.strip())]
+    assert len(fences) % 2 == 0, f"{page.relative_to(ROOT)}: odd number of code fences (lines {fences})"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_relative_links_resolve(page):
     assert not broken_links(page), "\n".join(broken_links(page))
 
