@@ -1,6 +1,6 @@
 """Merge several ``results.json`` files of ``evaluate.py`` into one markdown table, rows grouped by encoder.
 
-Why: the README table comes from more than one run (cheap shared-pass scorers in one command, the
+Why: the results tables (docs/results/) come from more than one run (cheap shared-pass scorers in one command, the
 30-pass Sen2Pro in another); this keeps the numbers exactly as the runs wrote them.
 
     python -m benchmarks.merge_results outputs/a/results.json outputs/b/results.json

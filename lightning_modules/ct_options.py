@@ -1,7 +1,7 @@
 """CT options for training from scratch (ours, not in the CT paper): frozen bottom layers, length-matched negatives.
 
 Kept apart from ``contrastive_tension.py`` (the paper's method) because they exist for one experiment: a randomly
-initialised BERT trained by CT (issue 3, docs/scratch-learning-signal.md), where the untrained model's random
+initialised BERT trained by CT (issue 3, docs/dev/scratch-learning-signal.md), where the untrained model's random
 token vectors and its position-encoded length are the things CT must neither destroy nor exploit.
 """
 
@@ -18,7 +18,7 @@ def freeze_bottom(model: torch.nn.Module, frozen_layers: int | None) -> None:
     """Stop gradients into the embeddings and the first ``frozen_layers`` transformer layers (``None``: none).
 
     Why (ours, for training from scratch): mean pooling over a random BERT is already a useful bag-of-words
-    measure (STS-B dev 55.5; whitened 68.1, docs/scratch-learning-signal.md), and CT's adaptive updates move
+    measure (STS-B dev 55.5; whitened 68.1, docs/dev/scratch-learning-signal.md), and CT's adaptive updates move
     every random weight by about the learning rate per step, so after a few hundred steps the bottom layers'
     random features are rewritten faster than the objective can replace them with better ones. Freezing them
     lets CT reshape only the top of the network.
@@ -48,7 +48,7 @@ def train_only_word_embeddings(model: torch.nn.Module) -> None:
     from 58.3 to 67.8 in two epochs over the 100k Wikipedia sentences (``benchmarks.bag_of_words_ct``), but as soon as the encoder sees positions it
     matches halves by their (correlated) lengths instead, and a random BERT whose layers CT may update does just
     that: AdamW on all weights takes STS-B dev from 55.5 to 39 in 200 steps, one direction holding half the
-    variance and the cosine following the length difference (docs/scratch-learning-signal.md, "Session 8").
+    variance and the cosine following the length difference (docs/dev/scratch-learning-signal.md, "Session 8").
     With only the word rows trainable, the frozen random layers and position embeddings can still carry length,
     but CT cannot sharpen that code; what it can change is which words look alike.
     """

@@ -205,7 +205,7 @@ def split_views(texts1: Sequence[str], texts2: Sequence[str], rng: np.random.Gen
     """Model 1 sees the LEFT part of each of its texts, model 2 the RIGHT part of each of its texts.
 
     Why (``views=halves``, ours, not in the CT paper): with identical positives a randomly initialised
-    encoder solves CT by lexical identity and learns nothing about meaning (docs/scratch-learning-signal.md).
+    encoder solves CT by lexical identity and learns nothing about meaning (docs/dev/scratch-learning-signal.md).
     Positives made of the two halves of one sentence share no tokens, so the copies can only agree by
     learning which words occur together: the distributional signal of the inverse cloze task / DeCLUTR.
     Negatives are halves too, so truncation is no cue (length still is: see ``span_words``). Each text is cut at a word boundary drawn

@@ -11,7 +11,7 @@ weight decay 0.01 is sentence-transformers' default.
 (``data.format=triplets``), cosine x 20 against every candidate of the global batch. It has no classifier.
 Why offer it: the softmax objective only shapes the embedding space indirectly (through a classifier);
 ranking by cosine shapes it directly, which is what lets a RANDOMLY initialised encoder learn STS from the
-~16k local NLI pairs (docs/scratch-learning-signal.md), where the softmax objective lowers STS.
+~16k local NLI pairs (docs/dev/scratch-learning-signal.md), where the softmax objective lowers STS.
 ``mini_batch_size`` makes it sentence-transformers' ``CachedMultipleNegativesRankingLoss`` (GradCache: the same
 gradients with activation memory of a mini-batch; ``lightning_modules.grad_cache``).
 """

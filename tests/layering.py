@@ -1,4 +1,4 @@
-"""AST layering check for the first-party packages (issue 17, docs/status.md).
+"""AST layering check for the first-party packages (issue 17, docs/dev/status.md).
 
 Why: architecture.md wants layers that only point down, so `python evaluate.py` loads no Lightning code and a
 method can be found in one place. The check is a plain AST walk (no import-linter dependency): it reads every

@@ -1,4 +1,4 @@
-"""The speed benchmarks run end to end on the tiny model and print their ratio lines (the README quotes them)."""
+"""The speed benchmarks run end to end on the tiny model and print their ratio lines (docs/speed.md quotes them)."""
 
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ Our choices where the paper is silent or ambiguous:
   (alpha = 0, 0.01 and 0.05 agree to 0.05 points), so the default is the fixed 0.05.
 - ``normalize`` (default False, the paper's setting): L2-normalise every sample vector before the
   moments. Sentence-transformers models are trained for cosine; l1 of unnormalised means ranks
-  worse than cosine (see the README results), normalising puts the distance on the cosine scale.
+  worse than cosine (see docs/results/sen2pro.md), normalising puts the distance on the cosine scale.
 
   A zero variance gap (a deterministic encoder has no model uncertainty) makes Eq. 8 undefined;
   there alpha is 0, i.e. the plain l1 distance of the means.
