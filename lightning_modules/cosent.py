@@ -27,7 +27,7 @@ from sts_lightning.embeddings.methods.cosent import METHOD
 from sts_lightning.lightning_modules.base import EncoderModule
 from sts_lightning.lightning_modules.pair_score_losses import angle_loss, cosent_loss, cosine_similarity_loss
 
-OBJECTIVES = ("cosent", "angle", "cosine")
+OBJECTIVES = tuple(METHOD.variants)  # cosent | angle | cosine: each names its paper on the card
 
 
 def check_options(objective: str, scale: float) -> None:
