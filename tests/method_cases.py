@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from sts_lightning.embeddings import methods as package
@@ -40,11 +41,10 @@ def _declaring(data: str) -> MethodDeclaration:
 def tiny_overrides(model: str, data: str, model_dir, tmp_path) -> list[str]:
     """What the tiny fixtures need for a model / data group pair: the model's tiny data settings where it runs on
     its own group, else those of a method of that group, then its tiny model settings."""
-    declared = method(model)
-    tiny_data = declared.tiny.data if declared.data == data else _declaring(data).tiny.data
-    overrides = [*tiny_data, *declared.tiny.model]
-    return [o.replace("{model_dir}", str(model_dir)).replace("{cache_dir}", str(tmp_path / "cache"))
-            for o in overrides]
+    tiny = method(model).tiny
+    if method(model).data != data:
+        tiny = replace(tiny, data=_declaring(data).tiny.data)
+    return tiny.overrides(model_dir, tmp_path / "cache")
 
 
 def fast_dev_run_options() -> list[list[str]]:

@@ -58,7 +58,7 @@ def test_every_export_has_a_card_naming_method_base_data_steps_and_sts(exported,
     assert f"- base model: `{tiny_model_dir}`" in text
     data = next(line for line in text.splitlines() if line.startswith("- data: "))
     assert data != "- data: unknown" and "- training rows (after filtering): unknown" not in text
-    if model == "sbert_nli":  # sources are counted in labelled pairs, whatever the format builds from them
+    if method(model).data == "nli":  # sources are counted in labelled pairs, whatever the format builds from them
         assert "labelled NLI pairs)" in data
     assert "- steps: 3" in text and WALL_TIME in text and "- precision: 32-true" in text
     assert "| task | before | after | change |" in text and "stsb-dev" in text  # the callback's table
