@@ -23,23 +23,11 @@ import math
 from torch import Tensor
 
 from sts_lightning.embeddings.errors import ConfigError, unknown_choice
-from sts_lightning.embeddings.io.model_card import MethodInfo, Paper
+from sts_lightning.embeddings.methods.cosent import METHOD
 from sts_lightning.lightning_modules.base import EncoderModule
 from sts_lightning.lightning_modules.pair_score_losses import angle_loss, cosent_loss, cosine_similarity_loss
 
-OBJECTIVES = ("cosent", "angle", "cosine")
-PAPERS = {
-    "cosent": Paper("CoSENT: Consistent Sentence Embedding via Similarity Ranking",
-                    "Xiang Huang, Hao Peng, Dongcheng Zou, Zhiwei Liu, Jianxin Li, Kay Liu, Jia Wu, Jianlin Su, "
-                    "Philip S. Yu", "IEEE/ACM Transactions on Audio, Speech, and Language Processing", 2024,
-                    "https://doi.org/10.1109/TASLP.2024.3402087"),
-    "angle": Paper("AnglE-optimized Text Embeddings", "Xianming Li, Jing Li", "ACL 2024", 2023,
-                   "https://arxiv.org/abs/2309.12871"),
-    "cosine": Paper("Sentence-BERT: Sentence Embeddings using Siamese BERT-Networks", "Nils Reimers, Iryna Gurevych",
-                    "EMNLP-IJCNLP 2019", 2019, "https://arxiv.org/abs/1908.10084"),
-}
-NAMES = {"cosent": "CoSENT (supervised STS)", "angle": "AnglE (supervised STS)",
-         "cosine": "Sentence-BERT CosineSimilarityLoss (supervised STS)"}
+OBJECTIVES = tuple(METHOD.variants)  # cosent | angle | cosine: each names its paper on the card
 
 
 def check_options(objective: str, scale: float) -> None:
@@ -76,8 +64,8 @@ class CoSENTModule(EncoderModule):
                          weight_decay=weight_decay, warmup_ratio=warmup_ratio, optimizer=optimizer,
                          scheduler=scheduler, eval_batch_size=eval_batch_size,
                          gradient_checkpointing=gradient_checkpointing)
-        # the card names the objective's paper; the key stays the configs/model name
-        self.method_info = MethodInfo("cosent", NAMES[objective], PAPERS[objective])
+        # the card names the objective's paper (the declaration's variants); the key stays the method's name
+        self.method_info = METHOD.card(objective)
 
     def forward(self, sentences1: list[str], sentences2: list[str]) -> tuple[Tensor, Tensor]:
         """Pooled vectors of both sides, from ONE pass over the concatenated sentences (shared dropout

@@ -23,10 +23,11 @@ from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
 from sts_lightning.embeddings.errors import ConfigError, unknown_choice
-from sts_lightning.embeddings.io.model_card import MethodInfo, TrainingFacts
+from sts_lightning.embeddings.io.model_card import TrainingFacts
+from sts_lightning.embeddings.methods.cross_view_ae import METHOD
 from sts_lightning.embeddings.methods.meta.cross_view_ae_nets import AE_LOSSES, CrossViewAutoencoder
 from sts_lightning.embeddings.methods.meta.projections import MetaProjection
-from sts_lightning.embeddings.methods.meta.scorer import META_PAPER, MetaEmbeddingScorer, save_meta_embedding
+from sts_lightning.embeddings.methods.meta.scorer import MetaEmbeddingScorer, save_meta_embedding
 from sts_lightning.embeddings.sources.build import build_source
 from sts_lightning.lightning_modules.base import check_finite
 from sts_lightning.lightning_modules.optimizers import adam
@@ -48,7 +49,7 @@ class CrossViewAEModule(LightningModule):
         lr: Adam learning rate (1e-3).
     """
 
-    method_info = MethodInfo("cross_view_ae", "Cross-view autoencoder meta-embedding", META_PAPER)
+    method_info = METHOD.card()
 
     def __init__(self, sources: Sequence | None = None, dims: Sequence[int] | None = None, d: int | None = None,
                  hidden_layers: int = 0, loss: str = "mse", normalize: bool = True, lr: float = 1e-3,

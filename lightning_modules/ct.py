@@ -43,7 +43,8 @@ from torch import Tensor
 
 from sts_lightning.embeddings.encoders.hf import HFEncoder
 from sts_lightning.embeddings.errors import ConfigError, unknown_choice
-from sts_lightning.embeddings.io.model_card import MethodInfo, Paper, TrainingFacts
+from sts_lightning.embeddings.io.model_card import TrainingFacts
+from sts_lightning.embeddings.methods.ct import METHOD
 from sts_lightning.embeddings.methods.pooling import PoolingScorer
 from sts_lightning.embeddings.scoring.protocols import STSEvaluator
 from sts_lightning.embeddings.scoring.scorer import Scorer
@@ -140,10 +141,7 @@ class ContrastiveTensionModule(EncoderModule):
         Others: see ``EncoderModule``.
     """
 
-    method_info = MethodInfo("ct", "Contrastive Tension", Paper(
-        "Semantic Re-tuning with Contrastive Tension",
-        "Fredrik Carlsson, Amaru Cuba Gyllensten, Evangelia Gogoulou, Erik Ylipää Hellqvist, Magnus Sahlgren",
-        "ICLR 2021", 2021, "https://openreview.net/forum?id=Ov_sMNau-PF"))
+    method_info = METHOD.card()
 
     def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", pooling: str = "mean",
                  max_length: int | None = 75, lr: float = 1e-5, weight_decay: float = 0.0,

@@ -21,7 +21,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from sts_lightning.embeddings.errors import ConfigError, unknown_choice
-from sts_lightning.embeddings.io.model_card import MethodInfo, Paper
+from sts_lightning.embeddings.methods.sbert_nli import METHOD
 from sts_lightning.lightning_modules.base import EncoderModule
 from sts_lightning.lightning_modules.in_batch_losses import multiple_negatives_ranking_loss
 from sts_lightning.lightning_modules.losses import sbert_nli_loss, sbert_softmax_logits_input
@@ -42,9 +42,7 @@ class SBERTNLIModule(EncoderModule):
         Others: see ``EncoderModule`` (defaults here are the paper's recipe).
     """
 
-    method_info = MethodInfo("sbert_nli", "Sentence-BERT (NLI)", Paper(
-        "Sentence-BERT: Sentence Embeddings using Siamese BERT-Networks", "Nils Reimers, Iryna Gurevych",
-        "EMNLP-IJCNLP 2019", 2019, "https://arxiv.org/abs/1908.10084"))
+    method_info = METHOD.card()
 
     def __init__(self, model_name_or_path: str = "all-MiniLM-L6-v2", pooling: str = "mean",
                  max_length: int | None = None, lr: float = 2e-5, weight_decay: float = 0.01,

@@ -26,8 +26,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from sts_lightning.embeddings.errors import ConfigError
-from sts_lightning.embeddings.io.model_card import MethodInfo, Paper
 from sts_lightning.embeddings.methods.pooling import get_pooling
+from sts_lightning.embeddings.methods.sed import METHOD
 from sts_lightning.lightning_modules.base import EncoderModule, embed_length_buckets
 
 EVAL_POOLING = {1: "mean", 2: "last2_avg", 3: "last3_avg"}
@@ -65,9 +65,7 @@ class SEDModule(EncoderModule):
         Others: see ``EncoderModule`` (defaults here are the paper's recipe; no weight decay, as Adam).
     """
 
-    method_info = MethodInfo("sed", "Sentence Ensemble Distillation", Paper(
-        "Sentence Embeddings by Ensemble Distillation", "Fredrik Carlsson, Magnus Sahlgren", "arXiv:2104.06719",
-        2021, "https://arxiv.org/abs/2104.06719"))
+    method_info = METHOD.card()
 
     def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", max_length: int | None = None,
                  lr: float = 2e-5, weight_decay: float = 0.0, warmup_ratio: float = 0.1,

@@ -34,7 +34,7 @@ from torch import Tensor, nn
 
 from sts_lightning.embeddings.errors import ConfigError, unknown_choice
 from sts_lightning.embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
-from sts_lightning.embeddings.io.model_card import MethodInfo, Paper
+from sts_lightning.embeddings.methods.simcse import SIMCSE, SIMCSE_SUP
 from sts_lightning.embeddings.methods.simcse.scorer import MLPHeadScorer, mlp_head
 from sts_lightning.embeddings.scoring.scorer import Scorer
 from sts_lightning.lightning_modules.base import EncoderModule
@@ -48,10 +48,7 @@ MLP_MODES = ("train", "always", "none")
 VIEWS = {"unsupervised": 2, "supervised": 3}  # texts per training example
 BATCH_KEY = {"unsupervised": "sentences", "supervised": "anchors"}
 DATA_OF = {"unsupervised": "plain sentences (data=sentences)", "supervised": "NLI triplets (data=nli data.format=triplets)"}
-PAPER = Paper("SimCSE: Simple Contrastive Learning of Sentence Embeddings", "Tianyu Gao, Xingcheng Yao, Danqi Chen",
-              "EMNLP 2021", 2021, "https://arxiv.org/abs/2104.08821")
-METHOD_INFO = {"unsupervised": MethodInfo("simcse", "SimCSE (unsupervised)", PAPER),
-               "supervised": MethodInfo("simcse_sup", "SimCSE (supervised, NLI)", PAPER)}
+METHOD_INFO = {"unsupervised": SIMCSE.card(), "supervised": SIMCSE_SUP.card()}
 DROPOUT_KEYS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "attention_dropout")
 
 

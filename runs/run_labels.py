@@ -11,21 +11,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import PurePath
 
-# Module of the LightningModule -> the name of its configs/model/<name>.yaml, where the two differ: the modules'
-# names before issue 17, still in the saved ``.hydra/config.yaml`` of older run directories.
-METHOD_ALIASES = {"contrastive_tension": "ct", "token_vae": "latte_mix"}
+from sts_lightning.embeddings.methods.registry import aliases
 
 
 def method_name(model: Mapping) -> str:
     """``sbert_nli``, ``ct``, ``flow``, ``latte_mix``, ``sed``, ``cross_view_ae`` (the model config's name).
 
     Derived from ``model._target_`` rather than Hydra's choice of the ``model`` group because the target
-    is saved in every config (also one composed in a test or a pipeline stage), the choice is not.
+    is saved in every config (also one composed in a test or a pipeline stage), the choice is not. A module's
+    former name (``contrastive_tension``, still in the saved ``.hydra/config.yaml`` of older run directories) maps
+    to the method through the declarations' ``aliases``.
     """
     target = str(model.get("_target_") or "")
     parts = target.split(".")
     module = parts[-2] if len(parts) >= 2 else target
-    return METHOD_ALIASES.get(module, module) or "unknown"
+    return aliases().get(module, module) or "unknown"
 
 
 def short_name(spec: object) -> str:

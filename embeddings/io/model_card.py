@@ -9,7 +9,7 @@ time, the resolved config, the STS table before / after training, and how to loa
 ``LOADING.md``: ``embeddings.io.export_note.loading_body``).
 
 Pure rendering, no Lightning: the facts come in as dataclasses. ``MethodInfo`` is what the export writer
-knows (each method declares its own, with its paper); ``TrainingFacts`` is what only ``runs/train_run.py``
+knows (``MethodDeclaration.card()``: each method's declaration names it and its paper); ``TrainingFacts`` is what only ``runs/train_run.py``
 knows (config, data, steps, scores). An export written outside a training run (``module.export(path)``)
 gets ``training=None`` and its card says that those facts are unknown instead of guessing them.
 
@@ -29,34 +29,11 @@ import yaml
 from sts_lightning.embeddings.encoders.packaged import hub_id
 from sts_lightning.embeddings.io.atomic import atomic_write
 from sts_lightning.embeddings.io.export_note import EXPORT, LoadingNote, loading_body
+from sts_lightning.embeddings.methods.declaration import MethodInfo
 
 CARD_FILE = "README.md"
 WALL_TIME = "- wall time:"  # the one line of a card that differs between an interrupted+resumed run and an uninterrupted one
 EXAMPLE = ["A man is playing a guitar.", "Someone plays an instrument.", "The stock market fell today."]
-
-
-@dataclass(frozen=True)
-class Paper:
-    """The publication a method implements, as the card cites it."""
-
-    title: str
-    authors: str
-    venue: str
-    year: int
-    url: str
-
-    def citation(self) -> str:
-        return f"{self.authors} ({self.year}). *{self.title}*. {self.venue}. <{self.url}>"
-
-
-@dataclass(frozen=True)
-class MethodInfo:
-    """What a method says about itself on a card: ``key`` (its ``configs/model`` name, also a tag), a
-    readable ``name`` and its ``paper`` (``None`` for plain fine-tuning without one)."""
-
-    key: str
-    name: str
-    paper: Paper | None = None
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,8 @@
-"""The methods: one module or package per method, each declaring the scorers it offers.
+"""The methods, one folder (or module) each, each with its declaration (``declaration.MethodDeclaration``).
 
-Why declared here and not in a central map: adding a method should touch its own folder, not the registry.
-Each method module (``pooling.py``, ``sbert_wk.py``) or package ``__init__`` (``flow/``, ``latte_mix/``,
-``meta/``, ``sen2pro/``) may set ``SCORERS = {name: "module:Class"}``, a plain literal (``--help`` reads it
-without importing torch); ``embeddings.scoring.registry`` collects them in :func:`method_modules` order.
+A method package's ``__init__`` declares the method (``METHOD = MethodDeclaration(...)``) and imports nothing
+heavy: ``registry`` collects every declaration, and ``--help`` reads them without loading torch. The maths,
+nets, scorers and export formats live in the package's other modules. ``pooling.py`` and ``sbert_wk.py`` are
+single modules that much code imports; their declarations sit beside them (``pooling_method``,
+``sbert_wk_method``).
 """
-
-from __future__ import annotations
-
-import pkgutil
-
-FIRST = "pooling"  # the baselines lead every listing
-
-
-def method_modules() -> list[str]:
-    """Dotted names of the method modules and packages, ``pooling`` first, then alphabetical."""
-    names = [info.name for info in pkgutil.iter_modules(__path__)]
-    return [f"{__name__}.{n}" for n in sorted(names, key=lambda n: (n != FIRST, n))]

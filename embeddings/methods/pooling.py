@@ -59,10 +59,7 @@ POOLINGS: dict[str, Callable[[TokenBatch], torch.Tensor]] = {
     "mean": mean_pool,
     "max": max_pool,
     **{name: layers_mean_pool(list(layers)) for name, layers in LAYER_POOLINGS.items()},
-}
-
-# Every pooling is a registry scorer of its own name (the registry passes the name as ``pooling``).
-SCORERS = {name: "sts_lightning.embeddings.methods.pooling:PoolingScorer" for name in POOLINGS}
+}  # each is also a scorer of its own name, declared in ``pooling_method`` (a test checks the two agree)
 
 
 def get_pooling(name: str) -> Callable[[TokenBatch], torch.Tensor]:

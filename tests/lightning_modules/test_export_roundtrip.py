@@ -1,7 +1,8 @@
 """Every exporting method loads back as it was evaluated (issue 16: "Exports load as evaluated").
 
-For each ``configs/model/*.yaml`` (and each ``eval_layers`` / ``pooling`` it offers), the module is built
-on the tiny random BERT exactly as ``train.py`` builds it (Hydra compose + instantiate), its weights are
+For each trained method (its declaration, ``embeddings.methods.registry``) and each ``eval_layers`` / ``pooling``
+its model file offers, the module is built on the tiny random BERT exactly as ``train.py`` builds it (Hydra
+compose + instantiate, with the method's declared tiny settings), its weights are
 nudged so that an export of anything but the live weights would show, and it is exported without
 training. Then:
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import shlex
+from pathlib import Path
 
 import pytest
 import torch
@@ -25,20 +27,21 @@ from omegaconf import OmegaConf, open_dict
 
 from sts_lightning.embeddings.io.export_note import EXPORT, NOTE_FILE
 from sts_lightning.embeddings.methods.pooling import POOLINGS
+from sts_lightning.embeddings.methods.registry import method
+from tests.method_cases import model_names, tiny_overrides
 from tests.paths import CONFIG_DIR
 
 SENTENCES = ["a man plays a guitar .", "a dog runs in the park", "two children read a book on the bench .",
              " ".join(["the woman cuts an onion in the kitchen ."] * 6)]  # longer than max_length: truncation
-# What the tiny fixture needs beyond the encoder keys (small nets).
-TINY = {"latte_mix": {"latent_dim": 4, "num_classes": 5, "hidden_dim": 16}}
 
 
-def _cases() -> list:
-    """(config, option overrides) for every model config; each ``eval_layers`` / ``pooling`` it offers."""
+def _cases(extra: tuple[str, ...] = ()) -> list:
+    """(method, option overrides) for every trained method; each ``eval_layers`` / ``pooling`` its config offers
+    (``extra``: further compose overrides, e.g. a planted method's ``hydra.searchpath``)."""
     cases = []
-    for name in sorted(p.stem for p in (CONFIG_DIR / "model").glob("*.yaml")):
+    for name in model_names():
         with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-            model = compose(config_name="train", overrides=[f"model={name}", "paths.data_dir=/data"]).model
+            model = compose(config_name="train", overrides=[f"model={name}", "paths.data_dir=/data", *extra]).model
         cases.append(pytest.param(name, {}, id=name))
         if "eval_layers" in model:
             cases += [pytest.param(name, {"eval_layers": k}, id=f"{name}-eval_layers{k}") for k in (1, 2, 3)]
@@ -52,13 +55,14 @@ def _build_module(name: str, options: dict, model_dir):
     from sts_lightning.runs.train_run import _build
 
     tiny = str(model_dir)
-    overrides = [f"model={name}", "paths.data_dir=/nonexistent"]
-    if name == "cross_view_ae":  # a plain-name source spec and a mapping, as the default configs mix them
-        overrides += [f"data.sources=[{tiny},{{model:{tiny},pooling:cls}}]", "model.dims=[32,32]"]
+    # the declared tiny settings: small nets, and what the module reads from the data config (cross_view_ae's
+    # sources: a plain-name spec and a mapping, as the default configs mix them); no data is read
+    overrides = [f"model={name}", "paths.data_dir=/nonexistent",
+                 *tiny_overrides(name, method(name).data, model_dir, Path("/nonexistent"))]
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         cfg = compose(config_name="train", overrides=overrides)
     with open_dict(cfg):
-        keys = {"model_name_or_path": tiny, "max_length": 32, "eval_batch_size": 3, **TINY.get(name, {}), **options}
+        keys = {"model_name_or_path": tiny, "max_length": 32, "eval_batch_size": 3, **options}
         for key, value in keys.items():
             if key in cfg.model:
                 cfg.model[key] = value

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.paths import CONFIG_DIR
-from tests.runs.test_fast_dev_run import _groups, tiny_overrides
+from tests.method_cases import model_names, tiny_overrides
+from tests.runs.test_fast_dev_run import _groups
 from tests.runs.test_train import _cfg
 
-MODELS = sorted(p.stem for p in (CONFIG_DIR / "model").glob("*.yaml"))
-NO_GRADIENT_STEP = {"whitening"}  # fitted from moment sums (lightning_modules/whitening.py)
+MODELS = model_names()
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -34,8 +33,8 @@ def test_every_method_trains_in_bf16_mixed_on_a_cpu(model, tmp_path, tiny_model_
               "callbacks.sts_evaluation.tasks=[stsb-dev]", "trainer.max_epochs=-1"]
     cfg = _cfg(tmp_path / "run", tiny_model_dir, train_data_dir, [*overrides, *tiny, *common])
     metrics = train(cfg)
-    # whitening takes no gradient step: what it logs per step is the count of vectors its moments hold
-    progress = "train/vectors" if model in NO_GRADIENT_STEP else "train/loss"
+    # a method that takes no gradient step (whitening, fitted from moment sums) logs the vectors its moments hold
+    progress = "train/vectors" if "train/vectors" in metrics else "train/loss"
     assert metrics.get(progress) is not None and math.isfinite(metrics[progress]), metrics
     assert all(math.isfinite(v) for k, v in metrics.items() if "spearman" in k), metrics
     state = torch.load(tmp_path / "run" / "checkpoints" / "last.ckpt", weights_only=True)["state_dict"]

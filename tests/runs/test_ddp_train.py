@@ -1,6 +1,7 @@
-"""``model=ct``, ``model=sed``, ``model=cosent``, ``model=simcse`` (in-batch negatives gathered across ranks),
-``model=whitening`` (moments all-reduced) and CT with the cached in-batch loss through ``train()`` on 2 CPU ranks
-(DDP over gloo): fp32, identical STS metrics.
+"""Every method whose declaration names DDP cases (``tiny.ddp``: those with a cross-rank step of their own, e.g.
+in-batch negatives gathered across ranks, moments all-reduced, CT's cached in-batch loss) through ``train()`` on
+2 CPU ranks (DDP over gloo): fp32, identical STS metrics. The cases come from the declarations
+(``tests/method_cases.py``), never a list here.
 
 Why a subprocess running this file: Lightning's DDP launcher re-runs ``sys.argv`` for rank 1, which must
 be a script, not pytest (see tests/callbacks/test_sts_evaluation.py). Each rank writes what ``train()`` returned, the
@@ -17,34 +18,26 @@ from pathlib import Path
 
 import pytest
 
+from sts_lightning.embeddings.methods.registry import method
+from tests.method_cases import ddp_cases, tiny_overrides
 from tests.paths import ROOT
 
 DIST_ENV = ("MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE", "RANK", "GROUP_RANK")
-TINY = {"ct": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8", "model.pairs=8", "model.positives=2"],
-        "sed": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8"],
-        # the CoSENT ranking gathers the similarities of both ranks (a collective every step)
-        "cosent": ["data.sources=[stsb:train,sick:trial]", "data.batch_size=4"],
-        # the cached in-batch loss (GradCache surrogate) through Lightning's DDP wrapper and optimizer loop
-        "ct_cached": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8", "model.objective=in_batch",
-                      "model.dropout=true", "model.mini_batch_size=2", "model.gradient_checkpointing=true"],
-        "simcse": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8"],
-        "whitening": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8"]}
 
 
-def run_rank(model: str, model_dir: str, data_dir: str, out_dir: str) -> None:
-    """One rank: compose ``model=<model>`` with its defaults (tiny data / model swapped in) and train 3 steps."""
+def run_rank(case: str, model_dir: str, data_dir: str, out_dir: str) -> None:
+    """One rank: compose the case's ``model=<method>`` with its defaults (tiny data / model and the case's overrides
+    swapped in) and train 3 steps."""
     import torch.distributed as dist
 
     from sts_lightning.runs.train_run import train
     from tests.runs.test_train import _cfg
 
     out = Path(out_dir)
-    overrides = [f"model={model.removesuffix('_cached')}", *TINY[model], "trainer.accelerator=cpu", "trainer.devices=2",
-                 "trainer.max_steps=3", "callbacks.sts_evaluation.tasks=[stsb-dev,sick-trial]"]
-    if model != "cosent":  # the datamodules with a cache
-        overrides.append(f"data.cache_dir={out / 'cache'}")
-    if model == "sed":
-        overrides.append(f"data.teachers=[{model_dir}]")
+    model, extra = ddp_cases()[case]
+    overrides = [f"model={model}", *tiny_overrides(model, method(model).data, model_dir, out), *extra,
+                 "trainer.accelerator=cpu", "trainer.devices=2", "trainer.max_steps=3",
+                 "callbacks.sts_evaluation.tasks=[stsb-dev,sick-trial]"]
     cfg = _cfg(out / "run", Path(model_dir), Path(data_dir), overrides)
     metrics = train(cfg)
     rank = dist.get_rank() if dist.is_initialized() else 0
@@ -53,11 +46,11 @@ def run_rank(model: str, model_dir: str, data_dir: str, out_dir: str) -> None:
     (out / f"rank{rank}.json").write_text(json.dumps(record))
 
 
-@pytest.mark.parametrize("model", ["ct", "sed", "cosent", "ct_cached", "simcse", "whitening"])
-def test_two_cpu_ranks_train_fp32_and_log_identical_metrics(model, tmp_path, tiny_model_dir, train_data_dir):  # noqa: F811
+@pytest.mark.parametrize("case", list(ddp_cases()))
+def test_two_cpu_ranks_train_fp32_and_log_identical_metrics(case, tmp_path, tiny_model_dir, train_data_dir):  # noqa: F811
     env = {k: v for k, v in os.environ.items() if k not in DIST_ENV}  # fresh port, no inherited rank
     env.update(PYTHONPATH=str(ROOT), WANDB_MODE="disabled", TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1")
-    done = subprocess.run([sys.executable, __file__, model, str(tiny_model_dir), str(train_data_dir), str(tmp_path)],
+    done = subprocess.run([sys.executable, __file__, case, str(tiny_model_dir), str(train_data_dir), str(tmp_path)],
                           env=env, cwd=ROOT, capture_output=True, text=True, timeout=420)
     assert done.returncode == 0, done.stderr[-4000:]
     rank0, rank1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
@@ -68,7 +61,7 @@ def test_two_cpu_ranks_train_fp32_and_log_identical_metrics(model, tmp_path, tin
     assert "val/stsb-dev_spearman" in val0 and "val/sick-trial_spearman" in val0
     assert val0 == val1  # computed once on rank 0, broadcast: bit-identical, never averaged
     assert (tmp_path / "run" / "export").is_dir() and (tmp_path / "run" / "sts_before_after.md").is_file()
-    if model == "whitening":  # rank 0 exported the sums of BOTH ranks' batches: 3 steps x global batch 8
+    if case == "whitening":  # rank 0 exported the sums of BOTH ranks' batches: 3 steps x global batch 8
         config = json.loads((tmp_path / "run" / "export" / "whitening_config.json").read_text())
         assert config["fitted_vectors"] == 24
 

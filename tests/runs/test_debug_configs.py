@@ -15,12 +15,13 @@ import yaml
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from tests.method_cases import model_names, tiny_overrides
 from tests.paths import CONFIG_DIR
-from tests.runs.test_fast_dev_run import _groups, tiny_overrides
+from tests.runs.test_fast_dev_run import _groups
 from tests.runs.test_train import _cfg
 
 DEBUGS = sorted(p.stem for p in (CONFIG_DIR / "debug").glob("*.yaml"))
-MODELS = sorted(p.stem for p in (CONFIG_DIR / "model").glob("*.yaml"))
+MODELS = model_names()
 
 
 def _leaves(node: dict, prefix: tuple = ()):

@@ -1,6 +1,6 @@
 """Every export carries a model card (``README.md``, ``embeddings.io.model_card``): one short training run per
-trainable method (discovered from configs/model, as ``test_model_defaults`` does) must export a card that names the
-method, its paper, the base model, the data, the steps and the STS table, with front-matter a Hugging Face reader
+trained method (from the declarations, as ``test_model_defaults`` does) must export a card that names the
+method, its declared paper, the base model, the data, the steps and the STS table, with front-matter a Hugging Face reader
 parses; ``SentenceTransformer`` must still load an sentence-transformers export and keep the card as ours.
 """
 
@@ -13,11 +13,9 @@ import yaml
 
 from sts_lightning.embeddings.io.export_manifest import MANIFEST_FILE, verify_export
 from sts_lightning.embeddings.io.model_card import CARD_FILE, WALL_TIME
-from tests.runs.test_fast_dev_run import tiny_overrides
-from tests.runs.test_model_defaults import MODELS, data_group_of
+from sts_lightning.embeddings.methods.registry import method
+from tests.method_cases import model_names, st_export_names, tiny_overrides
 from tests.runs.test_train import _cfg
-
-ST_METHODS = {"sbert_nli", "ct", "sed", "cosent", "simcse", "simcse_sup"}  # their exports are sentence-transformers directories
 
 
 def front_matter(text: str) -> dict:
@@ -25,7 +23,7 @@ def front_matter(text: str) -> dict:
     return yaml.safe_load(text.split("---\n")[1])
 
 
-@pytest.fixture(scope="module", params=MODELS)
+@pytest.fixture(scope="module", params=model_names())
 def exported(request, tmp_path_factory, tiny_model_dir, train_data_dir):
     """(method, run directory) of a 3-step run of ``model=<method>`` with its own data group, exported."""
     import torch
@@ -38,7 +36,7 @@ def exported(request, tmp_path_factory, tiny_model_dir, train_data_dir):
     torch.set_num_threads(1)
     try:
         cfg = _cfg(tmp / "run", tiny_model_dir, train_data_dir,
-                   [f"model={model}", *tiny_overrides(model, data_group_of(model), tiny_model_dir, tmp),
+                   [f"model={model}", *tiny_overrides(model, method(model).data, tiny_model_dir, tmp),
                     "trainer.max_steps=3", "callbacks.sts_evaluation.tasks=[stsb-dev]"])
         train(cfg)
     finally:
@@ -55,12 +53,12 @@ def test_every_export_has_a_card_naming_method_base_data_steps_and_sts(exported,
     meta = front_matter(text)
     assert model in meta["tags"] and meta["pipeline_tag"] == "sentence-similarity"
     assert "base_model" not in meta  # a local directory is no Hub id (the body names it, below)
-    assert meta["library_name"] == ("sentence-transformers" if model in ST_METHODS else "transformers")
-    assert f"(`{model}`)" in text and "- paper: " in text and "- paper: none" not in text
+    assert meta["library_name"] == ("sentence-transformers" if model in st_export_names() else "transformers")
+    assert f"(`{model}`)" in text and f"- paper: {method(model).citation}" in text and "- paper: none" not in text
     assert f"- base model: `{tiny_model_dir}`" in text
     data = next(line for line in text.splitlines() if line.startswith("- data: "))
     assert data != "- data: unknown" and "- training rows (after filtering): unknown" not in text
-    if model == "sbert_nli":  # sources are counted in labelled pairs, whatever the format builds from them
+    if method(model).data == "nli":  # sources are counted in labelled pairs, whatever the format builds from them
         assert "labelled NLI pairs)" in data
     assert "- steps: 3" in text and WALL_TIME in text and "- precision: 32-true" in text
     assert "| task | before | after | change |" in text and "stsb-dev" in text  # the callback's table
@@ -68,6 +66,18 @@ def test_every_export_has_a_card_naming_method_base_data_steps_and_sts(exported,
     config = yaml.safe_load(text.split("```yaml\n")[1].split("```")[0])  # the resolved config, parsed back
     assert config["model"]["_target_"] and config["output_dir"] == "<run dir>" and "ckpt_path" not in config
     assert "## How to load" in text and "python evaluate.py" in text  # the LOADING.md text, embedded
+
+
+def test_the_export_is_the_kind_its_declaration_names(exported):
+    """``sentence-transformers``: a ``modules.json``; a fitted format tag: the config JSON that carries the tag."""
+    model, run = exported
+    export, declared = run / "export", method(model).export
+    if declared == "sentence-transformers":
+        assert (export / "modules.json").is_file()
+    else:
+        configs = [json.loads(p.read_text()) for p in export.glob("*_config.json")]  # tokenizer_config.json too
+        tags = [c["format"] for c in configs if isinstance(c, dict) and "format" in c]
+        assert tags == [declared], (model, tags)
 
 
 def test_the_card_reads_as_hugging_face_card_data(exported):
@@ -81,7 +91,7 @@ def test_the_card_reads_as_hugging_face_card_data(exported):
 
 def test_sentence_transformers_loads_the_export_and_keeps_our_card(exported, tmp_path):
     model, run = exported
-    if model not in ST_METHODS:
+    if model not in st_export_names():
         pytest.skip(f"{model}: not a sentence-transformers export")
     from sentence_transformers import SentenceTransformer
 

@@ -23,22 +23,20 @@ from sts_lightning.embeddings.encoders.load import load_encoder
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.io.encoder_identity import check_fitted_on
 from sts_lightning.embeddings.io.export_dir import ExportFormat, load_export, load_export_config, save_export
-from sts_lightning.embeddings.io.model_card import ExportNotes, MethodInfo, Paper
+from sts_lightning.embeddings.io.model_card import ExportNotes
+from sts_lightning.embeddings.methods.flow import METHOD
 from sts_lightning.embeddings.methods.flow.glow import Glow
 from sts_lightning.embeddings.methods.pooling import get_pooling
 from sts_lightning.embeddings.scoring.scorer import Representation, VectorScorer
 
 log = logging.getLogger(__name__)
 
-FORMAT = "sts-lightning/bert-flow"
+FORMAT = METHOD.export  # "sts-lightning/bert-flow", declared once (flow/__init__.py)
 FORMAT_VERSION = 1
 CONFIG_FILE, WEIGHTS_FILE = "flow_config.json", "flow.safetensors"
 EXPORT_FORMAT = ExportFormat(FORMAT, FORMAT_VERSION, CONFIG_FILE, WEIGHTS_FILE, "BERT-flow")
 FLOW_KEYS = ("levels", "depth", "hidden", "coupling", "permutation")
-BERT_FLOW = MethodInfo("flow", "BERT-flow", Paper(
-    "On the Sentence Embeddings from Pre-trained Language Models",
-    "Bohan Li, Hao Zhou, Junxian He, Mingxuan Wang, Yiming Yang, Lei Li", "EMNLP 2020", 2020,
-    "https://arxiv.org/abs/2011.05864"))
+BERT_FLOW = METHOD.card()
 
 
 class FlowScorer(VectorScorer):

@@ -25,16 +25,14 @@ from torch import Tensor, nn
 
 from sts_lightning.embeddings.errors import ConfigError, unknown_choice
 from sts_lightning.embeddings.io.export_dir import ExportFormat, load_export, save_export
-from sts_lightning.embeddings.io.model_card import ExportNotes, MethodInfo, Paper
+from sts_lightning.embeddings.io.model_card import ExportNotes
+from sts_lightning.embeddings.methods.latte_mix import METHOD
 
 LATENTS = ("categorical", "normal", "ae")
-FORMAT, FORMAT_VERSION = "sts-lightning/token-vae", 1
+FORMAT, FORMAT_VERSION = METHOD.export, 1  # "sts-lightning/token-vae", declared once (latte_mix/__init__.py)
 CONFIG_FILE, WEIGHTS_FILE = "token_vae_config.json", "token_vae.safetensors"
 EXPORT_FORMAT = ExportFormat(FORMAT, FORMAT_VERSION, CONFIG_FILE, WEIGHTS_FILE, "token-VAE")
-LATTE_MIX = MethodInfo("latte_mix", "Latte-Mix (token VAE)", Paper(
-    "Latte-Mix: Measuring Sentence Semantic Similarity with Latent Categorical Mixtures",
-    "Minghan Li, He Bai, Luchen Tan, Kun Xiong, Ming Li, Jimmy Lin", "arXiv:2010.11351", 2020,
-    "https://arxiv.org/abs/2010.11351"))
+LATTE_MIX = METHOD.card()
 NET_KEYS = ("input_dim", "latent", "latent_dim", "num_classes", "hidden_dim", "encoder_layers", "decoder_layers")
 
 

@@ -1,3 +1,26 @@
-"""Meta-embeddings (conc / avg / SVD / GCCA / cross-view AE): the scorer this method offers the registry (see ``embeddings.methods``)."""
+"""Sentence meta-embeddings fitted without gradients (conc / avg / SVD / GCCA, ``runs.fit_meta``): the declaration.
 
-SCORERS = {"meta": "sts_lightning.embeddings.sources.build:MetaExportScorer"}
+The cross-view autoencoder, trained by ``train.py``, is a method of its own (``embeddings/methods/cross_view_ae``);
+its exports use this folder's format and scorer. ``source`` scores one sentence source alone: the single-source
+rows every meta-embedding is compared against.
+"""
+
+from sts_lightning.embeddings.methods.declaration import MethodDeclaration, Paper, ScorerGroup
+
+PAPER = Paper("Sentence Meta-Embeddings for Unsupervised Semantic Textual Similarity",
+              "Nina Poerner, Ulli Waltinger, Hinrich Schütze", "ACL 2020", 2020, "https://arxiv.org/abs/1911.03700")
+
+METHOD = MethodDeclaration(
+    name="meta", title="Sentence meta-embedding", kind="training-free",
+    summary="several frozen encoders' vectors combined (conc, avg, SVD, GCCA), fitted in closed form; cosine",
+    paper=PAPER, export="sts-lightning/meta-embedding",
+    scorers=(ScorerGroup(("meta",), "sts_lightning.embeddings.sources.build:MetaExportScorer",
+                         "Registry entry ``{name: meta, path: <export dir>}``; the configured encoder is not used.",
+                         options=("path", "batch_size", "allow_other_encoder"), encoder_free=True),
+             ScorerGroup(("source",), "sts_lightning.embeddings.sources.build:SourceScorer",
+                         "One source as a scorer (cosine of its vectors): the single-source rows of an ensemble table.",
+                         options=("model", "pooling", "prefix", "max_length"), encoder_free=True)),
+    evaluate="python -m sts_lightning.runs.fit_meta --method gcca --sources paraphrase-MiniLM-L3-v2,all-MiniLM-L6-v2 "
+             "--out <export>; "
+             "python evaluate.py encoders=[none] 'scorers=[{name:meta,path:<export>}]'",
+)

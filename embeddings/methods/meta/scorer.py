@@ -24,7 +24,9 @@ import torch
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.io.export_dir import ExportFormat, load_export, save_export
 from sts_lightning.embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
-from sts_lightning.embeddings.io.model_card import MethodInfo, ModelCard, Paper, TrainingFacts
+from sts_lightning.embeddings.io.model_card import ModelCard, TrainingFacts
+from sts_lightning.embeddings.methods.declaration import MethodInfo
+from sts_lightning.embeddings.methods.meta import METHOD
 from sts_lightning.embeddings.methods.meta.cross_view_ae_nets import CrossViewAutoencoder
 from sts_lightning.embeddings.methods.meta.projections import MetaProjection, l2_normalize
 from sts_lightning.embeddings.scoring.scorer import Representation, Scorer, VectorScorer
@@ -32,16 +34,14 @@ from sts_lightning.embeddings.scoring.similarity import cosine_rows
 from sts_lightning.embeddings.sources.cache import cached_source_vectors
 from sts_lightning.embeddings.sources.sentence_source import SentenceSource
 
-FORMAT, FORMAT_VERSION = "sts-lightning/meta-embedding", 1
+FORMAT, FORMAT_VERSION = METHOD.export, 1  # "sts-lightning/meta-embedding", declared once (meta/__init__.py)
 CONFIG_FILE, WEIGHTS_FILE = "meta_config.json", "meta.safetensors"
 EXPORT_FORMAT = ExportFormat(FORMAT, FORMAT_VERSION, CONFIG_FILE, WEIGHTS_FILE, "meta-embedding")
-META_PAPER = Paper("Sentence Meta-Embeddings for Unsupervised Semantic Textual Similarity",
-                   "Nina Poerner, Ulli Waltinger, Hinrich Schütze", "ACL 2020", 2020, "https://arxiv.org/abs/1911.03700")
 
 
 def meta_method(projection: str) -> MethodInfo:
     """The card's method of a meta-embedding fitted by ``runs.fit_meta`` (``svd``, ``gcca``, ``ae`` ...)."""
-    return MethodInfo(f"meta_{projection}", f"Sentence meta-embedding ({projection})", META_PAPER)
+    return MethodInfo(f"{METHOD.name}_{projection}", f"{METHOD.title} ({projection})", METHOD.paper)
 
 
 def is_meta_export(path: str | os.PathLike) -> bool:

@@ -1,7 +1,39 @@
-"""SimCSE: the scorer this method offers the registry (see ``embeddings.methods``).
+"""SimCSE, unsupervised and supervised: the two declarations of this folder (``embeddings.methods.declaration``).
 
-Only the supervised recipe (MLP kept at evaluation) needs one: the other SimCSE exports are a plain
+Only the supervised recipe (MLP kept at evaluation) needs a scorer of its own: the other SimCSE exports are a plain
 pooling over the encoder (``cls`` / ``mean``) and load as such.
 """
 
-SCORERS = {"simcse_mlp": "sts_lightning.embeddings.methods.simcse.scorer:SimCSEExportScorer"}
+from sts_lightning.embeddings.methods.declaration import (
+              ST_EXPORT,
+              MethodDeclaration,
+              Paper,
+              ScorerGroup,
+              Tiny,
+)
+
+PAPER = Paper("SimCSE: Simple Contrastive Learning of Sentence Embeddings", "Tianyu Gao, Xingcheng Yao, Danqi Chen",
+              "EMNLP 2021", 2021, "https://arxiv.org/abs/2104.08821")
+MODULE = "sts_lightning.lightning_modules.simcse:SimCSEModule"
+
+SIMCSE = MethodDeclaration(
+    name="simcse", title="SimCSE (unsupervised)", kind="trained",
+    summary="each sentence twice with dropout, InfoNCE over the (DDP-gathered) batch; CLS + MLP in training only",
+    paper=PAPER, export=ST_EXPORT, data="sentences", module=MODULE,
+    tiny=Tiny(data=("data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8", "data.cache_dir={cache_dir}"),
+              options=(("model.pooling=mean", "model.mlp=none"),
+                       ("data=nli", "data.format=triplets", "model.objective=supervised", "model.mlp=always",
+                        "model.hard_negative_weight=1.0")),
+              ddp={"": ()}),  # in-batch negatives gathered across ranks
+)
+SIMCSE_SUP = MethodDeclaration(
+    name="simcse_sup", title="SimCSE (supervised, NLI)", kind="trained",
+    summary="(premise, entailed, contradicted) with the hard negative in the softmax; CLS + MLP kept "
+            "(a sentence-transformers `Dense(Tanh)`)",
+    paper=PAPER, export=ST_EXPORT, data="nli", module=MODULE,
+    scorers=(ScorerGroup(("simcse_mlp",), "sts_lightning.embeddings.methods.simcse.scorer:SimCSEExportScorer",
+                         "Registry entry ``{name: simcse_mlp, path: <export dir>}``: an export's encoder, pooling, "
+                         "then its MLP.", options=("path", "pooling", "batch_size"), required=("path",)),),
+    tiny=Tiny(data=("data.sources=[snli:dev,snli:test,sick:trial]",)),
+)
+METHODS = (SIMCSE, SIMCSE_SUP)

@@ -23,19 +23,18 @@ from sts_lightning.embeddings.encoders.load import load_encoder
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.io.encoder_identity import check_fitted_on
 from sts_lightning.embeddings.io.export_dir import ExportFormat, load_export, save_export
-from sts_lightning.embeddings.io.model_card import ExportNotes, MethodInfo, Paper
+from sts_lightning.embeddings.io.model_card import ExportNotes
 from sts_lightning.embeddings.methods.pooling import get_pooling
+from sts_lightning.embeddings.methods.whitening import METHOD
 from sts_lightning.embeddings.methods.whitening.maths import whiten
 from sts_lightning.embeddings.scoring.scorer import Representation, VectorScorer
 
 log = logging.getLogger(__name__)
 
-FORMAT, FORMAT_VERSION = "sts-lightning/whitening", 1  # never change a released tag: bump the version
+FORMAT, FORMAT_VERSION = METHOD.export, 1  # declared in whitening/__init__.py; never change a released tag: bump the version
 EXPORT_FORMAT = ExportFormat(FORMAT, FORMAT_VERSION, "whitening_config.json", "whitening.safetensors", "whitening")
 CONFIG_KEYS = ("model_name_or_path", "pooling", "max_length", "k", "encoder")
-BERT_WHITENING = MethodInfo("whitening", "BERT-whitening", Paper(
-    "Whitening Sentence Representations for Better Semantics and Faster Retrieval",
-    "Jianlin Su, Jiarun Cao, Weijie Liu, Yangyiwen Ou", "arXiv", 2021, "https://arxiv.org/abs/2103.15316"))
+BERT_WHITENING = METHOD.card()
 
 
 class Whitening:

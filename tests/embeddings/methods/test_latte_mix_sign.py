@@ -29,10 +29,10 @@ def test_similarity_is_minus_the_distance_and_higher_for_identical_sentences(tin
 
 def test_the_sign_convention_is_where_users_read_it():
     from sts_lightning.embeddings.methods.latte_mix.scorer import LatteMixExportScorer
-    from sts_lightning.runs.help_names import scorer_entries
+    from sts_lightning.embeddings.methods.registry import scorer_groups
 
     doc = " ".join((LatteMixScorer.similarity.__doc__ or "").split())
     assert "higher = more similar" in doc and "-distance for ``js``" in doc
-    summary = next(e.summary for e in scorer_entries() if "latte_mix" in e.names)  # evaluate.py --help
+    summary = next(g.summary for g in scorer_groups() if "latte_mix" in g.names)  # evaluate.py --help
     assert "similarity = -distance (higher = more similar)" in summary
     assert "similarity = -distance" in (LatteMixExportScorer.__doc__ or "")
