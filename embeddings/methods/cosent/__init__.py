@@ -1,0 +1,1 @@
+"""Supervised STS on scored pairs (CoSENT / AnglE / CosineSimilarityLoss): its objectives are ``objective.py``."""

@@ -1,0 +1,1 @@
+"""Contrastive Tension (Carlsson et al., ICLR 2021): its pair sampling and objectives are ``objective.py``."""
