@@ -25,8 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from sts_lightning.datamodules.sentence_files import read_sentences
-from sts_lightning.lightning_modules.in_batch_losses import in_batch_tension_loss
-from sts_lightning.lightning_modules.losses import split_views
+from sts_lightning.embeddings.methods.ct.objective import in_batch_tension_loss, split_views
 from sts_lightning.sts.scoring import correlations
 from sts_lightning.sts.tasks import load_task, resolve_data_dir
 

@@ -6,7 +6,7 @@ per-device batch of ``--batch`` triplets (3 x batch sentences). Each variant run
 no two share a high-water mark or an allocator cache:
 
 * ``uncached``: today's path (one graph over the whole batch, two length buckets);
-* ``cached``: ``model.mini_batch_size=--mini-batch`` (``lightning_modules.grad_cache``);
+* ``cached``: ``model.mini_batch_size=--mini-batch`` (``embeddings.methods.shared.grad_cache``);
 * ``checkpointing``: ``model.gradient_checkpointing=true``, uncached;
 * ``cached+checkpointing``: both.
 

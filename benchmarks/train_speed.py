@@ -50,9 +50,9 @@ import torch  # noqa: E402
 from benchmarks.cpu_features import cpu_line  # noqa: E402
 from sts_lightning.datamodules.nli_readers import load_source  # noqa: E402
 from sts_lightning.embeddings.encoders.packaged import resolve_model_path  # noqa: E402
+from sts_lightning.embeddings.methods.ct.objective import make_ct_pairs, pair_rng  # noqa: E402
 from sts_lightning.embeddings.methods.pooling import mean_pool  # noqa: E402
-from sts_lightning.lightning_modules.ct import ContrastiveTensionModule, pair_rng  # noqa: E402
-from sts_lightning.lightning_modules.losses import make_ct_pairs  # noqa: E402
+from sts_lightning.lightning_modules.ct import ContrastiveTensionModule  # noqa: E402
 from sts_lightning.lightning_modules.optimizers import adam  # noqa: E402
 from sts_lightning.lightning_modules.sbert_nli import SBERTNLIModule  # noqa: E402
 from sts_lightning.lightning_modules.simcse import SimCSEModule, set_dropout  # noqa: E402

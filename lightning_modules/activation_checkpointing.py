@@ -3,7 +3,7 @@
 Why: a training forward pass keeps every layer's activations for the backward pass; checkpointing keeps
 only each transformer layer's input and recomputes the layer during the backward pass (about one more
 forward pass of compute for activation memory ~ one layer instead of all). It composes with the cached
-in-batch losses (``lightning_modules.grad_cache``): those bound the memory by the mini-batch, this by the layer.
+in-batch losses (``embeddings.methods.shared.grad_cache``): those bound the memory by the mini-batch, this by the layer.
 
 Non-reentrant checkpointing (``use_reentrant=False``, transformers' default in 5.x, set explicitly here):
 the reentrant variant refuses ``torch.autograd.grad`` (which the cached losses use) and needs inputs that

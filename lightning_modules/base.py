@@ -10,7 +10,7 @@ The Hugging Face model is registered once, as ``self.encoder_model``; ``self.enc
 (``scorer``) and ``export`` always see the current weights.
 
 Memory: ``mini_batch_size`` turns an in-batch loss into its cached (GradCache) version, with activation
-memory bounded by the mini-batch (``lightning_modules.grad_cache``); ``gradient_checkpointing`` recomputes
+memory bounded by the mini-batch (``embeddings.methods.shared.grad_cache``); ``gradient_checkpointing`` recomputes
 each layer in the backward pass (``lightning_modules.activation_checkpointing``). A method adopts caching
 by computing its loss through ``embed_and_loss``; e.g. SimCSE (both dropout views of the batch in one list)::
 
@@ -39,14 +39,14 @@ from sts_lightning.embeddings.io.export_note import EXPORT, LoadingNote, evaluat
 from sts_lightning.embeddings.io.model_card import MethodInfo, ModelCard, TrainingFacts
 from sts_lightning.embeddings.io.st_export import write_sentence_transformers_files
 from sts_lightning.embeddings.methods.pooling import PoolingScorer, get_pooling
-from sts_lightning.embeddings.scoring.scorer import Scorer
-from sts_lightning.lightning_modules.activation_checkpointing import enable_gradient_checkpointing
-from sts_lightning.lightning_modules.grad_cache import (
+from sts_lightning.embeddings.methods.shared.grad_cache import (
     EncoderView,
     cached_loss,
     check_mini_batch_size,
     chunk_view,
 )
+from sts_lightning.embeddings.scoring.scorer import Scorer
+from sts_lightning.lightning_modules.activation_checkpointing import enable_gradient_checkpointing
 from sts_lightning.lightning_modules.optimizers import adam
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ by cosine, is the sentence embedding that is evaluated and exported.
 
 Recipe (sentence-transformers' ``training_stsbenchmark.py``): batch 16, AdamW lr 2e-5, weight decay 0.01,
 10% linear warm-up, 4 epochs, mean pooling, STS-B dev after every epoch. The losses are pure functions in
-``lightning_modules.pair_score_losses``; under DDP the ranking objectives gather the similarities of all
+``embeddings.methods.cosent.objective``; under DDP the ranking objectives gather the similarities of all
 ranks so a 2-GPU run optimises the same global-batch loss as a 1-GPU run.
 """
 
@@ -24,8 +24,8 @@ from torch import Tensor
 
 from sts_lightning.embeddings.errors import ConfigError, unknown_choice
 from sts_lightning.embeddings.methods.cosent import METHOD
+from sts_lightning.embeddings.methods.cosent.objective import angle_loss, cosent_loss, cosine_similarity_loss
 from sts_lightning.lightning_modules.base import EncoderModule
-from sts_lightning.lightning_modules.pair_score_losses import angle_loss, cosent_loss, cosine_similarity_loss
 
 OBJECTIVES = tuple(METHOD.variants)  # cosent | angle | cosine: each names its paper on the card
 
@@ -47,11 +47,11 @@ class CoSENTModule(EncoderModule):
         scale: inverse temperature of the ``cosent`` / ``angle`` ranking (sentence-transformers' 20);
             ``cosine`` has none.
         gather: under DDP, rank the pairs of all ranks together (``cosent`` / ``angle``; see
-            ``lightning_modules.pair_score_losses``). ``false`` ranks within each rank's share only.
+            ``embeddings.methods.cosent.objective``). ``false`` ranks within each rank's share only.
         gradient_checkpointing: recompute each layer in the backward pass (less activation memory).
         Others: see ``EncoderModule`` (defaults here are sentence-transformers' STS-B recipe). No cached
             ``mini_batch_size`` yet: the recipe's batch of 16 pairs fits anywhere; a large ranking batch would need
-            the GradCache surrogate (``lightning_modules.grad_cache``) over both sides.
+            the GradCache surrogate (``embeddings.methods.shared.grad_cache``) over both sides.
     """
 
     def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", pooling: str = "mean",

@@ -25,7 +25,8 @@ from torch.utils.data import DataLoader, TensorDataset
 from sts_lightning.embeddings.errors import ConfigError, unknown_choice
 from sts_lightning.embeddings.io.model_card import TrainingFacts
 from sts_lightning.embeddings.methods.cross_view_ae import METHOD
-from sts_lightning.embeddings.methods.meta.cross_view_ae_nets import AE_LOSSES, CrossViewAutoencoder
+from sts_lightning.embeddings.methods.meta.cross_view_ae_nets import CrossViewAutoencoder
+from sts_lightning.embeddings.methods.meta.cross_view_ae_objective import AE_LOSSES
 from sts_lightning.embeddings.methods.meta.projections import MetaProjection
 from sts_lightning.embeddings.methods.meta.scorer import MetaEmbeddingScorer, save_meta_embedding
 from sts_lightning.embeddings.sources.build import build_source

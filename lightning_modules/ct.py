@@ -19,7 +19,7 @@ corpus instead; a data batch larger than the pair batch (e.g. 32) brings the poo
 ``ContrastiveTensionLossInBatchNegatives``): model 1 and model 2 embed the SAME data batch, the diagonal
 of their cosine matrix x ``scale`` is the positive, every other sentence of the global batch (gathered
 across ranks) a negative, symmetric cross-entropy. ``pairs`` / ``positives`` do not apply to it.
-``mini_batch_size`` caches it (GradCache, ``lightning_modules.grad_cache``): both copies embed their side in
+``mini_batch_size`` caches it (GradCache, ``embeddings.methods.shared.grad_cache``): both copies embed their side in
 mini-batches, so a large in-batch CT batch needs the activation memory of a mini-batch.
 
 DDP: ``pairs`` and ``positives`` are GLOBAL (16 and 2); every rank builds ``pairs // world_size`` pairs
@@ -45,7 +45,16 @@ from sts_lightning.embeddings.encoders.hf import HFEncoder
 from sts_lightning.embeddings.errors import ConfigError, unknown_choice
 from sts_lightning.embeddings.io.model_card import TrainingFacts
 from sts_lightning.embeddings.methods.ct import METHOD
+from sts_lightning.embeddings.methods.ct.objective import (
+    ct_logits,
+    ct_loss,
+    in_batch_tension_loss,
+    make_ct_pairs,
+    pair_rng,
+    split_views,
+)
 from sts_lightning.embeddings.methods.pooling import PoolingScorer
+from sts_lightning.embeddings.methods.shared.grad_cache import EncoderView
 from sts_lightning.embeddings.scoring.protocols import STSEvaluator
 from sts_lightning.embeddings.scoring.scorer import Scorer
 from sts_lightning.lightning_modules.activation_checkpointing import (
@@ -59,9 +68,6 @@ from sts_lightning.lightning_modules.ct_options import (
     length_matched_groups,
     train_only_word_embeddings,
 )
-from sts_lightning.lightning_modules.grad_cache import EncoderView
-from sts_lightning.lightning_modules.in_batch_losses import in_batch_tension_loss
-from sts_lightning.lightning_modules.losses import ct_logits, ct_loss, make_ct_pairs, split_views
 from sts_lightning.lightning_modules.optimizers import adam
 from sts_lightning.lightning_modules.row_sparse_rmsprop import RowSparseRMSprop
 
@@ -82,16 +88,6 @@ def per_device_layout(pairs: int, positives: int, world_size: int) -> tuple[int,
         raise ConfigError(f"CT needs pairs={pairs} and positives={positives} divisible by world_size={world_size}: "
                           "change model.pairs / model.positives or the number of devices")
     return pairs // world_size, positives // world_size
-
-
-def pair_rng(seed: int, rank: int, step: int) -> np.random.Generator:
-    """The generator of one rank's pairs at one optimizer step: a pure function of its arguments.
-
-    Why not a stateful generator: a resumed run (or a rerun) draws exactly the same pairs at the same
-    step, and ranks draw independently. With gradient accumulation the micro-batches of one step share
-    the draw pattern (their sentence pools differ).
-    """
-    return np.random.default_rng([int(seed), int(rank), int(step)])
 
 
 def step_lambda(lr: float, final_lr: float, every: int, drops: int):

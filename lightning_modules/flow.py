@@ -29,6 +29,7 @@ from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
 from sts_lightning.embeddings.io.model_card import ModelCard, TrainingFacts
 from sts_lightning.embeddings.methods.flow.glow import Glow
+from sts_lightning.embeddings.methods.flow.objective import flow_nll_loss
 from sts_lightning.embeddings.methods.flow.scorer import BERT_FLOW, FLOW_KEYS, FlowScorer, save_flow_export
 from sts_lightning.embeddings.methods.pooling import get_pooling
 from sts_lightning.lightning_modules.base import check_finite
@@ -74,18 +75,9 @@ class BertFlowModule(FrozenEncoderMixin, LightningModule):
         with torch.autocast(device_type=x.device.type, enabled=False):
             return self.flow(x.float())[0]
 
-    def nll(self, x: Tensor) -> Tensor:
-        """Mean negative log-likelihood in bits per dimension (the training objective).
-
-        Always float32, also under ``precision=bf16-mixed``: the log-determinants sum many small terms
-        and bf16 matmuls would make the density (and its gradient) too coarse to fit.
-        """
-        with torch.autocast(device_type=x.device.type, enabled=False):
-            return self.flow.nll(x.float()).mean()
-
     def training_step(self, batch, batch_idx: int) -> Tensor:
         x = batch[0] if isinstance(batch, (list, tuple)) else batch
-        loss = self.nll(x)
+        loss = flow_nll_loss(self.flow, x)
         check_finite(loss, self.global_step)
         self.log("train/loss", loss, prog_bar=True, batch_size=x.shape[0])
         return loss

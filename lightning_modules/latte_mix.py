@@ -9,9 +9,9 @@ bits) at 0.3 nats per latent unit, Adam, batch 16, one epoch, and a learning rat
 linearly from 2e-5 and decays back to 2e-5. The paper writes "from 2e-5 to 1"; we read the 1 as the peak
 multiplier of a base ``lr`` (config, default 1e-3), since Adam at lr 1 would diverge.
 
-The sentence representation (the mixture of per-token posteriors) and its distances live in
-``embeddings.methods.latte_mix.scorer``; ``scorer()`` builds it on the live posterior, so the STS callback, export
-and ``evaluate.py`` all score the same way. Batches come from ``datamodules.token_states``:
+The objective is ``embeddings.methods.latte_mix.objective``. The sentence representation (the mixture of
+per-token posteriors) and its distances live in ``embeddings.methods.latte_mix.scorer``; ``scorer()`` builds it
+on the live posterior, so the STS callback, export and ``evaluate.py`` all score the same way. Batches come from ``datamodules.token_states``:
 ``{"features": (B, T, H), "mask": (B, T)}``.
 """
 
@@ -30,14 +30,8 @@ from sts_lightning.embeddings.encoders.load import encoder_hidden_size
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
 from sts_lightning.embeddings.io.model_card import ModelCard, TrainingFacts
-from sts_lightning.embeddings.methods.latte_mix.maths import (
-    categorical_kl_uniform,
-    class_usage,
-    gaussian_kl_standard,
-    gumbel_softmax,
-    thresholded_kl,
-)
 from sts_lightning.embeddings.methods.latte_mix.nets import LATTE_MIX, NET_KEYS, build_nets, save_token_vae
+from sts_lightning.embeddings.methods.latte_mix.objective import annealed_beta, token_vae_losses
 from sts_lightning.embeddings.methods.latte_mix.scorer import LatteMixScorer, check_combination
 from sts_lightning.lightning_modules.base import check_finite
 from sts_lightning.lightning_modules.frozen_encoder import FrozenEncoderMixin
@@ -107,37 +101,13 @@ class LatteMixModule(FrozenEncoderMixin, LightningModule):
     def beta(self) -> float:
         hp = self.hparams
         total = self.trainer.estimated_stepping_batches if self._trainer is not None else 0
-        ramp = max(1.0, hp.beta_warmup_ratio * total) if math.isfinite(total) and total > 0 else 1.0
-        return hp.beta_start + (hp.beta_end - hp.beta_start) * min(1.0, self.global_step / ramp)
+        return annealed_beta(self.global_step, total, hp.beta_start, hp.beta_end, hp.beta_warmup_ratio)
 
     def losses(self, features: Tensor, mask: Tensor) -> dict[str, Tensor]:
-        """Reconstruction, KL terms and diagnostics over the real tokens of a batch (float32)."""
+        """The objective's terms and diagnostics on a batch (``embeddings.methods.latte_mix.objective``)."""
         hp = self.hparams
-        tokens = features[mask].float()  # (N, H): padding never enters the VAE
-        if tokens.shape[0] == 0:
-            raise ConfigError("a training batch has no real tokens (all masks are False)")
-        params = self.posterior(tokens)
-        every = torch.ones(1, tokens.shape[0], dtype=torch.bool, device=tokens.device)  # tokens as one "sentence"
-        out: dict[str, Tensor] = {}
-        if hp.latent == "categorical":
-            z = gumbel_softmax(params["logits"], hp.tau).flatten(1)
-            kl_units = categorical_kl_uniform(params["logits"])  # (N, D)
-            out["class_perplexity"] = class_usage(params["logits"].softmax(-1)[None], every)
-        elif hp.latent == "normal":
-            std = (0.5 * params["logvar"]).exp()
-            z = params["mu"] + std * torch.randn_like(std)
-            kl_units = gaussian_kl_standard(params["mu"], params["logvar"])  # (N, D)
-        else:
-            z, kl_units = params["code"], None
-        recon = 0.5 * (self.decoder(z) - tokens).pow(2).sum(-1).mean()
-        out["recon"] = recon
-        if kl_units is None:
-            out["loss"] = recon
-            return out
-        kl_loss, stats = thresholded_kl(kl_units[None], every, hp.kl_threshold)
-        beta = self.beta()
-        out.update(loss=recon + beta * kl_loss, kl_thresholded=kl_loss, beta=torch.tensor(beta), **stats)
-        return out
+        return token_vae_losses(self.posterior, self.decoder, features, mask, hp.latent, hp.tau, hp.kl_threshold,
+                                self.beta())
 
     def training_step(self, batch: dict, batch_idx: int) -> Tensor:
         terms = self.losses(batch["features"], batch["mask"])

@@ -13,7 +13,7 @@ Why offer it: the softmax objective only shapes the embedding space indirectly (
 ranking by cosine shapes it directly, which is what lets a RANDOMLY initialised encoder learn STS from the
 ~16k local NLI pairs (docs/dev/scratch-learning-signal.md), where the softmax objective lowers STS.
 ``mini_batch_size`` makes it sentence-transformers' ``CachedMultipleNegativesRankingLoss`` (GradCache: the same
-gradients with activation memory of a mini-batch; ``lightning_modules.grad_cache``).
+gradients with activation memory of a mini-batch; ``embeddings.methods.shared.grad_cache``).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from torch import Tensor, nn
 
 from sts_lightning.embeddings.errors import ConfigError, unknown_choice
 from sts_lightning.embeddings.methods.sbert_nli import METHOD
+from sts_lightning.embeddings.methods.sbert_nli.objective import sbert_nli_loss, sbert_softmax_logits_input
+from sts_lightning.embeddings.methods.shared.in_batch import multiple_negatives_ranking_loss
 from sts_lightning.lightning_modules.base import EncoderModule
-from sts_lightning.lightning_modules.in_batch_losses import multiple_negatives_ranking_loss
-from sts_lightning.lightning_modules.losses import sbert_nli_loss, sbert_softmax_logits_input
 
 OBJECTIVES = ("softmax", "mnrl")
 BATCH_KEYS = {"softmax": "sentences1", "mnrl": "anchors"}

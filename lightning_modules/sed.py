@@ -28,29 +28,10 @@ from torch import Tensor
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.methods.pooling import get_pooling
 from sts_lightning.embeddings.methods.sed import METHOD
+from sts_lightning.embeddings.methods.sed.objective import check_dims, sed_loss
 from sts_lightning.lightning_modules.base import EncoderModule, embed_length_buckets
 
 EVAL_POOLING = {1: "mean", 2: "last2_avg", 3: "last3_avg"}
-
-
-def sed_loss(student: Tensor, target: Tensor) -> Tensor:
-    """Mean squared error over batch and dimensions (paper Eq. 2, averaged over the batch).
-
-    Args:
-        student: ``(batch, dim)`` student embeddings (with gradients).
-        target: ``(batch, dim)`` mean teacher embeddings (constants).
-    """
-    if student.shape != target.shape:
-        raise ConfigError(f"SED loss needs equal shapes, got student {tuple(student.shape)} and "
-                          f"target {tuple(target.shape)}")
-    return ((student - target) ** 2).mean()
-
-
-def check_dims(student_dim: int, target_dim: int) -> None:
-    """Fail with what to change when the student cannot regress onto the teachers' mean."""
-    if int(student_dim) != int(target_dim):
-        raise ConfigError(f"the student gives {student_dim}-d vectors but the teachers' mean is {target_dim}-d: "
-                          f"choose a student of the teachers' size, or a meta-embedding with d={student_dim}")
 
 
 class SEDModule(EncoderModule):

@@ -34,12 +34,12 @@ from torch import Tensor, nn
 
 from sts_lightning.embeddings.errors import ConfigError, unknown_choice
 from sts_lightning.embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
+from sts_lightning.embeddings.methods.shared.grad_cache import EncoderView
 from sts_lightning.embeddings.methods.simcse import SIMCSE, SIMCSE_SUP
+from sts_lightning.embeddings.methods.simcse.objective import simcse_loss
 from sts_lightning.embeddings.methods.simcse.scorer import MLPHeadScorer, mlp_head
 from sts_lightning.embeddings.scoring.scorer import Scorer
 from sts_lightning.lightning_modules.base import EncoderModule
-from sts_lightning.lightning_modules.grad_cache import EncoderView
-from sts_lightning.lightning_modules.in_batch_losses import simcse_loss
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ class SimCSEModule(EncoderModule):
         hard_negative_weight: added to each anchor's own hard-negative logit (supervised only; SimCSE's
             ``--hard_negative_weight``, 0 in the paper's recipe).
         mini_batch_size: GradCache: embed the views in forward passes of this many sentences, same gradients
-            (``lightning_modules.grad_cache``); large in-batch batches with the activation memory of the mini batch.
+            (``embeddings.methods.shared.grad_cache``); large in-batch batches with the activation memory of the mini batch.
         gradient_checkpointing: recompute each layer in the backward pass (less activation memory).
         Others: see ``EncoderModule``.
     """

@@ -9,8 +9,8 @@ import torch
 from hydra import compose, initialize_config_dir
 
 from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.methods.cosent.objective import angle_loss, cosent_loss, cosine_similarity_loss
 from sts_lightning.lightning_modules.cosent import OBJECTIVES, CoSENTModule
-from sts_lightning.lightning_modules.pair_score_losses import angle_loss, cosent_loss, cosine_similarity_loss
 from tests.paths import CONFIG_DIR
 
 BATCH = {"sentences1": ["a man plays a guitar .", "a dog runs in the park .", "a child reads a book .",

@@ -169,8 +169,8 @@ def test_export_of_model2(tmp_path, tiny_model_dir):
 
 
 def test_training_step_grads_determinism_and_layout(tiny_model_dir):
-    from sts_lightning.lightning_modules.ct import ContrastiveTensionModule, pair_rng, per_device_layout
-    from sts_lightning.lightning_modules.losses import make_ct_pairs
+    from sts_lightning.embeddings.methods.ct.objective import make_ct_pairs, pair_rng
+    from sts_lightning.lightning_modules.ct import ContrastiveTensionModule, per_device_layout
 
     model = ContrastiveTensionModule(str(tiny_model_dir), max_length=32)
     batch = {"sentences": [" ".join(WORDS[i:i + 4]) for i in range(16)]}

@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
 
@@ -61,18 +60,6 @@ def _dm(data_dir, teachers, cache, **kwargs):
 
 
 # ------------------------------------------------------------------------------------------- the loss
-def test_sed_loss_matches_hand_computation_and_gradient():
-    from sts_lightning.lightning_modules.sed import sed_loss
-
-    student = torch.tensor([[1.0, 2.0], [0.0, -1.0]], requires_grad=True)
-    target = torch.tensor([[0.0, 2.0], [1.0, 1.0]])
-    loss = sed_loss(student, target)
-    assert loss.item() == pytest.approx((1 + 0 + 1 + 4) / 4)
-    assert torch.allclose(loss, F.mse_loss(student, target))
-    loss.backward()
-    assert torch.allclose(student.grad, 2 * (student - target).detach() / 4)
-    with pytest.raises(ConfigError, match="equal shapes"):
-        sed_loss(torch.zeros(2, 3), torch.zeros(2, 4))
 
 
 # -------------------------------------------------------------------------------------- the targets

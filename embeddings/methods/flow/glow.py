@@ -15,17 +15,17 @@ reference) and their parametrisation are ``embeddings.methods.flow.glow_layers``
   with ``coupling="additive"`` and ``permutation=true`` (the fixed reversal). Our defaults keep the
   Glow paper's affine coupling and learned LU map; ``coupling="additive", permutation="reverse"`` is
   the reference's architecture.
-* ``nll`` is in bits per dimension, like the reference objective (``-log p / (C log 2)``).
+* ``nll`` is in bits per dimension, like the reference objective (``-log p / (C log 2)``); the formulas and the
+  training loss are ``embeddings.methods.flow.objective``.
 """
 
 from __future__ import annotations
-
-import math
 
 import torch
 from torch import Tensor, nn
 
 from sts_lightning.embeddings.methods.flow.glow_layers import ActNorm, Coupling, FlowStep, InvertibleLinear
+from sts_lightning.embeddings.methods.flow.objective import bits_per_dim, log_likelihood
 
 __all__ = ["ActNorm", "Coupling", "FlowStep", "Glow", "InvertibleLinear"]
 
@@ -99,8 +99,8 @@ class Glow(nn.Module):
     def log_prob(self, x: Tensor) -> Tensor:
         """``log p(x)`` in nats per vector: N(0, I) log-density of ``z`` plus the log-det."""
         z, log_det = self(x)
-        return log_det - 0.5 * (z**2).sum(-1) - 0.5 * self.dim * math.log(2 * math.pi)
+        return log_likelihood(z, log_det)
 
     def nll(self, x: Tensor) -> Tensor:
         """Negative log-likelihood in bits per dimension, per vector (the reference's objective)."""
-        return -self.log_prob(x) / (self.dim * math.log(2.0))
+        return bits_per_dim(self.log_prob(x), self.dim)

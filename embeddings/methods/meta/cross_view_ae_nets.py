@@ -1,13 +1,8 @@
-"""The cross-view autoencoder of sentence meta-embeddings (Poerner et al. 2020, Sec. 3.4) and its losses.
+"""The cross-view autoencoder of sentence meta-embeddings (Poerner et al. 2020, Sec. 3.4): its nets.
 
-Every source j has an encoder ``E_j: R^{d_j} -> R^d`` and a decoder ``D_j: R^d -> R^{d_j}``; training
-reconstructs EVERY view ``x_j'`` from EVERY code ``E_j(x_j)``: J^2 loss terms,
-``L = sum_j sum_j' l(x_j', D_j'(E_j(x_j)))``. The meta-embedding is ``sum_j E_j(x_j)``. Why all J^2
-terms: the diagonal alone lets each encoder keep its own view's private structure; the cross terms force
-the codes of one sentence to agree across sources, which is what makes the sum a shared representation.
-
-Reconstruction losses (Neill & Bollegala 2018, as listed in the paper): ``mse``, ``mae``, ``kld``
-(KL(softmax(x) || softmax(x_hat)), the vectors read as logits) and ``cos2`` ((1 - cos)^2). Inputs are
+Every source j has an encoder ``E_j: R^{d_j} -> R^d`` and a decoder ``D_j: R^d -> R^{d_j}``; the
+meta-embedding is ``sum_j E_j(x_j)``. Training reconstructs every view from every code (J^2 terms); that
+objective and its reconstruction losses are ``embeddings.methods.meta.cross_view_ae_objective``. Inputs are
 length-normalised first (``normalize=True``), as for conc / avg, so no source dominates by its scale.
 """
 
@@ -15,28 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
-from sts_lightning.embeddings.errors import ConfigError, unknown_choice
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.methods.meta.cross_view_ae_objective import cross_view_loss_terms
 from sts_lightning.embeddings.methods.meta.projections import l2_normalize
 
-AE_LOSSES = ("mse", "mae", "kld", "cos2")
 NET_KEYS = ("dims", "d", "hidden_layers", "normalize")
-
-
-def reconstruction_loss(target: Tensor, pred: Tensor, kind: str) -> Tensor:
-    """Mean over the batch of one reconstruction term (``mse`` / ``mae`` average over dimensions too)."""
-    if kind == "mse":
-        return F.mse_loss(pred, target)
-    if kind == "mae":
-        return F.l1_loss(pred, target)
-    if kind == "kld":
-        return F.kl_div(F.log_softmax(pred, -1), F.log_softmax(target, -1), reduction="batchmean", log_target=True)
-    if kind == "cos2":
-        return ((1.0 - F.cosine_similarity(pred, target, dim=-1)) ** 2).mean()
-    raise unknown_choice("cross-view AE loss", kind, AE_LOSSES)
 
 
 def _mlp(inputs: int, outputs: int, hidden_layers: int) -> nn.Sequential:
@@ -87,8 +67,7 @@ class CrossViewAutoencoder(nn.Module):
         """``(J, J)`` matrix: entry ``[j, j']`` reconstructs view ``j'`` from the code of view ``j``."""
         xs = self._inputs(views)
         codes = [enc(x) for enc, x in zip(self.encoders, xs, strict=True)]
-        return torch.stack([torch.stack([reconstruction_loss(xs[k], self.decoders[k](code), kind)
-                                         for k in range(len(xs))]) for code in codes])
+        return cross_view_loss_terms(xs, codes, self.decoders, kind)
 
     def loss(self, views: Sequence[Tensor], kind: str = "mse") -> Tensor:
         return self.loss_terms(views, kind).sum()

@@ -1,4 +1,4 @@
-"""Scored-pair objectives (``lightning_modules.pair_score_losses``): by hand, against sentence-transformers'
+"""Scored-pair objectives (``embeddings.methods.cosent.objective``): by hand, against sentence-transformers'
 ``CosineSimilarityLoss`` / ``CoSENTLoss`` / ``AnglELoss`` on the same embeddings, in fp32 under bf16 autocast, and
 under a 2-rank gloo group the gathered ranking loss equals the single-device loss on the global batch.
 """
@@ -12,7 +12,7 @@ import torch
 import torch.multiprocessing as mp
 import torch.nn.functional as F
 
-from sts_lightning.lightning_modules.pair_score_losses import (
+from sts_lightning.embeddings.methods.cosent.objective import (
     angle_loss,
     cosent_loss,
     cosine_similarity_loss,

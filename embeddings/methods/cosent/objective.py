@@ -1,8 +1,8 @@
 """Objectives on scored sentence pairs (supervised STS), as pure functions on tensors.
 
 Each takes the embeddings of the two sides ``(n, d)`` and gold scores ``(n,)`` in [0, 1] and equals the
-sentence-transformers loss class of the same name on the same embeddings (tests/lightning_modules/
-test_pair_score_losses.py runs those classes):
+sentence-transformers loss class of the same name on the same embeddings (tests/embeddings/methods/
+cosent/test_objective.py runs those classes):
 
 * :func:`cosine_similarity_loss`: ``CosineSimilarityLoss`` (SBERT, Reimers & Gurevych 2019): mean squared
   error between ``cos(u, v)`` and the gold score. Row-separable: under DDP each rank takes the mean over its
@@ -30,8 +30,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from sts_lightning.lightning_modules.in_batch_losses import gather_with_grad
-from sts_lightning.lightning_modules.losses import in_fp32
+from sts_lightning.embeddings.methods.shared.in_batch import gather_with_grad
+from sts_lightning.embeddings.methods.shared.precision import in_fp32
 
 __all__ = ["angle_loss", "cosent_loss", "cosine_similarity_loss", "pairwise_angle_sim", "ranking_loss"]
 

@@ -22,7 +22,8 @@ work unchanged, with no ``no_sync`` juggling. The cost: one gradient-sized buffe
 The forward passes of step 1 and step 3 see identical inputs (the same token ids of the same mini-batch),
 so with the RNG replayed the gradient equals that of one graph over the same mini-batch passes, up to
 float rounding. Mini-batches are cut from the LENGTH-SORTED list (``chunk_view``): least padding.
-Pure torch (no Lightning): ``lightning_modules.base.EncoderModule.views_and_loss`` uses it.
+Pure torch (no Lightning), shared by every method with an in-batch loss (``model.mini_batch_size``):
+``lightning_modules.base.EncoderModule.views_and_loss`` wires it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""In-batch-negative objectives (lightning_modules.in_batch_losses): by hand, against sentence-transformers'
+"""The shared in-batch loss (embeddings.methods.shared.in_batch): by hand, against sentence-transformers'
 MultipleNegativesRankingLoss / ContrastiveTensionLossInBatchNegatives, and under a 2-rank gloo group the
 gathered loss gives the single-device gradient of the global batch."""
 
@@ -10,10 +10,8 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from sts_lightning.lightning_modules.in_batch_losses import (
-    in_batch_tension_loss,
-    multiple_negatives_ranking_loss,
-)
+from sts_lightning.embeddings.methods.ct.objective import in_batch_tension_loss
+from sts_lightning.embeddings.methods.shared.in_batch import multiple_negatives_ranking_loss
 from tests.conftest import WORDS
 from tests.tolerance import TINY_BERT, tolerance_kwargs
 
@@ -36,20 +34,6 @@ def test_mnrl_by_hand():
     assert multiple_negatives_ranking_loss(anchors, positives).item() == pytest.approx(no_neg, rel=1e-5)
     with pytest.raises(ValueError, match="differ in shape"):
         multiple_negatives_ranking_loss(anchors, positives[:1])
-
-
-def test_tension_is_symmetric_and_low_for_aligned_models():
-    torch.manual_seed(0)
-    a, b = torch.randn(6, 8), torch.randn(6, 8)
-    assert in_batch_tension_loss(a, b).item() == pytest.approx(in_batch_tension_loss(b, a).item(), rel=1e-6)
-    assert in_batch_tension_loss(a, a).item() < in_batch_tension_loss(a, b).item()
-
-
-@pytest.fixture(scope="module")
-def st_model(tiny_model_dir):
-    from sentence_transformers import SentenceTransformer
-
-    return SentenceTransformer(str(tiny_model_dir), device="cpu").eval()
 
 
 def _embed(model, sentences):
@@ -110,21 +94,3 @@ def test_gathered_loss_matches_single_device(tmp_path):
     for r in range(2):
         for got, want in zip(out[r][1], (t.grad[r * 4:(r + 1) * 4] for t in full), strict=True):
             torch.testing.assert_close(got / 2, want, **GATHERED)
-
-
-def test_losses_under_bf16_autocast_are_computed_in_fp32():
-    """bf16-mixed: the embeddings arrive in bf16, but similarities, logits and the loss are fp32."""
-    from sts_lightning.lightning_modules.losses import ct_logits, ct_loss
-
-    torch.manual_seed(0)
-    a, b = torch.randn(8, 32).bfloat16(), torch.randn(8, 32).bfloat16()
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        mnrl = multiple_negatives_ranking_loss(a, b, gather=False)
-        logits = ct_logits(a, b)
-    assert mnrl.dtype == logits.dtype == torch.float32
-    torch.testing.assert_close(mnrl, multiple_negatives_ranking_loss(a.float(), b.float(), gather=False))
-    torch.testing.assert_close(logits, ct_logits(a.float(), b.float()))
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        bf16_matmul = (torch.nn.functional.normalize(a.float(), dim=-1) @ torch.nn.functional.normalize(b.float(), dim=-1).T)
-    assert bf16_matmul.dtype == torch.bfloat16  # what autocast alone would have done to the similarity matrix
-    assert ct_loss(logits, torch.ones(8)).dtype == torch.float32

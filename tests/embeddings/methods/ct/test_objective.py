@@ -1,5 +1,5 @@
-"""SBERT-NLI and Contrastive Tension objectives (lightning_modules.losses): by hand, against
-sentence-transformers' SoftmaxLoss / ContrastiveTensionLoss on a tiny model, and the CT batch layout."""
+"""Contrastive Tension's objectives (embeddings.methods.ct.objective): by hand, against sentence-transformers'
+ContrastiveTensionLoss on a tiny model, the CT batch layout and the halved views."""
 
 from __future__ import annotations
 
@@ -7,58 +7,19 @@ import numpy as np
 import pytest
 import torch
 
-from sts_lightning.lightning_modules.losses import (
+from sts_lightning.embeddings.methods.ct.objective import (
     ct_batch_labels,
     ct_logits,
     ct_loss,
+    in_batch_tension_loss,
     make_ct_pairs,
-    sbert_nli_loss,
-    sbert_softmax_logits_input,
 )
 from tests.conftest import WORDS
 
 CORPUS = [f"{a} {b} {c} ." for a, b, c in zip(WORDS[::3], WORDS[1::3], WORDS[2::3], strict=False)]
 
 
-@pytest.fixture(scope="module")
-def st_model(tiny_model_dir):
-    from sentence_transformers import SentenceTransformer
-
-    model = SentenceTransformer(str(tiny_model_dir), device="cpu")
-    return model.eval()  # no dropout: both implementations must see the same embeddings
-
-
 # -------------------------------------------------------------------------------------------- SBERT
-def test_sbert_features_and_loss_by_hand():
-    u = torch.tensor([[1.0, -2.0], [0.5, 0.0]])
-    v = torch.tensor([[3.0, 1.0], [0.5, -1.0]])
-    feats = sbert_softmax_logits_input(u, v)
-    assert feats.tolist() == [[1.0, -2.0, 3.0, 1.0, 2.0, 3.0], [0.5, 0.0, 0.5, -1.0, 0.0, 1.0]]
-    logits = torch.tensor([[2.0, 0.0, -1.0], [0.0, 1.0, 1.0]])
-    labels = torch.tensor([0, 2])
-    e = torch.e
-    by_hand = -(np.log(e**2 / (e**2 + 1 + e**-1)) + np.log(e / (1 + 2 * e))) / 2
-    assert sbert_nli_loss(logits, labels).item() == pytest.approx(by_hand, abs=1e-6)
-    with pytest.raises(ValueError, match="same shape"):
-        sbert_softmax_logits_input(u, v[:, :1])
-
-
-def test_sbert_matches_sentence_transformers_softmax_loss(st_model):
-    from sentence_transformers.sentence_transformer.losses import SoftmaxLoss
-
-    dim = st_model.get_embedding_dimension()
-    torch.manual_seed(0)
-    theirs = SoftmaxLoss(st_model, dim, num_labels=3)
-    classifier = torch.nn.Linear(3 * dim, 3)
-    classifier.load_state_dict(theirs.classifier.state_dict())
-    features = [st_model.preprocess(CORPUS[:4]), st_model.preprocess(CORPUS[4:8])]
-    labels = torch.tensor([0, 1, 2, 1])
-    with torch.no_grad():
-        (u, v), their_logits = theirs(features, None)
-        their_loss = theirs(features, labels)
-        our_logits = classifier(sbert_softmax_logits_input(u, v))
-        torch.testing.assert_close(our_logits, their_logits, rtol=0, atol=1e-6)
-        torch.testing.assert_close(sbert_nli_loss(our_logits, labels), their_loss, rtol=0, atol=1e-6)
 
 
 # -------------------------------------------------------------------------------- Contrastive Tension
@@ -137,7 +98,7 @@ def test_ct_matches_sentence_transformers_contrastive_tension_loss(st_model):
 def test_split_views_gives_disjoint_halves_of_the_same_sentence():
     import numpy as np
 
-    from sts_lightning.lightning_modules.losses import split_views
+    from sts_lightning.embeddings.methods.ct.objective import split_views
 
     rng = np.random.default_rng(0)
     texts = ["one two three four five six", "alpha beta", "single"]
@@ -152,7 +113,7 @@ def test_split_views_gives_disjoint_halves_of_the_same_sentence():
 def test_mixed_split_views_flips_sides_per_sentence_and_keeps_positives_complementary():
     import numpy as np
 
-    from sts_lightning.lightning_modules.losses import split_views
+    from sts_lightning.embeddings.methods.ct.objective import split_views
 
     rng = np.random.default_rng(0)
     texts = [f"w{i} a{i} b{i} c{i} d{i} e{i}" for i in range(200)]
@@ -169,7 +130,7 @@ def test_mixed_split_views_flips_sides_per_sentence_and_keeps_positives_compleme
 def test_span_views_keep_short_adjacent_spans_with_independent_lengths():
     import numpy as np
 
-    from sts_lightning.lightning_modules.losses import split_views
+    from sts_lightning.embeddings.methods.ct.objective import split_views
 
     rng = np.random.default_rng(0)
     texts = [" ".join(f"w{i}_{j}" for j in range(6 + i % 40)) for i in range(400)]
@@ -182,71 +143,8 @@ def test_span_views_keep_short_adjacent_spans_with_independent_lengths():
     assert abs(np.corrcoef(lengths.T)[0, 1]) < 0.2 < np.corrcoef(halves.T)[0, 1]  # length no longer matches positives
 
 
-def test_span_words_needs_halves():
-    import pytest
-
-    from sts_lightning.embeddings.errors import ConfigError
-    from sts_lightning.lightning_modules.ct import ContrastiveTensionModule
-
-    with pytest.raises(ConfigError, match="span_words"):
-        ContrastiveTensionModule(model_name_or_path="unused", views="identical", span_words=8)
-
-
-def test_frozen_layers_freeze_embeddings_and_bottom_layers_of_both_copies(tiny_model_dir):
-    import pytest
-
-    from sts_lightning.embeddings.errors import ConfigError
-    from sts_lightning.lightning_modules.ct import ContrastiveTensionModule
-
-    module = ContrastiveTensionModule(model_name_or_path=str(tiny_model_dir), frozen_layers=1)
-    for model in (module.encoder_model, module.encoder2_model):
-        trainable = {n.split(".")[0] + "." + n.split(".")[2] if n.startswith("encoder.layer") else n.split(".")[0]
-                     for n, p in model.named_parameters() if p.requires_grad}
-        assert trainable == {"encoder.1"}  # the top layer of the 2-layer model only (pooler is unused)
-    groups = module._param_groups()
-    assert sum(len(g["params"]) for g in groups) == 2 * len(list(module.encoder_model.encoder.layer[1].parameters()))
-    with pytest.raises(ConfigError, match="frozen_layers"):
-        ContrastiveTensionModule(model_name_or_path=str(tiny_model_dir), frozen_layers=2)
-
-
-def test_trainable_word_embeddings_leaves_only_the_word_rows_of_both_copies_to_the_optimizer(tiny_model_dir):
-    import pytest
-
-    from sts_lightning.embeddings.errors import ConfigError
-    from sts_lightning.lightning_modules.ct import ContrastiveTensionModule
-
-    module = ContrastiveTensionModule(model_name_or_path=str(tiny_model_dir), trainable="word_embeddings")
-    for model in (module.encoder_model, module.encoder2_model):
-        assert [n for n, p in model.named_parameters() if p.requires_grad] == ["embeddings.word_embeddings.weight"]
-    trained = [p for g in module._param_groups() for p in g["params"]]
-    assert len(trained) == 2 and trained[0] is not trained[1]
-    assert trained[0].data_ptr() != trained[1].data_ptr()  # two independent copies, not one shared matrix
-    with pytest.raises(ConfigError, match="trainable"):
-        ContrastiveTensionModule(model_name_or_path=str(tiny_model_dir), trainable="layers")
-    with pytest.raises(ConfigError, match="frozen_layers"):
-        ContrastiveTensionModule(model_name_or_path=str(tiny_model_dir), trainable="word_embeddings", frozen_layers=0)
-
-
-def test_length_matched_groups_split_a_batch_by_length_and_cover_every_sentence():
-    import pytest
-
-    from sts_lightning.embeddings.errors import ConfigError
-    from sts_lightning.lightning_modules.ct_options import length_matched_groups
-
-    sentences = [" ".join(["w"] * n) for n in (9, 1, 7, 3, 5, 2, 8, 4)]
-    groups = length_matched_groups(sentences, 2)
-    assert sorted(int(i) for g in groups for i in g) == list(range(8))  # nothing lost or repeated
-    assert [sorted(len(sentences[i].split()) for i in g) for g in groups] == [[1, 2, 3, 4], [5, 7, 8, 9]]
-    assert [len(g) for g in length_matched_groups(sentences, 1)] == [8]
-    with pytest.raises(ConfigError, match="length_groups"):
-        length_matched_groups(sentences, 3)
-
-
-def test_length_groups_apply_to_in_batch_only(tiny_model_dir):
-    import pytest
-
-    from sts_lightning.embeddings.errors import ConfigError
-    from sts_lightning.lightning_modules.ct import ContrastiveTensionModule
-
-    with pytest.raises(ConfigError, match="length_groups"):
-        ContrastiveTensionModule(model_name_or_path=str(tiny_model_dir), objective="bce", length_groups=2)
+def test_tension_is_symmetric_and_low_for_aligned_models():
+    torch.manual_seed(0)
+    a, b = torch.randn(6, 8), torch.randn(6, 8)
+    assert in_batch_tension_loss(a, b).item() == pytest.approx(in_batch_tension_loss(b, a).item(), rel=1e-6)
+    assert in_batch_tension_loss(a, a).item() < in_batch_tension_loss(a, b).item()

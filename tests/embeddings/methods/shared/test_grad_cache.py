@@ -1,4 +1,4 @@
-"""Cached in-batch losses (lightning_modules.grad_cache) and gradient checkpointing on the tiny BERT.
+"""Cached in-batch losses (embeddings.methods.shared.grad_cache) and gradient checkpointing on the tiny BERT.
 
 What "the same gradients" means: the cached loss must give the gradient of ONE graph over the same
 mini-batch forward passes (``Chunked.embed``) with the same dropout masks, i.e. the RNG replay must be
@@ -16,11 +16,9 @@ import torch
 import torch.multiprocessing as mp
 
 from sts_lightning.embeddings.errors import ConfigError
-from sts_lightning.lightning_modules.grad_cache import chunk_view
-from sts_lightning.lightning_modules.in_batch_losses import (
-    in_batch_tension_loss,
-    multiple_negatives_ranking_loss,
-)
+from sts_lightning.embeddings.methods.ct.objective import in_batch_tension_loss
+from sts_lightning.embeddings.methods.shared.grad_cache import chunk_view
+from sts_lightning.embeddings.methods.shared.in_batch import multiple_negatives_ranking_loss
 from tests.conftest import WORDS
 
 _rnd = random.Random(0)

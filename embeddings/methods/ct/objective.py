@@ -1,90 +1,40 @@
-"""Training objectives as pure functions on tensors (no modules, no Lightning).
+"""Contrastive Tension (Carlsson et al., ICLR 2021): its pair sampling, view halving and losses, on tensors.
 
-Keeping the maths here, apart from the LightningModules, lets the tests pin each objective to the paper
-and to an independent implementation with hand-made tensors, and lets a module swap encoders freely.
+Keeping the maths here, apart from the LightningModule (``lightning_modules.ct``), lets the tests pin each
+objective to the paper, the reference code and sentence-transformers with hand-made tensors.
 
-None of these objectives uses in-batch negatives: every row is a self-contained pair. Under DDP each rank
-therefore computes its loss on its own shard with no gather, and DDP's gradient averaging of per-rank
-means equals the global mean when ranks hold equal batch sizes (the DataModules guarantee that).
+* ``objective=bce`` (the paper): :func:`make_ct_pairs` samples a batch of text pairs in the reference layout
+  (seeded by :func:`pair_rng`), :func:`ct_logits` / :func:`ct_loss` score it. Every row is a self-contained
+  pair, so under DDP each rank computes its loss on its own shard with no gather, and DDP's gradient average
+  of per-rank means equals the global mean when ranks hold equal batch sizes (the DataModules guarantee that).
+* ``objective=in_batch`` (the CT authors' in-batch-negatives variant): :func:`in_batch_tension_loss`, built on
+  the gathered in-batch loss of ``embeddings.methods.shared.in_batch``.
+* ``views=halves`` / ``mixed_halves`` (ours): :func:`split_views` cuts each sentence in two.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from sts_lightning.embeddings.methods.shared.in_batch import multiple_negatives_ranking_loss
+from sts_lightning.embeddings.methods.shared.precision import in_fp32
+
 __all__ = [
     "ct_batch_labels",
     "ct_logits",
     "ct_loss",
+    "in_batch_tension_loss",
     "make_ct_pairs",
-    "sbert_nli_loss",
-    "sbert_softmax_logits_input",
+    "pair_rng",
+    "split_views",
 ]
 
 
-def in_fp32(fn: Callable) -> Callable:
-    """Run a loss with autocast off and its bf16 / fp16 tensor arguments in float32.
-
-    Why: under ``trainer.precision=bf16-mixed`` the embeddings arrive in bf16 (8 mantissa bits) and autocast
-    would also run the similarity matmul in bf16; a cosine x 20 (MNRL) or an unbounded CT dot product is
-    then off by ~0.1 in the logit, noise of the size of the signal between close candidates. The encoder's
-    forward pass keeps the speed-up; the few (n x n) products of the loss cost nothing in fp32.
-    """
-
-    def cast(x):  # float64 stays float64
-        return x.float() if isinstance(x, Tensor) and x.dtype in (torch.bfloat16, torch.float16) else x
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        device = next((a.device.type for a in args if isinstance(a, Tensor)), "cpu")
-        with torch.autocast(device_type=device, enabled=False):
-            return fn(*map(cast, args), **{k: cast(v) for k, v in kwargs.items()})
-
-    return wrapper
-
-
-# --------------------------------------------------------------------------------------------- SBERT
-def sbert_softmax_logits_input(u: Tensor, v: Tensor) -> Tensor:
-    """Classifier features ``(u, v, |u - v|)`` of SBERT's NLI objective.
-
-    Reimers & Gurevych (2019), Sec. 3, "Classification Objective Function": ``o = softmax(W_t (u, v,
-    |u - v|))`` with ``W_t`` of shape ``(k, 3n)``. The paper's ablation (Sec. 6) found this
-    concatenation best and ``u * v`` no help, so it is not offered. The order matches sentence-transformers'
-    ``SoftmaxLoss`` so that its classifier weights can be loaded as is.
-
-    Args:
-        u: ``(batch, n)`` embeddings of the premises.
-        v: ``(batch, n)`` embeddings of the hypotheses.
-
-    Returns:
-        ``(batch, 3n)`` features; the caller applies its ``nn.Linear(3n, 3)`` to get logits.
-    """
-    if u.shape != v.shape:
-        raise ValueError(f"u and v must have the same shape, got {tuple(u.shape)} and {tuple(v.shape)}")
-    return torch.cat([u, v, (u - v).abs()], dim=-1)
-
-
-def sbert_nli_loss(logits: Tensor, labels: Tensor) -> Tensor:
-    """Mean cross-entropy of the 3-way NLI classifier (Reimers & Gurevych 2019, Sec. 3).
-
-    Args:
-        logits: ``(batch, 3)`` raw classifier outputs (softmax is inside the loss, as in the paper's
-            "optimize cross-entropy loss").
-        labels: ``(batch,)`` integer classes (entailment / neutral / contradiction, any fixed order).
-
-    Returns:
-        Scalar mean loss over the batch.
-    """
-    return F.cross_entropy(logits, labels.long())
-
-
-# ------------------------------------------------------------------------------- Contrastive Tension
 @in_fp32
 def ct_logits(emb1: Tensor, emb2: Tensor) -> Tensor:
     """Row-wise dot product of the two CT models' sentence embeddings.
@@ -122,6 +72,18 @@ def ct_loss(logits: Tensor, labels: Tensor, reduction: str = "mean") -> Tensor:
     return F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype), reduction=reduction)
 
 
+def in_batch_tension_loss(emb1: Tensor, emb2: Tensor, scale: float = 20.0, gather: bool = True) -> Tensor:
+    """Symmetric in-batch Contrastive Tension: ``(CE(S) + CE(S^T)) / 2`` over ``S = cos(emb1, emb2) x scale``.
+
+    Row ``i`` of both inputs is the same sentence (model 1 vs model 2), so the target of row ``i`` is
+    column ``i``; every other sentence of the global batch is a negative.
+    """
+    if emb1.shape != emb2.shape:
+        raise ValueError(f"emb1 and emb2 differ in shape: {tuple(emb1.shape)} vs {tuple(emb2.shape)}")
+    return (multiple_negatives_ranking_loss(emb1, emb2, scale=scale, gather=gather)
+            + multiple_negatives_ranking_loss(emb2, emb1, scale=scale, gather=gather)) / 2
+
+
 def _group_size(batch_size: int, positives: int) -> int:
     if positives < 1 or batch_size < 2 or batch_size % positives or batch_size // positives < 2:
         raise ValueError(
@@ -146,6 +108,16 @@ def ct_batch_labels(batch_size: int = 16, positives: int = 2) -> Tensor:
     labels = torch.zeros(batch_size)
     labels[::group] = 1.0
     return labels
+
+
+def pair_rng(seed: int, rank: int, step: int) -> np.random.Generator:
+    """The generator of one rank's pairs at one optimizer step: a pure function of its arguments.
+
+    Why not a stateful generator: a resumed run (or a rerun) draws exactly the same pairs at the same
+    step, and ranks draw independently. With gradient accumulation the micro-batches of one step share
+    the draw pattern (their sentence pools differ).
+    """
+    return np.random.default_rng([int(seed), int(rank), int(step)])
 
 
 def make_ct_pairs(

@@ -1,0 +1,92 @@
+"""The gathered in-batch loss that several methods share, and the DDP gather it needs (pure tensor functions).
+
+These objectives are NOT row-separable: every anchor is scored against every candidate of the batch, so under
+DDP the candidates of all ranks must be gathered (with gradients, :func:`gather_with_grad`) and each rank's
+targets offset by its rank for the loss to equal the single-device loss on the global batch.
+
+* :func:`multiple_negatives_ranking_loss`: sentence-transformers' ``MultipleNegativesRankingLoss``
+  (Henderson et al. 2017), the NLI objective of SBERT's later recipe (``training_nli_v2.py``): premise as
+  anchor, its entailed hypothesis as the positive, a contradicted hypothesis of the same premise as a hard
+  negative, every other candidate of the (global) batch as a further negative; cosine similarity x scale.
+* :func:`in_batch_scores`: its scores and targets, for objectives that change the logits first.
+
+Its users: SBERT-NLI (``objective=mnrl``), CT's in-batch variant (``embeddings.methods.ct.objective``) and
+SimCSE (``embeddings.methods.simcse.objective``).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import Tensor
+
+from sts_lightning.embeddings.methods.shared.precision import in_fp32
+
+__all__ = ["gather_with_grad", "in_batch_scores", "multiple_negatives_ranking_loss"]
+
+
+def _world() -> tuple[int, int]:
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def gather_with_grad(x: Tensor) -> tuple[Tensor, int]:
+    """All ranks' ``x`` concatenated along dim 0 (rank order), gradients flowing back to every rank.
+
+    Why ``torch.distributed.nn.all_gather`` and not ``dist.all_gather``: the latter returns detached
+    copies, so the other ranks' candidates would act as constants and the gradient would differ from the
+    single-device loss. Its backward sums the incoming gradients across ranks; together with DDP's average
+    over ranks the update equals that of the mean per-rank loss. Ranks must hold equal-sized ``x`` (the
+    DataModules pad every rank to the same number of equal batches).
+
+    Returns:
+        ``(gathered, offset)``: the concatenation and the row where this rank's own ``x`` starts.
+    """
+    rank, world = _world()
+    if world == 1:
+        return x, 0
+    from torch.distributed.nn.functional import all_gather
+
+    return torch.cat(all_gather(x.contiguous()), dim=0), rank * x.shape[0]
+
+
+def in_batch_scores(anchors: Tensor, positives: Tensor, negatives: Tensor | None, scale: float,
+                    gather: bool) -> tuple[Tensor, Tensor, int]:
+    """``(scores, targets, positives_global)``: scaled cosines of this rank's anchors against
+    ``[positives; negatives]`` of every rank (``gather``), the column of each anchor's own positive, and
+    how many positive columns there are (the hard negatives' columns start there)."""
+    if anchors.shape != positives.shape:
+        raise ValueError(f"anchors and positives differ in shape: {tuple(anchors.shape)} vs {tuple(positives.shape)}")
+    n = anchors.shape[0]
+    pos, offset = gather_with_grad(positives) if gather else (positives, 0)
+    parts = [pos]
+    if negatives is not None:
+        parts.append(gather_with_grad(negatives)[0] if gather else negatives)
+    candidates = torch.cat(parts, dim=0)
+    scores = F.normalize(anchors, dim=-1) @ F.normalize(candidates, dim=-1).T * scale
+    targets = torch.arange(offset, offset + n, device=anchors.device)
+    return scores, targets, pos.shape[0]
+
+
+@in_fp32
+def multiple_negatives_ranking_loss(anchors: Tensor, positives: Tensor, negatives: Tensor | None = None,
+                                    scale: float = 20.0, gather: bool = True) -> Tensor:
+    """Cross-entropy of each anchor over all candidates, its own positive being the target.
+
+    Candidates are ``[positives; negatives]`` (of every rank when ``gather``), compared by cosine x
+    ``scale`` (sentence-transformers' default 20, i.e. temperature 0.05).
+
+    Args:
+        anchors: ``(n, d)`` premise embeddings.
+        positives: ``(n, d)`` embeddings of the entailed hypotheses (row ``i`` belongs to anchor ``i``).
+        negatives: optional ``(n, d)`` hard negatives (contradictions); any further rows are fine too.
+        scale: inverse temperature.
+        gather: under DDP, score against the candidates of all ranks (the global batch).
+
+    Returns:
+        Scalar mean loss over this rank's anchors.
+    """
+    scores, targets, _ = in_batch_scores(anchors, positives, negatives, scale, gather)
+    return F.cross_entropy(scores, targets)
