@@ -22,7 +22,6 @@ Uncached (``mini_batch_size=None``) that is exactly ``loss_fn(self.embed(texts))
 from __future__ import annotations
 
 import logging
-import math
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -47,7 +46,7 @@ from sts_lightning.lightning_modules.grad_cache import (
     check_mini_batch_size,
     chunk_view,
 )
-from sts_lightning.lightning_modules.optimizers import adam
+from sts_lightning.lightning_modules.optimizers import build_optimizer, known_steps, lr_schedule
 
 log = logging.getLogger(__name__)
 
@@ -90,19 +89,6 @@ def embed_length_buckets(encoder: HFEncoder, pool, sentences: Sequence[str], buc
     return torch.cat(parts)[inverse.to(parts[0].device)]
 
 
-def warmup_lambda(kind: str, warmup_steps: int, total_steps: int):
-    """Learning-rate factor per step: linear warm-up, then linear decay to 0 or constant."""
-
-    def factor(step: int) -> float:
-        if step < warmup_steps:
-            return (step + 1) / (warmup_steps + 1)
-        if kind == "constant":
-            return 1.0
-        return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
-
-    return factor
-
-
 class EncoderModule(LightningModule):
     """A LightningModule around one Hugging Face encoder with a pooled-vector scorer.
 
@@ -137,8 +123,8 @@ class EncoderModule(LightningModule):
         get_pooling(pooling)  # fail now, not after the first epoch
         if optimizer not in OPTIMIZERS:
             raise unknown_choice("optimizer", optimizer, OPTIMIZERS)
-        if scheduler not in SCHEDULERS:
-            raise unknown_choice("scheduler", scheduler, SCHEDULERS)
+        if scheduler not in self.schedulers:
+            raise unknown_choice("scheduler", scheduler, self.schedulers)
         if not 0.0 <= warmup_ratio < 1.0:
             raise ConfigError(f"warmup_ratio must be in [0, 1), got {warmup_ratio}")
         self.encoder = HFEncoder.from_pretrained(str(model_name_or_path), max_length=max_length,
@@ -153,6 +139,8 @@ class EncoderModule(LightningModule):
             enable_gradient_checkpointing(self.encoder_model)
         self.pool = get_pooling(pooling)
 
+    # The ``scheduler`` values this method accepts (``lightning_modules.optimizers.SCHEDULES``; CT adds ``step``).
+    schedulers: ClassVar[tuple[str, ...]] = SCHEDULERS
     # Training forward passes split a batch into this many length-sorted groups (see embed_length_buckets).
     length_buckets: int = 2
     # What the export's model card names (README.md); every method of lightning_modules/ sets its own.
@@ -219,26 +207,27 @@ class EncoderModule(LightningModule):
 
     def _rmsprop(self, groups: list[dict]) -> torch.optim.Optimizer:
         """``optimizer=rmsprop`` (torch's defaults but ``lr``); a method may change its settings or kind."""
-        return torch.optim.RMSprop(groups, lr=self.hparams.lr)
+        return build_optimizer("rmsprop", groups, lr=self.hparams.lr)
+
+    def _schedule_options(self) -> dict:
+        """Extra arguments of ``lr_schedule`` for a method's own schedule kind (CT's ``step``); none here."""
+        return {}
 
     def configure_optimizers(self):
+        """``build_optimizer`` over ``_param_groups`` and ``lr_schedule``: the same two factories for every method."""
         hp = self.hparams
         groups = self._param_groups()
-        if hp.optimizer == "adamw":
-            optimizer = adam(groups, lr=hp.lr, decoupled=True)
-        else:
-            optimizer = self._rmsprop(groups)
-        total = self.trainer.estimated_stepping_batches
-        if not math.isfinite(total) or total <= 0:
-            if hp.scheduler == "linear":
+        optimizer = self._rmsprop(groups) if hp.optimizer == "rmsprop" else build_optimizer(hp.optimizer, groups, hp.lr)
+        total = 0
+        if hp.scheduler in ("linear", "constant"):  # the others need no step count (and no trainer)
+            total = known_steps(self.trainer)
+            if total == 0 and hp.scheduler == "linear":
                 raise ConfigError("scheduler=linear needs a known number of steps: set trainer.max_steps "
                                   "(the data stream has no length) or use scheduler=constant")
-            total = 0
-        warmup = int(math.ceil(hp.warmup_ratio * total))
-        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_lambda(hp.scheduler, warmup, int(total)))
-        log.info("optimizer %s lr=%g, %s schedule: %d warm-up of %d steps", hp.optimizer, hp.lr,
-                 hp.scheduler, warmup, total)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+        schedule = lr_schedule(optimizer, hp.scheduler, hp.lr, total, hp.warmup_ratio, **self._schedule_options())
+        log.info("optimizer %s lr=%g, %s schedule over %d steps (warm-up ratio %g)", hp.optimizer, hp.lr,
+                 hp.scheduler, total, hp.warmup_ratio)
+        return {"optimizer": optimizer, "lr_scheduler": schedule}
 
     # ------------------------------------------------------------------------------------ export
     def export_head(self) -> torch.nn.Linear | None:

@@ -29,7 +29,7 @@ from sts_lightning.embeddings.methods.meta.projections import MetaProjection
 from sts_lightning.embeddings.methods.meta.scorer import META_PAPER, MetaEmbeddingScorer, save_meta_embedding
 from sts_lightning.embeddings.sources.build import build_source
 from sts_lightning.lightning_modules.base import check_finite
-from sts_lightning.lightning_modules.optimizers import adam
+from sts_lightning.lightning_modules.optimizers import build_optimizer
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class CrossViewAEModule(LightningModule):
         check_finite(loss, self.global_step)
 
     def configure_optimizers(self):
-        return adam(self.parameters(), lr=self.hparams.lr, betas=(0.9, 0.999))
+        return build_optimizer("adam", self.parameters(), self.hparams.lr, betas=(0.9, 0.999))
 
     # ----------------------------------------------------------------------------- scoring, export
     def projection(self) -> MetaProjection:

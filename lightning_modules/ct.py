@@ -61,7 +61,7 @@ from sts_lightning.lightning_modules.ct_options import (
 from sts_lightning.lightning_modules.grad_cache import EncoderView
 from sts_lightning.lightning_modules.in_batch_losses import in_batch_tension_loss
 from sts_lightning.lightning_modules.losses import ct_logits, ct_loss, make_ct_pairs, split_views
-from sts_lightning.lightning_modules.optimizers import adam
+from sts_lightning.lightning_modules.optimizers import build_optimizer
 from sts_lightning.lightning_modules.row_sparse_rmsprop import RowSparseRMSprop
 
 log = logging.getLogger(__name__)
@@ -91,20 +91,6 @@ def pair_rng(seed: int, rank: int, step: int) -> np.random.Generator:
     the draw pattern (their sentence pools differ).
     """
     return np.random.default_rng([int(seed), int(rank), int(step)])
-
-
-def step_lambda(lr: float, final_lr: float, every: int, drops: int):
-    """Factor of the reference's piecewise-constant schedule: ``drops`` equal steps from ``lr`` to ``final_lr``.
-
-    Keras ``PiecewiseConstantDecay`` keeps a value while ``step <= boundary``, so with ``every=500``
-    optimizer steps 0..500 (501 of them) use ``lr``, 501..1000 the next value, and >2000 ``final_lr``.
-    """
-
-    def factor(step: int) -> float:
-        k = 0 if step <= every else min(drops, (step - 1) // every)
-        return (lr - k * (lr - final_lr) / max(drops, 1)) / lr
-
-    return factor
 
 
 class ContrastiveTensionModule(EncoderModule):
@@ -144,6 +130,7 @@ class ContrastiveTensionModule(EncoderModule):
         "Semantic Re-tuning with Contrastive Tension",
         "Fredrik Carlsson, Amaru Cuba Gyllensten, Evangelia Gogoulou, Erik Ylipää Hellqvist, Magnus Sahlgren",
         "ICLR 2021", 2021, "https://openreview.net/forum?id=Ov_sMNau-PF"))
+    schedulers = CT_SCHEDULERS
 
     def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", pooling: str = "mean",
                  max_length: int | None = 75, lr: float = 1e-5, weight_decay: float = 0.0,
@@ -155,8 +142,6 @@ class ContrastiveTensionModule(EncoderModule):
                  embedding_lr: float | None = None, span_words: int | None = None,
                  frozen_layers: int | None = None, length_groups: int = 1, trainable: str = "all",
                  mini_batch_size: int | None = None, gradient_checkpointing: bool = False) -> None:
-        if scheduler not in CT_SCHEDULERS:
-            raise unknown_choice("scheduler", scheduler, CT_SCHEDULERS)
         if objective not in CT_OBJECTIVES:
             raise unknown_choice("CT objective", objective, CT_OBJECTIVES)
         if views not in CT_VIEWS:
@@ -167,10 +152,9 @@ class ContrastiveTensionModule(EncoderModule):
         if mini_batch_size is not None and objective != "in_batch":
             raise ConfigError(f"model.mini_batch_size={mini_batch_size!r} applies to objective=in_batch only (bce has "
                               "no in-batch negatives)")
-        # The base validates its own schedulers; hparams keep OUR value (the subclass's arguments win).
         super().__init__(model_name_or_path=model_name_or_path, pooling=pooling, max_length=max_length, lr=lr,
                          weight_decay=weight_decay, warmup_ratio=warmup_ratio, optimizer=optimizer,
-                         scheduler="constant" if scheduler == "step" else scheduler,
+                         scheduler=scheduler,
                          eval_batch_size=eval_batch_size, mini_batch_size=mini_batch_size,
                          gradient_checkpointing=gradient_checkpointing)
         per_device_layout(pairs, positives, 1)
@@ -295,7 +279,7 @@ class ContrastiveTensionModule(EncoderModule):
             model.get_input_embeddings().sparse = sparse
         kind = RowSparseRMSprop if sparse else torch.optim.RMSprop
         log.info("CT optimizer: %s (word-embedding gradients %s)", kind.__name__, "row-sparse" if sparse else "dense")
-        return kind(groups, lr=hp.lr, alpha=hp.rmsprop_alpha, eps=hp.rmsprop_eps)
+        return build_optimizer("rmsprop", groups, hp.lr, rmsprop=kind, alpha=hp.rmsprop_alpha, eps=hp.rmsprop_eps)
 
     def sparse_embedding_grads(self) -> bool:
         """Whether both copies' word embeddings get sparse gradients and ``RowSparseRMSprop`` updates them.
@@ -314,16 +298,10 @@ class ContrastiveTensionModule(EncoderModule):
         return trainer.world_size == 1 and isinstance(trainer.strategy, SingleDeviceStrategy) \
             and not trainer.gradient_clip_val
 
-    def configure_optimizers(self):
-        """As the base, plus RMSprop with Keras' smoothing/epsilon and the reference's ``step`` schedule."""
+    def _schedule_options(self) -> dict:
+        """The reference's ``step`` schedule: ``lr_drops`` equal drops to ``final_lr``, one every ``lr_step_every``."""
         hp = self.hparams
-        if hp.scheduler != "step":
-            return super().configure_optimizers()
-        groups = self._param_groups()
-        optimizer = adam(groups, lr=hp.lr, decoupled=True) if hp.optimizer == "adamw" else self._rmsprop(groups)
-        schedule = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, step_lambda(hp.lr, hp.final_lr, hp.lr_step_every, hp.lr_drops))
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+        return {"final_lr": hp.final_lr, "step_every": hp.lr_step_every, "drops": hp.lr_drops}
 
     # ---------------------------------------------------------------------------------- selection
     def _sts_callback(self) -> STSEvaluator | None:

@@ -33,7 +33,7 @@ from sts_lightning.embeddings.methods.flow.scorer import BERT_FLOW, FLOW_KEYS, F
 from sts_lightning.embeddings.methods.pooling import get_pooling
 from sts_lightning.lightning_modules.base import check_finite
 from sts_lightning.lightning_modules.frozen_encoder import FrozenEncoderMixin
-from sts_lightning.lightning_modules.optimizers import adam
+from sts_lightning.lightning_modules.optimizers import build_optimizer
 
 log = logging.getLogger(__name__)
 ENCODER_KEYS = ("model_name_or_path", "pooling", "max_length")
@@ -95,7 +95,7 @@ class BertFlowModule(FrozenEncoderMixin, LightningModule):
         return None
 
     def configure_optimizers(self):
-        return adam(self.flow.parameters(), lr=self.hparams.lr)
+        return build_optimizer("adam", self.flow.parameters(), self.hparams.lr)
 
     # -------------------------------------------------------------------------------- scoring
     def scorer(self) -> FlowScorer:

@@ -41,23 +41,9 @@ from sts_lightning.embeddings.methods.latte_mix.nets import LATTE_MIX, NET_KEYS,
 from sts_lightning.embeddings.methods.latte_mix.scorer import LatteMixScorer, check_combination
 from sts_lightning.lightning_modules.base import check_finite
 from sts_lightning.lightning_modules.frozen_encoder import FrozenEncoderMixin
-from sts_lightning.lightning_modules.optimizers import adam
+from sts_lightning.lightning_modules.optimizers import build_optimizer, known_steps, lr_schedule
 
 log = logging.getLogger(__name__)
-
-
-def triangle_lambda(lr: float, min_lr: float, warmup: int, total: int):
-    """LR factor: linear ``min_lr -> lr`` over ``warmup`` steps, then linear back to ``min_lr`` at ``total``."""
-    low = min_lr / lr
-
-    def factor(step: int) -> float:
-        if warmup > 0 and step < warmup:
-            return low + (1 - low) * step / warmup
-        if total <= warmup:
-            return 1.0
-        return max(low, 1 - (1 - low) * (step - warmup) / (total - warmup))
-
-    return factor
 
 
 class LatteMixModule(FrozenEncoderMixin, LightningModule):
@@ -154,13 +140,12 @@ class LatteMixModule(FrozenEncoderMixin, LightningModule):
         return None
 
     def configure_optimizers(self):
+        """Adam (not AdamW: no decay) and the ``triangle`` schedule, from the shared factories."""
         hp = self.hparams
-        optimizer = adam(self.parameters(), lr=hp.lr)
-        total = self.trainer.estimated_stepping_batches
-        total = int(total) if math.isfinite(total) and total > 0 else 0
-        warmup = int(math.ceil(hp.warmup_ratio * total))
-        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, triangle_lambda(hp.lr, hp.min_lr, warmup, total))
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+        optimizer = build_optimizer("adam", self.parameters(), hp.lr)
+        schedule = lr_schedule(optimizer, "triangle", hp.lr, known_steps(self.trainer), hp.warmup_ratio,
+                               final_lr=hp.min_lr)
+        return {"optimizer": optimizer, "lr_scheduler": schedule}
 
     # ------------------------------------------------------------------------------- scoring
     def scorer(self):
