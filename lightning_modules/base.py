@@ -93,10 +93,14 @@ class EncoderModule(LightningModule):
     """A LightningModule around one Hugging Face encoder with a pooled-vector scorer.
 
     Subclasses add their heads and ``training_step``; they call ``embed`` for differentiable
-    sentence vectors.
+    sentence vectors. A subclass takes the arguments below as ``**base`` and names one only where its recipe's
+    default differs from the one here (or where it reads it before this constructor runs), so each default is
+    written once; ``save_hyperparameters`` still records all of them, and ``Module.load_from_checkpoint`` passes
+    them back through ``**base``.
 
     Args:
-        model_name_or_path: packaged short name (``all-MiniLM-L6-v2``), local directory, or hub name.
+        model_name_or_path: packaged short name (``all-MiniLM-L6-v2``), local directory, or hub name; no default
+            here: each method names its recipe's model.
         pooling: ``cls``, ``mean``, ``max``, ``first_last_avg`` or ``last2_avg`` (see embeddings.methods.pooling).
         max_length: truncation in tokens; ``None`` takes the model's sentence-transformers setting.
         lr: peak learning rate.
@@ -112,7 +116,7 @@ class EncoderModule(LightningModule):
             more forward pass of compute).
     """
 
-    def __init__(self, model_name_or_path: str = "all-MiniLM-L6-v2", pooling: str = "mean",
+    def __init__(self, model_name_or_path: str, pooling: str = "mean",
                  max_length: int | None = None, lr: float = 2e-5, weight_decay: float = 0.01,
                  warmup_ratio: float = 0.1, optimizer: str = "adamw", scheduler: str = "linear",
                  eval_batch_size: int = 64, mini_batch_size: int | None = None,
@@ -120,6 +124,9 @@ class EncoderModule(LightningModule):
         super().__init__()
         self.save_hyperparameters()
         check_mini_batch_size(mini_batch_size)
+        if mini_batch_size is not None and not self.cached_loss:
+            raise ConfigError(f"model.mini_batch_size={mini_batch_size!r} is not allowed: {type(self).__name__} has "
+                              "no in-batch loss to cache (use trainer.accumulate_grad_batches)")
         get_pooling(pooling)  # fail now, not after the first epoch
         if optimizer not in OPTIMIZERS:
             raise unknown_choice("optimizer", optimizer, OPTIMIZERS)
@@ -139,6 +146,8 @@ class EncoderModule(LightningModule):
             enable_gradient_checkpointing(self.encoder_model)
         self.pool = get_pooling(pooling)
 
+    # Whether the method's loss goes through ``embed_and_loss`` / ``views_and_loss``, i.e. ``mini_batch_size`` applies.
+    cached_loss: ClassVar[bool] = False
     # The ``scheduler`` values this method accepts (``lightning_modules.optimizers.SCHEDULES``; CT adds ``step``).
     schedulers: ClassVar[tuple[str, ...]] = SCHEDULERS
     # Training forward passes split a batch into this many length-sorted groups (see embed_length_buckets).

@@ -60,22 +60,15 @@ class CoSENTModule(EncoderModule):
             ``cosine`` has none.
         gather: under DDP, rank the pairs of all ranks together (``cosent`` / ``angle``; see
             ``lightning_modules.pair_score_losses``). ``false`` ranks within each rank's share only.
-        gradient_checkpointing: recompute each layer in the backward pass (less activation memory).
-        Others: see ``EncoderModule`` (defaults here are sentence-transformers' STS-B recipe). No cached
+        base: ``EncoderModule``'s arguments (its defaults are sentence-transformers' STS-B recipe). No cached
             ``mini_batch_size`` yet: the recipe's batch of 16 pairs fits anywhere; a large ranking batch would need
             the GradCache surrogate (``lightning_modules.grad_cache``) over both sides.
     """
 
-    def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", pooling: str = "mean",
-                 max_length: int | None = None, lr: float = 2e-5, weight_decay: float = 0.01,
-                 warmup_ratio: float = 0.1, optimizer: str = "adamw", scheduler: str = "linear",
-                 eval_batch_size: int = 64, objective: str = "cosent", scale: float = 20.0,
-                 gather: bool = True, gradient_checkpointing: bool = False) -> None:
+    def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", *, objective: str = "cosent",
+                 scale: float = 20.0, gather: bool = True, **base) -> None:
         check_options(objective, scale)
-        super().__init__(model_name_or_path=model_name_or_path, pooling=pooling, max_length=max_length, lr=lr,
-                         weight_decay=weight_decay, warmup_ratio=warmup_ratio, optimizer=optimizer,
-                         scheduler=scheduler, eval_batch_size=eval_batch_size,
-                         gradient_checkpointing=gradient_checkpointing)
+        super().__init__(model_name_or_path, **base)
         # the card names the objective's paper; the key stays the configs/model name
         self.method_info = MethodInfo("cosent", NAMES[objective], PAPERS[objective])
 

@@ -121,9 +121,11 @@ class ContrastiveTensionModule(EncoderModule):
             for training from scratch): a token's embedding row gets a gradient only in steps whose batch
             holds it, so at lr 1e-4 a word seen 20 times moves ~0.002 against an init std of 0.02 and
             co-occurrence is never learned; a larger lr for the (sparse) rows only leaves the layers' lr alone.
-        mini_batch_size: ``in_batch`` only: sentences per forward pass of the cached loss (``None``: uncached).
-        gradient_checkpointing: both copies (also with dropout off, i.e. in eval mode).
-        Others: see ``EncoderModule``.
+        max_length, lr, weight_decay, warmup_ratio, optimizer, scheduler: as ``EncoderModule``, with the
+            reference's values (75, 1e-5, 0, 0, ``rmsprop``, ``step``).
+        base: ``EncoderModule``'s other arguments; ``mini_batch_size``: ``in_batch`` only, sentences per forward
+            pass of the cached loss (``None``: uncached); ``gradient_checkpointing``: both copies (also with
+            dropout off, i.e. in eval mode).
     """
 
     method_info = MethodInfo("ct", "Contrastive Tension", Paper(
@@ -132,16 +134,16 @@ class ContrastiveTensionModule(EncoderModule):
         "ICLR 2021", 2021, "https://openreview.net/forum?id=Ov_sMNau-PF"))
     schedulers = CT_SCHEDULERS
 
-    def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", pooling: str = "mean",
-                 max_length: int | None = 75, lr: float = 1e-5, weight_decay: float = 0.0,
-                 warmup_ratio: float = 0.0, optimizer: str = "rmsprop", scheduler: str = "step",
-                 eval_batch_size: int = 64, pairs: int = 16, positives: int = 2, seed: int = 0,
-                 dropout: bool = False, final_lr: float = 2e-6, lr_step_every: int = 500, lr_drops: int = 4,
-                 rmsprop_alpha: float = 0.9, rmsprop_eps: float = 1e-7, select_task: str = "stsb-dev",
-                 objective: str = "bce", scale: float = 20.0, views: str = "identical",
+    cached_loss = True  # in_batch
+
+    def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", *, pairs: int = 16, positives: int = 2,
+                 seed: int = 0, dropout: bool = False, final_lr: float = 2e-6, lr_step_every: int = 500,
+                 lr_drops: int = 4, rmsprop_alpha: float = 0.9, rmsprop_eps: float = 1e-7,
+                 select_task: str = "stsb-dev", objective: str = "bce", scale: float = 20.0, views: str = "identical",
                  embedding_lr: float | None = None, span_words: int | None = None,
                  frozen_layers: int | None = None, length_groups: int = 1, trainable: str = "all",
-                 mini_batch_size: int | None = None, gradient_checkpointing: bool = False) -> None:
+                 max_length: int | None = 75, lr: float = 1e-5, weight_decay: float = 0.0, warmup_ratio: float = 0.0,
+                 optimizer: str = "rmsprop", scheduler: str = "step", **base) -> None:
         if objective not in CT_OBJECTIVES:
             raise unknown_choice("CT objective", objective, CT_OBJECTIVES)
         if views not in CT_VIEWS:
@@ -149,14 +151,13 @@ class ContrastiveTensionModule(EncoderModule):
         if span_words is not None and (views == "identical" or span_words < 1):
             raise ConfigError(f"model.span_words={span_words!r} needs views=halves or mixed_halves and a positive "
                               "number of words (null = whole halves)")
+        mini_batch_size = base.get("mini_batch_size")
         if mini_batch_size is not None and objective != "in_batch":
             raise ConfigError(f"model.mini_batch_size={mini_batch_size!r} applies to objective=in_batch only (bce has "
                               "no in-batch negatives)")
-        super().__init__(model_name_or_path=model_name_or_path, pooling=pooling, max_length=max_length, lr=lr,
-                         weight_decay=weight_decay, warmup_ratio=warmup_ratio, optimizer=optimizer,
-                         scheduler=scheduler,
-                         eval_batch_size=eval_batch_size, mini_batch_size=mini_batch_size,
-                         gradient_checkpointing=gradient_checkpointing)
+        super().__init__(model_name_or_path, max_length=max_length, lr=lr, weight_decay=weight_decay,
+                         warmup_ratio=warmup_ratio, optimizer=optimizer, scheduler=scheduler, **base)
+        hp = self.hparams
         per_device_layout(pairs, positives, 1)
         if scheduler == "step" and warmup_ratio > 0:
             raise ConfigError("scheduler=step has no warm-up (as in the reference): set warmup_ratio=0")
@@ -173,11 +174,11 @@ class ContrastiveTensionModule(EncoderModule):
                               f"got {lr_step_every}, {lr_drops}, {final_lr} (lr={lr})")
         # Model 2: a second, independent copy loaded from the same checkpoint (plain-scalar hparams only).
         self.encoder2 = HFEncoder.from_pretrained(str(model_name_or_path), max_length=max_length,
-                                                  batch_size=eval_batch_size)
+                                                  batch_size=hp.eval_batch_size)
         self.encoder2_model = self.encoder2.model
         if getattr(self.encoder2_model, "pooler", None) is not None:
             self.encoder2_model.pooler.requires_grad_(False)  # unused, as for model 1 (see base)
-        if gradient_checkpointing:
+        if hp.gradient_checkpointing:
             enable_gradient_checkpointing(self.encoder2_model)
         for model in (self.encoder_model, self.encoder2_model):
             freeze_bottom(model, frozen_layers)

@@ -96,12 +96,12 @@ class SimCSEModule(EncoderModule):
     # (slower with dropout) SDPA kernel on CPU.
     length_buckets = 1
 
-    def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", pooling: str = "cls",
-                 max_length: int | None = 32, lr: float = 3e-5, weight_decay: float = 0.0,
-                 warmup_ratio: float = 0.0, optimizer: str = "adamw", scheduler: str = "linear",
-                 eval_batch_size: int = 64, objective: str = "unsupervised", temperature: float = 0.05,
-                 mlp: str = "train", dropout: float = 0.1, hard_negative_weight: float = 0.0,
-                 mini_batch_size: int | None = None, gradient_checkpointing: bool = False) -> None:
+    cached_loss = True
+
+    def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", *, objective: str = "unsupervised",
+                 temperature: float = 0.05, mlp: str = "train", dropout: float = 0.1, hard_negative_weight: float = 0.0,
+                 pooling: str = "cls", max_length: int | None = 32, lr: float = 3e-5, weight_decay: float = 0.0,
+                 warmup_ratio: float = 0.0, **base) -> None:
         if objective not in OBJECTIVES:
             raise unknown_choice("model.objective", objective, OBJECTIVES)
         if mlp not in MLP_MODES:
@@ -114,10 +114,8 @@ class SimCSEModule(EncoderModule):
         if not math.isfinite(hard_negative_weight) or (hard_negative_weight and objective != "supervised"):
             raise ConfigError(f"model.hard_negative_weight={hard_negative_weight!r} must be finite and needs "
                               "objective=supervised (the unsupervised objective has no hard negatives)")
-        super().__init__(model_name_or_path=model_name_or_path, pooling=pooling, max_length=max_length, lr=lr,
-                         weight_decay=weight_decay, warmup_ratio=warmup_ratio, optimizer=optimizer,
-                         scheduler=scheduler, eval_batch_size=eval_batch_size, mini_batch_size=mini_batch_size,
-                         gradient_checkpointing=gradient_checkpointing)
+        super().__init__(model_name_or_path, pooling=pooling, max_length=max_length, lr=lr,
+                         weight_decay=weight_decay, warmup_ratio=warmup_ratio, **base)
         self.method_info = METHOD_INFO[objective]
         if set_dropout(self.encoder_model, dropout) == 0 and dropout > 0:
             log.warning("%s has no nn.Dropout modules: the two SimCSE views are identical", model_name_or_path)
