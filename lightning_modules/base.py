@@ -40,10 +40,10 @@ from sts_lightning.embeddings.io.st_export import write_sentence_transformers_fi
 from sts_lightning.embeddings.methods.pooling import PoolingScorer, get_pooling
 from sts_lightning.embeddings.scoring.scorer import Scorer
 from sts_lightning.lightning_modules.activation_checkpointing import enable_gradient_checkpointing
+from sts_lightning.lightning_modules.arg_rules import check_args
 from sts_lightning.lightning_modules.grad_cache import (
     EncoderView,
     cached_loss,
-    check_mini_batch_size,
     chunk_view,
 )
 from sts_lightning.lightning_modules.optimizers import build_optimizer, known_steps, lr_schedule
@@ -123,7 +123,8 @@ class EncoderModule(LightningModule):
                  gradient_checkpointing: bool = False) -> None:
         super().__init__()
         self.save_hyperparameters()
-        check_mini_batch_size(mini_batch_size)
+        check_args({"lr": lr, "weight_decay": weight_decay, "warmup_ratio": warmup_ratio, "max_length": max_length,
+                    "eval_batch_size": eval_batch_size, "mini_batch_size": mini_batch_size})
         if mini_batch_size is not None and not self.cached_loss:
             raise ConfigError(f"model.mini_batch_size={mini_batch_size!r} is not allowed: {type(self).__name__} has "
                               "no in-batch loss to cache (use trainer.accumulate_grad_batches)")
@@ -132,8 +133,6 @@ class EncoderModule(LightningModule):
             raise unknown_choice("optimizer", optimizer, OPTIMIZERS)
         if scheduler not in self.schedulers:
             raise unknown_choice("scheduler", scheduler, self.schedulers)
-        if not 0.0 <= warmup_ratio < 1.0:
-            raise ConfigError(f"warmup_ratio must be in [0, 1), got {warmup_ratio}")
         self.encoder = HFEncoder.from_pretrained(str(model_name_or_path), max_length=max_length,
                                                  batch_size=eval_batch_size)
         self.encoder_model = self.encoder.model  # the one registered copy of the weights

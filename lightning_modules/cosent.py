@@ -18,12 +18,11 @@ ranks so a 2-GPU run optimises the same global-batch loss as a 1-GPU run.
 
 from __future__ import annotations
 
-import math
-
 from torch import Tensor
 
 from sts_lightning.embeddings.errors import ConfigError, unknown_choice
 from sts_lightning.embeddings.io.model_card import MethodInfo, Paper
+from sts_lightning.lightning_modules.arg_rules import check_args
 from sts_lightning.lightning_modules.base import EncoderModule
 from sts_lightning.lightning_modules.pair_score_losses import angle_loss, cosent_loss, cosine_similarity_loss
 
@@ -46,9 +45,7 @@ def check_options(objective: str, scale: float) -> None:
     """Unknown objective or a scale that is not a positive number: one ``ConfigError`` line, before any model loads."""
     if objective not in OBJECTIVES:
         raise unknown_choice("model.objective", objective, OBJECTIVES)
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
-        raise ConfigError(f"model.scale={scale!r} is not allowed: it must be a number > 0 (the inverse temperature "
-                          "of the cosent / angle ranking, sentence-transformers' 20)")
+    check_args({"scale": scale})  # the inverse temperature of the cosent / angle ranking
 
 
 class CoSENTModule(EncoderModule):

@@ -51,6 +51,7 @@ from sts_lightning.lightning_modules.activation_checkpointing import (
     checkpoint_in_eval_mode,
     enable_gradient_checkpointing,
 )
+from sts_lightning.lightning_modules.arg_rules import check_args
 from sts_lightning.lightning_modules.base import SCHEDULERS, EncoderModule, embed_length_buckets
 from sts_lightning.lightning_modules.ct_options import (
     CT_TRAINABLE,
@@ -151,6 +152,7 @@ class ContrastiveTensionModule(EncoderModule):
         if span_words is not None and (views == "identical" or span_words < 1):
             raise ConfigError(f"model.span_words={span_words!r} needs views=halves or mixed_halves and a positive "
                               "number of words (null = whole halves)")
+        check_args({"length_groups": length_groups, "embedding_lr": embedding_lr})
         mini_batch_size = base.get("mini_batch_size")
         if mini_batch_size is not None and objective != "in_batch":
             raise ConfigError(f"model.mini_batch_size={mini_batch_size!r} applies to objective=in_batch only (bce has "
@@ -165,10 +167,8 @@ class ContrastiveTensionModule(EncoderModule):
             raise unknown_choice("model.trainable", trainable, CT_TRAINABLE)
         if trainable != "all" and frozen_layers is not None:
             raise ConfigError(f"model.trainable={trainable} freezes the layers itself: leave model.frozen_layers=null")
-        if length_groups < 1 or (length_groups > 1 and objective != "in_batch"):
-            raise ConfigError(f"model.length_groups={length_groups} must be >= 1 and applies to objective=in_batch only")
-        if embedding_lr is not None and not embedding_lr > 0:
-            raise ConfigError(f"model.embedding_lr must be positive (or null = lr), got {embedding_lr!r}")
+        if length_groups > 1 and objective != "in_batch":
+            raise ConfigError(f"model.length_groups={length_groups} applies to objective=in_batch only")
         if scheduler == "step" and (lr_step_every < 1 or lr_drops < 0 or not 0 < final_lr <= lr):
             raise ConfigError(f"step schedule needs lr_step_every >= 1, lr_drops >= 0 and 0 < final_lr <= lr, "
                               f"got {lr_step_every}, {lr_drops}, {final_lr} (lr={lr})")

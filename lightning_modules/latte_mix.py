@@ -39,6 +39,7 @@ from sts_lightning.embeddings.methods.latte_mix.maths import (
 )
 from sts_lightning.embeddings.methods.latte_mix.nets import LATTE_MIX, NET_KEYS, build_nets, save_token_vae
 from sts_lightning.embeddings.methods.latte_mix.scorer import LatteMixScorer, check_combination
+from sts_lightning.lightning_modules.arg_rules import check_args
 from sts_lightning.lightning_modules.base import check_finite
 from sts_lightning.lightning_modules.frozen_encoder import FrozenEncoderMixin
 from sts_lightning.lightning_modules.optimizers import build_optimizer, known_steps, lr_schedule
@@ -77,13 +78,13 @@ class LatteMixModule(FrozenEncoderMixin, LightningModule):
                  eval_batch_size: int = 64) -> None:
         super().__init__()
         self.save_hyperparameters()
+        check_args({"tau": tau, "score_tau": score_tau, "beta_warmup_ratio": beta_warmup_ratio, "lr": lr,
+                    "min_lr": min_lr, "warmup_ratio": warmup_ratio, "max_length": max_length,
+                    "eval_batch_size": eval_batch_size})
+        if min_lr > lr:
+            raise ConfigError(f"model.min_lr={min_lr} must be <= model.lr={lr} (the schedule rises from min_lr to lr)")
         if input_dim is None:
-
             self.hparams.input_dim = encoder_hidden_size(str(model_name_or_path))
-        if tau <= 0 or (score_tau is not None and score_tau <= 0):
-            raise ConfigError(f"tau and score_tau must be > 0, got {tau}, {score_tau}")
-        if not 0 < beta_warmup_ratio <= 1 or not 0 <= warmup_ratio < 1 or not 0 < min_lr <= lr:
-            raise ConfigError("need 0 < beta_warmup_ratio <= 1, 0 <= warmup_ratio < 1 and 0 < min_lr <= lr")
         self.posterior, self.decoder = build_nets(self.hparams)
 
         self.hparams.distance = check_combination(latent, distance)  # fail now, not after an epoch

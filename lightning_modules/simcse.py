@@ -37,6 +37,7 @@ from sts_lightning.embeddings.io.export_note import EXPORT, LoadingNote, evaluat
 from sts_lightning.embeddings.io.model_card import MethodInfo, Paper
 from sts_lightning.embeddings.methods.simcse.scorer import MLPHeadScorer, mlp_head
 from sts_lightning.embeddings.scoring.scorer import Scorer
+from sts_lightning.lightning_modules.arg_rules import PROBABILITY, check_args, check_value
 from sts_lightning.lightning_modules.base import EncoderModule
 from sts_lightning.lightning_modules.grad_cache import EncoderView
 from sts_lightning.lightning_modules.in_batch_losses import simcse_loss
@@ -106,11 +107,8 @@ class SimCSEModule(EncoderModule):
             raise unknown_choice("model.objective", objective, OBJECTIVES)
         if mlp not in MLP_MODES:
             raise unknown_choice("model.mlp", mlp, MLP_MODES)
-        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
-                or not (temperature > 0 and math.isfinite(temperature)):
-            raise ConfigError(f"model.temperature must be a number > 0, got {temperature!r}")
-        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
-            raise ConfigError(f"model.dropout must be a probability in [0, 1), got {dropout!r}")
+        check_args({"temperature": temperature})
+        check_value("model.dropout", dropout, PROBABILITY)  # CT's dropout is a switch: not a MODEL_RULES name
         if not math.isfinite(hard_negative_weight) or (hard_negative_weight and objective != "supervised"):
             raise ConfigError(f"model.hard_negative_weight={hard_negative_weight!r} must be finite and needs "
                               "objective=supervised (the unsupervised objective has no hard negatives)")
