@@ -22,7 +22,6 @@ Uncached (``mini_batch_size=None``) that is exactly ``loss_fn(self.embed(texts))
 from __future__ import annotations
 
 import logging
-import math
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -42,12 +41,12 @@ from sts_lightning.embeddings.methods.pooling import PoolingScorer, get_pooling
 from sts_lightning.embeddings.methods.shared.grad_cache import (
     EncoderView,
     cached_loss,
-    check_mini_batch_size,
     chunk_view,
 )
 from sts_lightning.embeddings.scoring.scorer import Scorer
 from sts_lightning.lightning_modules.activation_checkpointing import enable_gradient_checkpointing
-from sts_lightning.lightning_modules.optimizers import adam
+from sts_lightning.lightning_modules.arg_rules import check_args
+from sts_lightning.lightning_modules.optimizers import build_optimizer, known_steps, lr_schedule
 
 log = logging.getLogger(__name__)
 
@@ -90,27 +89,18 @@ def embed_length_buckets(encoder: HFEncoder, pool, sentences: Sequence[str], buc
     return torch.cat(parts)[inverse.to(parts[0].device)]
 
 
-def warmup_lambda(kind: str, warmup_steps: int, total_steps: int):
-    """Learning-rate factor per step: linear warm-up, then linear decay to 0 or constant."""
-
-    def factor(step: int) -> float:
-        if step < warmup_steps:
-            return (step + 1) / (warmup_steps + 1)
-        if kind == "constant":
-            return 1.0
-        return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
-
-    return factor
-
-
 class EncoderModule(LightningModule):
     """A LightningModule around one Hugging Face encoder with a pooled-vector scorer.
 
     Subclasses add their heads and ``training_step``; they call ``embed`` for differentiable
-    sentence vectors.
+    sentence vectors. A subclass takes the arguments below as ``**base`` and names one only where its recipe's
+    default differs from the one here (or where it reads it before this constructor runs), so each default is
+    written once; ``save_hyperparameters`` still records all of them, and ``Module.load_from_checkpoint`` passes
+    them back through ``**base``.
 
     Args:
-        model_name_or_path: packaged short name (``all-MiniLM-L6-v2``), local directory, or hub name.
+        model_name_or_path: packaged short name (``all-MiniLM-L6-v2``), local directory, or hub name; no default
+            here: each method names its recipe's model.
         pooling: ``cls``, ``mean``, ``max``, ``first_last_avg`` or ``last2_avg`` (see embeddings.methods.pooling).
         max_length: truncation in tokens; ``None`` takes the model's sentence-transformers setting.
         lr: peak learning rate.
@@ -126,21 +116,23 @@ class EncoderModule(LightningModule):
             more forward pass of compute).
     """
 
-    def __init__(self, model_name_or_path: str = "all-MiniLM-L6-v2", pooling: str = "mean",
+    def __init__(self, model_name_or_path: str, pooling: str = "mean",
                  max_length: int | None = None, lr: float = 2e-5, weight_decay: float = 0.01,
                  warmup_ratio: float = 0.1, optimizer: str = "adamw", scheduler: str = "linear",
                  eval_batch_size: int = 64, mini_batch_size: int | None = None,
                  gradient_checkpointing: bool = False) -> None:
         super().__init__()
         self.save_hyperparameters()
-        check_mini_batch_size(mini_batch_size)
+        check_args({"lr": lr, "weight_decay": weight_decay, "warmup_ratio": warmup_ratio, "max_length": max_length,
+                    "eval_batch_size": eval_batch_size, "mini_batch_size": mini_batch_size})
+        if mini_batch_size is not None and not self.cached_loss:
+            raise ConfigError(f"model.mini_batch_size={mini_batch_size!r} is not allowed: {type(self).__name__} has "
+                              "no in-batch loss to cache (use trainer.accumulate_grad_batches)")
         get_pooling(pooling)  # fail now, not after the first epoch
         if optimizer not in OPTIMIZERS:
             raise unknown_choice("optimizer", optimizer, OPTIMIZERS)
-        if scheduler not in SCHEDULERS:
-            raise unknown_choice("scheduler", scheduler, SCHEDULERS)
-        if not 0.0 <= warmup_ratio < 1.0:
-            raise ConfigError(f"warmup_ratio must be in [0, 1), got {warmup_ratio}")
+        if scheduler not in self.schedulers:
+            raise unknown_choice("scheduler", scheduler, self.schedulers)
         self.encoder = HFEncoder.from_pretrained(str(model_name_or_path), max_length=max_length,
                                                  batch_size=eval_batch_size)
         self.encoder_model = self.encoder.model  # the one registered copy of the weights
@@ -153,6 +145,10 @@ class EncoderModule(LightningModule):
             enable_gradient_checkpointing(self.encoder_model)
         self.pool = get_pooling(pooling)
 
+    # Whether the method's loss goes through ``embed_and_loss`` / ``views_and_loss``, i.e. ``mini_batch_size`` applies.
+    cached_loss: ClassVar[bool] = False
+    # The ``scheduler`` values this method accepts (``lightning_modules.optimizers.SCHEDULES``; CT adds ``step``).
+    schedulers: ClassVar[tuple[str, ...]] = SCHEDULERS
     # Training forward passes split a batch into this many length-sorted groups (see embed_length_buckets).
     length_buckets: int = 2
     # What the export's model card names (README.md); every method of lightning_modules/ sets its own.
@@ -219,26 +215,27 @@ class EncoderModule(LightningModule):
 
     def _rmsprop(self, groups: list[dict]) -> torch.optim.Optimizer:
         """``optimizer=rmsprop`` (torch's defaults but ``lr``); a method may change its settings or kind."""
-        return torch.optim.RMSprop(groups, lr=self.hparams.lr)
+        return build_optimizer("rmsprop", groups, lr=self.hparams.lr)
+
+    def _schedule_options(self) -> dict:
+        """Extra arguments of ``lr_schedule`` for a method's own schedule kind (CT's ``step``); none here."""
+        return {}
 
     def configure_optimizers(self):
+        """``build_optimizer`` over ``_param_groups`` and ``lr_schedule``: the same two factories for every method."""
         hp = self.hparams
         groups = self._param_groups()
-        if hp.optimizer == "adamw":
-            optimizer = adam(groups, lr=hp.lr, decoupled=True)
-        else:
-            optimizer = self._rmsprop(groups)
-        total = self.trainer.estimated_stepping_batches
-        if not math.isfinite(total) or total <= 0:
-            if hp.scheduler == "linear":
+        optimizer = self._rmsprop(groups) if hp.optimizer == "rmsprop" else build_optimizer(hp.optimizer, groups, hp.lr)
+        total = 0
+        if hp.scheduler in ("linear", "constant"):  # the others need no step count (and no trainer)
+            total = known_steps(self.trainer)
+            if total == 0 and hp.scheduler == "linear":
                 raise ConfigError("scheduler=linear needs a known number of steps: set trainer.max_steps "
                                   "(the data stream has no length) or use scheduler=constant")
-            total = 0
-        warmup = int(math.ceil(hp.warmup_ratio * total))
-        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_lambda(hp.scheduler, warmup, int(total)))
-        log.info("optimizer %s lr=%g, %s schedule: %d warm-up of %d steps", hp.optimizer, hp.lr,
-                 hp.scheduler, warmup, total)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+        schedule = lr_schedule(optimizer, hp.scheduler, hp.lr, total, hp.warmup_ratio, **self._schedule_options())
+        log.info("optimizer %s lr=%g, %s schedule over %d steps (warm-up ratio %g)", hp.optimizer, hp.lr,
+                 hp.scheduler, total, hp.warmup_ratio)
+        return {"optimizer": optimizer, "lr_scheduler": schedule}
 
     # ------------------------------------------------------------------------------------ export
     def export_head(self) -> torch.nn.Linear | None:

@@ -18,13 +18,12 @@ ranks so a 2-GPU run optimises the same global-batch loss as a 1-GPU run.
 
 from __future__ import annotations
 
-import math
-
 from torch import Tensor
 
 from sts_lightning.embeddings.errors import ConfigError, unknown_choice
 from sts_lightning.embeddings.methods.cosent import METHOD
 from sts_lightning.embeddings.methods.cosent.objective import angle_loss, cosent_loss, cosine_similarity_loss
+from sts_lightning.lightning_modules.arg_rules import check_args
 from sts_lightning.lightning_modules.base import EncoderModule
 
 OBJECTIVES = tuple(METHOD.variants)  # cosent | angle | cosine: each names its paper on the card
@@ -34,9 +33,7 @@ def check_options(objective: str, scale: float) -> None:
     """Unknown objective or a scale that is not a positive number: one ``ConfigError`` line, before any model loads."""
     if objective not in OBJECTIVES:
         raise unknown_choice("model.objective", objective, OBJECTIVES)
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
-        raise ConfigError(f"model.scale={scale!r} is not allowed: it must be a number > 0 (the inverse temperature "
-                          "of the cosent / angle ranking, sentence-transformers' 20)")
+    check_args({"scale": scale})  # the inverse temperature of the cosent / angle ranking
 
 
 class CoSENTModule(EncoderModule):
@@ -48,22 +45,15 @@ class CoSENTModule(EncoderModule):
             ``cosine`` has none.
         gather: under DDP, rank the pairs of all ranks together (``cosent`` / ``angle``; see
             ``embeddings.methods.cosent.objective``). ``false`` ranks within each rank's share only.
-        gradient_checkpointing: recompute each layer in the backward pass (less activation memory).
-        Others: see ``EncoderModule`` (defaults here are sentence-transformers' STS-B recipe). No cached
+        base: ``EncoderModule``'s arguments (its defaults are sentence-transformers' STS-B recipe). No cached
             ``mini_batch_size`` yet: the recipe's batch of 16 pairs fits anywhere; a large ranking batch would need
             the GradCache surrogate (``embeddings.methods.shared.grad_cache``) over both sides.
     """
 
-    def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", pooling: str = "mean",
-                 max_length: int | None = None, lr: float = 2e-5, weight_decay: float = 0.01,
-                 warmup_ratio: float = 0.1, optimizer: str = "adamw", scheduler: str = "linear",
-                 eval_batch_size: int = 64, objective: str = "cosent", scale: float = 20.0,
-                 gather: bool = True, gradient_checkpointing: bool = False) -> None:
+    def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", *, objective: str = "cosent",
+                 scale: float = 20.0, gather: bool = True, **base) -> None:
         check_options(objective, scale)
-        super().__init__(model_name_or_path=model_name_or_path, pooling=pooling, max_length=max_length, lr=lr,
-                         weight_decay=weight_decay, warmup_ratio=warmup_ratio, optimizer=optimizer,
-                         scheduler=scheduler, eval_batch_size=eval_batch_size,
-                         gradient_checkpointing=gradient_checkpointing)
+        super().__init__(model_name_or_path, **base)
         # the card names the objective's paper (the declaration's variants); the key stays the method's name
         self.method_info = METHOD.card(objective)
 

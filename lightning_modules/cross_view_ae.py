@@ -7,7 +7,9 @@ tensors, one per source), never re-encoding. Paper recipe: Adam lr 1e-3 (betas 0
 The STS callback scores ``scorer()``: the sources are rebuilt from their specs on first use (kept on the
 module, not as submodules: they are frozen and must not enter checkpoints). ``export`` writes a
 meta-embedding directory (``embeddings.methods.meta.scorer``) that ``evaluate.py`` and SED load back.
-``fit_cross_view_ae`` trains one directly from in-memory views (benchmarks).
+A user trains it through ``python train.py model=cross_view_ae`` only (``runs.fit_meta --method ae`` points
+there); ``fit_cross_view_ae`` is the in-memory loop of ``benchmarks.meta_embeddings``' loss x depth sweep, the same
+module on views already in memory.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ from sts_lightning.embeddings.methods.meta.cross_view_ae_objective import AE_LOS
 from sts_lightning.embeddings.methods.meta.projections import MetaProjection
 from sts_lightning.embeddings.methods.meta.scorer import MetaEmbeddingScorer, save_meta_embedding
 from sts_lightning.embeddings.sources.build import build_source
+from sts_lightning.lightning_modules.arg_rules import check_args
 from sts_lightning.lightning_modules.base import check_finite
-from sts_lightning.lightning_modules.optimizers import adam
+from sts_lightning.lightning_modules.optimizers import build_optimizer
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +61,7 @@ class CrossViewAEModule(LightningModule):
         super().__init__()
         if loss not in AE_LOSSES:
             raise unknown_choice("cross-view AE loss", loss, AE_LOSSES)
+        check_args({"lr": lr, "eval_batch_size": eval_batch_size})
         self.save_hyperparameters()
         self.net: CrossViewAutoencoder | None = None
         self._sources: list | None = None
@@ -97,7 +101,7 @@ class CrossViewAEModule(LightningModule):
         check_finite(loss, self.global_step)
 
     def configure_optimizers(self):
-        return adam(self.parameters(), lr=self.hparams.lr, betas=(0.9, 0.999))
+        return build_optimizer("adam", self.parameters(), self.hparams.lr, betas=(0.9, 0.999))
 
     # ----------------------------------------------------------------------------- scoring, export
     def projection(self) -> MetaProjection:

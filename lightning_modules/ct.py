@@ -61,6 +61,7 @@ from sts_lightning.lightning_modules.activation_checkpointing import (
     checkpoint_in_eval_mode,
     enable_gradient_checkpointing,
 )
+from sts_lightning.lightning_modules.arg_rules import check_args
 from sts_lightning.lightning_modules.base import SCHEDULERS, EncoderModule, embed_length_buckets
 from sts_lightning.lightning_modules.ct_options import (
     CT_TRAINABLE,
@@ -68,7 +69,7 @@ from sts_lightning.lightning_modules.ct_options import (
     length_matched_groups,
     train_only_word_embeddings,
 )
-from sts_lightning.lightning_modules.optimizers import adam
+from sts_lightning.lightning_modules.optimizers import build_optimizer
 from sts_lightning.lightning_modules.row_sparse_rmsprop import RowSparseRMSprop
 
 log = logging.getLogger(__name__)
@@ -90,18 +91,6 @@ def per_device_layout(pairs: int, positives: int, world_size: int) -> tuple[int,
     return pairs // world_size, positives // world_size
 
 
-def step_lambda(lr: float, final_lr: float, every: int, drops: int):
-    """Factor of the reference's piecewise-constant schedule: ``drops`` equal steps from ``lr`` to ``final_lr``.
-
-    Keras ``PiecewiseConstantDecay`` keeps a value while ``step <= boundary``, so with ``every=500``
-    optimizer steps 0..500 (501 of them) use ``lr``, 501..1000 the next value, and >2000 ``final_lr``.
-    """
-
-    def factor(step: int) -> float:
-        k = 0 if step <= every else min(drops, (step - 1) // every)
-        return (lr - k * (lr - final_lr) / max(drops, 1)) / lr
-
-    return factor
 
 
 class ContrastiveTensionModule(EncoderModule):
@@ -132,25 +121,26 @@ class ContrastiveTensionModule(EncoderModule):
             for training from scratch): a token's embedding row gets a gradient only in steps whose batch
             holds it, so at lr 1e-4 a word seen 20 times moves ~0.002 against an init std of 0.02 and
             co-occurrence is never learned; a larger lr for the (sparse) rows only leaves the layers' lr alone.
-        mini_batch_size: ``in_batch`` only: sentences per forward pass of the cached loss (``None``: uncached).
-        gradient_checkpointing: both copies (also with dropout off, i.e. in eval mode).
-        Others: see ``EncoderModule``.
+        max_length, lr, weight_decay, warmup_ratio, optimizer, scheduler: as ``EncoderModule``, with the
+            reference's values (75, 1e-5, 0, 0, ``rmsprop``, ``step``).
+        base: ``EncoderModule``'s other arguments; ``mini_batch_size``: ``in_batch`` only, sentences per forward
+            pass of the cached loss (``None``: uncached); ``gradient_checkpointing``: both copies (also with
+            dropout off, i.e. in eval mode).
     """
 
     method_info = METHOD.card()
+    schedulers = CT_SCHEDULERS
 
-    def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", pooling: str = "mean",
-                 max_length: int | None = 75, lr: float = 1e-5, weight_decay: float = 0.0,
-                 warmup_ratio: float = 0.0, optimizer: str = "rmsprop", scheduler: str = "step",
-                 eval_batch_size: int = 64, pairs: int = 16, positives: int = 2, seed: int = 0,
-                 dropout: bool = False, final_lr: float = 2e-6, lr_step_every: int = 500, lr_drops: int = 4,
-                 rmsprop_alpha: float = 0.9, rmsprop_eps: float = 1e-7, select_task: str = "stsb-dev",
-                 objective: str = "bce", scale: float = 20.0, views: str = "identical",
+    cached_loss = True  # in_batch
+
+    def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", *, pairs: int = 16, positives: int = 2,
+                 seed: int = 0, dropout: bool = False, final_lr: float = 2e-6, lr_step_every: int = 500,
+                 lr_drops: int = 4, rmsprop_alpha: float = 0.9, rmsprop_eps: float = 1e-7,
+                 select_task: str = "stsb-dev", objective: str = "bce", scale: float = 20.0, views: str = "identical",
                  embedding_lr: float | None = None, span_words: int | None = None,
                  frozen_layers: int | None = None, length_groups: int = 1, trainable: str = "all",
-                 mini_batch_size: int | None = None, gradient_checkpointing: bool = False) -> None:
-        if scheduler not in CT_SCHEDULERS:
-            raise unknown_choice("scheduler", scheduler, CT_SCHEDULERS)
+                 max_length: int | None = 75, lr: float = 1e-5, weight_decay: float = 0.0, warmup_ratio: float = 0.0,
+                 optimizer: str = "rmsprop", scheduler: str = "step", **base) -> None:
         if objective not in CT_OBJECTIVES:
             raise unknown_choice("CT objective", objective, CT_OBJECTIVES)
         if views not in CT_VIEWS:
@@ -158,15 +148,14 @@ class ContrastiveTensionModule(EncoderModule):
         if span_words is not None and (views == "identical" or span_words < 1):
             raise ConfigError(f"model.span_words={span_words!r} needs views=halves or mixed_halves and a positive "
                               "number of words (null = whole halves)")
+        check_args({"length_groups": length_groups, "embedding_lr": embedding_lr})
+        mini_batch_size = base.get("mini_batch_size")
         if mini_batch_size is not None and objective != "in_batch":
             raise ConfigError(f"model.mini_batch_size={mini_batch_size!r} applies to objective=in_batch only (bce has "
                               "no in-batch negatives)")
-        # The base validates its own schedulers; hparams keep OUR value (the subclass's arguments win).
-        super().__init__(model_name_or_path=model_name_or_path, pooling=pooling, max_length=max_length, lr=lr,
-                         weight_decay=weight_decay, warmup_ratio=warmup_ratio, optimizer=optimizer,
-                         scheduler="constant" if scheduler == "step" else scheduler,
-                         eval_batch_size=eval_batch_size, mini_batch_size=mini_batch_size,
-                         gradient_checkpointing=gradient_checkpointing)
+        super().__init__(model_name_or_path, max_length=max_length, lr=lr, weight_decay=weight_decay,
+                         warmup_ratio=warmup_ratio, optimizer=optimizer, scheduler=scheduler, **base)
+        hp = self.hparams
         per_device_layout(pairs, positives, 1)
         if scheduler == "step" and warmup_ratio > 0:
             raise ConfigError("scheduler=step has no warm-up (as in the reference): set warmup_ratio=0")
@@ -174,20 +163,18 @@ class ContrastiveTensionModule(EncoderModule):
             raise unknown_choice("model.trainable", trainable, CT_TRAINABLE)
         if trainable != "all" and frozen_layers is not None:
             raise ConfigError(f"model.trainable={trainable} freezes the layers itself: leave model.frozen_layers=null")
-        if length_groups < 1 or (length_groups > 1 and objective != "in_batch"):
-            raise ConfigError(f"model.length_groups={length_groups} must be >= 1 and applies to objective=in_batch only")
-        if embedding_lr is not None and not embedding_lr > 0:
-            raise ConfigError(f"model.embedding_lr must be positive (or null = lr), got {embedding_lr!r}")
+        if length_groups > 1 and objective != "in_batch":
+            raise ConfigError(f"model.length_groups={length_groups} applies to objective=in_batch only")
         if scheduler == "step" and (lr_step_every < 1 or lr_drops < 0 or not 0 < final_lr <= lr):
             raise ConfigError(f"step schedule needs lr_step_every >= 1, lr_drops >= 0 and 0 < final_lr <= lr, "
                               f"got {lr_step_every}, {lr_drops}, {final_lr} (lr={lr})")
         # Model 2: a second, independent copy loaded from the same checkpoint (plain-scalar hparams only).
         self.encoder2 = HFEncoder.from_pretrained(str(model_name_or_path), max_length=max_length,
-                                                  batch_size=eval_batch_size)
+                                                  batch_size=hp.eval_batch_size)
         self.encoder2_model = self.encoder2.model
         if getattr(self.encoder2_model, "pooler", None) is not None:
             self.encoder2_model.pooler.requires_grad_(False)  # unused, as for model 1 (see base)
-        if gradient_checkpointing:
+        if hp.gradient_checkpointing:
             enable_gradient_checkpointing(self.encoder2_model)
         for model in (self.encoder_model, self.encoder2_model):
             freeze_bottom(model, frozen_layers)
@@ -289,7 +276,7 @@ class ContrastiveTensionModule(EncoderModule):
             model.get_input_embeddings().sparse = sparse
         kind = RowSparseRMSprop if sparse else torch.optim.RMSprop
         log.info("CT optimizer: %s (word-embedding gradients %s)", kind.__name__, "row-sparse" if sparse else "dense")
-        return kind(groups, lr=hp.lr, alpha=hp.rmsprop_alpha, eps=hp.rmsprop_eps)
+        return build_optimizer("rmsprop", groups, hp.lr, rmsprop=kind, alpha=hp.rmsprop_alpha, eps=hp.rmsprop_eps)
 
     def sparse_embedding_grads(self) -> bool:
         """Whether both copies' word embeddings get sparse gradients and ``RowSparseRMSprop`` updates them.
@@ -308,16 +295,10 @@ class ContrastiveTensionModule(EncoderModule):
         return trainer.world_size == 1 and isinstance(trainer.strategy, SingleDeviceStrategy) \
             and not trainer.gradient_clip_val
 
-    def configure_optimizers(self):
-        """As the base, plus RMSprop with Keras' smoothing/epsilon and the reference's ``step`` schedule."""
+    def _schedule_options(self) -> dict:
+        """The reference's ``step`` schedule: ``lr_drops`` equal drops to ``final_lr``, one every ``lr_step_every``."""
         hp = self.hparams
-        if hp.scheduler != "step":
-            return super().configure_optimizers()
-        groups = self._param_groups()
-        optimizer = adam(groups, lr=hp.lr, decoupled=True) if hp.optimizer == "adamw" else self._rmsprop(groups)
-        schedule = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, step_lambda(hp.lr, hp.final_lr, hp.lr_step_every, hp.lr_drops))
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+        return {"final_lr": hp.final_lr, "step_every": hp.lr_step_every, "drops": hp.lr_drops}
 
     # ---------------------------------------------------------------------------------- selection
     def _sts_callback(self) -> STSEvaluator | None:

@@ -32,9 +32,10 @@ from sts_lightning.embeddings.methods.flow.glow import Glow
 from sts_lightning.embeddings.methods.flow.objective import flow_nll_loss
 from sts_lightning.embeddings.methods.flow.scorer import BERT_FLOW, FLOW_KEYS, FlowScorer, save_flow_export
 from sts_lightning.embeddings.methods.pooling import get_pooling
+from sts_lightning.lightning_modules.arg_rules import check_args
 from sts_lightning.lightning_modules.base import check_finite
 from sts_lightning.lightning_modules.frozen_encoder import FrozenEncoderMixin
-from sts_lightning.lightning_modules.optimizers import adam
+from sts_lightning.lightning_modules.optimizers import build_optimizer
 
 log = logging.getLogger(__name__)
 ENCODER_KEYS = ("model_name_or_path", "pooling", "max_length")
@@ -61,6 +62,7 @@ class BertFlowModule(FrozenEncoderMixin, LightningModule):
         super().__init__()
         self.save_hyperparameters()
         get_pooling(pooling)  # fail now, not at the first evaluation
+        check_args({"lr": lr, "max_length": max_length, "eval_batch_size": eval_batch_size})
         if embedding_dim is None:
             self.hparams.embedding_dim = encoder_hidden_size(str(model_name_or_path))
         try:
@@ -87,7 +89,7 @@ class BertFlowModule(FrozenEncoderMixin, LightningModule):
         return None
 
     def configure_optimizers(self):
-        return adam(self.flow.parameters(), lr=self.hparams.lr)
+        return build_optimizer("adam", self.flow.parameters(), self.hparams.lr)
 
     # -------------------------------------------------------------------------------- scoring
     def scorer(self) -> FlowScorer:

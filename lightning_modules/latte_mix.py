@@ -18,7 +18,6 @@ on the live posterior, so the STS callback, export and ``evaluate.py`` all score
 from __future__ import annotations
 
 import logging
-import math
 import os
 from pathlib import Path
 
@@ -33,25 +32,12 @@ from sts_lightning.embeddings.io.model_card import ModelCard, TrainingFacts
 from sts_lightning.embeddings.methods.latte_mix.nets import LATTE_MIX, NET_KEYS, build_nets, save_token_vae
 from sts_lightning.embeddings.methods.latte_mix.objective import annealed_beta, token_vae_losses
 from sts_lightning.embeddings.methods.latte_mix.scorer import LatteMixScorer, check_combination
+from sts_lightning.lightning_modules.arg_rules import check_args
 from sts_lightning.lightning_modules.base import check_finite
 from sts_lightning.lightning_modules.frozen_encoder import FrozenEncoderMixin
-from sts_lightning.lightning_modules.optimizers import adam
+from sts_lightning.lightning_modules.optimizers import build_optimizer, known_steps, lr_schedule
 
 log = logging.getLogger(__name__)
-
-
-def triangle_lambda(lr: float, min_lr: float, warmup: int, total: int):
-    """LR factor: linear ``min_lr -> lr`` over ``warmup`` steps, then linear back to ``min_lr`` at ``total``."""
-    low = min_lr / lr
-
-    def factor(step: int) -> float:
-        if warmup > 0 and step < warmup:
-            return low + (1 - low) * step / warmup
-        if total <= warmup:
-            return 1.0
-        return max(low, 1 - (1 - low) * (step - warmup) / (total - warmup))
-
-    return factor
 
 
 class LatteMixModule(FrozenEncoderMixin, LightningModule):
@@ -85,13 +71,13 @@ class LatteMixModule(FrozenEncoderMixin, LightningModule):
                  eval_batch_size: int = 64) -> None:
         super().__init__()
         self.save_hyperparameters()
+        check_args({"tau": tau, "score_tau": score_tau, "beta_warmup_ratio": beta_warmup_ratio, "lr": lr,
+                    "min_lr": min_lr, "warmup_ratio": warmup_ratio, "max_length": max_length,
+                    "eval_batch_size": eval_batch_size})
+        if min_lr > lr:
+            raise ConfigError(f"model.min_lr={min_lr} must be <= model.lr={lr} (the schedule rises from min_lr to lr)")
         if input_dim is None:
-
             self.hparams.input_dim = encoder_hidden_size(str(model_name_or_path))
-        if tau <= 0 or (score_tau is not None and score_tau <= 0):
-            raise ConfigError(f"tau and score_tau must be > 0, got {tau}, {score_tau}")
-        if not 0 < beta_warmup_ratio <= 1 or not 0 <= warmup_ratio < 1 or not 0 < min_lr <= lr:
-            raise ConfigError("need 0 < beta_warmup_ratio <= 1, 0 <= warmup_ratio < 1 and 0 < min_lr <= lr")
         self.posterior, self.decoder = build_nets(self.hparams)
 
         self.hparams.distance = check_combination(latent, distance)  # fail now, not after an epoch
@@ -124,13 +110,12 @@ class LatteMixModule(FrozenEncoderMixin, LightningModule):
         return None
 
     def configure_optimizers(self):
+        """Adam (not AdamW: no decay) and the ``triangle`` schedule, from the shared factories."""
         hp = self.hparams
-        optimizer = adam(self.parameters(), lr=hp.lr)
-        total = self.trainer.estimated_stepping_batches
-        total = int(total) if math.isfinite(total) and total > 0 else 0
-        warmup = int(math.ceil(hp.warmup_ratio * total))
-        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, triangle_lambda(hp.lr, hp.min_lr, warmup, total))
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+        optimizer = build_optimizer("adam", self.parameters(), hp.lr)
+        schedule = lr_schedule(optimizer, "triangle", hp.lr, known_steps(self.trainer), hp.warmup_ratio,
+                               final_lr=hp.min_lr)
+        return {"optimizer": optimizer, "lr_scheduler": schedule}
 
     # ------------------------------------------------------------------------------- scoring
     def scorer(self):

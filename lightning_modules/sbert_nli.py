@@ -38,26 +38,23 @@ class SBERTNLIModule(EncoderModule):
         num_labels: NLI classes (3: entailment, neutral, contradiction); softmax objective only.
         objective: ``softmax`` (the paper) or ``mnrl`` (in-batch negatives over triplets).
         scale: cosine scale of ``mnrl`` (inverse temperature; sentence-transformers' 20).
-        mini_batch_size: ``mnrl`` only: sentences per forward pass of the cached loss (``None``: uncached).
-        Others: see ``EncoderModule`` (defaults here are the paper's recipe).
+        base: ``EncoderModule``'s arguments (its defaults are the paper's recipe); ``mini_batch_size``: ``mnrl``
+            only, sentences per forward pass of the cached loss (``None``: uncached).
     """
 
     method_info = METHOD.card()
 
-    def __init__(self, model_name_or_path: str = "all-MiniLM-L6-v2", pooling: str = "mean",
-                 max_length: int | None = None, lr: float = 2e-5, weight_decay: float = 0.01,
-                 warmup_ratio: float = 0.1, optimizer: str = "adamw", scheduler: str = "linear",
-                 eval_batch_size: int = 64, num_labels: int = 3, objective: str = "softmax",
-                 scale: float = 20.0, mini_batch_size: int | None = None, gradient_checkpointing: bool = False) -> None:
+    cached_loss = True  # mnrl
+
+    def __init__(self, model_name_or_path: str = "all-MiniLM-L6-v2", *, num_labels: int = 3,
+                 objective: str = "softmax", scale: float = 20.0, **base) -> None:
         if objective not in OBJECTIVES:
             raise unknown_choice("SBERT-NLI objective", objective, OBJECTIVES)
+        mini_batch_size = base.get("mini_batch_size")
         if mini_batch_size is not None and objective != "mnrl":
             raise ConfigError(f"model.mini_batch_size={mini_batch_size!r} applies to objective=mnrl only (the softmax "
                               "objective has no in-batch negatives: use trainer.accumulate_grad_batches)")
-        super().__init__(model_name_or_path=model_name_or_path, pooling=pooling, max_length=max_length, lr=lr,
-                         weight_decay=weight_decay, warmup_ratio=warmup_ratio, optimizer=optimizer,
-                         scheduler=scheduler, eval_batch_size=eval_batch_size, mini_batch_size=mini_batch_size,
-                         gradient_checkpointing=gradient_checkpointing)
+        super().__init__(model_name_or_path, **base)
         # mnrl has no classifier: a parameter without gradients would need DDP's unused-parameter search
         self.classifier = nn.Linear(3 * self.embedding_dim, int(num_labels)) if objective == "softmax" else None
 

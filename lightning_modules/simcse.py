@@ -39,6 +39,7 @@ from sts_lightning.embeddings.methods.simcse import SIMCSE, SIMCSE_SUP
 from sts_lightning.embeddings.methods.simcse.objective import simcse_loss
 from sts_lightning.embeddings.methods.simcse.scorer import MLPHeadScorer, mlp_head
 from sts_lightning.embeddings.scoring.scorer import Scorer
+from sts_lightning.lightning_modules.arg_rules import PROBABILITY, check_args, check_value
 from sts_lightning.lightning_modules.base import EncoderModule
 
 log = logging.getLogger(__name__)
@@ -93,28 +94,23 @@ class SimCSEModule(EncoderModule):
     # (slower with dropout) SDPA kernel on CPU.
     length_buckets = 1
 
-    def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", pooling: str = "cls",
-                 max_length: int | None = 32, lr: float = 3e-5, weight_decay: float = 0.0,
-                 warmup_ratio: float = 0.0, optimizer: str = "adamw", scheduler: str = "linear",
-                 eval_batch_size: int = 64, objective: str = "unsupervised", temperature: float = 0.05,
-                 mlp: str = "train", dropout: float = 0.1, hard_negative_weight: float = 0.0,
-                 mini_batch_size: int | None = None, gradient_checkpointing: bool = False) -> None:
+    cached_loss = True
+
+    def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", *, objective: str = "unsupervised",
+                 temperature: float = 0.05, mlp: str = "train", dropout: float = 0.1, hard_negative_weight: float = 0.0,
+                 pooling: str = "cls", max_length: int | None = 32, lr: float = 3e-5, weight_decay: float = 0.0,
+                 warmup_ratio: float = 0.0, **base) -> None:
         if objective not in OBJECTIVES:
             raise unknown_choice("model.objective", objective, OBJECTIVES)
         if mlp not in MLP_MODES:
             raise unknown_choice("model.mlp", mlp, MLP_MODES)
-        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
-                or not (temperature > 0 and math.isfinite(temperature)):
-            raise ConfigError(f"model.temperature must be a number > 0, got {temperature!r}")
-        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
-            raise ConfigError(f"model.dropout must be a probability in [0, 1), got {dropout!r}")
+        check_args({"temperature": temperature})
+        check_value("model.dropout", dropout, PROBABILITY)  # CT's dropout is a switch: not a MODEL_RULES name
         if not math.isfinite(hard_negative_weight) or (hard_negative_weight and objective != "supervised"):
             raise ConfigError(f"model.hard_negative_weight={hard_negative_weight!r} must be finite and needs "
                               "objective=supervised (the unsupervised objective has no hard negatives)")
-        super().__init__(model_name_or_path=model_name_or_path, pooling=pooling, max_length=max_length, lr=lr,
-                         weight_decay=weight_decay, warmup_ratio=warmup_ratio, optimizer=optimizer,
-                         scheduler=scheduler, eval_batch_size=eval_batch_size, mini_batch_size=mini_batch_size,
-                         gradient_checkpointing=gradient_checkpointing)
+        super().__init__(model_name_or_path, pooling=pooling, max_length=max_length, lr=lr,
+                         weight_decay=weight_decay, warmup_ratio=warmup_ratio, **base)
         self.method_info = METHOD_INFO[objective]
         if set_dropout(self.encoder_model, dropout) == 0 and dropout > 0:
             log.warning("%s has no nn.Dropout modules: the two SimCSE views are identical", model_name_or_path)

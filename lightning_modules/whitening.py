@@ -40,6 +40,7 @@ from sts_lightning.embeddings.methods.whitening.scorer import (
     save_whitening_export,
 )
 from sts_lightning.embeddings.scoring.scorer import Scorer
+from sts_lightning.lightning_modules.arg_rules import check_args
 from sts_lightning.lightning_modules.frozen_encoder import FrozenEncoderMixin
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ class WhiteningModule(FrozenEncoderMixin, LightningModule):
             warnings.filterwarnings("ignore", message=message)
         self.save_hyperparameters()
         get_pooling(pooling)  # fail now, not at the first evaluation
+        check_args({"max_length": max_length, "eval_batch_size": eval_batch_size})
         dim = int(embedding_dim) if embedding_dim is not None else encoder_hidden_size(str(model_name_or_path))
         self.hparams.embedding_dim = dim
         check_k(k, dim)  # one line naming model.k before any vector is encoded

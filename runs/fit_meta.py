@@ -1,4 +1,4 @@
-"""Fit a meta-embedding on unlabelled sentences and export it: ``python -m runs.fit_meta``.
+"""Fit a training-free meta-embedding (conc / avg / svd / gcca) on unlabelled sentences and export it.
 
     python -m runs.fit_meta --method gcca --tau 10 --d 384 \
         --sources all-mpnet-base-v2,paraphrase-MiniLM-L3-v2,multilingual-e5-small \
@@ -8,6 +8,9 @@
 The export scores with ``python evaluate.py encoders=[none] scorers=[{name:meta,path:outputs/meta_gcca}]``
 and is a SED teacher as ``data.teachers=[outputs/meta_gcca]``. Source vectors of the corpus are cached
 (``$STS_CACHE_DIR/sources``), so refitting with other settings does not re-encode.
+
+The cross-view autoencoder (``--method ae``) is a trained method with one front door, ``python train.py
+model=cross_view_ae`` (its recipe, checkpoints, STS validation, resume and export); this script says so and stops.
 """
 
 from __future__ import annotations
@@ -27,13 +30,14 @@ from sts_lightning.embeddings.methods.meta.projections import METHODS, MetaProje
 from sts_lightning.embeddings.methods.meta.scorer import save_meta_embedding
 from sts_lightning.embeddings.sources.build import build_source
 from sts_lightning.embeddings.sources.cache import cached_source_vectors
-from sts_lightning.lightning_modules.cross_view_ae import fit_cross_view_ae
 
 log = logging.getLogger(__name__)
 
 
 def fit_and_export(args: argparse.Namespace) -> MetaProjection:
     started = time.monotonic()
+    if args.method == "ae":
+        raise ConfigError(train_instead(args))
     if args.align_mean and not args.align_to:  # before any encoding: a flag that would do nothing is an error
         raise ConfigError("--align-mean adds a source's corpus mean after --align-to's rotation: give --align-to <source>")
     sentences = read_sentences(args.files.split(","), args.data_dir, max_words=args.max_words,
@@ -42,12 +46,7 @@ def fit_and_export(args: argparse.Namespace) -> MetaProjection:
     sources = [build_source(s) for s in specs]
     views = [torch.from_numpy(cached_source_vectors(s, sentences, cache_dir_or_root(args.cache_dir))) for s in sources]
     log.info("fitting %s on %d sentences, sources %s", args.method, len(sentences), specs)
-    if args.method == "ae":
-
-        projection = fit_cross_view_ae(views, d=args.d, hidden_layers=args.hidden_layers, loss=args.loss,
-                                       epochs=args.epochs, batch_size=args.batch_size, seed=args.seed)
-    else:
-        projection = fit_meta(args.method, views, d=args.d, tau=args.tau)
+    projection = fit_meta(args.method, views, d=args.d, tau=args.tau)
     if args.align_to:
         target = cached_source_vectors(build_source(args.align_to), sentences, cache_dir_or_root(args.cache_dir))
         projection.align_to(views, torch.from_numpy(target), add_target_mean=args.align_mean)
@@ -64,9 +63,24 @@ def fit_and_export(args: argparse.Namespace) -> MetaProjection:
     return projection
 
 
+def train_instead(args: argparse.Namespace) -> str:
+    """The one-line answer to ``--method ae``: the ``train.py`` command with these sources, files and size."""
+    files = ",".join(args.files.split(","))
+    command = f"python train.py model=cross_view_ae 'data.sources=[{args.sources}]' 'data.files=[{files}]'"
+    if args.data_dir:
+        command += f" paths.data_dir={args.data_dir}"
+    if args.max_sentences is not None:
+        command += f" data.max_sentences={args.max_sentences}"
+    if args.d is not None:
+        command += f" model.d={args.d}"
+    return (f"--method ae: the cross-view autoencoder trains through train.py, run `{command}` (its export is "
+            "{name: meta, path: <run>/export}); runs.fit_meta fits the training-free conc / avg / svd / gcca")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--method", choices=METHODS, default="gcca")
+    parser.add_argument("--method", choices=METHODS, default="gcca",
+                        help="ae is refused with the train.py model=cross_view_ae command that trains it")
     parser.add_argument("--sources", required=True, help="comma-separated build_source names")
     parser.add_argument("--files", default="onebillion/1b_benchmark.dev.tokens,onebillion/1b_benchmark.test.tokens")
     parser.add_argument("--data-dir", default=None)
@@ -75,11 +89,6 @@ def main() -> None:
     parser.add_argument("--max-words", type=int, default=59)
     parser.add_argument("--d", type=int, default=None, help="output dim (default: the largest source dim)")
     parser.add_argument("--tau", type=float, default=10.0, help="GCCA regulariser")
-    parser.add_argument("--loss", default="mse", help="AE reconstruction loss")
-    parser.add_argument("--hidden-layers", type=int, default=0)
-    parser.add_argument("--epochs", type=int, default=500)
-    parser.add_argument("--batch-size", type=int, default=10000)
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--align-to", default=None,
                         help="rotate the output onto this source's space (e.g. a SED student's starting model)")
     parser.add_argument("--align-mean", action="store_true",

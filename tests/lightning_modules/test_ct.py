@@ -186,7 +186,7 @@ def test_training_step_grads_determinism_and_layout(tiny_model_dir):
 
 
 def test_step_schedule_matches_reference():
-    from sts_lightning.lightning_modules.ct import step_lambda
+    from sts_lightning.lightning_modules.optimizers import step_lambda
 
     f = step_lambda(1e-5, 2e-6, 500, 4)
     lrs = {s: 1e-5 * f(s) for s in (0, 500, 501, 1000, 1001, 2000, 2001, 10_000)}

@@ -118,7 +118,7 @@ def student(tiny_model_dir, one_thread):
     from sts_lightning.lightning_modules.sed import SEDModule
 
     torch.manual_seed(0)
-    return SEDModule(model_name_or_path=str(tiny_model_dir), max_length=32, eval_batch_size=8)
+    return SEDModule(model_name_or_path=str(tiny_model_dir), max_length=32, eval_batch_size=8, eval_layers=2)
 
 
 SENTENCES = ["a man plays a guitar .", "a dog runs in the park .", "the woman reads a book .",

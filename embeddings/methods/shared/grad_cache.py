@@ -36,8 +36,6 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from sts_lightning.embeddings.errors import ConfigError
-
 
 class EncoderView(NamedTuple):
     """Texts to embed with one encoder (an ``HFEncoder``) and pooling: one argument of an in-batch loss."""
@@ -45,17 +43,6 @@ class EncoderView(NamedTuple):
     encoder: object
     pool: Callable
     texts: Sequence[str]
-
-
-def check_mini_batch_size(mini_batch_size: int | None) -> None:
-    """``None`` (uncached) or a positive integer; anything else is a one-line ``ConfigError``.
-
-    (Whether it divides the per-device batch is checked with the config: ``runs.config_checks``.)
-    """
-    if mini_batch_size is not None and (isinstance(mini_batch_size, bool) or not isinstance(mini_batch_size, int)
-                                        or mini_batch_size < 1):
-        raise ConfigError(f"model.mini_batch_size={mini_batch_size!r} is not allowed: it must be a positive integer "
-                          "that divides the per-device batch, or null (no cached loss)")
 
 
 class Chunked(NamedTuple):
