@@ -217,6 +217,7 @@ def _shard(kind: str, sentences: list[str], rank: int, world: int) -> list[str]:
     return [s for part in range(3) for s in sentences[part * n + rank * m:part * n + (rank + 1) * m]]
 
 
+@pytest.mark.slow  # 2 spawned DDP ranks: 45-60 s
 @pytest.mark.parametrize("kind", ["mnrl", "ct"])
 def test_cached_gradients_under_two_rank_ddp(kind, tmp_path, tiny_model_dir, one_thread):
     sentences = SENTENCES if kind == "mnrl" else SENTENCES[:16]
@@ -241,7 +242,7 @@ def test_bad_mini_batch_size_in_config_fails_before_the_model_loads(overrides, m
                                                                      train_data_dir, monkeypatch):
     from sts_lightning.embeddings.encoders.hf import HFEncoder
     from sts_lightning.runs.train_run import train
-    from tests.runs.test_train import _cfg
+    from tests.helpers import compose_train_config as _cfg
 
     def no_load(*args, **kwargs):
         raise AssertionError("the model loaded before the config was checked")

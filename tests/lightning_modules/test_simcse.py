@@ -81,6 +81,7 @@ def _rank_grads(rank: int, world: int, init_file: str, tensors, out) -> None:
         torch.distributed.destroy_process_group()
 
 
+@pytest.mark.slow  # 2 spawned DDP ranks: ~18 s
 def test_two_rank_gather_gives_the_single_device_gradient(tmp_path):
     """Gathered with gradients: DDP's average of per-rank gradients equals the global batch's gradient."""
     torch.manual_seed(0)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers import compose_train_config
 from tests.paths import CONFIG_DIR
 from tests.runs.test_fast_dev_run import _groups, tiny_overrides
-from tests.runs.test_train import _cfg
 
 MODELS = sorted(p.stem for p in (CONFIG_DIR / "model").glob("*.yaml"))
 NO_GRADIENT_STEP = {"whitening"}  # fitted from moment sums (lightning_modules/whitening.py)
@@ -32,7 +32,7 @@ def test_every_method_trains_in_bf16_mixed_on_a_cpu(model, tmp_path, tiny_model_
     tiny = [f"data={data}", *tiny_overrides(model_group, data, tiny_model_dir, tmp_path)]
     common = ["trainer.precision=bf16-mixed", "trainer.max_steps=3", "+trainer.limit_val_batches=0", "export=false",
               "callbacks.sts_evaluation.tasks=[stsb-dev]", "trainer.max_epochs=-1"]
-    cfg = _cfg(tmp_path / "run", tiny_model_dir, train_data_dir, [*overrides, *tiny, *common])
+    cfg = compose_train_config(tmp_path / "run", tiny_model_dir, train_data_dir, [*overrides, *tiny, *common])
     metrics = train(cfg)
     # whitening takes no gradient step: what it logs per step is the count of vectors its moments hold
     progress = "train/vectors" if model in NO_GRADIENT_STEP else "train/loss"

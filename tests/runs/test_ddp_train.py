@@ -19,6 +19,7 @@ import pytest
 
 from tests.paths import ROOT
 
+pytestmark = pytest.mark.slow  # a 2-rank DDP subprocess per test: 15-26 s each on 2 busy cores
 DIST_ENV = ("MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE", "RANK", "GROUP_RANK")
 TINY = {"ct": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8", "model.pairs=8", "model.positives=2"],
         "sed": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8"],
@@ -36,7 +37,7 @@ def run_rank(model: str, model_dir: str, data_dir: str, out_dir: str) -> None:
     import torch.distributed as dist
 
     from sts_lightning.runs.train_run import train
-    from tests.runs.test_train import _cfg
+    from tests.helpers import compose_train_config as _cfg
 
     out = Path(out_dir)
     overrides = [f"model={model.removesuffix('_cached')}", *TINY[model], "trainer.accelerator=cpu", "trainer.devices=2",

@@ -15,9 +15,9 @@ import yaml
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from tests.helpers import compose_train_config
 from tests.paths import CONFIG_DIR
 from tests.runs.test_fast_dev_run import _groups, tiny_overrides
-from tests.runs.test_train import _cfg
 
 DEBUGS = sorted(p.stem for p in (CONFIG_DIR / "debug").glob("*.yaml"))
 MODELS = sorted(p.stem for p in (CONFIG_DIR / "model").glob("*.yaml"))
@@ -60,7 +60,7 @@ def _debug_run(tmp_path, model_dir, data_dir, model: str, debug: str, extra=()) 
     from sts_lightning.runs.train_run import train
 
     overrides = [f"model={model}", f"debug={debug}", *extra]
-    cfg = _cfg(tmp_path / "run", model_dir, data_dir, [*overrides, *tiny_overrides(*_groups(overrides), model_dir, tmp_path)])
+    cfg = compose_train_config(tmp_path / "run", model_dir, data_dir, [*overrides, *tiny_overrides(*_groups(overrides), model_dir, tmp_path)])
     start = time.perf_counter()
     metrics = train(cfg)
     return metrics, time.perf_counter() - start

@@ -13,9 +13,9 @@ import yaml
 
 from sts_lightning.embeddings.io.export_manifest import MANIFEST_FILE, verify_export
 from sts_lightning.embeddings.io.model_card import CARD_FILE, WALL_TIME
+from tests.helpers import compose_train_config as _cfg
 from tests.runs.test_fast_dev_run import tiny_overrides
 from tests.runs.test_model_defaults import MODELS, data_group_of
-from tests.runs.test_train import _cfg
 
 ST_METHODS = {"sbert_nli", "ct", "sed", "cosent", "simcse", "simcse_sup"}  # their exports are sentence-transformers directories
 

@@ -12,9 +12,9 @@ import yaml
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from tests.helpers import compose_train_config as _cfg
 from tests.paths import CONFIG_DIR
 from tests.runs.test_fast_dev_run import tiny_overrides
-from tests.runs.test_train import _cfg
 
 MODELS = sorted(p.stem for p in (CONFIG_DIR / "model").glob("*.yaml"))
 
