@@ -15,6 +15,34 @@ from omegaconf import open_dict
 
 from tests.paths import CONFIG_DIR
 
+# The tiny BERT's word-level vocabulary (tests/conftest.py) and the words tiny data files are made of.
+WORDS = (
+    "a the man woman dog cat is are plays playing guitar piano runs running eats food in on park street "
+    "house car red blue big small child children sings song rides horse bike reads book water drinks "
+    "cuts cooks kitchen onion slices tomato sits bench walks beach ball kicks field girl boy two three"
+).split()
+
+# The tiny SNLI dev split (conftest's train_data_dir).
+NLI_ROWS = [
+    ("a man plays a guitar .", "a man plays music .", "entailment"),
+    ("a woman cuts an onion .", "a woman cooks food .", "neutral"),
+    ("a dog runs in the park .", "a cat sits on a bench .", "contradiction"),
+    ("a child reads a book .", "a child reads .", "entailment"),
+    ("a girl rides a horse .", "a boy rides a bike .", "contradiction"),
+    ("the man sings a song .", "the man sings in the kitchen .", "neutral"),
+    ("two children kick a ball .", "children are playing .", "entailment"),
+    ("a woman walks on the beach .", "a woman drinks water .", "neutral"),
+]
+# snli:test: premises with both an entailed and a contradicted hypothesis (data.format=triplets needs them)
+NLI_TRIPLET_ROWS = [
+    ("a man plays a guitar .", "a man plays music .", "entailment"),
+    ("a man plays a guitar .", "a man sleeps .", "contradiction"),
+    ("a dog runs in the park .", "an animal moves .", "entailment"),
+    ("a dog runs in the park .", "a dog sleeps at home .", "contradiction"),
+    ("two children kick a ball .", "children are playing .", "entailment"),
+    ("two children kick a ball .", "nobody is playing .", "contradiction"),
+]
+
 
 def compose_train_config(out: Path, model_dir: Path, data_dir: Path, overrides=(), config_name: str = "train"):
     """train.yaml composed for the tiny fixtures: tiny model and data, small batches, output in ``out``.

@@ -24,7 +24,7 @@ from sts_lightning.datamodules.sentences import SentenceDataModule
 from tests.paths import ROOT
 
 # As in tests/callbacks/test_sts_evaluation.py (not imported: the DDP script would then load transformers too).
-pytestmark = pytest.mark.slow  # a real 2-rank DDP Trainer per test: 24-34 s each on 2 busy cores
+pytestmark = pytest.mark.slow  # a real 2-rank DDP Trainer per test: 24-34 s each on 2 shared cores
 DIST_ENV = {"MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "LOCAL_RANK", "GLOBAL_RANK", "WORLD_SIZE", "RANK"}
 GLOBAL_BATCH = 4  # 2 a rank
 EPOCHS = 2

@@ -24,8 +24,7 @@ from sts_lightning.datamodules.token_state_cache import _files, build_cache, cac
 from sts_lightning.datamodules.token_states import TokenStateDataModule
 from sts_lightning.embeddings.encoders.static import StaticWordEncoder, words
 from sts_lightning.embeddings.errors import ConfigError, DataError
-from tests.conftest import WORDS
-from tests.helpers import token_batch
+from tests.helpers import WORDS, token_batch
 
 GLOVE_VOCAB = [w for w in WORDS if w != "guitar"] + ["."]  # "guitar" stays out of vocabulary
 

@@ -217,7 +217,7 @@ def _shard(kind: str, sentences: list[str], rank: int, world: int) -> list[str]:
     return [s for part in range(3) for s in sentences[part * n + rank * m:part * n + (rank + 1) * m]]
 
 
-@pytest.mark.slow  # 2 spawned DDP ranks: 45-60 s
+@pytest.mark.slow  # 2 spawned DDP ranks: 25-61 s on 2 shared cores
 @pytest.mark.parametrize("kind", ["mnrl", "ct"])
 def test_cached_gradients_under_two_rank_ddp(kind, tmp_path, tiny_model_dir, one_thread):
     sentences = SENTENCES if kind == "mnrl" else SENTENCES[:16]

@@ -19,7 +19,7 @@ import pytest
 
 from tests.paths import ROOT
 
-pytestmark = pytest.mark.slow  # a 2-rank DDP subprocess per test: 15-26 s each on 2 busy cores
+pytestmark = pytest.mark.slow  # a 2-rank DDP subprocess per test: 14-26 s each on 2 shared cores
 DIST_ENV = ("MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE", "RANK", "GROUP_RANK")
 TINY = {"ct": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8", "model.pairs=8", "model.positives=2"],
         "sed": ["data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8"],

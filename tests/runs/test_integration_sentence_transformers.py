@@ -13,7 +13,7 @@ import pytest
 
 from tests.paths import SHARED_DATA
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]  # all-MiniLM-L6-v2 on STS-B dev twice: ~150 s
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # all-MiniLM-L6-v2 on STS-B dev twice: 42-147 s
 
 
 def _data_dir() -> Path:

@@ -12,8 +12,7 @@ import torch
 from hydra.errors import ConfigCompositionException
 
 from sts_lightning.embeddings.errors import ConfigError
-from tests.conftest import NLI_ROWS
-from tests.helpers import compose_train_config
+from tests.helpers import NLI_ROWS, compose_train_config
 from tests.tolerance import TINY_BERT
 
 

@@ -8,7 +8,7 @@ import torch
 from sts_lightning.embeddings.encoders.layer_memo import LayerMemoEncoder
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.methods.pooling import PoolingScorer
-from tests.conftest import WORDS
+from tests.helpers import WORDS
 from tests.tolerance import TINY_BERT
 
 SENTENCES = [" ".join(WORDS[i:i + 4 + i % 3]) for i in range(0, 24, 2)]

@@ -34,7 +34,7 @@ def six_layer_encoder(tmp_path_factory):
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
     from sts_lightning.embeddings.encoders.hf import HFEncoder
-    from tests.conftest import WORDS
+    from tests.helpers import WORDS
 
     path = tmp_path_factory.mktemp("tiny_bert6")
     (path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ","] + WORDS))

@@ -145,7 +145,7 @@ def test_meta_of_two_tiny_encoders_fits_saves_reloads_and_scores_identically(
     from sts_lightning.embeddings.scoring.registry import build_scorer
     from sts_lightning.embeddings.sources.build import build_source, load_meta_scorer
     from sts_lightning.lightning_modules.cross_view_ae import fit_cross_view_ae
-    from tests.conftest import WORDS
+    from tests.helpers import WORDS
 
     specs = [{"model": str(tiny_model_dir), "pooling": "mean"}, {"model": str(second_tiny_model_dir)}]
     sources = [build_source(s) for s in specs]

@@ -27,7 +27,7 @@ from sts_lightning.embeddings.methods.sen2pro.scorer import (
     banded_moments,
 )
 from sts_lightning.embeddings.scoring.registry import build_scorer
-from tests.conftest import WORDS
+from tests.helpers import WORDS
 from tests.tolerance import tolerance_kwargs
 
 SENTENCES = ["a man plays a guitar .", "a woman cuts an onion .", "a dog runs in the park .", "dog"]
