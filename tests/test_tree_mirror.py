@@ -66,11 +66,11 @@ def all_test_files() -> list[Path]:
     return sorted(TESTS.rglob("test_*.py"))
 
 
-def mirrored_module(test: Path) -> Path | None:
+def mirrored_module(test: Path, root: Path = ROOT) -> Path | None:
     """The module ``test`` is named for: ``test_<m>.py`` or ``test_<m>_<aspect>.py`` in the mirrored folder."""
-    rel = test.relative_to(TESTS)
+    rel = test.relative_to(root / "tests")
     name = rel.stem[len("test_"):]
-    for folder in (ROOT / rel.parent, TESTS / rel.parent):  # the tree, or the test tooling beside the tests
+    for folder in (root / rel.parent, root / "tests" / rel.parent):  # the tree, or the test tooling beside it
         for module in sorted(folder.glob("*.py")) if folder.is_dir() else []:
             if module.stem != "__init__" and (name == module.stem or name.startswith(module.stem + "_")):
                 return module
@@ -80,6 +80,17 @@ def mirrored_module(test: Path) -> Path | None:
 def test_every_test_file_mirrors_a_module_or_says_why_not():
     unmapped = [str(t.relative_to(ROOT)) for t in all_test_files() if mirrored_module(t) is None]
     assert [t for t in unmapped if t not in CROSS_CUTTING] == [], "name it test_<module>.py in the mirrored folder"
+
+
+def test_the_mapping_on_a_planted_tree(tmp_path):
+    for path in ("sts/tasks.py", "evaluate.py", "tests/layering.py"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("")
+    mapped = {"tests/sts/test_tasks.py": "sts/tasks.py", "tests/sts/test_tasks_groups.py": "sts/tasks.py",
+              "tests/test_evaluate.py": "evaluate.py", "tests/test_layering.py": "tests/layering.py",
+              "tests/sts/test_task.py": None, "tests/sts/test_tasksgroups.py": None, "tests/runs/test_tasks.py": None}
+    got = {t: mirrored_module(tmp_path / t, tmp_path) for t in mapped}
+    assert {t: m and str(m.relative_to(tmp_path)) for t, m in got.items()} == mapped
 
 
 def test_the_cross_cutting_list_names_existing_files():
