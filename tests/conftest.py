@@ -12,16 +12,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.helpers import NLI_ROWS, NLI_TRIPLET_ROWS, WORDS
+
 os.environ.setdefault("WANDB_MODE", "disabled")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-WORDS = (
-    "a the man woman dog cat is are plays playing guitar piano runs running eats food in on park street "
-    "house car red blue big small child children sings song rides horse bike reads book water drinks "
-    "cuts cooks kitchen onion slices tomato sits bench walks beach ball kicks field girl boy two three"
-).split()
 
 
 @pytest.fixture()
@@ -101,27 +97,6 @@ def tiny_data_dir(tmp_path_factory) -> Path:
     gold[2] = ""  # blank gold line: pair not scored
     (d16 / "STS2016.gs.headlines.txt").write_text("\n".join(gold) + "\n")
     return root
-
-
-NLI_ROWS = [
-    ("a man plays a guitar .", "a man plays music .", "entailment"),
-    ("a woman cuts an onion .", "a woman cooks food .", "neutral"),
-    ("a dog runs in the park .", "a cat sits on a bench .", "contradiction"),
-    ("a child reads a book .", "a child reads .", "entailment"),
-    ("a girl rides a horse .", "a boy rides a bike .", "contradiction"),
-    ("the man sings a song .", "the man sings in the kitchen .", "neutral"),
-    ("two children kick a ball .", "children are playing .", "entailment"),
-    ("a woman walks on the beach .", "a woman drinks water .", "neutral"),
-]
-# snli:test: premises with both an entailed and a contradicted hypothesis (data.format=triplets needs them)
-NLI_TRIPLET_ROWS = [
-    ("a man plays a guitar .", "a man plays music .", "entailment"),
-    ("a man plays a guitar .", "a man sleeps .", "contradiction"),
-    ("a dog runs in the park .", "an animal moves .", "entailment"),
-    ("a dog runs in the park .", "a dog sleeps at home .", "contradiction"),
-    ("two children kick a ball .", "children are playing .", "entailment"),
-    ("two children kick a ball .", "nobody is playing .", "contradiction"),
-]
 
 
 @pytest.fixture(scope="module")

@@ -77,11 +77,6 @@ class BaseEncoder(ABC):
         """Context in which forward passes are random (MC dropout). Default: no randomness."""
         yield
 
-    def forward_sentences(self, sentences: Sequence[str]) -> TokenBatch:
-        """Convenience for tests and small inputs: tokenize and run one batch."""
-        with torch.inference_mode():
-            return self.forward_ids(self.tokenize(sentences))
-
     def encode(
         self,
         sentences: Sequence[str],

@@ -58,7 +58,3 @@ class LayerMemoEncoder(BaseEncoder):
             self._memo[key] = (states, batch.attention_mask.cpu(), batch.special_tokens_mask.cpu())
         states, mask, special = self._memo[key]
         return TokenBatch(hidden_states=(states.float(),), attention_mask=mask, special_tokens_mask=special)
-
-    @property
-    def cached_batches(self) -> int:
-        return len(self._memo)

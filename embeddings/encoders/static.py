@@ -110,15 +110,6 @@ class StaticWordEncoder(BaseEncoder):
         return cls(vocab, matrix, **kwargs)
 
     @property
-    def oov_count(self) -> int:
-        """Number of dropped out-of-vocabulary tokens so far."""
-        return sum(self.oov_words.values())
-
-    def reset_counts(self) -> None:
-        self.oov_words.clear()
-        self.empty_sentences = 0
-
-    @property
     def hidden_size(self) -> int:
         return int(self.vectors.shape[1])
 

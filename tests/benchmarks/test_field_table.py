@@ -31,6 +31,7 @@ def test_summary_is_mean_and_std_of_the_seed_averages():
     assert "| CLS pooling | 52.00 | 70.00 | 61.00 +- 1.41 | 29.19 |" in table and "| + flow | failed |" in table
 
 
+@pytest.mark.slow  # fits and trains the tiny rows end to end: 21-74 s on 2 shared cores
 def test_a_pooling_row_and_a_trained_row_end_to_end(tmp_path, tiny_model_dir, train_data_dir, monkeypatch):  # noqa: F811
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     out = tmp_path / "field"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from sts_lightning.callbacks.step_budget import stop_reason, unreachable_steps_note
-from tests.runs.test_train import _cfg
+from tests.helpers import compose_train_config
 
 
 def test_unreachable_max_steps_is_named_with_the_override_that_fixes_it():
@@ -34,7 +34,7 @@ def test_training_run_warns_and_its_summary_says_max_epochs_stopped_it(tmp_path,
                                                                        caplog):
     from sts_lightning.runs.train_run import train
 
-    cfg = _cfg(tmp_path, tiny_model_dir, train_data_dir,
+    cfg = compose_train_config(tmp_path, tiny_model_dir, train_data_dir,
                ["+trainer.limit_train_batches=2", "trainer.max_steps=5", "trainer.max_epochs=1",
                 "~callbacks.sts_evaluation", "~callbacks.model_checkpoint", "export=false"])
     with caplog.at_level(logging.INFO):

@@ -199,6 +199,7 @@ def run_ddp_fit(model_dir: str, data_dir: str, out_dir: str) -> None:
     trainer.fit(TinySTSModule(model_dir))
 
 
+@pytest.mark.slow  # a 2-rank DDP subprocess: 14-63 s on 2 shared cores
 def test_ddp_gathers_like_single_process(tiny_model_dir, data_dir, tmp_path):
     (tmp_path / "ranks").mkdir()
     env = {k: v for k, v in os.environ.items() if k not in DIST_ENV}  # fresh port, no inherited rank

@@ -5,7 +5,8 @@ with its reason); for the cross-view AE's source views and Latte-Mix's token sta
 the state saved after ``k`` batches yields exactly the batches an uninterrupted loader yields from ``k`` on,
 the next epoch is whole again (workers kept alive across epochs too), and a real Trainer killed mid-epoch
 and resumed from ``last.ckpt`` trains on the same batches as an uninterrupted one. NLI, sentences and
-distillation are compared end to end in ``tests/runs/test_resume.py`` / ``tests/datamodules/test_nli_and_sentences.py``.
+distillation are compared end to end in ``tests/runs/test_resume.py``, ``tests/datamodules/test_nli.py`` and ``test_sentence_stream.py``.
+Also here: the global batch size must divide by the world size.
 """
 
 from __future__ import annotations
@@ -20,9 +21,12 @@ from lightning.pytorch import Callback, LightningModule, Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
 from omegaconf import OmegaConf
 
-from sts_lightning.datamodules.loader import ResumableDataModule
+from sts_lightning.datamodules.loader import ResumableDataModule, per_device_batch_size
+from sts_lightning.datamodules.nli import NLIDataModule
 from sts_lightning.datamodules.source_views import SourceViewsDataModule
 from sts_lightning.datamodules.token_states import TokenStateDataModule
+from sts_lightning.embeddings.errors import ConfigError
+from tests.helpers import SENTEVAL_PAIRS, write_senteval
 from tests.paths import CONFIG_DIR
 
 DATA_CONFIGS = sorted((CONFIG_DIR / "data").glob("*.yaml"))
@@ -176,3 +180,12 @@ def test_trainer_killed_mid_epoch_resumes_with_the_same_batches(make, name, tmp_
     resumed = _fit(make(name), tmp_path / "b", ckpt_path=str(tmp_path / "b" / "last.ckpt")).seen
     assert len(resumed) == n - 3
     assert resumed == uninterrupted[n + 3:]
+
+
+def test_global_batch_must_divide_by_world_size(tmp_path):
+    assert per_device_batch_size(12, 3) == 4
+    write_senteval(tmp_path, "dev", SENTEVAL_PAIRS)
+    dm = NLIDataModule(str(tmp_path), ["snli:dev"], batch_size=10)
+    dm.trainer = SimpleNamespace(world_size=3)
+    with pytest.raises(ConfigError, match="batch_size=10"):
+        dm.setup("fit")

@@ -8,7 +8,7 @@ from sts_lightning.datamodules.nli import NLIDataModule
 from sts_lightning.datamodules.nli_readers import NLIPairs
 from sts_lightning.datamodules.nli_triplets import build_triplets
 from sts_lightning.embeddings.errors import ConfigError, DataError
-from tests.datamodules.test_nli_and_sentences import write_senteval
+from tests.helpers import write_senteval
 
 ROWS = [("p1", "e1a", 0), ("p1", "n1", 1), ("p1", "c1", 2), ("p1", "e1b", 0),
         ("p2", "e2", 0), ("p2", "n2", 1),  # no contradiction: its entailment is counted, not used

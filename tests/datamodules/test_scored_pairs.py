@@ -14,6 +14,7 @@ from lightning.fabric.utilities.distributed import DistributedSamplerWrapper
 from sts_lightning.datamodules.scored_pair_readers import load_scored_source
 from sts_lightning.datamodules.scored_pairs import ScoredPairsDataModule, collate_scored_pairs
 from sts_lightning.embeddings.errors import ConfigError, DataError
+from tests.helpers import assert_resumes_mid_epoch
 
 PAIRS = [(f"sentence {i} one .", f"sentence {i} two .") for i in range(20)]
 
@@ -123,15 +124,4 @@ def test_loader_resumes_mid_epoch_and_reshuffles_per_epoch(tmp_path):
         dm.setup("fit")
         return dm
 
-    def batches(dm):
-        return [tuple(b["sentences1"]) for b in dm.train_dataloader()]
-
-    dm = module()
-    epoch0 = batches(dm)
-    dm.load_state_dict({"epoch": 1, "batches_done": 0})
-    epoch1 = batches(dm)
-    assert epoch0 != epoch1 and sorted(s for b in epoch0 for s in b) == sorted(s for b in epoch1 for s in b)
-    resumed = module()
-    resumed.load_state_dict({"epoch": 1, "batches_done": 3})
-    assert batches(resumed) == epoch1[3:]
-    assert batches(module()) == epoch0  # (seed, epoch) alone fixes the order
+    assert_resumes_mid_epoch(module)

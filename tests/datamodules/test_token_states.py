@@ -12,6 +12,7 @@ import torch
 from sts_lightning.datamodules.token_state_cache import _files
 from sts_lightning.datamodules.token_states import TokenStateDataModule
 from sts_lightning.embeddings.errors import ConfigError
+from tests.helpers import token_batch
 from tests.tolerance import TINY_BERT
 
 
@@ -29,7 +30,7 @@ def test_states_equal_a_direct_forward_pass_and_batches_pad(tiny_model_dir, trai
     sentences = d.sentences()
     assert len(sentences) == len(set(sentences)) and len(d.dataset) == len(sentences)
     for i in (0, 5, len(sentences) - 1):
-        batch = tiny_encoder.forward_sentences([sentences[i]])  # max_length 32 > 16: no truncation here
+        batch = token_batch(tiny_encoder, [sentences[i]])  # max_length 32 > 16: no truncation here
         expected = batch.hidden_states[-1][0]
         torch.testing.assert_close(d.dataset[i], expected, **TINY_BERT)
     first = next(iter(d.train_dataloader()))

@@ -34,9 +34,9 @@ def test_bad_options_fail_before_the_model_loads(options, match):
                                               ("data.sources=[stsb:train,snli:dev]", "snli:dev")])
 def test_train_refuses_bad_values_in_one_line(override, match, tmp_path):
     from sts_lightning.runs.train_run import train
-    from tests.runs.test_train import _cfg
+    from tests.helpers import compose_train_config
 
-    cfg = _cfg(tmp_path / "run", tmp_path / "no_model", tmp_path / "no_data", ["model=cosent", override])
+    cfg = compose_train_config(tmp_path / "run", tmp_path / "no_model", tmp_path / "no_data", ["model=cosent", override])
     with pytest.raises(ConfigError, match=match) as err:
         train(cfg)
     assert "\n" not in str(err.value)

@@ -14,7 +14,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
 
 from sts_lightning.embeddings.errors import ConfigError
-from tests.conftest import WORDS
+from tests.helpers import WORDS
 from tests.paths import CONFIG_DIR
 
 

@@ -121,7 +121,7 @@ def test_export_loads_as_evaluated(name, options, tiny_model_dir, tmp_path, one_
 def test_cross_view_ae_run_with_plain_name_sources_exports(tmp_path, tiny_model_dir, train_data_dir, one_thread):  # noqa: F811
     """The reported crash: ``model=cross_view_ae data=source_views`` trained, validated, then lost its export."""
     from sts_lightning.runs.train_run import train
-    from tests.runs.test_train import _cfg
+    from tests.helpers import compose_train_config as _cfg
 
     tiny = str(tiny_model_dir)
     cfg = _cfg(tmp_path / "run", tiny_model_dir, train_data_dir,

@@ -14,7 +14,7 @@ from omegaconf import open_dict
 
 import sts_lightning.datamodules.cached_embeddings as cached
 from sts_lightning.datamodules.cached_embeddings import CachedEmbeddingDataModule
-from tests.conftest import WORDS
+from tests.helpers import WORDS
 from tests.paths import CONFIG_DIR
 
 SENTENCES = ["a man plays a guitar .", "a dog runs in the park .", "a woman cuts an onion .",

@@ -10,7 +10,7 @@ from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.methods.latte_mix.nets import load_token_vae
 from sts_lightning.lightning_modules.latte_mix import LatteMixModule
 from sts_lightning.lightning_modules.optimizers import triangle_lambda
-from tests.conftest import WORDS
+from tests.helpers import WORDS
 from tests.tolerance import TINY_BERT
 
 SENTENCES = [" ".join(WORDS[i:i + 5]) for i in range(0, 30, 3)]

@@ -17,7 +17,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
 
 from sts_lightning.embeddings.errors import ConfigError, DataError
-from tests.conftest import WORDS
+from tests.helpers import WORDS
 from tests.paths import CONFIG_DIR
 from tests.tolerance import TINY_BERT
 

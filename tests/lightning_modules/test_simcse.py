@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from sts_lightning.embeddings.errors import ConfigError
-from tests.conftest import WORDS
+from tests.helpers import WORDS
 
 SENTENCES = [f"{a} {b} {c} ." for a, b, c in zip(WORDS[::3], WORDS[1::3], WORDS[2::3], strict=False)]
 

@@ -49,7 +49,6 @@ def test_k_larger_than_the_width_is_one_line_naming_model_k(tiny_model_dir):
 @pytest.mark.parametrize(("k", "pooling"), [(None, "first_last_avg"), (8, "mean")])
 def test_export_scores_as_the_live_module_also_through_the_registry(tiny_model_dir, tmp_path, k, pooling):
     from sts_lightning.embeddings.encoders.load import load_encoder
-    from sts_lightning.embeddings.methods.whitening.scorer import load_whitening_scorer
     from sts_lightning.embeddings.scoring.registry import build_scorer
 
     module = _fitted(tiny_model_dir, k, pooling)
@@ -61,7 +60,6 @@ def test_export_scores_as_the_live_module_also_through_the_registry(tiny_model_d
     assert config["fitted_vectors"] == 60 and config["k"] == k and config["pooling"] == pooling
     # Same float32 tensors on both sides: only the matmul's summation order could differ (D terms of float32).
     tol = torch.finfo(torch.float32).eps * 32 * float(live.abs().max())
-    torch.testing.assert_close(load_whitening_scorer(folder).represent(SENTENCES)["embedding"], live, atol=tol, rtol=0)
     encoder = load_encoder(str(tiny_model_dir), max_length=32)
     scorer = build_scorer({"name": "whitening", "path": str(folder)}, encoder)
     torch.testing.assert_close(scorer.represent(SENTENCES)["embedding"], live, atol=tol, rtol=0)
@@ -98,20 +96,22 @@ def test_export_on_another_encoder_is_one_line_naming_both(tiny_model_dir, tmp_p
 
 def test_export_on_an_encoder_of_another_width_is_refused(tiny_model_dir, tmp_path):
     from sts_lightning.embeddings.encoders.static import StaticWordEncoder
-    from sts_lightning.embeddings.methods.whitening.scorer import load_whitening_scorer
+    from sts_lightning.embeddings.scoring.registry import build_scorer
 
     folder = _fitted(tiny_model_dir).export(tmp_path / "export")
     glove = StaticWordEncoder(["a", "dog"], torch.randn(2, 16), name="tiny-glove")
     with pytest.raises(ConfigError, match="32-d vectors vs 16-d"):
-        load_whitening_scorer(folder, encoder=glove)
+        build_scorer({"name": "whitening", "path": str(folder)}, glove)
 
 
 def test_unfitted_module_scores_and_exports_the_plain_pooling(tiny_model_dir, tmp_path):
+    from sts_lightning.embeddings.encoders.load import load_encoder
     from sts_lightning.embeddings.methods.pooling import PoolingScorer
-    from sts_lightning.embeddings.methods.whitening.scorer import load_whitening_scorer
+    from sts_lightning.embeddings.scoring.registry import build_scorer
 
     module = WhiteningModule(str(tiny_model_dir), max_length=32)
     assert isinstance(module.scorer(), PoolingScorer)
     plain = module.scorer().represent(SENTENCES)["embedding"]
-    exported = load_whitening_scorer(module.export(tmp_path / "export")).represent(SENTENCES)["embedding"]
+    spec = {"name": "whitening", "path": str(module.export(tmp_path / "export"))}
+    exported = build_scorer(spec, load_encoder(str(tiny_model_dir), max_length=32)).represent(SENTENCES)["embedding"]
     torch.testing.assert_close(exported, plain)

@@ -71,7 +71,7 @@ def die_during_export() -> None:
 
 def main(spec: dict) -> None:
     from sts_lightning.runs.train_run import train
-    from tests.runs.test_train import _cfg
+    from tests.helpers import compose_train_config
 
     overrides = list(spec["overrides"])
     fault = spec.get("fault") or ""
@@ -84,7 +84,7 @@ def main(spec: dict) -> None:
     elif fault:
         raise ValueError(f"unknown fault {fault!r}")
     out = Path(spec["out"])
-    metrics = train(_cfg(out, Path(spec["model_dir"]), Path(spec["data_dir"]), overrides))
+    metrics = train(compose_train_config(out, Path(spec["model_dir"]), Path(spec["data_dir"]), overrides))
     (out / "driver_metrics.json").write_text(json.dumps(metrics, sort_keys=True))
 
 

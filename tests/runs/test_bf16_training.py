@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers import compose_train_config as _cfg
 from tests.method_cases import model_names, tiny_overrides
 from tests.runs.test_fast_dev_run import _groups
-from tests.runs.test_train import _cfg
 
 MODELS = model_names()
 

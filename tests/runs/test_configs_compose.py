@@ -6,14 +6,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from tests.helpers import experiment_names
 from tests.paths import CONFIG_DIR
-
-
-def experiment_names() -> list[str]:
-    """What ``experiment=`` takes for every file under configs/experiment, subfolders included: ``flow/minilm_l6``."""
-    root = CONFIG_DIR / "experiment"
-    return sorted(p.relative_to(root).with_suffix("").as_posix() for p in root.rglob("*.yaml"))
-
 
 EXPERIMENTS = experiment_names()
 MODELS = sorted(p.stem for p in (CONFIG_DIR / "model").glob("*.yaml"))

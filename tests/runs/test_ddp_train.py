@@ -22,6 +22,7 @@ from sts_lightning.embeddings.methods.registry import method
 from tests.method_cases import ddp_cases, tiny_overrides
 from tests.paths import ROOT
 
+pytestmark = pytest.mark.slow  # a 2-rank DDP subprocess per test: 14-26 s each on 2 shared cores
 DIST_ENV = ("MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE", "RANK", "GROUP_RANK")
 
 
@@ -31,7 +32,7 @@ def run_rank(case: str, model_dir: str, data_dir: str, out_dir: str) -> None:
     import torch.distributed as dist
 
     from sts_lightning.runs.train_run import train
-    from tests.runs.test_train import _cfg
+    from tests.helpers import compose_train_config as _cfg
 
     out = Path(out_dir)
     model, extra = ddp_cases()[case]

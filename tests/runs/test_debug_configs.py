@@ -15,10 +15,10 @@ import yaml
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from tests.helpers import compose_train_config as _cfg
 from tests.method_cases import model_names, tiny_overrides
 from tests.paths import CONFIG_DIR
 from tests.runs.test_fast_dev_run import _groups
-from tests.runs.test_train import _cfg
 
 DEBUGS = sorted(p.stem for p in (CONFIG_DIR / "debug").glob("*.yaml"))
 MODELS = model_names()

@@ -7,8 +7,7 @@ import torch
 
 from sts_lightning.embeddings.scoring.registry import build_scorer
 from sts_lightning.embeddings.scoring.shared_pass import share_forward_pass
-from tests.runs.test_evaluate import _cfg
-from tests.runs.test_train import trained  # noqa: F401  (module-scoped fixture)
+from tests.helpers import compose_evaluate_config
 
 
 def test_checkpoint_and_export_score_the_same(tmp_path, trained, tiny_data_dir):  # noqa: F811
@@ -16,7 +15,7 @@ def test_checkpoint_and_export_score_the_same(tmp_path, trained, tiny_data_dir):
 
     _, _, out = trained
     ckpt, export = out / "checkpoints" / "last.ckpt", out / "export"
-    results = evaluate(_cfg(tmp_path, [f"encoders=[{ckpt},{export}]", "scorers=[mean]", "tasks=[stsb-dev]",
+    results = evaluate(compose_evaluate_config(tmp_path, [f"encoders=[{ckpt},{export}]", "scorers=[mean]", "tasks=[stsb-dev]",
                                        f"paths.data_dir={tiny_data_dir}", "encoder.max_length=32"]))
     from_ckpt, from_export = (r["tasks"]["stsb-dev"]["all"]["spearman"] for r in results)
     assert from_ckpt == pytest.approx(from_export, abs=1e-6)
@@ -63,7 +62,7 @@ def test_latte_mix_export_scores_through_evaluate(tmp_path, tiny_model_dir, tiny
     module = LatteMixModule(str(tiny_model_dir), latent_dim=4, num_classes=5, hidden_dim=16, max_length=32)
     module.export(tmp_path / "vae")
     spec = f"{{name:latte_mix,path:{tmp_path / 'vae'},distance:js}}"
-    results = evaluate(_cfg(tmp_path, [f"encoders=[{tiny_model_dir}]", f"scorers=[mean,{spec}]", "tasks=[stsb-dev]",
+    results = evaluate(compose_evaluate_config(tmp_path, [f"encoders=[{tiny_model_dir}]", f"scorers=[mean,{spec}]", "tasks=[stsb-dev]",
                                        f"paths.data_dir={tiny_data_dir}", "encoder.max_length=32"]))
     by_scorer = {r["scorer"]: r["tasks"]["stsb-dev"]["all"]["spearman"] for r in results}
     direct = load_token_vae_scorer(tmp_path / "vae", distance="js")

@@ -14,10 +14,10 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
+from tests.helpers import compose_train_config as _cfg
+from tests.helpers import experiment_names
 from tests.method_cases import fast_dev_run_options, tiny_overrides
 from tests.paths import CONFIG_DIR
-from tests.runs.test_configs_compose import experiment_names
-from tests.runs.test_train import _cfg
 
 # Pipelines chain several trainings: tests/runs/test_pipeline.py runs one with tiny stages.
 EXPERIMENTS = [name for name in experiment_names() if not name.startswith("pipeline/")]

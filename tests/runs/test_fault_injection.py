@@ -30,6 +30,7 @@ from sts_lightning.embeddings.io.checkpoint_file import load_checkpoint
 from sts_lightning.embeddings.io.export_manifest import MANIFEST_FILE, verify_export
 from sts_lightning.embeddings.io.model_card import CARD_FILE, WALL_TIME
 
+pytestmark = pytest.mark.slow  # real kills of subprocess runs, resumed: 14-25 s each on 2 shared cores
 ROOT = Path(__file__).resolve().parents[2]
 KILLED = 137
 # 14 NLI pairs, batch 4 -> 4 steps an epoch, 8 in all; last.ckpt after every step; the export at the end.

@@ -13,7 +13,7 @@ from lightning.pytorch.callbacks import Callback
 
 from sts_lightning.embeddings.errors import DataError
 from sts_lightning.embeddings.io.checkpoint_file import load_checkpoint
-from tests.runs.test_train import _cfg
+from tests.helpers import compose_train_config
 
 MARKER_NAME = "payload_ran"
 
@@ -57,7 +57,7 @@ def test_item1_resume_from_a_crafted_checkpoint_exits_with_one_line(how, tmp_pat
     else:
         ckpt = _crafted_checkpoint(tmp_path / "evil.ckpt", marker)
         arg = str(ckpt)
-    cfg = _cfg(out, tiny_model_dir, train_data_dir, ["trainer.max_steps=2", f"ckpt_path={arg}", "export=false"])
+    cfg = compose_train_config(out, tiny_model_dir, train_data_dir, ["trainer.max_steps=2", f"ckpt_path={arg}", "export=false"])
     with pytest.raises(DataError, match="refusing to load"):
         train(cfg)
     assert not marker.exists()
@@ -112,11 +112,11 @@ def test_item2_a_fresh_run_refuses_a_directory_holding_another_runs_checkpoint(t
     from sts_lightning.runs.train_run import train
 
     out = tmp_path / "run"
-    train(_cfg(out, tiny_model_dir, train_data_dir, ["trainer.max_steps=2", "export=false"]))
+    train(compose_train_config(out, tiny_model_dir, train_data_dir, ["trainer.max_steps=2", "export=false"]))
     assert (out / "checkpoints" / "last.ckpt").is_file()
     before = (out / "checkpoints" / "last.ckpt").read_bytes()
     with pytest.raises(ConfigError, match=r"already holds a run \(.*last\.ckpt.*\): resume it with ckpt_path=last"):
-        train(_cfg(out, tiny_model_dir, train_data_dir, ["trainer.max_steps=2", "export=false", "seed=2"]))
+        train(compose_train_config(out, tiny_model_dir, train_data_dir, ["trainer.max_steps=2", "export=false", "seed=2"]))
     assert (out / "checkpoints" / "last.ckpt").read_bytes() == before  # nothing of the first run overwritten
 
 
@@ -186,7 +186,7 @@ def test_item3_divergence_on_the_last_step_fails_and_exports_nothing(how, tmp_pa
     monkeypatch.setattr(train_run, "_instantiate_all", with_blowup)
     out = tmp_path / "run"
     with pytest.raises(DivergedError, match="training diverged.*nothing exported"):
-        train_run.train(_cfg(out, tiny_model_dir, train_data_dir, ["trainer.max_steps=2", "export=true"]))
+        train_run.train(compose_train_config(out, tiny_model_dir, train_data_dir, ["trainer.max_steps=2", "export=true"]))
     assert not (out / "export").exists()
     assert not list((out / "checkpoints").glob("best-*.ckpt"))  # a NaN score is never ranked best
 
@@ -216,7 +216,7 @@ def test_item9_bad_training_numbers_fail_before_anything_loads(override, message
 
     monkeypatch.setattr(train_run, "_build", lambda *a, **k: pytest.fail("built something before the check"))
     with pytest.raises(ConfigError, match=message):
-        train_run.train(_cfg(tmp_path / "run", tiny_model_dir, train_data_dir, [override]))
+        train_run.train(compose_train_config(tmp_path / "run", tiny_model_dir, train_data_dir, [override]))
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "abc"])
@@ -289,9 +289,9 @@ def test_item6_before_after_table_of_a_resumed_run_keeps_the_true_start(tmp_path
 
     out = tmp_path / "run"
     common = ["export=false", "callbacks.sts_evaluation.eval_at_start=true", "model.lr=5e-3", "trainer.max_epochs=20"]
-    train(_cfg(out, tiny_model_dir, train_data_dir, ["trainer.max_steps=2", *common]))
+    train(compose_train_config(out, tiny_model_dir, train_data_dir, ["trainer.max_steps=2", *common]))
     first = (out / "sts_before_after.md").read_text().splitlines()
-    train(_cfg(out, tiny_model_dir, train_data_dir, ["trainer.max_steps=4", "ckpt_path=last", *common]))
+    train(compose_train_config(out, tiny_model_dir, train_data_dir, ["trainer.max_steps=4", "ckpt_path=last", *common]))
     resumed = (out / "sts_before_after.md").read_text().splitlines()
 
     def before(rows):

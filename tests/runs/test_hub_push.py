@@ -19,7 +19,7 @@ import pytest
 import sts_lightning.embeddings.io.export_manifest as export_manifest
 from sts_lightning.embeddings.errors import ConfigError, DataError
 from sts_lightning.runs import hub_push
-from tests.runs.test_train import _cfg
+from tests.helpers import compose_train_config
 
 WHOAMI = {"name": "alice", "orgs": [{"name": "sts-lab"}], "auth": {"accessToken": {"role": "write"}}}
 
@@ -116,7 +116,7 @@ def test_offline_train_fails_with_one_line_before_anything_is_built(offline, mon
 
     monkeypatch.setattr(train_run, "_build", must_not_build)
     run = tmp_path / "run"
-    cfg = _cfg(run, tiny_model_dir, train_data_dir, ["push_to_hub=alice/tiny-sbert"])
+    cfg = compose_train_config(run, tiny_model_dir, train_data_dir, ["push_to_hub=alice/tiny-sbert"])
     with pytest.raises(ConfigError) as err:
         train_run.train(cfg)
     message = str(err.value)
@@ -136,7 +136,7 @@ def test_config_errors_before_training(overrides, expected, hub, monkeypatch, tm
     from sts_lightning.runs import train_run
 
     monkeypatch.setattr(train_run, "_build", lambda *a, **k: pytest.fail("built before the hub check"))
-    cfg = _cfg(tmp_path / "run", tiny_model_dir, train_data_dir, overrides)
+    cfg = compose_train_config(tmp_path / "run", tiny_model_dir, train_data_dir, overrides)
     with pytest.raises(ConfigError, match=expected):
         train_run.train(cfg)
     assert hub == []  # refused before the hub is asked
@@ -150,7 +150,7 @@ def test_train_pushes_the_export_with_card_and_manifest(hub, card_in_every_expor
     original_build = train_run._build
     monkeypatch.setattr(train_run, "_build", lambda *a, **k: built.append(len(hub)) or original_build(*a, **k))
     run = tmp_path / "run"
-    cfg = _cfg(run, tiny_model_dir, train_data_dir,
+    cfg = compose_train_config(run, tiny_model_dir, train_data_dir,
                ["push_to_hub=sts-lab/tiny-sbert", "trainer.max_steps=1", "callbacks.sts_evaluation.tasks=[stsb-dev]"])
     train_run.train(cfg)
 
@@ -168,7 +168,7 @@ def test_train_pushes_the_export_with_card_and_manifest(hub, card_in_every_expor
 
 
 def test_no_push_without_push_to_hub(hub, tmp_path, tiny_model_dir, train_data_dir):
-    cfg = _cfg(tmp_path / "run", tiny_model_dir, train_data_dir)
+    cfg = compose_train_config(tmp_path / "run", tiny_model_dir, train_data_dir)
     assert cfg.push_to_hub is None and cfg.push_private is True
     assert hub_push.check_hub_push(cfg) is None
     assert hub_push.push_from_config(cfg, tmp_path / "nowhere") is None
@@ -191,7 +191,7 @@ def test_write_token_in_an_org_passes(hub):
 
 def test_only_rank_zero_asks_the_hub(hub, monkeypatch, tmp_path, tiny_model_dir, train_data_dir):
     """Every DDP process runs train(); whoami is rate-limited, so the other ranks check only what is local."""
-    cfg = _cfg(tmp_path / "run", tiny_model_dir, train_data_dir, ["push_to_hub=alice/tiny"])
+    cfg = compose_train_config(tmp_path / "run", tiny_model_dir, train_data_dir, ["push_to_hub=alice/tiny"])
     monkeypatch.setenv("LOCAL_RANK", "1")
     assert hub_push.check_hub_push(cfg) == "alice/tiny"
     assert hub == []

@@ -13,7 +13,7 @@ import pytest
 
 from tests.paths import SHARED_DATA
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # all-MiniLM-L6-v2 on STS-B dev twice: 42-147 s
 
 
 def _data_dir() -> Path:
@@ -29,12 +29,12 @@ def test_stsb_dev_matches_sentence_transformers_evaluator(tmp_path):
     from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
     from sts_lightning.sts.tasks import load_task
-    from tests.runs.test_evaluate import _cfg
+    from tests.helpers import compose_evaluate_config
 
     data = _data_dir()
     from sts_lightning.runs.evaluate_run import evaluate
 
-    ours = evaluate(_cfg(tmp_path, ["encoders=[all-MiniLM-L6-v2]", "scorers=[mean]", "tasks=[stsb-dev]",
+    ours = evaluate(compose_evaluate_config(tmp_path, ["encoders=[all-MiniLM-L6-v2]", "scorers=[mean]", "tasks=[stsb-dev]",
                                     f"paths.data_dir={data}"]))[0]["tasks"]["stsb-dev"]["all"]["spearman"]
     pairs = load_task("stsb-dev", data).subsets["dev"]
     model = SentenceTransformer(str(minilm.get_model_path()), device="cpu")

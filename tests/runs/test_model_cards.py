@@ -14,8 +14,8 @@ import yaml
 from sts_lightning.embeddings.io.export_manifest import MANIFEST_FILE, verify_export
 from sts_lightning.embeddings.io.model_card import CARD_FILE, WALL_TIME
 from sts_lightning.embeddings.methods.registry import method
+from tests.helpers import compose_train_config as _cfg
 from tests.method_cases import model_names, st_export_names, tiny_overrides
-from tests.runs.test_train import _cfg
 
 
 def front_matter(text: str) -> dict:

@@ -22,9 +22,9 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from sts_lightning.embeddings.methods.registry import method
+from tests.helpers import compose_train_config as _cfg
 from tests.method_cases import model_names, tiny_overrides
 from tests.paths import CONFIG_DIR
-from tests.runs.test_train import _cfg
 
 MODELS = model_names()
 

@@ -7,8 +7,6 @@ import pytest
 
 from sts_lightning.runs.mteb_run import main
 
-pytest.importorskip("mteb")
-
 
 def test_local_run_matches_evaluate(tiny_model_dir, tiny_data_dir, tmp_path, capsys, one_thread):
     rows = main(["--model", str(tiny_model_dir), "--scorer", "sen2pro", "--option", "n_samples=2",

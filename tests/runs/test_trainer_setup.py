@@ -64,6 +64,7 @@ def test_gpu_groups_on_cpu_keep_fp32(group):
     assert resolve_trainer(cfg.trainer, gpus=0).precision == "32-true"
 
 
+@pytest.mark.slow  # a `python train.py` subprocess: 9-14 s
 @pytest.mark.skipif(torch.cuda.device_count() >= 8, reason="this machine has 8 GPUs: the command would train")
 def test_headline_command_without_gpus_exits_2_with_one_line(tmp_path):
     """``python train.py model=sed trainer.devices=8`` on a machine with fewer GPUs: one line, exit 2, no traceback."""

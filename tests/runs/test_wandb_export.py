@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import pytest
 
 from sts_lightning.runs.wandb_export import TABLE_COLUMNS, log_final, staging_inside, sts_rows
-from tests.runs.test_train import HAS_STS_CALLBACK, _cfg
+from tests.helpers import compose_train_config
 from tests.runs.wandb_records import offline_run_file, read_finished_run
 
 WANDB_DIR_VARS = ("WANDB_DIR", "WANDB_DATA_DIR", "WANDB_CACHE_DIR", "WANDB_CONFIG_DIR", "WANDB_ARTIFACT_DIR")
@@ -53,7 +53,7 @@ def offline_run(tmp_path_factory, tiny_model_dir, train_data_dir):  # noqa: F811
     out, home = root / "run", root / "home"
     with pytest.MonkeyPatch.context() as mp:
         _wandb_env(mp, home, "offline")
-        cfg = _cfg(out, tiny_model_dir, train_data_dir, ["logger=wandb_offline", "+trainer.limit_train_batches=2",
+        cfg = compose_train_config(out, tiny_model_dir, train_data_dir, ["logger=wandb_offline", "+trainer.limit_train_batches=2",
                                                          "~callbacks.model_checkpoint", "~callbacks.last_checkpoint"])
         try:
             metrics = train(cfg)
@@ -117,8 +117,7 @@ def test_export_is_a_model_artifact_with_its_files_staged_in_the_run(offline_run
         assert path.stat().st_ino == exported_file.stat().st_ino  # a hard link: no second copy of the model
     metadata = json.loads(artifact.metadata)
     assert metadata["train/loss"] == pytest.approx(offline_run.metrics["train/loss"])
-    if HAS_STS_CALLBACK:
-        assert metadata["val/stsb-dev_spearman"] == pytest.approx(offline_run.metrics["val/stsb-dev_spearman"])
+    assert metadata["val/stsb-dev_spearman"] == pytest.approx(offline_run.metrics["val/stsb-dev_spearman"])
 
 
 def test_no_temp_named_copy_but_wandbs_own_table_json(offline_run):
@@ -144,11 +143,9 @@ def test_metrics_csv_is_written_beside_the_wandb_run(offline_run):
     """``logger=wandb_offline`` also keeps the CSV logger's metrics, which ``runs.compare_runs`` reads first."""
     header = (offline_run.out / "csv" / "metrics.csv").read_text().splitlines()[0].split(",")
     assert "train/loss" in header
-    if HAS_STS_CALLBACK:
-        assert "val/stsb-dev_spearman" in header
+    assert "val/stsb-dev_spearman" in header
 
 
-@pytest.mark.skipif(not HAS_STS_CALLBACK, reason="no STS callback, no STS metrics")
 def test_sts_table_is_logged(offline_run):
     tables = list((offline_run.run_dir / "files" / "media" / "table").rglob("sts_final_*.table.json"))
     assert len(tables) == 1
@@ -229,7 +226,6 @@ def test_group_and_tags_from_the_config(overrides, group, tags):
     assert cfg.logger.wandb.group == group and list(cfg.logger.wandb.tags) == tags
 
 
-@pytest.mark.skipif(not HAS_STS_CALLBACK, reason="no STS callback, no STS metrics")
 def test_compare_runs_reads_the_offline_runs_sts_table(offline_run, tmp_path):
     """A run with only ``logger=wandb_offline`` (no metrics.csv, no before/after table) still compares offline."""
     from sts_lightning.runs.run_results import read_run

@@ -128,12 +128,6 @@ class MetaExport(NamedTuple):
     fitted_on: list[dict | None] | None
 
 
-def load_meta_projection(path: str | os.PathLike) -> tuple[MetaProjection, list[dict]]:
-    """The projection of an export directory and its source specs."""
-    export = load_meta_export(path)
-    return export.projection, export.specs
-
-
 def load_meta_export(path: str | os.PathLike) -> MetaExport:
     """The projection, source specs and recorded source identities of an export directory."""
     config, tensors = load_export(path, EXPORT_FORMAT)

@@ -134,13 +134,6 @@ def l1_gaps(a: Representation, b: Representation) -> tuple[torch.Tensor, torch.T
     return dmu, dvar
 
 
-def sen2pro_distance(a: Representation, b: Representation, alpha: str | float = 0.05) -> torch.Tensor:
-    """Eq. 7 row-wise for aligned representations ``{"mean", "var"}`` (float32 out)."""
-    dmu, dvar = l1_gaps(a, b)
-    w = balance_alpha(dmu, dvar, alpha)
-    return ((1 - w) * dmu + w * dvar).float()
-
-
 def check_alpha(alpha: object) -> str | float:
     """``"paper"``, ``"dataset"`` or a real number in [0, 1]; anything else is a ConfigError."""
     if isinstance(alpha, str):

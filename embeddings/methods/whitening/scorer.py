@@ -19,7 +19,6 @@ import torch
 from torch import Tensor
 
 from sts_lightning.embeddings.encoders.base import BaseEncoder
-from sts_lightning.embeddings.encoders.load import load_encoder
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.io.encoder_identity import check_fitted_on
 from sts_lightning.embeddings.io.export_dir import ExportFormat, load_export, save_export
@@ -123,17 +122,6 @@ def whitening_for(path: str | os.PathLike, encoder: BaseEncoder, pooling: str, w
                           f"{whitening.pooling!r} vectors: set pooling={whitening.pooling}")
     whitening.check_encoder(encoder)
     return whitening.to(encoder.device)
-
-
-def load_whitening_scorer(path: str | os.PathLike, encoder: BaseEncoder | None = None, device: str = "cpu",
-                          batch_size: int | None = None, allow_other_encoder: bool = False) -> WhiteningScorer:
-    """Rebuild the scorer of an export; ``encoder=None`` loads the one its config names (``allow_other_encoder``:
-    see ``check_fitted_on``)."""
-    whitening = load_whitening(path)
-    if encoder is None:
-        encoder = load_encoder(whitening.config["model_name_or_path"], max_length=whitening.config["max_length"],
-                               batch_size=batch_size or 64, device=device)
-    return WhiteningScorer(encoder, whitening, batch_size=batch_size, allow_other_encoder=allow_other_encoder)
 
 
 class WhiteningExportScorer(WhiteningScorer):

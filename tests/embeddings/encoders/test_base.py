@@ -7,6 +7,7 @@ import torch
 
 from sts_lightning.embeddings.errors import ConfigError, DataError
 from sts_lightning.embeddings.methods.pooling import POOLINGS, PoolingScorer, get_pooling, mean_pool
+from tests.helpers import token_batch
 from tests.tolerance import TINY_BERT
 
 SENTENCES = ["a man plays a guitar .", "a dog runs .", "a man plays a guitar .", "two children sing a song in the park ."]
@@ -34,7 +35,7 @@ def test_every_pooling_shapes_and_finite(tiny_encoder):
 
 
 def test_layer_poolings_use_the_right_layers(tiny_encoder):
-    batch = tiny_encoder.forward_sentences(["a man plays a guitar ."])
+    batch = token_batch(tiny_encoder, ["a man plays a guitar ."])
     hs = batch.hidden_states
     torch.testing.assert_close(get_pooling("first_last_avg")(batch), ((hs[1] + hs[-1]) / 2).mean(1))
     torch.testing.assert_close(get_pooling("last2_avg")(batch), ((hs[-2] + hs[-1]) / 2).mean(1))
@@ -42,7 +43,7 @@ def test_layer_poolings_use_the_right_layers(tiny_encoder):
 
 
 def test_special_tokens_mask_marks_only_boundaries(tiny_encoder):
-    batch = tiny_encoder.forward_sentences(["a zebra plays ."])  # 'zebra' is [UNK]: a word, not special
+    batch = token_batch(tiny_encoder, ["a zebra plays ."])  # 'zebra' is [UNK]: a word, not special
     assert batch.special_tokens_mask[0].tolist() == [True, False, False, False, False, True]
 
 

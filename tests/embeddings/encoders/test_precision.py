@@ -10,6 +10,7 @@ import torch
 from sts_lightning.embeddings.encoders import precision as precision_module
 from sts_lightning.embeddings.encoders.precision import key_entry, resolve_precision
 from sts_lightning.embeddings.errors import ConfigError
+from tests.helpers import token_batch
 
 CPU = torch.device("cpu")
 
@@ -41,7 +42,7 @@ def test_bf16_weights_fp32_outputs_close_to_fp32(native_bf16, tiny_model_dir):
     fp32 = HFEncoder.from_pretrained(str(tiny_model_dir), max_length=32)
     bf16 = HFEncoder.from_pretrained(str(tiny_model_dir), max_length=32, precision="bf16")
     assert bf16.precision == "bf16" and next(bf16.model.parameters()).dtype == torch.bfloat16
-    batch = bf16.forward_sentences(sentences)
+    batch = token_batch(bf16, sentences)
     assert all(h.dtype == torch.float32 for h in batch.hidden_states)  # pooling and scores stay fp32
     a, b = fp32.encode(sentences, mean_pool), bf16.encode(sentences, mean_pool)
     assert b.dtype == torch.float32

@@ -15,6 +15,7 @@ from sts_lightning.embeddings.methods.sbert_wk import (
     sbert_wk_pool,
     window_groups,
 )
+from tests.helpers import token_batch
 from tests.tolerance import float_tolerance, tolerance_kwargs
 
 # Different lengths in one padded batch; the last is a single word ([CLS] w [SEP]).
@@ -33,7 +34,7 @@ def six_layer_encoder(tmp_path_factory):
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
     from sts_lightning.embeddings.encoders.hf import HFEncoder
-    from tests.conftest import WORDS
+    from tests.helpers import WORDS
 
     path = tmp_path_factory.mktemp("tiny_bert6")
     (path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ","] + WORDS))
@@ -85,7 +86,7 @@ def test_window_groups_stack_positions_by_context_size():
 
 @pytest.mark.parametrize("layer_start,window", [(0, 1), (0, 2), (0, 4)])
 def test_parity_tiny_bert(tiny_encoder, layer_start, window):
-    batch = tiny_encoder.forward_sentences(SENTENCES)
+    batch = token_batch(tiny_encoder, SENTENCES)
     ours = sbert_wk_pool(batch, layer_start=layer_start, window=window)
     assert torch.isfinite(ours).all()
     assert max_cos_dist(ours, loop_on(batch, layer_start, window)) < POOL_COS_DIST
@@ -93,14 +94,14 @@ def test_parity_tiny_bert(tiny_encoder, layer_start, window):
 
 @pytest.mark.parametrize("layer_start,window", [(4, 2), (4, 1), (4, 4), (0, 2), (1, 3), (2, 4)])
 def test_parity_six_layer_bert(six_layer_encoder, layer_start, window):
-    batch = six_layer_encoder.forward_sentences(SENTENCES)
+    batch = token_batch(six_layer_encoder, SENTENCES)
     ours = sbert_wk_pool(batch, layer_start=layer_start, window=window)
     assert max_cos_dist(ours, loop_on(batch, layer_start, window)) < POOL_COS_DIST
 
 
 def test_float64_states_match_loop_to_rounding(six_layer_encoder):
     """On float64 states the closed form equals the QR loop to ~1e-12: same maths, not an approximation."""
-    batch = six_layer_encoder.forward_sentences(SENTENCES)
+    batch = token_batch(six_layer_encoder, SENTENCES)
     batch64 = TokenBatch(tuple(h.double() for h in batch.hidden_states), batch.attention_mask,
                          batch.special_tokens_mask)
     ours = sbert_wk_pool(batch64).numpy()
@@ -109,15 +110,15 @@ def test_float64_states_match_loop_to_rounding(six_layer_encoder):
 
 def test_pinned_output(six_layer_encoder):
     """Guards against silent behaviour changes; values computed once after parity was verified."""
-    vec = sbert_wk_pool(six_layer_encoder.forward_sentences(SENTENCES))
+    vec = sbert_wk_pool(token_batch(six_layer_encoder, SENTENCES))
     np.testing.assert_allclose(vec[0, :5].numpy(), [0.902064, 1.226122, -1.739602, -0.148941, 0.040481],
                                **SIX_LAYER)
 
 
 def test_padding_invariance(six_layer_encoder):
-    together = sbert_wk_pool(six_layer_encoder.forward_sentences(SENTENCES))
+    together = sbert_wk_pool(token_batch(six_layer_encoder, SENTENCES))
     for i, s in enumerate(SENTENCES):
-        alone = sbert_wk_pool(six_layer_encoder.forward_sentences([s]))
+        alone = sbert_wk_pool(token_batch(six_layer_encoder, [s]))
         torch.testing.assert_close(alone[0], together[i], **SIX_LAYER)
 
 
@@ -135,7 +136,7 @@ def test_scorer_and_paper_variant(six_layer_encoder):
 
 
 def test_omega_extremes_differ(six_layer_encoder):
-    batch = six_layer_encoder.forward_sentences(SENTENCES)
+    batch = token_batch(six_layer_encoder, SENTENCES)
     half = sbert_wk_pool(batch)
     ends = [sbert_wk_pool(batch, omega=w) for w in (0.0, 1.0)]
     torch.testing.assert_close(half, (ends[0] + ends[1]) / 2, **SIX_LAYER)  # linear in omega
@@ -143,7 +144,7 @@ def test_omega_extremes_differ(six_layer_encoder):
 
 
 def test_single_token_sentence_is_finite(six_layer_encoder):
-    paper = sbert_wk_pool(six_layer_encoder.forward_sentences(["cat"]), variant="paper")
+    paper = sbert_wk_pool(token_batch(six_layer_encoder, ["cat"]), variant="paper")
     assert torch.isfinite(paper).all()
 
 
@@ -159,7 +160,7 @@ def test_config_errors(six_layer_encoder, kwargs, match):
     with pytest.raises(ConfigError, match=match):
         SBERTWKScorer(six_layer_encoder, **kwargs)
     with pytest.raises(ConfigError, match=match):
-        sbert_wk_pool(six_layer_encoder.forward_sentences(SENTENCES[:1]), **kwargs)
+        sbert_wk_pool(token_batch(six_layer_encoder, SENTENCES[:1]), **kwargs)
 
 
 def test_encoder_with_too_few_layers(tiny_encoder):

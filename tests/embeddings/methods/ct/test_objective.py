@@ -14,7 +14,7 @@ from sts_lightning.embeddings.methods.ct.objective import (
     in_batch_tension_loss,
     make_ct_pairs,
 )
-from tests.conftest import WORDS
+from tests.helpers import WORDS
 
 CORPUS = [f"{a} {b} {c} ." for a, b, c in zip(WORDS[::3], WORDS[1::3], WORDS[2::3], strict=False)]
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from sts_lightning.embeddings.methods.sbert_nli.objective import sbert_nli_loss, sbert_softmax_logits_input
-from tests.conftest import WORDS
+from tests.helpers import WORDS
 
 CORPUS = [f"{a} {b} {c} ." for a, b, c in zip(WORDS[::3], WORDS[1::3], WORDS[2::3], strict=False)]
 

@@ -19,7 +19,7 @@ from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.methods.ct.objective import in_batch_tension_loss
 from sts_lightning.embeddings.methods.shared.grad_cache import chunk_view
 from sts_lightning.embeddings.methods.shared.in_batch import multiple_negatives_ranking_loss
-from tests.conftest import WORDS
+from tests.helpers import WORDS
 
 _rnd = random.Random(0)
 SENTENCES = [" ".join(_rnd.choice(WORDS) for _ in range(_rnd.randint(2, 12))) for _ in range(24)]
@@ -215,6 +215,7 @@ def _shard(kind: str, sentences: list[str], rank: int, world: int) -> list[str]:
     return [s for part in range(3) for s in sentences[part * n + rank * m:part * n + (rank + 1) * m]]
 
 
+@pytest.mark.slow  # 2 spawned DDP ranks: 25-61 s on 2 shared cores
 @pytest.mark.parametrize("kind", ["mnrl", "ct"])
 def test_cached_gradients_under_two_rank_ddp(kind, tmp_path, tiny_model_dir, one_thread):
     sentences = SENTENCES if kind == "mnrl" else SENTENCES[:16]
@@ -239,7 +240,7 @@ def test_bad_mini_batch_size_in_config_fails_before_the_model_loads(overrides, m
                                                                      train_data_dir, monkeypatch):
     from sts_lightning.embeddings.encoders.hf import HFEncoder
     from sts_lightning.runs.train_run import train
-    from tests.runs.test_train import _cfg
+    from tests.helpers import compose_train_config as _cfg
 
     def no_load(*args, **kwargs):
         raise AssertionError("the model loaded before the config was checked")

@@ -12,7 +12,7 @@ import torch.multiprocessing as mp
 
 from sts_lightning.embeddings.methods.ct.objective import in_batch_tension_loss
 from sts_lightning.embeddings.methods.shared.in_batch import multiple_negatives_ranking_loss
-from tests.conftest import WORDS
+from tests.helpers import WORDS
 from tests.tolerance import TINY_BERT, tolerance_kwargs
 
 SENTENCES = [f"{a} {b} {c} ." for a, b, c in zip(WORDS[::3], WORDS[1::3], WORDS[2::3], strict=False)]
@@ -78,6 +78,7 @@ def _rank_grads(rank: int, world: int, init_file: str, anchors, positives, negat
         torch.distributed.destroy_process_group()
 
 
+@pytest.mark.slow  # 2 spawned DDP ranks: 4-17 s on 2 shared cores
 def test_gathered_loss_matches_single_device(tmp_path):
     torch.manual_seed(0)
     anchors, positives, negatives = torch.randn(8, 5), torch.randn(8, 5), torch.randn(8, 5)

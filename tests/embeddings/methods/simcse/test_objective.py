@@ -11,7 +11,7 @@ import torch.multiprocessing as mp
 
 from sts_lightning.embeddings.methods.shared.in_batch import multiple_negatives_ranking_loss
 from sts_lightning.embeddings.methods.simcse.objective import simcse_loss
-from tests.conftest import WORDS
+from tests.helpers import WORDS
 
 SENTENCES = [f"{a} {b} {c} ." for a, b, c in zip(WORDS[::3], WORDS[1::3], WORDS[2::3], strict=False)]
 
@@ -79,6 +79,7 @@ def _rank_grads(rank: int, world: int, init_file: str, tensors, out) -> None:
         torch.distributed.destroy_process_group()
 
 
+@pytest.mark.slow  # 2 spawned DDP ranks: 8-18 s on 2 shared cores
 def test_two_rank_gather_gives_the_single_device_gradient(tmp_path):
     """Gathered with gradients: DDP's average of per-rank gradients equals the global batch's gradient."""
     torch.manual_seed(0)

@@ -14,8 +14,8 @@ import sys
 import pytest
 import yaml
 
+from tests.helpers import experiment_names
 from tests.paths import CONFIG_DIR, ROOT
-from tests.runs.test_configs_compose import experiment_names
 
 
 def _help(script: str) -> subprocess.CompletedProcess:

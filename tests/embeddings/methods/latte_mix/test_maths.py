@@ -25,6 +25,7 @@ from sts_lightning.embeddings.methods.latte_mix.maths import (
     token_mixture,
 )
 from sts_lightning.embeddings.methods.latte_mix.scorer import LatteMixScorer, check_combination
+from tests.helpers import TinyPosterior
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -204,26 +205,6 @@ def test_gaussian_mixture_l2_identical_is_maximal_and_padding_is_ignored():
 
 
 # ---------------------------------------------------------------- the scorer end to end
-
-
-class TinyPosterior(torch.nn.Module):
-    """A random posterior net of the interface ``LatteMixScorer`` expects."""
-
-    def __init__(self, latent: str, hidden: int = 32, d: int = 3, k: int = 5, dz: int = 4) -> None:
-        super().__init__()
-        torch.manual_seed(0)
-        self.latent, self.d, self.k, self.dz = latent, d, k, dz
-        width = {"categorical": d * k, "normal": 2 * dz, "ae": dz}[latent]
-        self.net = torch.nn.Sequential(torch.nn.Linear(hidden, 16), torch.nn.Dropout(0.5), torch.nn.Linear(16, width))
-
-    def forward(self, features: torch.Tensor) -> dict[str, torch.Tensor]:
-        out = self.net(features)
-        if self.latent == "categorical":
-            return {"logits": out.view(-1, self.d, self.k)}
-        if self.latent == "normal":
-            mu, logvar = out.chunk(2, dim=-1)
-            return {"mu": mu, "logvar": logvar}
-        return {"code": out}
 
 
 SENTS = ["a man plays a guitar .", "a dog runs in the park .", "two cats eat food in the big red house .", "dog"]

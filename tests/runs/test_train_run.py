@@ -5,60 +5,22 @@ One short run (2 optimizer steps) is shared by the module; everything else uses 
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-from pathlib import Path
 
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
-from omegaconf import open_dict
 
 from sts_lightning.embeddings.errors import ConfigError
-from tests.conftest import NLI_ROWS
-from tests.paths import CONFIG_DIR
+from tests.helpers import NLI_ROWS, compose_train_config
 from tests.tolerance import TINY_BERT
-
-HAS_STS_CALLBACK = importlib.util.find_spec("sts_lightning.callbacks.sts_evaluation") is not None
-def _cfg(out: Path, model_dir: Path, data_dir: Path, overrides=(), config_name: str = "train"):
-    # Encoder keys go to models that have them (the cross-view AE's encoders are its data's sources);
-    # an explicit override of the same key wins.
-    model_keys = {"model_name_or_path": str(model_dir), "max_length": 32, "eval_batch_size": 8}
-    base = [f"paths.data_dir={data_dir}", "data.batch_size=4", "trainer.log_every_n_steps=1", "trainer.enable_progress_bar=false", "trainer.enable_model_summary=false"]
-    if HAS_STS_CALLBACK:
-        base.append("callbacks.sts_evaluation.batch_size=8")
-    else:  # the STS callback is another engineer's file; train without it until it lands
-        base.append("~callbacks.sts_evaluation")
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose(config_name=config_name, overrides=[*base, *overrides])
-    with open_dict(cfg):
-        cfg.output_dir = str(out)
-        # NLI data (the default, or what the model brings): the tiny SNLI dev split + SICK trial
-        if str(cfg.data._target_).endswith("NLIDataModule") and not any(o.startswith("data.sources=") for o in overrides):
-            cfg.data.sources = ["snli:dev", "sick:trial"]
-        for key, value in model_keys.items():
-            if key in cfg.model and not any(o.startswith(f"model.{key}=") for o in overrides):
-                cfg.model[key] = value
-    return cfg
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory, tiny_model_dir, train_data_dir):
-    from sts_lightning.runs.train_run import train
-
-    out = tmp_path_factory.mktemp("run")
-    # An epoch cut to 2 batches (not max_steps, which stops mid-epoch before the STS validation).
-    cfg = _cfg(out, tiny_model_dir, train_data_dir, ["+trainer.limit_train_batches=2"])
-    return cfg, train(cfg), out
 
 
 def test_train_runs_logs_and_checkpoints(trained):
     _, metrics, out = trained
     assert torch.isfinite(torch.tensor(metrics["train/loss"]))
     assert 0.0 <= metrics["train/acc"] <= 1.0
-    if HAS_STS_CALLBACK:
-        assert "val/stsb-dev_spearman" in metrics
+    assert "val/stsb-dev_spearman" in metrics
     assert (out / "checkpoints" / "last.ckpt").is_file()
     assert "train/loss" in (out / "csv" / "metrics.csv").read_text()
 
@@ -103,7 +65,7 @@ def test_resume_from_last_continues_the_step_count(trained, tiny_model_dir, trai
     cfg, _, out = trained
     resumed = out.parent / "resumed"
     shutil.copytree(out / "checkpoints", resumed / "checkpoints")
-    cfg2 = _cfg(resumed, tiny_model_dir, train_data_dir, ["+trainer.limit_train_batches=2", "trainer.max_epochs=2",
+    cfg2 = compose_train_config(resumed, tiny_model_dir, train_data_dir, ["+trainer.limit_train_batches=2", "trainer.max_epochs=2",
                                                                    "ckpt_path=last", "export=false"])
     train(cfg2)
     assert torch.load(resumed / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == 4
@@ -128,14 +90,14 @@ def test_nan_loss_stops_with_clear_error(tmp_path, tiny_model_dir, train_data_di
 
     real = sbert_nli.sbert_nli_loss
     monkeypatch.setattr(sbert_nli, "sbert_nli_loss", lambda logits, labels: real(logits, labels) * float("nan"))
-    cfg = _cfg(tmp_path, tiny_model_dir, train_data_dir, ["+trainer.fast_dev_run=true"])
+    cfg = compose_train_config(tmp_path, tiny_model_dir, train_data_dir, ["+trainer.fast_dev_run=true"])
     with pytest.raises(FloatingPointError, match="training loss is nan at global step 0"):
         train(cfg)
 
 
 def test_unknown_config_key_is_a_clear_hydra_error(tmp_path, tiny_model_dir, train_data_dir):
     with pytest.raises(ConfigCompositionException, match="model.lrr"):
-        _cfg(tmp_path, tiny_model_dir, train_data_dir, ["model.lrr=0.1"])
+        compose_train_config(tmp_path, tiny_model_dir, train_data_dir, ["model.lrr=0.1"])
 
 
 @pytest.mark.parametrize(("override", "message"), [
@@ -146,7 +108,7 @@ def test_unknown_config_key_is_a_clear_hydra_error(tmp_path, tiny_model_dir, tra
 def test_bad_values_raise_config_error(tmp_path, tiny_model_dir, train_data_dir, override, message):
     from sts_lightning.runs.train_run import train
 
-    cfg = _cfg(tmp_path, tiny_model_dir, train_data_dir, [override, "+trainer.fast_dev_run=true"])
+    cfg = compose_train_config(tmp_path, tiny_model_dir, train_data_dir, [override, "+trainer.fast_dev_run=true"])
     with pytest.raises(ConfigError, match=message):
         train(cfg)
 
@@ -156,7 +118,7 @@ def test_bad_values_raise_config_error(tmp_path, tiny_model_dir, train_data_dir,
     "logger=csv", "logger=wandb", "logger=wandb_offline", "experiment=sbert_nli/minilm_l6",
 ])
 def test_every_config_composes(tmp_path, tiny_model_dir, train_data_dir, override):
-    cfg = _cfg(tmp_path, tiny_model_dir, train_data_dir, [override])
+    cfg = compose_train_config(tmp_path, tiny_model_dir, train_data_dir, [override])
     assert cfg.model._target_ and cfg.data._target_ and cfg.trainer._target_
     if override == "trainer=ddp":
         assert cfg.trainer.strategy == "ddp" and cfg.trainer.devices == "auto"
@@ -165,7 +127,7 @@ def test_every_config_composes(tmp_path, tiny_model_dir, train_data_dir, overrid
 def test_sentences_datamodule_from_config(tmp_path, tiny_model_dir, train_data_dir):
     from hydra.utils import instantiate
 
-    cfg = _cfg(tmp_path, tiny_model_dir, train_data_dir, ["data=sentences", f"data.cache_dir={tmp_path / 'cache'}"])
+    cfg = compose_train_config(tmp_path, tiny_model_dir, train_data_dir, ["data=sentences", f"data.cache_dir={tmp_path / 'cache'}"])
     dm = instantiate(cfg.data)
     dm.prepare_data()
     dm.setup("fit")
@@ -176,20 +138,19 @@ def test_sentences_datamodule_from_config(tmp_path, tiny_model_dir, train_data_d
 def test_experiment_runs_fast_dev_run(tmp_path, tiny_model_dir, train_data_dir):
     from sts_lightning.runs.train_run import train
 
-    cfg = _cfg(tmp_path, tiny_model_dir, train_data_dir, ["experiment=sbert_nli/minilm_l6",
+    cfg = compose_train_config(tmp_path, tiny_model_dir, train_data_dir, ["experiment=sbert_nli/minilm_l6",
                                                           "+trainer.fast_dev_run=true", "export=false"])
     assert str(cfg.model.model_name_or_path) == str(tiny_model_dir)  # the command line wins
     assert "train/loss" in train(cfg)
 
 
 def test_wandb_offline_logger_writes_locally(tmp_path, tiny_model_dir, train_data_dir, monkeypatch):
-    pytest.importorskip("wandb")
     from sts_lightning.runs.train_run import train
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_DIR", str(tmp_path))
     monkeypatch.setenv("WANDB_SILENT", "true")
-    cfg = _cfg(tmp_path, tiny_model_dir, train_data_dir, ["logger=wandb_offline", "trainer.max_steps=1",
+    cfg = compose_train_config(tmp_path, tiny_model_dir, train_data_dir, ["logger=wandb_offline", "trainer.max_steps=1",
                                                           "export=false", "~callbacks.model_checkpoint"])
     train(cfg)
     import wandb

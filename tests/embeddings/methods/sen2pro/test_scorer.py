@@ -25,10 +25,9 @@ from sts_lightning.embeddings.methods.sen2pro.scorer import (
     Sen2ProScorer,
     balance_alpha,
     banded_moments,
-    sen2pro_distance,
 )
 from sts_lightning.embeddings.scoring.registry import build_scorer
-from tests.conftest import WORDS
+from tests.helpers import WORDS
 from tests.tolerance import tolerance_kwargs
 
 SENTENCES = ["a man plays a guitar .", "a woman cuts an onion .", "a dog runs in the park .", "dog"]
@@ -115,6 +114,13 @@ def test_banded_moments_match_numpy_covariance_diagonal():
     for i in range(3):
         np.testing.assert_allclose(mu[i].numpy(), samples[:, i].mean(0), **SEVEN_SAMPLES)
         np.testing.assert_allclose(var[i].numpy(), np.diag(np.cov(samples[:, i].T, bias=True)), **SEVEN_SAMPLES)
+
+
+def sen2pro_distance(a, b, alpha) -> torch.Tensor:
+    """Eq. 7 as the scorer computes it: the negative of ``Sen2ProScorer.similarity``."""
+    words = ["a", "b"]
+    scorer = Sen2ProScorer(StaticWordEncoder(words, np.zeros((len(words), 2))), alpha=alpha)
+    return -scorer.similarity(a, b)
 
 
 def _hand_reps():

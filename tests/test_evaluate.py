@@ -29,6 +29,7 @@ def flow_export(tmp_path_factory, tiny_model_dir):
         tmp_path_factory.mktemp("flow") / "export")
 
 
+@pytest.mark.slow  # fits a flow export, then a `python evaluate.py` subprocess: 9-16 s
 def test_flow_export_on_another_encoder_exits_2_with_one_line(tmp_path, flow_export, other_tiny_model_dir,
                                                                tiny_data_dir):
     result = _evaluate(tmp_path, f"encoders=[{other_tiny_model_dir}]", f"scorers=[{{name:flow,path:{flow_export}}}]",

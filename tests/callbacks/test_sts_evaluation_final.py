@@ -8,7 +8,7 @@ import pytest
 from omegaconf import open_dict
 
 from sts_lightning.embeddings.errors import run_or_exit
-from tests.runs.test_train import _cfg
+from tests.helpers import compose_train_config
 
 BASE = ["model=sbert_nli", "callbacks.sts_evaluation.tasks=[stsb-dev]"]
 
@@ -17,7 +17,7 @@ def _fit(run, model_dir, data_dir, overrides) -> tuple[dict[str, float], list[in
     """Train sbert_nli on the tiny data; the returned metrics and the csv steps that hold an STS score."""
     from sts_lightning.runs.train_run import train
 
-    metrics = train(_cfg(run, model_dir, data_dir, [*BASE, *overrides, "export=false"]))
+    metrics = train(compose_train_config(run, model_dir, data_dir, [*BASE, *overrides, "export=false"]))
     with open(run / "csv" / "metrics.csv") as f:
         return metrics, [int(row["step"]) for row in csv.DictReader(f) if row.get("val/stsb-dev_spearman")]
 
@@ -43,7 +43,7 @@ def test_without_a_validation_loop_the_final_weights_are_still_scored(tmp_path, 
 def test_missing_mandatory_value_is_one_line(tmp_path, tiny_model_dir, train_data_dir, capsys):  # noqa: F811
     from sts_lightning.runs.train_run import train
 
-    cfg = _cfg(tmp_path, tiny_model_dir, train_data_dir, ["model=sed", f"data.cache_dir={tmp_path}"])
+    cfg = compose_train_config(tmp_path, tiny_model_dir, train_data_dir, ["model=sed", f"data.cache_dir={tmp_path}"])
     with open_dict(cfg):
         cfg.data.teachers = "???"
     with pytest.raises(SystemExit) as exited:

@@ -5,25 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from hydra import compose, initialize_config_dir
-from omegaconf import open_dict
 
 from sts_lightning.embeddings.errors import ConfigError, DataError
-from tests.paths import CONFIG_DIR
-
-
-def _cfg(tmp_path, overrides):
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose(config_name="evaluate", overrides=overrides)
-    with open_dict(cfg):
-        cfg.output_dir = str(tmp_path / "out")
-    return cfg
+from tests.helpers import compose_evaluate_config
 
 
 def test_evaluate_many_scorers_one_command(tmp_path, tiny_model_dir, tiny_data_dir):
     from sts_lightning.runs.evaluate_run import evaluate
 
-    cfg = _cfg(tmp_path, [f"encoders=[{tiny_model_dir}]", "scorers=[cls,mean,max,first_last_avg,last2_avg]",
+    cfg = compose_evaluate_config(tmp_path, [f"encoders=[{tiny_model_dir}]", "scorers=[cls,mean,max,first_last_avg,last2_avg]",
                           f"paths.data_dir={tiny_data_dir}", "tasks=[sts12,sts16,stsb-dev,sick-trial]"])
     results = evaluate(cfg)
     assert [r["scorer"] for r in results] == ["cls", "mean", "max", "first_last_avg", "last2_avg"]
@@ -39,8 +29,8 @@ def test_shared_pass_gives_same_numbers_as_separate_runs(tmp_path, tiny_model_di
     from sts_lightning.runs.evaluate_run import evaluate
 
     base = [f"encoders=[{tiny_model_dir}]", f"paths.data_dir={tiny_data_dir}", "tasks=[stsb-dev]"]
-    both = evaluate(_cfg(tmp_path, [*base, "scorers=[mean,max]"]))
-    alone = evaluate(_cfg(tmp_path, [*base, "scorers=[max]"]))
+    both = evaluate(compose_evaluate_config(tmp_path, [*base, "scorers=[mean,max]"]))
+    alone = evaluate(compose_evaluate_config(tmp_path, [*base, "scorers=[max]"]))
     assert both[1]["tasks"]["stsb-dev"]["all"]["spearman"] == pytest.approx(
         alone[0]["tasks"]["stsb-dev"]["all"]["spearman"], abs=1e-9)
 
@@ -56,7 +46,7 @@ def test_shared_pass_gives_same_numbers_as_separate_runs(tmp_path, tiny_model_di
 def test_bad_config_values_are_clear(tmp_path, tiny_model_dir, tiny_data_dir, override, error, message):
     from sts_lightning.runs.evaluate_run import evaluate
 
-    cfg = _cfg(tmp_path, [f"encoders=[{tiny_model_dir}]", f"paths.data_dir={tiny_data_dir}",
+    cfg = compose_evaluate_config(tmp_path, [f"encoders=[{tiny_model_dir}]", f"paths.data_dir={tiny_data_dir}",
                           "tasks=[stsb-dev]", override])
     with pytest.raises(error, match=message):
         evaluate(cfg)
@@ -65,7 +55,7 @@ def test_bad_config_values_are_clear(tmp_path, tiny_model_dir, tiny_data_dir, ov
 def test_unknown_model_name_is_clear(tmp_path, tiny_data_dir):
     from sts_lightning.runs.evaluate_run import evaluate
 
-    cfg = _cfg(tmp_path, ["encoders=[no-such-model-xyz]", f"paths.data_dir={tiny_data_dir}", "tasks=[stsb-dev]"])
+    cfg = compose_evaluate_config(tmp_path, ["encoders=[no-such-model-xyz]", f"paths.data_dir={tiny_data_dir}", "tasks=[stsb-dev]"])
     with pytest.raises(ConfigError, match="no-such-model-xyz"):
         evaluate(cfg)
 
@@ -75,7 +65,7 @@ def test_missing_data_dir_is_clear(tmp_path, tiny_model_dir, monkeypatch):
 
     monkeypatch.delenv("STS_DATA_DIR", raising=False)
     monkeypatch.setattr("sts_lightning.sts.tasks.CHECKOUT_DATA_DIR", tmp_path / "no-shared-data")
-    cfg = _cfg(tmp_path, [f"encoders=[{tiny_model_dir}]", "paths.data_dir=null"])
+    cfg = compose_evaluate_config(tmp_path, [f"encoders=[{tiny_model_dir}]", "paths.data_dir=null"])
     with pytest.raises(DataError, match="no STS data directory configured"):
         evaluate(cfg)
 
@@ -84,7 +74,7 @@ def test_unknown_config_key_is_rejected(tmp_path):
     from hydra.errors import ConfigCompositionException
 
     with pytest.raises(ConfigCompositionException, match="windw"):
-        _cfg(tmp_path, ["scorer_options.sbert_wk.windw=3"])
+        compose_evaluate_config(tmp_path, ["scorer_options.sbert_wk.windw=3"])
 
 
 def test_wandb_offline_logging_works_without_network(tmp_path, tiny_model_dir, tiny_data_dir, monkeypatch):
@@ -92,7 +82,7 @@ def test_wandb_offline_logging_works_without_network(tmp_path, tiny_model_dir, t
 
     monkeypatch.setenv("WANDB_MODE", "offline")  # conftest disables W&B; this test exercises offline mode
     monkeypatch.setenv("WANDB_SILENT", "true")
-    cfg = _cfg(tmp_path, [f"encoders=[{tiny_model_dir}]", f"paths.data_dir={tiny_data_dir}", "tasks=[stsb-dev]",
+    cfg = compose_evaluate_config(tmp_path, [f"encoders=[{tiny_model_dir}]", f"paths.data_dir={tiny_data_dir}", "tasks=[stsb-dev]",
                           "wandb.enabled=true", "wandb.mode=offline"])
     evaluate(cfg)
     runs = list((tmp_path / "out" / "wandb").glob("offline-run-*"))

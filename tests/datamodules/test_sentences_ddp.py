@@ -1,6 +1,6 @@
 """SentenceDataModule under a real 2-rank CPU DDP Trainer: every usable sentence once per epoch, equal batches.
 
-``tests/datamodules/test_nli_and_sentences.py`` checks the rank x worker arithmetic without a Trainer; this checks what the
+``tests/datamodules/test_sentence_stream.py`` checks the rank x worker arithmetic without a Trainer; this checks what the
 ranks actually receive when Lightning drives the loaders (epoch hand-over, dataloader workers, DDP). As in
 ``tests/callbacks/test_sts_evaluation.py`` the fit runs this file as a script in a subprocess with ``strategy="ddp"``
 (Lightning's launcher re-runs ``sys.argv`` for rank 1, so not inside pytest; ``ddp_spawn`` is not what
@@ -24,6 +24,7 @@ from sts_lightning.datamodules.sentences import SentenceDataModule
 from tests.paths import ROOT
 
 # As in tests/callbacks/test_sts_evaluation.py (not imported: the DDP script would then load transformers too).
+pytestmark = pytest.mark.slow  # a real 2-rank DDP Trainer per test: 24-34 s each on 2 shared cores
 DIST_ENV = {"MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "LOCAL_RANK", "GLOBAL_RANK", "WORLD_SIZE", "RANK"}
 GLOBAL_BATCH = 4  # 2 a rank
 EPOCHS = 2

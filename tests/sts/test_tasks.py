@@ -1,8 +1,10 @@
-"""Task groups (issue 27): what ``evaluate.py --help`` lists works as ``tasks=standard`` and ``tasks=[standard]``.
+"""sts.tasks: task groups (issue 27), what ``evaluate.py --help`` lists, works as ``tasks=standard`` and ``tasks=[standard]``.
 
 A tmp data directory holds all seven standard sets, each a few rows in its reader's real format (SemEval
 folders for STS12-16, the STS-B csv, the SICK txt with its header): ``tasks=standard`` gives seven columns.
 The shared-data-like directory of ``tiny_data_dir`` lacks five of them: one line names every file to provide.
+
+Also here: MTEB's STS task names in ``load_task`` (so ``evaluate.py tasks=[STS12,SICK-R]`` works) and their errors.
 """
 
 from __future__ import annotations
@@ -12,13 +14,21 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
 
 from sts_lightning.callbacks.sts_evaluation import STSEvaluationCallback
 from sts_lightning.embeddings.errors import ConfigError, DataError
-from sts_lightning.sts.tasks import STANDARD_TASKS, TASK_GROUPS, expand_groups, load_task, load_tasks
+from sts_lightning.sts.tasks import (
+    MTEB_TASKS,
+    STANDARD_TASKS,
+    TASK_GROUPS,
+    expand_groups,
+    load_task,
+    load_tasks,
+)
 from tests.paths import CONFIG_DIR
 
 PAIRS = [("a man plays a guitar .", "a man plays the piano .", 3.2),
@@ -116,3 +126,33 @@ def test_every_name_the_help_lists_as_a_task_row_is_a_group():
     rows = [line.split()[0] for line in tasks.splitlines()[2:] if line.startswith("  ") and not line.startswith("   ")]
     names = [r for r in rows if not r.startswith("<")]
     assert names == list(TASK_GROUPS) and "standard" in names
+
+
+# ---------------------------------------------------------------- MTEB's task names
+
+
+def test_mteb_names_load_the_same_pairs_under_their_own_name(tiny_data_dir):
+    for mteb_name, ours in (("STS12", "sts12"), ("STS16", "sts16")):
+        task, ref = load_task(mteb_name, tiny_data_dir), load_task(ours, tiny_data_dir)
+        assert task.name == mteb_name and list(task.subsets) == list(ref.subsets)
+        for name, pairs in task.subsets.items():
+            assert pairs.sentences1 == ref.subsets[name].sentences1
+            assert np.array_equal(pairs.scores, ref.subsets[name].scores)
+    assert set(MTEB_TASKS) == {"STSBenchmark", "SICK-R", "STS12", "STS13", "STS14", "STS15", "STS16"}
+
+
+@pytest.mark.parametrize(("name", "words"), [
+    ("STS13", ["STS2013-en-test", "STS.gs.<set>.txt", "data_source=hub", "1500 pairs"]),
+    ("STSBenchmark", ["stsb-test", "stsb/sts-test.csv", "stsb-dev", "1379 pairs"]),
+    ("SICK-R", ["SICK_test_annotated.txt", "sick-train+sick-trial", "9927 pairs"]),
+])
+def test_missing_mteb_sets_name_the_files_and_the_local_alternative(name, words, tiny_data_dir):
+    with pytest.raises(DataError) as err:
+        load_task(name, tiny_data_dir)
+    message = str(err.value)
+    assert "\n" not in message and all(w in message for w in words), message
+
+
+def test_unknown_task_lists_mteb_names_too(tiny_data_dir):
+    with pytest.raises(ConfigError, match="SICK-R.*STSBenchmark.*stsb-dev"):
+        load_task("STS17", tiny_data_dir)

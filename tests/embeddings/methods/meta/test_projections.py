@@ -134,7 +134,7 @@ def test_meta_of_two_tiny_encoders_fits_saves_reloads_and_scores_identically(
     from sts_lightning.embeddings.scoring.registry import build_scorer
     from sts_lightning.embeddings.sources.build import build_source, load_meta_scorer
     from sts_lightning.lightning_modules.cross_view_ae import fit_cross_view_ae
-    from tests.conftest import WORDS
+    from tests.helpers import WORDS
 
     specs = [{"model": str(tiny_model_dir), "pooling": "mean"}, {"model": str(second_tiny_model_dir)}]
     sources = [build_source(s) for s in specs]
@@ -206,7 +206,7 @@ def test_procrustes_alignment_keeps_cosines_and_lands_on_the_target():
 def test_alignment_with_the_target_mean_lands_on_a_shifted_target_and_saves(tmp_path):
     """``add_target_mean``: a target = rotated, scaled meta-embedding + a constant (a transformer's common
     component) is hit exactly; the plain rotation cannot produce the constant. The offset survives export."""
-    from sts_lightning.embeddings.methods.meta.scorer import load_meta_projection, save_meta_embedding
+    from sts_lightning.embeddings.methods.meta.scorer import load_meta_export, save_meta_embedding
 
     z, views = shared_signal_views(n=500, dims=(10, 6))
     proj = fit_meta("gcca", views, d=6, tau=0.1)
@@ -220,7 +220,6 @@ def test_alignment_with_the_target_mean_lands_on_a_shifted_target_and_saves(tmp_
     assert torch.allclose(after, target, atol=1e-3) and plain_error > 0.1
     assert torch.allclose(proj.tensors["align_offset"], mean, atol=1e-3)
     save_meta_embedding(tmp_path / "m", proj, [{"model": "a"}, {"model": "b"}])
-    reloaded, _ = load_meta_projection(tmp_path / "m")
-    assert torch.allclose(reloaded.apply(views), after)
+    assert torch.allclose(load_meta_export(tmp_path / "m").projection.apply(views), after)
     proj.align_to(views, target)  # re-aligned without the mean: the old offset is dropped
     assert "align_offset" not in proj.tensors
