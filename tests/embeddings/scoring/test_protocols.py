@@ -1,7 +1,7 @@
 """Every trainable method honours the protocols the STS callback and the export step rely on (issue 17, item 4).
 
-The module classes are discovered from ``configs/model/*.yaml`` (their ``model._target_``), so a new method is
-checked without editing this file.
+The module classes are the declared trained methods' LightningModules (``embeddings.methods.registry``), so a new
+method is checked without editing this file.
 """
 
 from __future__ import annotations
@@ -10,22 +10,20 @@ import importlib
 
 import pytest
 import torch
-from omegaconf import OmegaConf
 
 from sts_lightning.embeddings.methods.pooling import PoolingScorer
+from sts_lightning.embeddings.methods.registry import trained_methods
 from sts_lightning.embeddings.methods.sbert_wk import SBERTWKScorer
 from sts_lightning.embeddings.scoring.protocols import BatchedScorer, PooledScorer, Scorable, TrainedMethod
 from sts_lightning.embeddings.scoring.scorer import VectorScorer
 from sts_lightning.embeddings.scoring.shared_pass import PrecomputedScorer, share_forward_pass
-from tests.paths import CONFIG_DIR
 
 
 def _module_classes() -> list:
     params = []
-    for path in sorted((CONFIG_DIR / "model").glob("*.yaml")):
-        target = OmegaConf.load(path).model["_target_"]
-        module, _, name = target.rpartition(".")
-        params.append(pytest.param(getattr(importlib.import_module(module), name), id=path.stem))
+    for declared in trained_methods():
+        module, _, name = declared.module.partition(":")
+        params.append(pytest.param(getattr(importlib.import_module(module), name), id=declared.name))
     return params
 
 
