@@ -6,12 +6,14 @@ the two files together, so moving or renaming one breaks the other. Shared code 
 
 from __future__ import annotations
 
+import random
+import shlex
 import sys
 from pathlib import Path
 
 import torch
 from hydra import compose, initialize_config_dir
-from omegaconf import open_dict
+from omegaconf import OmegaConf, open_dict
 
 from tests.paths import CONFIG_DIR
 
@@ -42,6 +44,25 @@ NLI_TRIPLET_ROWS = [
     ("two children kick a ball .", "children are playing .", "entailment"),
     ("two children kick a ball .", "nobody is playing .", "contradiction"),
 ]
+
+
+def compose_train(overrides, searchpath: str | None = None):
+    """train.yaml composed as written (no tiny fixtures); ``searchpath``: a further config folder (a planted
+    method's model file)."""
+    extra = [f"hydra.searchpath=[file://{searchpath}]"] if searchpath else []
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return compose(config_name="train", overrides=[*overrides, *extra, "paths.data_dir=/data"])
+
+
+def chosen_groups(overrides: list[str]) -> tuple[str, str]:
+    """(model group, data group) a set of overrides selects: Hydra's own record of the chosen config files.
+
+    Why not a class-name map: a new method needs only its config files; the choices name them directly.
+    """
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config_name="train", overrides=[*overrides, "paths.data_dir=/data"], return_hydra_config=True)
+    choices = cfg.hydra.runtime.choices
+    return str(choices["model"]), str(choices["data"])
 
 
 def compose_train_config(out: Path, model_dir: Path, data_dir: Path, overrides=(), config_name: str = "train"):
@@ -151,3 +172,49 @@ def assert_resumes_mid_epoch(make_module, done: int = 3):
     assert batches(resumed) == epoch1[done:]
     assert batches(make_module()) == epoch0  # (seed, epoch) alone fixes the order
     return dm, epoch0
+
+
+# Sentences an export is checked on (the last one is longer than max_length: truncation).
+EXPORT_SENTENCES = ["a man plays a guitar .", "a dog runs in the park", "two children read a book on the bench .",
+                    " ".join(["the woman cuts an onion in the kitchen ."] * 6)]
+
+
+def documented_scorer(folder: Path):
+    """The scorer an export's note's ``evaluate.py`` line builds (as ``runs.evaluate_run.evaluate`` does), and
+    the note."""
+    from sts_lightning.embeddings.encoders.load import load_encoder
+    from sts_lightning.embeddings.io.export_note import EXPORT, NOTE_FILE
+    from sts_lightning.embeddings.scoring.registry import build_scorer
+
+    note = (folder / NOTE_FILE).read_text()
+    line = next(row.strip() for row in note.splitlines() if row.strip().startswith("python evaluate.py "))
+    overrides = [arg.replace(EXPORT, str(folder)) for arg in shlex.split(line)[2:]]
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config_name="evaluate", overrides=overrides)
+    (encoder_name,), (spec,) = list(cfg.encoders), list(cfg.scorers)
+    encoder = None if encoder_name == "none" else load_encoder(encoder_name, **OmegaConf.to_container(cfg.encoder))
+    spec = spec if isinstance(spec, str) else OmegaConf.to_container(spec)
+    return build_scorer(spec, encoder, OmegaConf.to_container(cfg.scorer_options)), note
+
+
+def assert_same_representation(a: dict, b: dict) -> None:
+    """Two scorers' ``represent`` outputs agree key by key, to 1e-5."""
+    assert set(a) == set(b)
+    for key in a:
+        torch.testing.assert_close(torch.as_tensor(a[key]).float(), torch.as_tensor(b[key]).float(),
+                                   atol=1e-5, rtol=0, msg=lambda m, k=key: f"{k}: {m}")
+
+
+# Cached in-batch losses (GradCache): random sentences of 2-12 words, and the gradient tolerance, a few hundred
+# fp32 ulps of the largest gradient entry (sums over a few hundred terms).
+_rnd = random.Random(0)
+GRADIENT_SENTENCES = [" ".join(_rnd.choice(WORDS) for _ in range(_rnd.randint(2, 12))) for _ in range(24)]
+GRADIENT_TOL = 256 * torch.finfo(torch.float32).eps
+
+
+def assert_same_gradients(got: dict, want: dict) -> None:
+    """Same parameters, every gradient within ``GRADIENT_TOL`` of max(1, the largest entry of ``want``)."""
+    assert got.keys() == want.keys() and want
+    scale = max(1.0, max(g.abs().max().item() for g in want.values()))
+    worst = max((got[k] - want[k]).abs().max().item() for k in want)
+    assert worst <= GRADIENT_TOL * scale, f"largest gradient difference {worst:.3g} (scale {scale:.3g})"

@@ -10,9 +10,10 @@ Nothing is trained (the real tests train every declared method), so this stays f
 from __future__ import annotations
 
 from sts_lightning.embeddings.methods.registry import method, trained_methods
-from tests.lightning_modules.test_export_roundtrip import _cases as export_cases
 from tests.method_cases import (
+    check_model_file,
     ddp_cases,
+    export_cases,
     fast_dev_run_options,
     model_names,
     planted_method,
@@ -20,7 +21,6 @@ from tests.method_cases import (
     tiny_overrides,
 )
 from tests.paths import CONFIG_DIR
-from tests.runs.test_model_defaults import check_model_file
 
 DECLARATION = '''from sts_lightning.embeddings.methods.declaration import ST_EXPORT, MethodDeclaration, Tiny
 

@@ -6,9 +6,10 @@ have several, named ``test_<module>_<aspect>.py``. Tests of the test tooling sit
 -> ``tests/test_layering.py``). Tests that are about no one module (a run end to end, every config file) are
 listed in ``CROSS_CUTTING`` with the reason.
 
-Test modules share code through ``tests/helpers.py`` (plain functions and constants) and ``conftest.py``
-(fixtures), never by importing each other or a conftest.py: an import runs the other file's module-level code and
-ties the two files' names together, and pytest loads conftest.py files itself.
+Test modules share code through ``tests/helpers.py`` (plain functions and constants), ``tests/method_cases.py``
+(the method-generic tests' cases and model-file checks) and ``conftest.py`` (fixtures), never by importing each
+other or a conftest.py: an import runs the other file's module-level code and ties the two files' names together,
+and pytest loads conftest.py files itself.
 """
 
 from __future__ import annotations
@@ -42,19 +43,6 @@ CROSS_CUTTING = {
     "tests/test_docs.py": "the README and docs/ stay true: links resolve, code excerpts are real",
     "tests/test_planted_method.py": "a planted method is picked up by every generic test",
 }
-
-# (importing file, imported test file or conftest.py): shared code still taken from another test file after the
-# issue-28 merge; move it to tests/helpers.py or tests/method_cases.py and drop the pair. Nothing else may be added.
-PENDING_IMPORTS = {
-    ("tests/runs/test_bf16_training.py", "tests/runs/test_fast_dev_run.py"),
-    ("tests/runs/test_debug_configs.py", "tests/runs/test_fast_dev_run.py"),
-    ("tests/embeddings/io/test_legacy_exports.py", "tests/lightning_modules/test_export_roundtrip.py"),
-    ("tests/lightning_modules/test_simcse.py", "tests/embeddings/methods/shared/test_grad_cache.py"),
-    ("tests/lightning_modules/test_arg_rules.py", "tests/runs/test_model_defaults.py"),
-    ("tests/test_planted_method.py", "tests/lightning_modules/test_export_roundtrip.py"),
-    ("tests/test_planted_method.py", "tests/runs/test_model_defaults.py"),
-}
-
 
 def all_test_files() -> list[Path]:
     return sorted(TESTS.rglob("test_*.py"))
@@ -107,5 +95,4 @@ def _imported_test_files(path: Path) -> set[str]:
 
 def test_no_test_module_imports_another():
     imports = {(str(p.relative_to(ROOT)), t) for p in sorted(TESTS.rglob("*.py")) for t in _imported_test_files(p)}
-    assert sorted(imports - PENDING_IMPORTS) == [], "share it through tests/helpers.py or a conftest.py fixture, not an import"
-    assert sorted(PENDING_IMPORTS - imports) == [], "resolved: take it off PENDING_IMPORTS"
+    assert sorted(imports) == [], "share it through tests/helpers.py, tests/method_cases.py or a conftest.py fixture"

@@ -8,7 +8,7 @@ from omegaconf import OmegaConf
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.lightning_modules.arg_rules import MODEL_RULES, Rule, check_value
 from sts_lightning.runs.config_checks import TRAIN_RULES, check_numbers
-from tests.runs.test_model_defaults import MODELS, constructor_defaults, target_class
+from tests.method_cases import constructor_defaults, model_names, target_class
 
 
 def _message(call) -> str:
@@ -34,7 +34,7 @@ def test_constructor_and_config_check_give_the_same_line(target, name, value):
 
 
 def test_every_rule_names_an_argument_of_some_method():
-    arguments = set().union(*(constructor_defaults(target_class(model)) for model in MODELS))
+    arguments = set().union(*(constructor_defaults(target_class(model)) for model in model_names()))
     assert set(MODEL_RULES) <= arguments, sorted(set(MODEL_RULES) - arguments)
 
 

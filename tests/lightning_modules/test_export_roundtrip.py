@@ -17,37 +17,19 @@ training. Then:
 from __future__ import annotations
 
 import logging
-import shlex
 from pathlib import Path
 
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf, open_dict
+from omegaconf import open_dict
 
 from sts_lightning.embeddings.io.export_note import EXPORT, NOTE_FILE
 from sts_lightning.embeddings.methods.pooling import POOLINGS
 from sts_lightning.embeddings.methods.registry import method
-from tests.method_cases import model_names, tiny_overrides
+from tests.helpers import EXPORT_SENTENCES, assert_same_representation, documented_scorer
+from tests.method_cases import export_cases, tiny_overrides
 from tests.paths import CONFIG_DIR
-
-SENTENCES = ["a man plays a guitar .", "a dog runs in the park", "two children read a book on the bench .",
-             " ".join(["the woman cuts an onion in the kitchen ."] * 6)]  # longer than max_length: truncation
-
-
-def _cases(extra: tuple[str, ...] = ()) -> list:
-    """(method, option overrides) for every trained method; each ``eval_layers`` / ``pooling`` its config offers
-    (``extra``: further compose overrides, e.g. a planted method's ``hydra.searchpath``)."""
-    cases = []
-    for name in model_names():
-        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-            model = compose(config_name="train", overrides=[f"model={name}", "paths.data_dir=/data", *extra]).model
-        cases.append(pytest.param(name, {}, id=name))
-        if "eval_layers" in model:
-            cases += [pytest.param(name, {"eval_layers": k}, id=f"{name}-eval_layers{k}") for k in (1, 2, 3)]
-        if "pooling" in model:
-            cases += [pytest.param(name, {"pooling": p}, id=f"{name}-{p}") for p in POOLINGS if p != model.pooling]
-    return cases
 
 
 def _build_module(name: str, options: dict, model_dir):
@@ -74,44 +56,21 @@ def _build_module(name: str, options: dict, model_dir):
     return module.eval()
 
 
-def _documented_scorer(folder):
-    """The scorer the note's ``evaluate.py`` line builds (as ``runs.evaluate_run.evaluate`` does)."""
-    from sts_lightning.embeddings.encoders.load import load_encoder
-    from sts_lightning.embeddings.scoring.registry import build_scorer
-
-    note = (folder / NOTE_FILE).read_text()
-    line = next(row.strip() for row in note.splitlines() if row.strip().startswith("python evaluate.py "))
-    overrides = [arg.replace(EXPORT, str(folder)) for arg in shlex.split(line)[2:]]
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose(config_name="evaluate", overrides=overrides)
-    (encoder_name,), (spec,) = list(cfg.encoders), list(cfg.scorers)
-    encoder = None if encoder_name == "none" else load_encoder(encoder_name, **OmegaConf.to_container(cfg.encoder))
-    spec = spec if isinstance(spec, str) else OmegaConf.to_container(spec)
-    return build_scorer(spec, encoder, OmegaConf.to_container(cfg.scorer_options)), note
-
-
-def _assert_same(a: dict, b: dict) -> None:
-    assert set(a) == set(b)
-    for key in a:
-        torch.testing.assert_close(torch.as_tensor(a[key]).float(), torch.as_tensor(b[key]).float(),
-                                   atol=1e-5, rtol=0, msg=lambda m, k=key: f"{k}: {m}")
-
-
-@pytest.mark.parametrize(("name", "options"), _cases())
+@pytest.mark.parametrize(("name", "options"), export_cases())
 def test_export_loads_as_evaluated(name, options, tiny_model_dir, tmp_path, one_thread):
     module = _build_module(name, options, tiny_model_dir)
     with torch.no_grad():
-        evaluated = module.scorer().represent(SENTENCES)
+        evaluated = module.scorer().represent(EXPORT_SENTENCES)
     folder = module.export(tmp_path / "export")
-    scorer, note = _documented_scorer(folder)
+    scorer, note = documented_scorer(folder)
     with torch.no_grad():
-        _assert_same(scorer.represent(SENTENCES), evaluated)
+        assert_same_representation(scorer.represent(EXPORT_SENTENCES), evaluated)
     if (folder / "modules.json").is_file():
         from sentence_transformers import SentenceTransformer
         from transformers import AutoModel
 
         assert f'SentenceTransformer("{EXPORT}")' in note and "not a sentence-transformers model" not in note
-        vectors = SentenceTransformer(str(folder), device="cpu").encode(SENTENCES, convert_to_tensor=True)
+        vectors = SentenceTransformer(str(folder), device="cpu").encode(EXPORT_SENTENCES, convert_to_tensor=True)
         torch.testing.assert_close(vectors.cpu(), evaluated["embedding"].float(), atol=1e-5, rtol=0)
         assert AutoModel.from_pretrained(str(folder)).config.hidden_size == 32
     else:
@@ -129,21 +88,21 @@ def test_cross_view_ae_run_with_plain_name_sources_exports(tmp_path, tiny_model_
                 "data.batch_size=8", f"data.cache_dir={tmp_path / 'cache'}", f"data.sources=[{tiny},{{model:{tiny},pooling:cls}}]",
                 "+trainer.fast_dev_run=true", "export=true", "callbacks.sts_evaluation.tasks=[stsb-dev]"])
     train(cfg)
-    scorer, note = _documented_scorer(tmp_path / "run" / "export")
+    scorer, note = documented_scorer(tmp_path / "run" / "export")
     assert "not a sentence-transformers model" in note
-    assert scorer.represent(SENTENCES)["embedding"].shape == (len(SENTENCES), 32)
+    assert scorer.represent(EXPORT_SENTENCES)["embedding"].shape == (len(EXPORT_SENTENCES), 32)
 
 
 def test_ct_exports_the_kept_copy(tiny_model_dir, tmp_path, one_thread):
     module = _build_module("ct", {}, tiny_model_dir)
     module.selected_copy.fill_(2)
     with torch.no_grad():
-        evaluated = module.scorer().represent(SENTENCES)
-        other = module.scorers()["model1"].represent(SENTENCES)
+        evaluated = module.scorer().represent(EXPORT_SENTENCES)
+        other = module.scorers()["model1"].represent(EXPORT_SENTENCES)
     assert not torch.allclose(evaluated["embedding"], other["embedding"], atol=1e-3)  # the copies differ
-    scorer, _ = _documented_scorer(module.export(tmp_path / "export"))
+    scorer, _ = documented_scorer(module.export(tmp_path / "export"))
     with torch.no_grad():
-        _assert_same(scorer.represent(SENTENCES), evaluated)
+        assert_same_representation(scorer.represent(EXPORT_SENTENCES), evaluated)
 
 
 def test_pooling_without_sentence_transformers_form(tiny_model_dir, tmp_path, monkeypatch, caplog):

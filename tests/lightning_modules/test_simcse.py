@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from sts_lightning.embeddings.errors import ConfigError
-from tests.helpers import WORDS
+from tests.helpers import GRADIENT_SENTENCES, GRADIENT_TOL, WORDS, assert_same_gradients
 
 SENTENCES = [f"{a} {b} {c} ." for a, b, c in zip(WORDS[::3], WORDS[1::3], WORDS[2::3], strict=False)]
 
@@ -106,12 +106,11 @@ def test_cached_loss_gives_the_uncached_gradients_through_the_mlp(objective, tin
     """``model.mini_batch_size`` (GradCache): same loss and gradients as one pass, the MLP head included.
 
     Dropout off so both paths draw no masks (the replay of dropout is tested in test_grad_cache.py)."""
-    from tests.embeddings.methods.shared.test_grad_cache import SENTENCES, TOL, _assert_same
-
     module = _module(tiny_model_dir, dropout=0.0, objective=objective, mlp="always")
     module.encoder_model.train()
-    batch = ({"anchors": SENTENCES[:6], "positives": SENTENCES[6:12], "negatives": SENTENCES[12:18]}
-             if objective == "supervised" else {"sentences": SENTENCES[:12]})
+    texts = GRADIENT_SENTENCES
+    batch = ({"anchors": texts[:6], "positives": texts[6:12], "negatives": texts[12:18]}
+             if objective == "supervised" else {"sentences": texts[:12]})
     grads = []
     for size in (None, 5):
         module.hparams.mini_batch_size = size
@@ -120,6 +119,6 @@ def test_cached_loss_gives_the_uncached_gradients_through_the_mlp(objective, tin
         loss.backward()
         grads.append((loss.detach(), {n: p.grad.clone() for n, p in module.named_parameters() if p.grad is not None}))
     (want_loss, want), (got_loss, got) = grads
-    torch.testing.assert_close(got_loss, want_loss, rtol=TOL, atol=TOL)
+    torch.testing.assert_close(got_loss, want_loss, rtol=GRADIENT_TOL, atol=GRADIENT_TOL)
     assert any("mlp" in n for n in want)
-    _assert_same(got, want)  # to 256 float32 ulps of max(1, largest gradient), as the other cached losses
+    assert_same_gradients(got, want)  # to 256 float32 ulps of max(1, largest gradient), as the other cached losses

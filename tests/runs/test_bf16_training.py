@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers import chosen_groups
 from tests.helpers import compose_train_config as _cfg
 from tests.method_cases import model_names, tiny_overrides
-from tests.runs.test_fast_dev_run import _groups
 
 MODELS = model_names()
 
@@ -27,7 +27,7 @@ def test_every_method_trains_in_bf16_mixed_on_a_cpu(model, tmp_path, tiny_model_
     from sts_lightning.runs.train_run import train
 
     overrides = [f"model={model}"]
-    model_group, data = _groups(overrides)
+    model_group, data = chosen_groups(overrides)
     tiny = [f"data={data}", *tiny_overrides(model_group, data, tiny_model_dir, tmp_path)]
     common = ["trainer.precision=bf16-mixed", "trainer.max_steps=3", "+trainer.limit_val_batches=0", "export=false",
               "callbacks.sts_evaluation.tasks=[stsb-dev]", "trainer.max_epochs=-1"]

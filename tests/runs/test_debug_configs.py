@@ -15,10 +15,10 @@ import yaml
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from tests.helpers import chosen_groups
 from tests.helpers import compose_train_config as _cfg
 from tests.method_cases import model_names, tiny_overrides
 from tests.paths import CONFIG_DIR
-from tests.runs.test_fast_dev_run import _groups
 
 DEBUGS = sorted(p.stem for p in (CONFIG_DIR / "debug").glob("*.yaml"))
 MODELS = model_names()
@@ -61,7 +61,7 @@ def _debug_run(tmp_path, model_dir, data_dir, model: str, debug: str, extra=()) 
     from sts_lightning.runs.train_run import train
 
     overrides = [f"model={model}", f"debug={debug}", *extra]
-    cfg = _cfg(tmp_path / "run", model_dir, data_dir, [*overrides, *tiny_overrides(*_groups(overrides), model_dir, tmp_path)])
+    cfg = _cfg(tmp_path / "run", model_dir, data_dir, [*overrides, *tiny_overrides(*chosen_groups(overrides), model_dir, tmp_path)])
     start = time.perf_counter()
     metrics = train(cfg)
     return metrics, time.perf_counter() - start

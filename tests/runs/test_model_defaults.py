@@ -12,75 +12,29 @@ recipe of the same class (``simcse_sup``) writes only values that differ.
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import re
 
 import pytest
 import yaml
-from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from sts_lightning.embeddings.methods.registry import method
+from tests.helpers import compose_train
 from tests.helpers import compose_train_config as _cfg
-from tests.method_cases import model_names, tiny_overrides
+from tests.method_cases import (
+    check_model_file,
+    constructor_defaults,
+    model_names,
+    target_class,
+    tiny_overrides,
+)
 from tests.paths import CONFIG_DIR
 
 MODELS = model_names()
 
 
-def yaml_data_group(model: str, config_dir=CONFIG_DIR) -> str:
-    """The ``override /data: <group>`` entry of a model file's defaults list."""
-    spec = yaml.safe_load((config_dir / "model" / f"{model}.yaml").read_text())
-    for entry in spec.get("defaults", []):
-        if isinstance(entry, dict):
-            for key, value in entry.items():
-                if re.fullmatch(r"override\s+/data", key):
-                    return value
-    raise AssertionError(f"configs/model/{model}.yaml selects no data group (defaults: - override /data: ...)")
-
-
-def target_class(model: str) -> type:
-    module, name = _compose([f"model={model}"]).model._target_.rsplit(".", 1)
-    return getattr(importlib.import_module(module), name)
-
-
-def constructor_defaults(cls: type) -> dict:
-    """Every keyword the constructor takes with the default it applies: a subclass's ``**base`` reaches its bases'
-    arguments, so their signatures are merged, the subclass's own defaults winning."""
-    merged = {}
-    for klass in reversed(cls.__mro__):
-        init = klass.__dict__.get("__init__")
-        if init is None or klass.__module__.startswith(("lightning", "torch", "builtins")):
-            continue
-        for param in inspect.signature(init).parameters.values():
-            if param.kind not in (param.VAR_KEYWORD, param.VAR_POSITIONAL) and param.name != "self":
-                merged[param.name] = param.default
-    return merged
-
-
-def _compose(overrides, searchpath: str | None = None):
-    """``train`` composed; ``searchpath``: a further config folder (a planted method's model file)."""
-    extra = [f"hydra.searchpath=[file://{searchpath}]"] if searchpath else []
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        return compose(config_name="train", overrides=[*overrides, *extra, "paths.data_dir=/data"])
-
-
 def test_every_model_file_is_a_declared_method():
     assert sorted(p.stem for p in (CONFIG_DIR / "model").glob("*.yaml")) == sorted(MODELS)
-
-
-def check_model_file(model: str, config_dir=CONFIG_DIR) -> None:
-    """The model file selects the declared data group and builds the declared LightningModule, with nothing unset."""
-    declared = method(model)
-    group = yaml_data_group(model, config_dir)
-    assert group == declared.data, f"configs/model/{model}.yaml brings data={group}, its declaration says {declared.data}"
-    searchpath = None if config_dir == CONFIG_DIR else str(config_dir)
-    cfg = _compose([f"model={model}"], searchpath)
-    assert cfg.data._target_ == _compose([f"data={group}"]).data._target_
-    assert cfg.model._target_ == declared.module.replace(":", ".")
-    missing = [key for key in cfg.data if OmegaConf.is_missing(cfg.data, key)]
-    assert not missing, f"model={model} leaves data.{missing} unset (???): it cannot run with its defaults"
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -92,7 +46,7 @@ def test_model_brings_its_data_group(model):
 def test_model_data_and_trainer_keys_win_over_the_groups_files(model):
     """A model file's ``data:`` / ``trainer:`` / ``callbacks:`` keys merge after the groups' files (defaults order)."""
     spec = yaml.safe_load((CONFIG_DIR / "model" / f"{model}.yaml").read_text())
-    cfg = _compose([f"model={model}"])
+    cfg = compose_train([f"model={model}"])
     def leaves(node, prefix=()):
         for key, value in node.items():
             yield from leaves(value, (*prefix, key)) if isinstance(value, dict) else [((*prefix, key), value)]
@@ -105,11 +59,11 @@ def test_model_data_and_trainer_keys_win_over_the_groups_files(model):
             plain = OmegaConf.to_object(composed) if OmegaConf.is_config(composed) else composed
             assert plain == value, f"model={model}: {group}.{'.'.join(path)} lost"
     if spec.get("trainer"):
-        assert _compose([f"model={model}", "trainer=gpu"]).trainer.accelerator == "gpu"
+        assert compose_train([f"model={model}", "trainer=gpu"]).trainer.accelerator == "gpu"
 
 
 def test_command_line_data_wins_over_the_model_default():
-    assert _compose(["model=ct", "data=nli"]).data._target_.endswith("NLIDataModule")
+    assert compose_train(["model=ct", "data=nli"]).data._target_.endswith("NLIDataModule")
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -139,7 +93,7 @@ def test_model_yaml_and_constructor_agree(model):
     method's yaml first (``defaults: [simcse, ...]``), writes only what it changes."""
     cls = target_class(model)
     defaults = constructor_defaults(cls)
-    composed = OmegaConf.to_container(_compose([f"model={model}"]).model, resolve=True)
+    composed = OmegaConf.to_container(compose_train([f"model={model}"]).model, resolve=True)
     unknown = sorted(set(composed) - {"_target_", *defaults})
     assert not unknown, f"model={model} sets model.{unknown}, which {cls.__name__}() does not take"
     written = _model_keys(model)

@@ -15,7 +15,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from tests.lightning_modules.test_export_roundtrip import SENTENCES, _assert_same, _documented_scorer
+from tests.helpers import EXPORT_SENTENCES, assert_same_representation, documented_scorer
 from tests.paths import ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures" / "exports_v0"
@@ -39,6 +39,6 @@ def test_every_exporting_model_has_a_stored_export():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_old_export_scores_as_it_did(name, tmp_path, one_thread):
-    scorer, _ = _documented_scorer(_copy_with_encoder_path(name, tmp_path))
+    scorer, _ = documented_scorer(_copy_with_encoder_path(name, tmp_path))
     with torch.no_grad():
-        _assert_same(scorer.represent(SENTENCES), load_file(str(FIXTURES / f"{name}.expected.safetensors")))
+        assert_same_representation(scorer.represent(EXPORT_SENTENCES), load_file(str(FIXTURES / f"{name}.expected.safetensors")))

@@ -9,8 +9,6 @@ terms), not one machine's output. A second seed changes the reference by O(1): t
 
 from __future__ import annotations
 
-import random
-
 import pytest
 import torch
 import torch.multiprocessing as mp
@@ -19,11 +17,7 @@ from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.methods.ct.objective import in_batch_tension_loss
 from sts_lightning.embeddings.methods.shared.grad_cache import chunk_view
 from sts_lightning.embeddings.methods.shared.in_batch import multiple_negatives_ranking_loss
-from tests.helpers import WORDS
-
-_rnd = random.Random(0)
-SENTENCES = [" ".join(_rnd.choice(WORDS) for _ in range(_rnd.randint(2, 12))) for _ in range(24)]
-TOL = 256 * torch.finfo(torch.float32).eps
+from tests.helpers import GRADIENT_SENTENCES, GRADIENT_TOL, assert_same_gradients
 
 
 def _module(kind: str, model_dir, dropout: bool, **kwargs):
@@ -67,13 +61,6 @@ def _grads(module) -> dict[str, torch.Tensor]:
     return out
 
 
-def _assert_same(got: dict, want: dict) -> None:
-    assert got.keys() == want.keys() and want
-    scale = max(1.0, max(g.abs().max().item() for g in want.values()))
-    worst = max((got[k] - want[k]).abs().max().item() for k in want)
-    assert worst <= TOL * scale, f"largest gradient difference {worst:.3g} (scale {scale:.3g})"
-
-
 def _max_diff(a: dict, b: dict) -> float:
     return max((a[k] - b[k]).abs().max().item() for k in b)
 
@@ -82,7 +69,7 @@ def _max_diff(a: dict, b: dict) -> float:
 @pytest.mark.parametrize("kind", ["mnrl", "ct"])
 def test_cached_gradients_with_dropout_match_one_graph(kind, checkpointing, tiny_model_dir, one_thread):
     module = _module(kind, tiny_model_dir, dropout=True, mini_batch_size=4, gradient_checkpointing=checkpointing)
-    sentences = SENTENCES if kind == "mnrl" else SENTENCES[:16]
+    sentences = GRADIENT_SENTENCES if kind == "mnrl" else GRADIENT_SENTENCES[:16]
     torch.manual_seed(1)
     cached = _step(module, kind, sentences)
     cached.backward()
@@ -91,17 +78,17 @@ def test_cached_gradients_with_dropout_match_one_graph(kind, checkpointing, tiny
     ref = _reference(module, kind, sentences, 4)
     ref.backward()
     want = _grads(module)
-    torch.testing.assert_close(cached.detach(), ref.detach(), rtol=TOL, atol=TOL)
-    _assert_same(got, want)
+    torch.testing.assert_close(cached.detach(), ref.detach(), rtol=GRADIENT_TOL, atol=GRADIENT_TOL)
+    assert_same_gradients(got, want)
     torch.manual_seed(2)  # other dropout masks: the comparison above can fail
     _reference(module, kind, sentences, 4).backward()
-    assert _max_diff(got, _grads(module)) > 1e3 * TOL
+    assert _max_diff(got, _grads(module)) > 1e3 * GRADIENT_TOL
 
 
 @pytest.mark.parametrize("kind", ["mnrl", "ct"])
 def test_cached_matches_uncached_without_dropout(kind, tiny_model_dir, one_thread):
     module = _module(kind, tiny_model_dir, dropout=False)
-    sentences = SENTENCES if kind == "mnrl" else SENTENCES[:16]
+    sentences = GRADIENT_SENTENCES if kind == "mnrl" else GRADIENT_SENTENCES[:16]
     uncached = _step(module, kind, sentences)
     uncached.backward()
     want = _grads(module)
@@ -109,19 +96,19 @@ def test_cached_matches_uncached_without_dropout(kind, tiny_model_dir, one_threa
         module.hparams.mini_batch_size = size
         cached = _step(module, kind, sentences)
         cached.backward()
-        torch.testing.assert_close(cached.detach(), uncached.detach(), rtol=TOL, atol=TOL)
-        _assert_same(_grads(module), want)
+        torch.testing.assert_close(cached.detach(), uncached.detach(), rtol=GRADIENT_TOL, atol=GRADIENT_TOL)
+        assert_same_gradients(_grads(module), want)
 
 
 def test_surrogate_passes_on_the_incoming_gradient(tiny_model_dir, one_thread):
     """Lightning divides the loss by accumulate_grad_batches (an fp16 scaler multiplies it): the cached
     gradients must scale with it, as ``backward`` of the uncached loss does."""
     module = _module("mnrl", tiny_model_dir, dropout=False)
-    (_step(module, "mnrl", SENTENCES) / 4).backward()
+    (_step(module, "mnrl", GRADIENT_SENTENCES) / 4).backward()
     want = _grads(module)
     module.hparams.mini_batch_size = 3
-    (_step(module, "mnrl", SENTENCES) / 4).backward()
-    _assert_same(_grads(module), want)
+    (_step(module, "mnrl", GRADIENT_SENTENCES) / 4).backward()
+    assert_same_gradients(_grads(module), want)
 
 
 def test_ct_row_sparse_embedding_gradients_stay_sparse(tiny_model_dir, one_thread):
@@ -129,7 +116,7 @@ def test_ct_row_sparse_embedding_gradients_stay_sparse(tiny_model_dir, one_threa
     module = _module("ct", tiny_model_dir, dropout=False, mini_batch_size=4)
     for model in (module.encoder_model, module.encoder2_model):
         model.get_input_embeddings().sparse = True
-    _step(module, "ct", SENTENCES[:16]).backward()
+    _step(module, "ct", GRADIENT_SENTENCES[:16]).backward()
     assert module.encoder_model.get_input_embeddings().weight.grad.is_sparse
 
 
@@ -144,7 +131,7 @@ def test_checkpointing_recomputes_layers_also_in_eval_mode(tiny_model_dir, one_t
             return t
 
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            _step(module, "ct", SENTENCES[:16])
+            _step(module, "ct", GRADIENT_SENTENCES[:16])
         return total
 
     plain = saved_bytes(_module("ct", tiny_model_dir, dropout=False))
@@ -218,15 +205,15 @@ def _shard(kind: str, sentences: list[str], rank: int, world: int) -> list[str]:
 @pytest.mark.slow  # 2 spawned DDP ranks: 25-61 s on 2 shared cores
 @pytest.mark.parametrize("kind", ["mnrl", "ct"])
 def test_cached_gradients_under_two_rank_ddp(kind, tmp_path, tiny_model_dir, one_thread):
-    sentences = SENTENCES if kind == "mnrl" else SENTENCES[:16]
+    sentences = GRADIENT_SENTENCES if kind == "mnrl" else GRADIENT_SENTENCES[:16]
     out = mp.Manager().dict()
     mp.spawn(_rank, args=(2, str(tmp_path / "init"), kind, str(tiny_model_dir), sentences, out), nprocs=2)
     single = _module(kind, tiny_model_dir, dropout=False)  # the global batch on one device, uncached
     _step(single, kind, sentences).backward()
     want = _grads(single)
     for rank in range(2):
-        _assert_same(out[rank]["cached_True"], out[rank]["reference_True"])  # dropout replayed under DDP
-        _assert_same(out[rank]["cached_False"], want)  # DDP's average of the cached ranks = the global gradient
+        assert_same_gradients(out[rank]["cached_True"], out[rank]["reference_True"])  # dropout replayed under DDP
+        assert_same_gradients(out[rank]["cached_False"], want)  # DDP's average of the cached ranks = the global gradient
 
 
 @pytest.mark.parametrize(("overrides", "message"), [
