@@ -19,7 +19,7 @@ live tensors (by default the threshold grows after the first large free and the 
 activations would stay resident, hiding the next step's peak inside the base). On CUDA
 (``--device cuda``): ``torch.cuda.max_memory_allocated`` over the timed steps minus the allocation before.
 Speed: steps/s = 1 / median step time. The cached variants compute the gradients of the same loss
-(tests/lightning_modules/test_grad_cache.py); their printed losses differ from the uncached ones only by
+(tests/embeddings/methods/shared/test_grad_cache.py); their printed losses differ from the uncached ones only by
 dropout's masks (other forward-pass shapes draw other masks); checkpointing alone gives identical losses.
 
     python -m benchmarks.cached_loss_memory --batch 512 --mini-batch 32 --steps 3 --threads 2

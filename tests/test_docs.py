@@ -16,6 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 README_LIMIT = 20_000  # bytes: a page a newcomer reads in ten minutes
 PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
+# Pages that name test files as they are now (docs/dev/ is history: it names files as they were then).
+CURRENT_PAGES = [README, *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "results").glob("*.md"))]
+TEST_PATH = re.compile(r"\btests/[A-Za-z0-9_/]+\.py\b")
 
 FENCE = re.compile(r"^(```|~~~)")
 FROM_TAG = re.compile(r"^<!--\s*from:\s*(\S+)\s*-->\s*$")
@@ -70,6 +73,13 @@ def broken_links(page: Path, root: Path = ROOT) -> list[str]:
             elif anchor and resolved.suffix == ".md" and anchor not in _anchors(resolved):
                 problems.append(f"{where}: no heading with anchor #{anchor} in {resolved.relative_to(root)}")
     return problems
+
+
+def missing_test_files(page: Path, root: Path = ROOT) -> list[str]:
+    """``tests/...py`` paths named anywhere in ``page`` (prose, inline code, code blocks) that do not exist."""
+    return [f"{page.relative_to(root)}:{number}: {path} does not exist"
+            for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+            for path in TEST_PATH.findall(line) if not (root / path).is_file()]
 
 
 def tagged_blocks(page: Path) -> list[tuple[int, str, list[str]]]:
@@ -148,6 +158,12 @@ def test_relative_links_resolve(page):
     assert not broken_links(page), "\n".join(broken_links(page))
 
 
+@pytest.mark.parametrize("page", CURRENT_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_named_test_files_exist(page):
+    """Test files get renamed and split (issue 28); a page that points at the old name sends a reader nowhere."""
+    assert not missing_test_files(page), "\n".join(missing_test_files(page))
+
+
 def test_worked_example_is_tagged():
     """The "add a method" example is checked code, not prose that can go stale unnoticed."""
     blocks = tagged_blocks(ROOT / "docs" / "architecture.md")
@@ -180,3 +196,12 @@ def test_link_check_catches_a_broken_link(tmp_path):
     page.write_text("[ok](there.md#a-heading) [gone](missing.md) [anchor](there.md#nope) `[code](x.md)`\n")
     problems = broken_links(page, root=tmp_path)
     assert len(problems) == 2 and "missing.md" in problems[0] and "#nope" in problems[1]
+
+
+def test_test_path_check_catches_a_missing_file(tmp_path):
+    (tmp_path / "tests" / "runs").mkdir(parents=True)
+    (tmp_path / "tests" / "runs" / "test_there.py").write_text("")
+    page = tmp_path / "page.md"
+    page.write_text("`tests/runs/test_there.py` and tests/runs/test_gone.py\n```\npytest tests/test_old.py\n```\n")
+    problems = missing_test_files(page, root=tmp_path)
+    assert problems == ["page.md:1: tests/runs/test_gone.py does not exist", "page.md:3: tests/test_old.py does not exist"]
