@@ -1,4 +1,4 @@
-"""Compare finished runs offline: ``python -m runs.compare_runs <run dir> [<run dir> ...] --out <dir>``.
+"""Compare finished runs offline: ``python -m sts_lightning.runs.compare_runs <run dir> [<run dir> ...] --out <dir>``.
 
 The dashboard for people without a W&B server: any mix of training run directories (before / after
 training) and evaluate run directories (one row per encoder / scorer) becomes one markdown table and one
@@ -95,7 +95,7 @@ def compare(run_dirs: list[str], out_dir: str | Path) -> dict[str, Path]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m runs.compare_runs", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m sts_lightning.runs.compare_runs", description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", help="training (outputs/train/<time>) or evaluate run directories")
     parser.add_argument("--out", default="outputs/compare", help="where comparison.md / .png go (default: %(default)s)")
     args = parser.parse_args(argv)

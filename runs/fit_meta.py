@@ -1,6 +1,6 @@
 """Fit a training-free meta-embedding (conc / avg / svd / gcca) on unlabelled sentences and export it.
 
-    python -m runs.fit_meta --method gcca --tau 10 --d 384 \
+    python -m sts_lightning.runs.fit_meta --method gcca --tau 10 --d 384 \
         --sources all-mpnet-base-v2,paraphrase-MiniLM-L3-v2,multilingual-e5-small \
         --files onebillion/1b_benchmark.dev.tokens,onebillion/1b_benchmark.test.tokens --max-sentences 12000 \
         --data-dir ../shared/data --out outputs/meta_gcca [--align-to paraphrase-MiniLM-L3-v2]

@@ -1,4 +1,4 @@
-"""Publish a training export on the Hugging Face Hub: ``push_to_hub=<owner>/<name>`` or ``python -m runs.hub_push``.
+"""Publish a training export on the Hugging Face Hub: ``push_to_hub=<owner>/<name>`` or ``python -m sts_lightning.runs.hub_push``.
 
 Why the checks come first: a run trains for hours and only then has an export to upload. Offline
 (``HF_HUB_OFFLINE=1``), without a token, with a malformed repo id or a token that cannot write there, the
@@ -16,7 +16,7 @@ the hub documents; the repository is private unless ``push_private=false`` (``--
 
 CLI for an export that already exists (a finished run, or one trained offline)::
 
-    python -m runs.hub_push outputs/train/<run>/export <owner>/<name> [--public] [--message "..."]
+    python -m sts_lightning.runs.hub_push outputs/train/<run>/export <owner>/<name> [--public] [--message "..."]
 """
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ def check_hub_push(cfg: DictConfig) -> str | None:
         raise ConfigError(f"push_to_hub={repo_id} uploads the run's export, but export=false (debug=fast and "
                           "debug=overfit switch it off): set export=true or drop push_to_hub")
     repo_id, what = str(repo_id), f"push_to_hub={repo_id}"
-    hint = f"or drop push_to_hub and push the export later: python -m runs.hub_push {cfg.output_dir}/export {repo_id}"
+    hint = f"or drop push_to_hub and push the export later: python -m sts_lightning.runs.hub_push {cfg.output_dir}/export {repo_id}"
     token = check_hub_local(repo_id, what, hint)
     # Every DDP process runs train(); the hub is asked once (whoami is strictly rate-limited), the local checks
     # everywhere so no process starts what rank 0 refuses.
@@ -206,7 +206,7 @@ def upload_export(folder: Path, repo_id: str, *, private: bool, commit_message: 
         api.upload_folder(repo_id=repo_id, folder_path=str(folder), repo_type="model", commit_message=message)
     except Exception as err:  # network drop, quota, permission: the export itself is fine
         raise DataError(f"pushing {folder} to {repo_id} failed ({_one_line(err)}); the export is intact, retry "
-                        f"with: python -m runs.hub_push {folder} {repo_id}") from None
+                        f"with: python -m sts_lightning.runs.hub_push {folder} {repo_id}") from None
     url = str(url) if url else f"https://huggingface.co/{repo_id}"
     log.info("pushed %s to %s (%s)", folder, url, "private" if private else "public")
     return url
@@ -233,7 +233,7 @@ def push(export_dir: str, repo_id: str, private: bool, message: str | None) -> s
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m runs.hub_push", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m sts_lightning.runs.hub_push", description=__doc__.splitlines()[0])
     parser.add_argument("export_dir", help="a train.py export directory (<run dir>/export)")
     parser.add_argument("repo_id", help="<user or org>/<name> on the Hugging Face Hub")
     visibility = parser.add_mutually_exclusive_group()

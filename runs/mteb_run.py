@@ -1,4 +1,4 @@
-"""Score an encoder + scorer of ours with ``mteb``: ``python -m runs.mteb_run --model X --scorer mean --tasks A,B``.
+"""Score an encoder + scorer of ours with ``mteb``: ``python -m sts_lightning.runs.mteb_run --model X --scorer mean --tasks A,B``.
 
 Online: ``--tasks`` are MTEB task names (``STSBenchmark,SICK-R,STS12``); mteb downloads them and runs its own
 evaluator on ``embeddings.scoring.mteb_adapter.MTEBScorerModel``, so the numbers are comparable with the MTEB
@@ -158,7 +158,7 @@ def print_table(rows: list[dict], model: MTEBScorerModel) -> None:
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
-    parser = argparse.ArgumentParser(prog="python -m runs.mteb_run", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m sts_lightning.runs.mteb_run", description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="encoder: packaged name, export dir, *.ckpt, hub name, none")
     parser.add_argument("--scorer", default="mean", help="scorer name (embeddings/scoring/registry.py)")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",

@@ -42,7 +42,7 @@ def run_summary(output_dir: Path, elapsed_s: float, best_checkpoint: str | None 
         if (export / "modules.json").is_file():
             lines.append(f"  loads with SentenceTransformer({str(export)!r}) and AutoModel.from_pretrained(...)")
         steps = [(evaluate_command(export), "score the export on the STS tasks"),
-                 (f"python -m runs.compare_runs {output_dir} <other runs>", "one table + PNG of several runs"),
+                 (f"python -m sts_lightning.runs.compare_runs {output_dir} <other runs>", "one table + PNG of several runs"),
                  ("python train.py --help", "every method and the data it brings")]
         width = max(len(command) for command, _ in steps)
         lines += ["next:", *(f"  {command:<{width}}  # {why}" for command, why in steps)]

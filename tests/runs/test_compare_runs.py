@@ -1,4 +1,4 @@
-"""``python -m runs.compare_runs`` on real run directories: one tiny ``train.py`` run (a real Hydra run dir
+"""``python -m sts_lightning.runs.compare_runs`` on real run directories: one tiny ``train.py`` run (a real Hydra run dir
 with ``.hydra/``, ``csv/metrics.csv``, ``sts_before_after.md``) and one tiny ``evaluate`` run (``results.json``).
 """
 

@@ -87,3 +87,12 @@ def test_wandb_offline_logging_works_without_network(tmp_path, tiny_model_dir, t
     evaluate(cfg)
     runs = list((tmp_path / "out" / "wandb").glob("offline-run-*"))
     assert len(runs) == 1 and any(runs[0].rglob("*.wandb"))
+
+
+def test_sen2pro_samples_follow_the_runs_seed(tmp_path):
+    # a table's seeds must draw other MC-dropout / augmentation samples, not repeat one computation
+    from omegaconf import OmegaConf
+
+    options = [OmegaConf.to_container(compose_evaluate_config(tmp_path, [f"seed={s}"]).scorer_options, resolve=True)["sen2pro"]["seed"]
+               for s in (0, 3)]
+    assert options == [0, 3]

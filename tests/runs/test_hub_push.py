@@ -1,4 +1,4 @@
-"""Hub publishing (``push_to_hub=<owner>/<name>``, ``python -m runs.hub_push``) up to the network boundary.
+"""Hub publishing (``push_to_hub=<owner>/<name>``, ``python -m sts_lightning.runs.hub_push``) up to the network boundary.
 
 ``huggingface_hub.HfApi``'s ``whoami`` / ``create_repo`` / ``upload_folder`` are replaced by recorders: the
 tests check what the upload would receive (the export folder with its card and manifest) and that every
@@ -122,7 +122,7 @@ def test_offline_train_fails_with_one_line_before_anything_is_built(offline, mon
     message = str(err.value)
     assert "\n" not in message
     assert message.startswith("push_to_hub=alice/tiny-sbert needs the Hugging Face Hub, but HF_HUB_OFFLINE=1")
-    assert message.endswith(f"python -m runs.hub_push {run}/export alice/tiny-sbert")  # how to push once online
+    assert message.endswith(f"python -m sts_lightning.runs.hub_push {run}/export alice/tiny-sbert")  # how to push once online
     assert not (run / "checkpoints").exists() and not (run / "export").exists()
 
 
@@ -283,4 +283,4 @@ def test_failed_upload_names_the_retry(hub, monkeypatch, tmp_path):
     folder = _export(tmp_path)
     with pytest.raises(DataError) as err:
         hub_push.push_export(folder, "alice/tiny")
-    assert f"the export is intact, retry with: python -m runs.hub_push {folder} alice/tiny" in str(err.value)
+    assert f"the export is intact, retry with: python -m sts_lightning.runs.hub_push {folder} alice/tiny" in str(err.value)

@@ -1,4 +1,4 @@
-"""``python -m runs.mteb_run``: the local path prints mteb's and evaluate.py's Spearman side by side; the
+"""``python -m sts_lightning.runs.mteb_run``: the local path prints mteb's and evaluate.py's Spearman side by side; the
 online path, offline, is one line and exit code 2."""
 
 from __future__ import annotations
