@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from omegaconf import OmegaConf
 
 from sts_lightning.embeddings.encoders.load import load_encoder
 from sts_lightning.embeddings.errors import ConfigError, DataError, run_or_exit
@@ -36,9 +37,11 @@ log = logging.getLogger(__name__)
 
 
 def evaluate_defaults() -> tuple[dict, dict]:
-    """``encoder`` and ``scorer_options`` of ``configs/evaluate.yaml`` (plain YAML: no interpolation there)."""
-    cfg = yaml.safe_load((CONFIG_DIR / "evaluate.yaml").read_text())
-    return dict(cfg["encoder"]), dict(cfg["scorer_options"])
+    """``encoder`` and ``scorer_options`` of ``configs/evaluate.yaml``, their interpolations (Sen2Pro's ``seed:
+    ${seed}``) resolved against the file's own top-level keys, as ``evaluate.py`` resolves them."""
+    cfg = OmegaConf.load(CONFIG_DIR / "evaluate.yaml")
+    return (OmegaConf.to_container(cfg.encoder, resolve=True),  # type: ignore[return-value]
+            OmegaConf.to_container(cfg.scorer_options, resolve=True))
 
 
 def parse_value(text: str) -> Any:
