@@ -16,6 +16,7 @@ import torch
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.initialize import get_gh_backup, restore_gh_from_backup
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from sts_lightning.embeddings.encoders.load import load_encoder
@@ -36,9 +37,15 @@ def _evaluate_config() -> DictConfig:
     if not (CONFIG_DIR / "evaluate.yaml").is_file():
         raise ConfigError(f"{CONFIG_DIR}/evaluate.yaml not found: the API reads the checkout's configs; install "
                           "sts-lightning from its repository (`pip install -e .`), not as a bare wheel")
+    # A caller's own Hydra app (a notebook's ``initialize``, a ``@hydra.main`` job calling ``load``) keeps its state:
+    # Hydra allows one initialisation at a time, so it is set aside and restored, not cleared.
+    backup = get_gh_backup()
     GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        return compose(config_name="evaluate")
+    try:
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+            return compose(config_name="evaluate")
+    finally:
+        restore_gh_from_backup(backup)
 
 
 def _parse_spec(text: str) -> str | dict:

@@ -73,3 +73,15 @@ def test_bad_input_is_one_clear_error(tiny_model_dir):
         sl.load(str(tiny_model_dir), scorer="meen")
     with pytest.raises(ConfigError, match="cannot load encoder"):
         sl.load("no-such-model-dir-xyz")
+
+
+def test_load_keeps_the_callers_hydra_app(tiny_model_dir, tmp_path):
+    """A notebook or ``@hydra.main`` job that has initialised Hydra keeps its own config search path after ``load``."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    (tmp_path / "mine.yaml").write_text("value: 7\n")
+    with initialize_config_dir(config_dir=str(tmp_path), version_base="1.3"):
+        sl.load(str(tiny_model_dir))
+        assert GlobalHydra.instance().is_initialized()
+        assert compose(config_name="mine").value == 7
+    assert not GlobalHydra.instance().is_initialized()
