@@ -194,3 +194,15 @@ def test_a_papers_row_whose_reference_failed_has_no_verdict():
     text = markdown({"mean": {"error": "exit 1: boom", "seconds": 1.0}, "ct": {**got, "seconds": 2.0}}, ["a"], "bb")
     assert "| mean pooling | failed | exit 1: boom | - | - | - | - | reference |" in text
     assert "| CT | 50.00 | 50.00 | mean | - | +17.24 | - |" in text
+
+
+@pytest.mark.slow  # two evaluate.py runs on the tiny model: ~25 s on 2 shared cores
+def test_the_papers_table_scores_sbert_wk_against_mean_pooling_end_to_end(tmp_path, tiny_model_dir, tiny_data_dir,
+                                                                          monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    results = field_table.main(["--table", "papers", "--backbone", str(tiny_model_dir), "--rows", "sbert_wk_paper",
+                                "--tasks", "stsb-dev", "--data-dir", str(tiny_data_dir), "--out", str(tmp_path)])
+    assert list(results) == ["mean", "sbert_wk_paper"] and all("error" not in r for r in results.values()), results
+    gain = json.loads((tmp_path / "papers_table.json").read_text())["gains"]["sbert_wk_paper"]
+    assert gain["versus"] == "mean" and gain["gain"] == pytest.approx(results["sbert_wk_paper"]["avg"] - results["mean"]["avg"])
+    assert "| SBERT-WK (paper) |" in (tmp_path / "papers_table.md").read_text()
