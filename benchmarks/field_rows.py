@@ -2,7 +2,7 @@
 
 Why a declaration apart from the runner: a row is *what* to train or score (``train.py`` overrides, an
 ``evaluate.py`` scorer) and *what the papers report for it*; ``benchmarks.field_table`` only knows how to run
-the three kinds. The papers' numbers are 7-task averages of Spearman x100 ("all" setting: STS12-16, STS-B test,
+its four kinds. The papers' numbers are 7-task averages of Spearman x100 ("all" setting: STS12-16, STS-B test,
 SICK-R test) on BERT-base unless the note says otherwise; the note names the source table.
 """
 
@@ -19,8 +19,10 @@ class Row:
         key: short id (run directories, JSON).
         label: the table's first column.
         kind: ``pool`` (an ``evaluate.py`` scorer on the backbone), ``train`` (``train.py`` with ``overrides``, then
-            the export scored exactly as its ``LOADING.md`` says) or ``on`` (a scorer on the export of row ``base``).
-        overrides: ``train.py`` overrides (``train`` rows).
+            the export scored exactly as its ``LOADING.md`` says), ``on`` (a scorer on the export of row ``base``) or
+            ``ensemble`` (a command over the exports of row ``base``'s seeds, scored by its ``LOADING.md``; the papers
+            table's SED / meta-embedding rows, see ``benchmarks.paper_rows``).
+        overrides: ``train.py`` overrides (``train`` rows); an ``ensemble`` row's whole command.
         scorer: the ``evaluate.py`` scorer spec (``pool`` / ``on`` rows); ``{export}`` stands for ``base``'s export.
         base: the row whose export an ``on`` row scores on.
         encoder_is_export: an ``on`` row's encoder is ``base``'s export (else the backbone).

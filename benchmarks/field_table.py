@@ -9,6 +9,16 @@ run), so the table measures what a user gets. Why subprocesses: each run is a fr
 line, and a failing row is reported in its cell without stopping the table. Runs already in ``--out`` are reused
 (a stopped table resumes). Trained rows are mean +- std over the seeds; the papers' numbers stand beside each row
 with their backbone and task set named. Output: the table printed, ``field_table.md`` and ``field_table.json``.
+
+Our papers' claims on a raw (MLM-pretrained, not sentence-tuned) backbone, each row beside its reference
+(``benchmarks.paper_rows``; gains and verdicts: ``benchmarks.paper_verdicts``), from the same runner:
+
+    python -m benchmarks.field_table --table papers --backbone <export dir> --seeds 0,1,2 --steps N --out <dir>
+
+It writes ``papers_table.md`` / ``.json`` (measured gain vs the reference row, mean over seeds; the paper's gain;
+reproduces / direction only / does not); rows shared with the field table keep their keys and run directories,
+so both tables in one ``--out`` train each run once. Ensemble rows (SED, GCCA, cross-view AE) use the exports of
+their base row (CT) over all ``--seeds`` as members; seeded ensemble rows train one student per seed.
 """
 
 from __future__ import annotations
@@ -25,6 +35,10 @@ from pathlib import Path
 
 from benchmarks.cpu_features import cpu_line
 from benchmarks.field_rows import LOCAL_TASKS, ROWS, SEVEN_TASKS, Row
+from benchmarks.paper_rows import ROWS as PAPER_ROWS
+from benchmarks.paper_rows import with_references
+from benchmarks.paper_verdicts import gains
+from benchmarks.paper_verdicts import markdown as papers_markdown
 from sts_lightning.embeddings.io.export_note import read_loading_command
 from sts_lightning.sts.tasks import load_task
 
@@ -64,29 +78,59 @@ def _evaluate(encoder: str, scorer: str, tasks: list[str], seed: int, run_dir: P
     return {task: float(value["all"]["spearman"]) for task, value in row["tasks"].items()}
 
 
-def train_row(row: Row, backbone: str, seed: int, steps: int | None, out: Path) -> Path:
-    """Train / fit one row's method on the backbone (unless already done); its export directory."""
-    run_dir = out / row.key / f"seed{seed}"
+def _trained(run_dir: Path, args: list[str], seed: int, steps: int | None) -> Path:
+    """Run ``args`` (a ``train.py`` command gets the seed, step budget, validation task and run directory; any
+    other command writes ``run_dir/export`` itself) unless its export is already there; the export directory."""
     export = run_dir / "export"
     if not (export / "LOADING.md").is_file():
         shutil.rmtree(run_dir, ignore_errors=True)  # a stopped run: train.py refuses a directory holding one
-        budget = [f"trainer.max_steps={steps}"] if steps else []
-        _run(["train.py", *row.overrides, f"model.model_name_or_path={backbone}", f"seed={seed}", *budget,
-              f"callbacks.sts_evaluation.tasks=[{MODEL_SELECTION_TASK}]", f"hydra.run.dir={run_dir}"],
-             out / row.key / f"seed{seed}.log")
+        if args[0] == "train.py":
+            budget = [f"trainer.max_steps={steps}"] if steps else []
+            args = [*args, f"seed={seed}", *budget, f"callbacks.sts_evaluation.tasks=[{MODEL_SELECTION_TASK}]",
+                    f"hydra.run.dir={run_dir}"]
+        else:
+            run_dir.mkdir(parents=True)
+        _run(args, run_dir.parent / f"{run_dir.name}.log")
     return export
 
 
+def train_row(row: Row, backbone: str, seed: int, steps: int | None, out: Path) -> Path:
+    """Train / fit one row's method on the backbone (unless already done); its export directory."""
+    return _trained(out / row.key / f"seed{seed}", ["train.py", *row.overrides, f"model.model_name_or_path={backbone}"],
+                    seed, steps)
+
+
+def ensemble_row(row: Row, backbone: str, seed: int, steps: int | None, out: Path, members: list[Path]) -> Path:
+    """Train / fit an ensemble row on the exports ``members`` (its base row's seeds); its export directory."""
+    run_dir = out / row.key / f"seed{seed}"
+    fill = {"{backbone}": backbone, "{members}": ",".join(str(m) for m in members), "{export}": str(run_dir / "export")}
+    args = list(row.overrides)
+    for placeholder, value in fill.items():
+        args = [a.replace(placeholder, value) for a in args]
+    return _trained(run_dir, args, seed, steps)
+
+
+def _score_export(export: Path, tasks: list[str], seed: int, run_dir: Path, eval_extra: tuple[str, ...]) -> dict:
+    """Score an export exactly as its ``LOADING.md`` says."""
+    encoders, scorer, extra = read_loading_command(export)
+    return _evaluate(",".join(encoders), scorer, tasks, seed, run_dir, [*extra, *eval_extra])
+
+
 def score_row(row: Row, backbone: str, seed: int, steps: int | None, tasks: list[str], out: Path,
-              eval_extra: tuple[str, ...] = ()) -> dict[str, float]:
-    """``{task: Spearman}`` of one row and seed (``eval_extra``: overrides of every ``evaluate.py`` call)."""
+              eval_extra: tuple[str, ...] = (), rows: tuple[Row, ...] = ROWS,
+              members: tuple[int, ...] = (0,)) -> dict[str, float]:
+    """``{task: Spearman}`` of one row and seed (``eval_extra``: overrides of every ``evaluate.py`` call; ``rows``:
+    where ``base`` rows are looked up; ``members``: the seeds of an ensemble row's base row)."""
     if row.kind == "pool":
         return _evaluate(backbone, row.scorer, tasks, seed, out / row.key / f"eval-seed{seed}", eval_extra)
     if row.kind == "train":
-        encoders, scorer, extra = read_loading_command(train_row(row, backbone, seed, steps, out))
-        encoder = ",".join(encoders)
-        return _evaluate(encoder, scorer, tasks, seed, out / row.key / f"seed{seed}" / "eval", [*extra, *eval_extra])
-    base = next(r for r in ROWS if r.key == row.base)
+        export = train_row(row, backbone, seed, steps, out)
+        return _score_export(export, tasks, seed, out / row.key / f"seed{seed}" / "eval", eval_extra)
+    base = next(r for r in rows if r.key == row.base)
+    if row.kind == "ensemble":
+        exports = [train_row(base, backbone, s, steps, out) for s in members]
+        export = ensemble_row(row, backbone, seed, steps, out, exports)
+        return _score_export(export, tasks, seed, out / row.key / f"seed{seed}" / "eval", eval_extra)
     export = train_row(base, backbone, seed if base.seeded else 0, steps, out)
     encoder = str(export) if row.encoder_is_export else backbone
     return _evaluate(encoder, row.scorer.replace("{export}", str(export)), tasks, seed,
@@ -117,8 +161,36 @@ def markdown(results: dict, tasks: list[str], backbone: str) -> str:
     return "\n".join(lines)
 
 
+TABLES = {"field": (ROWS, markdown), "papers": (PAPER_ROWS, papers_markdown)}
+
+
+def run_rows(rows: tuple[Row, ...], keys: list[str], args: argparse.Namespace, seeds: list[int], tasks: list[str],
+             out: Path, eval_extra: tuple[str, ...], per_seed: bool) -> dict[str, dict]:
+    """Score the rows named in ``keys``; a failing row is reported in its cell (``per_seed``: keep each seed's
+    average too, which an ensemble row's best-member reference needs)."""
+    results: dict[str, dict] = {}
+    for row in (r for r in rows if r.key in keys):
+        t0 = time.perf_counter()
+        try:
+            row_seeds = seeds if row.seeded else [0]
+            scores = [score_row(row, args.backbone, s, args.steps, tasks, out, eval_extra, rows, tuple(seeds))
+                      for s in row_seeds]
+            results[row.key] = summarise(scores, tasks)
+            if per_seed:
+                results[row.key]["seed_avgs"] = {str(s): statistics.fmean(sc[t] for t in tasks)
+                                                 for s, sc in zip(row_seeds, scores, strict=True)}
+            print(f"{row.label}: {results[row.key]['avg']:.2f} +- {results[row.key]['std']:.2f}", flush=True)
+        except Exception as err:  # noqa: BLE001 - one failing row must not lose the others
+            results[row.key] = {"error": f"{type(err).__name__}: {err}"}
+            print(f"{row.label}: failed: {err}", flush=True)
+        results[row.key]["seconds"] = time.perf_counter() - t0
+    return results
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--table", choices=sorted(TABLES), default="field",
+                        help="field: SimCSE Table 5's rows; papers: our papers' claims, each row vs its reference")
     parser.add_argument("--backbone", required=True, help="packaged short name, local directory or hub name")
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds of the trained rows")
     parser.add_argument("--steps", type=int, default=None, help="optimizer steps per trained row (default: recipe)")
@@ -130,36 +202,31 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", default="outputs/field_table")
     args = parser.parse_args(argv)
     os.environ["STS_DATA_DIR"] = str(Path(args.data_dir).resolve())
+    rows, render = TABLES[args.table]
     seeds = [int(s) for s in args.seeds.split(",")]
-    keys = args.rows.split(",") if args.rows else [r.key for r in ROWS]
-    unknown = set(keys) - {r.key for r in ROWS}
+    keys = args.rows.split(",") if args.rows else [r.key for r in rows]
+    unknown = set(keys) - {r.key for r in rows}
     if unknown:
-        parser.error(f"unknown rows {sorted(unknown)}; valid: {[r.key for r in ROWS]}")
+        parser.error(f"unknown rows {sorted(unknown)} of the {args.table} table; valid: {[r.key for r in rows]}")
+    if args.table == "papers":
+        keys = with_references(keys)  # a gain needs its reference row
     tasks = args.tasks.split(",") if args.tasks else available_tasks(args.data_dir)
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    print(f"field table: backbone {args.backbone}, seeds {seeds}, steps {args.steps or 'recipe'}, tasks {tasks}; "
-          f"{cpu_line()}", flush=True)
+    print(f"{args.table} table: backbone {args.backbone}, seeds {seeds}, steps {args.steps or 'recipe'}, "
+          f"tasks {tasks}; {cpu_line()}", flush=True)
     eval_extra = (f"scorer_options.sen2pro.n_samples={args.sen2pro_samples}",) if args.sen2pro_samples else ()
-    results: dict[str, dict] = {}
     start = time.perf_counter()
-    for row in (r for r in ROWS if r.key in keys):
-        t0 = time.perf_counter()
-        try:
-            scores = [score_row(row, args.backbone, s, args.steps, tasks, out, eval_extra)
-                      for s in (seeds if row.seeded else [0])]
-            results[row.key] = summarise(scores, tasks)
-            print(f"{row.label}: {results[row.key]['avg']:.2f} +- {results[row.key]['std']:.2f}", flush=True)
-        except Exception as err:  # noqa: BLE001 - one failing row must not lose the others
-            results[row.key] = {"error": f"{type(err).__name__}: {err}"}
-            print(f"{row.label}: failed: {err}", flush=True)
-        results[row.key]["seconds"] = time.perf_counter() - t0
-    table = markdown(results, tasks, args.backbone)
+    results = run_rows(rows, keys, args, seeds, tasks, out, eval_extra, per_seed=args.table == "papers")
+    table = render(results, tasks, args.backbone)
     wall = time.perf_counter() - start
-    (out / "field_table.md").write_text(f"{table}\n\nwall time {wall / 60:.1f} min\n")
-    (out / "field_table.json").write_text(json.dumps({"backbone": args.backbone, "seeds": seeds, "steps": args.steps,
-                                                      "tasks": tasks, "cpu": cpu_line(), "sen2pro_samples": args.sen2pro_samples, "rows": results,
-                                                      "wall_s": wall}, indent=2))
+    name = f"{args.table}_table"
+    (out / f"{name}.md").write_text(f"{table}\n\nwall time {wall / 60:.1f} min\n")
+    saved = {"backbone": args.backbone, "seeds": seeds, "steps": args.steps, "tasks": tasks, "cpu": cpu_line(),
+             "sen2pro_samples": args.sen2pro_samples, "rows": results, "wall_s": wall}
+    if args.table == "papers":
+        saved["gains"] = gains(results)
+    (out / f"{name}.json").write_text(json.dumps(saved, indent=2))
     print(table)
     print(f"wall time {wall / 60:.1f} min")
     return results
