@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 
 def before_after_table(start: dict[str, float], last: dict[str, float]) -> str:
     """Markdown rows task | before | after | change for every ``val/<task>_spearman`` (and the average)."""
-    keys = [k for k in last if k.endswith("_spearman") and k in start]
+    keys = [k for k in last if k.startswith("val/") and k.endswith("_spearman") and k in start]
     rows = ["| task | before | after | change |", "|---|---|---|---|"]
     for key in keys:
         name = "average" if key == AVG_KEY else key[len("val/"):-len("_spearman")]
@@ -94,10 +94,15 @@ class STSEvaluationCallback(L.Callback):
             ``check_val_every_n_epoch`` when a checkpoint monitors the metric).
         eval_at_start: also evaluate at train start and send that "before" number to the loggers at step 0.
         source: ``local`` files or ``hub``.
+        probe_poolings: further poolings of the same live encoder scored beside the method's own vector and logged
+            as ``probe/<pooling>/<task>_spearman`` (e.g. ``[cls, first_last_avg]`` while pretraining a backbone, whose
+            use downstream is not decided yet). They rank no checkpoint and enter no before/after table; the module
+            must offer ``probe_scorer(pooling)`` (every ``EncoderModule`` does).
     """
 
     def __init__(self, tasks: Sequence[str] = ("stsb-dev",), data_dir: str | None = None, batch_size: int = 64,
-                 every_n_epochs: int = 1, eval_at_start: bool = False, source: str = "local") -> None:
+                 every_n_epochs: int = 1, eval_at_start: bool = False, source: str = "local",
+                 probe_poolings: Sequence[str] = ()) -> None:
         if isinstance(tasks, str):
             tasks = [tasks]
         if not tasks:
@@ -110,6 +115,7 @@ class STSEvaluationCallback(L.Callback):
         self.every_n_epochs = int(every_n_epochs)
         self.eval_at_start = bool(eval_at_start)
         self.source = source
+        self.probe_poolings = [str(p) for p in ([probe_poolings] if isinstance(probe_poolings, str) else probe_poolings)]
         self.tasks: list[STSTask] | None = None
         self.last_results: dict[str, dict] | None = None  # score_tasks-shaped: {task: aggregate(...)}
         self.last_metrics: dict[str, float] | None = None
@@ -224,22 +230,35 @@ class STSEvaluationCallback(L.Callback):
         if not isinstance(pl_module, Scorable):
             raise TypeError(f"{type(pl_module).__name__} must define scorer() -> embeddings.scoring.scorer.Scorer "
                             "built on its live modules for STSEvaluationCallback (embeddings.scoring.protocols)")
+        if self.probe_poolings and not callable(getattr(pl_module, "probe_scorer", None)):
+            raise TypeError(f"callbacks.sts_evaluation.probe_poolings needs {type(pl_module).__name__}.probe_scorer("
+                            "pooling) (an EncoderModule method); this module has none")
         modes = [(m, m.training) for m in pl_module.modules()]
         pl_module.eval()
         try:
             with torch.inference_mode():
-                scorer = pl_module.scorer()
-                rep = self.gather_representation(trainer, pl_module, scorer)
-                outcome = self._score(scorer, rep) if trainer.is_global_zero else None
+                outcome = self._scored(trainer, pl_module, pl_module.scorer())
+                probes = {p: self._scored(trainer, pl_module, pl_module.probe_scorer(p)) for p in self.probe_poolings}
         finally:
             for module, was_training in modes:  # per submodule: frozen parts stay in eval mode
                 module.train(was_training)
+        self.last_results = outcome
+        self.last_metrics = self._flatten(outcome)
+        probe_metrics = {f"probe/{pooling}/{task}_spearman": main_score(result, "spearman")
+                         for pooling, results in probes.items() for task, result in results.items()}
+        if probe_metrics and trainer.is_global_zero:
+            log.info("STS Spearman x100 of the probe poolings: %s", ", ".join(
+                f"{k[len('probe/'):-len('_spearman')]} {v:.2f}" for k, v in probe_metrics.items()))
+        return {**self.last_metrics, **probe_metrics}
+
+    def _scored(self, trainer: L.Trainer, pl_module: L.LightningModule, scorer: Scorer) -> dict[str, dict]:
+        """Collective: one scorer's per-task aggregates, computed on rank 0 and broadcast to every rank."""
+        rep = self.gather_representation(trainer, pl_module, scorer)
+        outcome = self._score(scorer, rep) if trainer.is_global_zero else None
         outcome = trainer.strategy.broadcast(outcome, src=0)
         if isinstance(outcome, str):  # rank 0 failed: raise on every rank instead of hanging the others
             raise RuntimeError(f"STS evaluation failed on rank 0: {outcome}")
-        self.last_results = outcome
-        self.last_metrics = self._flatten(outcome)
-        return self.last_metrics
+        return outcome
 
     def gather_representation(self, trainer: L.Trainer, pl_module: L.LightningModule,
                               scorer: Scorer) -> Representation:

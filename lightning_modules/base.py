@@ -197,6 +197,11 @@ class EncoderModule(LightningModule):
         """Cosine over pooled vectors of the live model (the STS callback switches eval mode)."""
         return PoolingScorer(self._live_encoder(), self.hparams.pooling, batch_size=self.hparams.eval_batch_size)
 
+    def probe_scorer(self, pooling: str) -> Scorer:
+        """Another pooling of the live encoder (the STS callback's ``probe_poolings``): how a backbone in training
+        would score under the poolings it may be used with later (CLS, first-last), beside its own."""
+        return PoolingScorer(self._live_encoder(), pooling, batch_size=self.hparams.eval_batch_size)
+
     def validation_step(self, batch, batch_idx: int) -> None:
         """Nothing per batch: the STS callback scores ``scorer()`` once at the end of the loop."""
         return None

@@ -52,6 +52,9 @@ class TinySTSModule(L.LightningModule):
     def scorer(self) -> PoolingScorer:
         return PoolingScorer(self.encoder, "mean")
 
+    def probe_scorer(self, pooling: str) -> PoolingScorer:
+        return PoolingScorer(self.encoder, pooling)
+
     def training_step(self, batch, batch_idx):
         out = self.model(input_ids=self.train_ids, attention_mask=self.train_mask)
         return out.last_hidden_state.pow(2).mean() + out.pooler_output.pow(2).mean()
@@ -187,6 +190,35 @@ def test_single_process_matches_score_tasks_and_restores_modes(tiny_model_dir, d
     # (e) the before / after table written at the end of training
     table = (Path(trainer.default_root_dir) / "sts_before_after.md").read_text()
     assert f"| stsb-dev | {first[KEY]:.2f} | {callback.last_metrics[KEY]:.2f} |" in table
+
+
+def test_probe_poolings_are_logged_beside_the_modules_own_vector(tiny_model_dir, data_dir, tmp_path):
+    """``probe_poolings``: each pooling scored as ``score_tasks`` scores it, logged as ``probe/<pooling>/<task>_spearman``;
+    the monitored ``val/`` metrics and the before/after table are the module's own vector's alone."""
+    module = TinySTSModule(str(tiny_model_dir))
+    callback = STSEvaluationCallback(tasks=["stsb-dev"], data_dir=str(data_dir), batch_size=4, eval_at_start=True,
+                                     probe_poolings=["cls", "first_last_avg"])
+    logger = MemoryLogger()
+    trainer = L.Trainer(callbacks=[callback], logger=logger, enable_checkpointing=False, **trainer_kwargs(tmp_path))
+    trainer.fit(module)
+    module.eval()
+    for pooling in ("cls", "first_last_avg"):
+        expected = main_score(score_tasks(PoolingScorer(module.encoder, pooling), callback.tasks)["stsb-dev"])
+        assert logger.records[-1][1][f"probe/{pooling}/stsb-dev_spearman"] == pytest.approx(expected, abs=1e-4)
+    assert logger.records[-1][1][KEY] != logger.records[-1][1]["probe/cls/stsb-dev_spearman"]
+    assert "probe/cls/stsb-dev_spearman" in logger.records[0][1]  # before training too
+    assert not [k for k in callback.last_metrics if k.startswith("probe/")]
+    assert "probe" not in (Path(trainer.default_root_dir) / "sts_before_after.md").read_text()
+
+
+def test_probe_poolings_need_a_probe_scorer(tiny_model_dir, data_dir, tmp_path):
+    class NoProbes(TinySTSModule):
+        probe_scorer = None
+
+    callback = STSEvaluationCallback(tasks=["stsb-dev"], data_dir=str(data_dir), probe_poolings=["cls"])
+    trainer = L.Trainer(callbacks=[callback], logger=False, enable_checkpointing=False, **trainer_kwargs(tmp_path))
+    with pytest.raises(TypeError, match="probe_poolings needs NoProbes.probe_scorer"):
+        trainer.validate(NoProbes(str(tiny_model_dir)))
 
 
 def run_ddp_fit(model_dir: str, data_dir: str, out_dir: str) -> None:
