@@ -68,9 +68,9 @@ class MLMModule(EncoderModule):
         whole_word_mask: choose words, mask all their pieces (always with ``[MASK]``, as transformers does).
         pack: concatenate the batch's sentences into rows of ``max_length`` (few padding positions).
         mask_seed: the masks' seed (``${seed}`` in the config); with (step, rank) it fixes every mask.
-        lr: 5e-4, the from-scratch value of small BERTs (Turc et al. 2019 use 1e-4 at batch 256 for 1M steps;
-            short CPU runs of a 4x256 model need the larger step); continued pretraining of a trained encoder:
-            ``model.lr=5e-5``, as sentence-transformers' MLM example uses.
+        lr: 5e-4 from scratch: ELECTRA (Clark et al. 2020) pretrains its small models and its BERT-Small baseline
+            with 5e-4; BERT-base's 1e-4 goes with 1M steps of 256 x 512 tokens, far beyond a CPU run. Continued
+            pretraining of a trained encoder wants a gentler ``model.lr=5e-5`` (sentence-transformers' MLM example).
         warmup_ratio: BERT warms up over 10k of 1M steps; short runs here warm up over 10%.
         Others: see ``EncoderModule``.
     """
@@ -126,12 +126,14 @@ class MLMModule(EncoderModule):
     def masked_loss(self, rows: Rows, generator: torch.Generator) -> tuple[Tensor, Tensor, Tensor]:
         """(loss, predicted ids, true ids) of the masked positions of ``rows``."""
         input_ids, labels = mask_rows(self.collator, rows, generator)
-        out = self.encoder_model(input_ids=input_ids.to(self.device), attention_mask=rows.attention_mask.to(self.device))
+        out = self.encoder_model(input_ids=input_ids.to(self.device),
+                                 attention_mask=rows.attention_mask.to(self.device))
         return masked_lm_loss(out.last_hidden_state, labels.to(self.device), self.mlm_head)
 
     def training_step(self, batch: dict, batch_idx: int) -> Tensor:
         if "sentences" not in batch:
-            raise ConfigError(f"model=mlm needs plain sentences (data=sentences); got batches with keys {sorted(batch)}")
+            raise ConfigError("model=mlm needs plain sentences (data=sentences); got batches with keys "
+                              f"{sorted(batch)}")
         rows = self.rows(batch["sentences"])
         micro = batch_idx % max(int(self.trainer.accumulate_grad_batches), 1)
         loss, preds, targets = self.masked_loss(
@@ -169,7 +171,8 @@ class MLMModule(EncoderModule):
                 if len(targets):
                     self.val_loss.update(loss, weight=len(targets))
                     self.val_accuracy.update(preds, targets)
-        metrics = {"val/mlm_loss": float(self.val_loss.compute()), "val/mlm_accuracy": float(self.val_accuracy.compute())}
+        metrics = {"val/mlm_loss": float(self.val_loss.compute()),
+                   "val/mlm_accuracy": float(self.val_accuracy.compute())}
         self.val_loss.reset()
         self.val_accuracy.reset()
         return metrics

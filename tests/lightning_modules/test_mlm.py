@@ -81,7 +81,8 @@ def test_training_logs_mlm_metrics_and_exports_a_bert_for_masked_lm(tmp_path, ti
     encoder, lm = AutoModel.from_pretrained(export), AutoModelForMaskedLM.from_pretrained(export)
     assert type(lm).__name__ == "BertForMaskedLM"
     ckpt = torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)
-    live = {k.removeprefix("encoder_model."): v for k, v in ckpt["state_dict"].items() if k.startswith("encoder_model.")}
+    live = {k.removeprefix("encoder_model."): v for k, v in ckpt["state_dict"].items()
+            if k.startswith("encoder_model.")}
     for name, value in lm.bert.state_dict().items():
         assert torch.equal(value, live[name]) and torch.equal(encoder.state_dict()[name], value), name
     assert torch.equal(lm.cls.predictions.bias, ckpt["state_dict"]["mlm_head.predictions.bias"])

@@ -38,7 +38,8 @@ def test_a_random_bert_from_scratch_is_seeded_tied_and_leaves_the_global_rng_alo
     b, _ = scratch_masked_lm({**SCRATCH, **TINY})
     c, _ = scratch_masked_lm({**SCRATCH, **TINY, "seed": 1})
     assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values(), strict=True))
-    assert not torch.equal(a.bert.encoder.layer[0].attention.self.query.weight, c.bert.encoder.layer[0].attention.self.query.weight)
+    query = [m.bert.encoder.layer[0].attention.self.query.weight for m in (a, c)]
+    assert not torch.equal(*query)
     assert a.config.vocab_size == len(tokenizer) == 30522 and a.config.num_hidden_layers == 1
     assert a.cls.predictions.decoder.weight is a.bert.embeddings.word_embeddings.weight
     assert mlm_head(a) is a.cls

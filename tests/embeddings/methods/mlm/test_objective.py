@@ -62,7 +62,8 @@ def test_special_tokens_and_padding_are_never_masked(tokenizer):
 def test_masks_equal_the_collators_own_call_with_the_same_seed(tokenizer):
     """``DataCollatorForLanguageModeling(seed=s)(examples)`` pads and masks; ours draws from the same generator."""
     enc = tokenizer(SENTENCES, truncation=True, max_length=32, return_special_tokens_mask=True)
-    examples = [{"input_ids": i, "special_tokens_mask": s} for i, s in zip(enc["input_ids"], enc["special_tokens_mask"], strict=True)]
+    examples = [{"input_ids": i, "special_tokens_mask": s}
+                for i, s in zip(enc["input_ids"], enc["special_tokens_mask"], strict=True)]
     reference = DataCollatorForLanguageModeling(tokenizer, seed=1234)(examples)
     rows = _rows(tokenizer, pack=False)
     inputs, labels = mask_rows(masker(tokenizer), rows, torch.Generator().manual_seed(1234))
