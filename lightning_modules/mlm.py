@@ -135,7 +135,8 @@ class MLMModule(EncoderModule):
             raise ConfigError("model=mlm needs plain sentences (data=sentences); got batches with keys "
                               f"{sorted(batch)}")
         rows = self.rows(batch["sentences"])
-        micro = batch_idx % max(int(self.trainer.accumulate_grad_batches), 1)
+        trainer = self._trainer  # None when a benchmark calls the step by hand
+        micro = batch_idx % max(int(trainer.accumulate_grad_batches), 1) if trainer is not None else 0
         loss, preds, targets = self.masked_loss(
             rows, mask_generator(self.hparams.mask_seed, TRAIN_STREAM, self.global_step, self.global_rank, micro))
         self.train_accuracy(preds, targets)
@@ -144,7 +145,9 @@ class MLMModule(EncoderModule):
         self.log("train/mlm_loss", loss, batch_size=n)
         self.log("train/mlm_accuracy", self.train_accuracy, on_step=True, on_epoch=False, batch_size=n)
         tokens = torch.tensor(rows.tokens, device=self.device)
-        self.tokens_seen += int(self.trainer.strategy.reduce(tokens, reduce_op="sum"))  # every rank's tokens
+        if trainer is not None:
+            tokens = trainer.strategy.reduce(tokens, reduce_op="sum")  # every rank's tokens
+        self.tokens_seen += int(tokens)
         return loss
 
     # ------------------------------------------------------------------------------------ held-out
