@@ -56,17 +56,41 @@ def scratch_label(spec: Mapping[str, int]) -> str:
 
 
 def scratch_masked_lm(spec: Mapping[str, int]):
-    """A seeded random ``BertForMaskedLM`` and the bert-base-uncased tokenizer; the global RNG is left as it was."""
+    """A seeded random ``BertForMaskedLM`` and the bert-base-uncased tokenizer; the global RNG is left as it was.
+
+    The encoder is drawn first, exactly as ``make_random_bert`` draws a ``BertModel`` (pooler included), so
+    ``from_scratch=true`` trains the packaged ``bert-random-4x256`` encoder with a seeded new head.
+    """
     import torch
-    from transformers import AutoTokenizer, BertForMaskedLM
+    from transformers import AutoTokenizer, BertForMaskedLM, BertModel
 
     tokenizer_dir = bert_uncased_tokenizer_dir()
     config = bert_config(tokenizer_dir, spec["layers"], spec["hidden"], spec["heads"], spec["intermediate"],
                          spec["max_positions"])
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(spec["seed"])
+        encoder = BertModel(config)
         model = BertForMaskedLM(config)
+    model.base_model.pooler = encoder.pooler
+    model.base_model.load_state_dict(encoder.state_dict())  # in place: the decoder stays tied to the embeddings
     return model, AutoTokenizer.from_pretrained(str(tokenizer_dir))
+
+
+def keep_pooler(model: nn.Module, path: str) -> None:
+    """Give a masked LM whose encoder was built without a pooler (BERT's) the pooler of ``path``'s encoder.
+
+    Why: ``BertForMaskedLM`` drops the pooler, so its export, loaded as a ``BertModel`` (what every other method
+    and ``evaluate.py`` do), would draw a new random pooler at each load ("newly initialized" in the load report).
+    No pooling of ours reads it (the base class freezes it); kept, the export holds every weight ``AutoModel``
+    asks for, as bert-base-uncased does.
+    """
+    if getattr(model.base_model, "pooler", False) is not None:
+        return  # has one, or is no BERT-style encoder
+    from transformers import AutoModel
+
+    pooler = getattr(AutoModel.from_pretrained(path), "pooler", None)
+    if pooler is not None:
+        model.base_model.pooler = pooler
 
 
 def load_masked_lm(name_or_path: str):
@@ -82,6 +106,7 @@ def load_masked_lm(name_or_path: str):
     except (OSError, ValueError) as err:
         raise ConfigError(f"could not load a masked LM from model.model_name_or_path={name_or_path!r} (resolved to "
                           f"{path!r}): {str(err).splitlines()[0]}") from err
+    keep_pooler(model, path)
     new = [k for k in info.get("missing_keys", ()) if not k.startswith(f"{model.base_model_prefix}.")]
     if new:
         log.info("%s has no MLM head (%d tensors): transformers initialised one, its decoder tied to the word "

@@ -7,6 +7,8 @@ import logging
 import pytest
 import torch
 
+from sts_lightning.embeddings.encoders.packaged import bert_uncased_tokenizer_dir
+from sts_lightning.embeddings.encoders.random_bert import make_random_bert
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.methods.mlm.masked_lm import (
     SCRATCH,
@@ -45,10 +47,25 @@ def test_a_random_bert_from_scratch_is_seeded_tied_and_leaves_the_global_rng_alo
     assert mlm_head(a) is a.cls
 
 
+def test_from_scratch_trains_the_random_bert_the_packaged_builder_draws_plus_its_pooler(tmp_path):
+    from transformers import AutoModel
+
+    model, _ = scratch_masked_lm({**SCRATCH, **TINY, "seed": 3})
+    reference = AutoModel.from_pretrained(make_random_bert(tmp_path, bert_uncased_tokenizer_dir(), seed=3, **{
+        "layers": 1, "hidden": 32, "heads": 2, "intermediate": 64, "max_positions": 64}))
+    mine = model.bert.state_dict()
+    assert mine.keys() == reference.state_dict().keys()  # the pooler too: AutoModel loads the export whole
+    assert all(torch.equal(v, mine[k]) for k, v in reference.state_dict().items())
+    assert model.cls.predictions.decoder.weight is model.bert.embeddings.word_embeddings.weight
+
+
 def test_an_encoder_without_an_mlm_head_gets_a_tied_new_one(tiny_model_dir, caplog):
     with caplog.at_level(logging.INFO):
         model, tokenizer = load_masked_lm(str(tiny_model_dir))
     assert "has no MLM head" in caplog.text
     assert model.cls.predictions.decoder.weight is model.bert.embeddings.word_embeddings.weight
+    from transformers import AutoModel
+
+    assert torch.equal(model.bert.pooler.dense.weight, AutoModel.from_pretrained(tiny_model_dir).pooler.dense.weight)
     with pytest.raises(ConfigError, match="could not load a masked LM from model.model_name_or_path="):
         load_masked_lm(str(tiny_model_dir / "nowhere"))
