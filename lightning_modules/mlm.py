@@ -68,8 +68,8 @@ class MLMModule(EncoderModule):
         whole_word_mask: choose words, mask all their pieces (always with ``[MASK]``, as transformers does).
         pack: concatenate the batch's sentences into rows of ``max_length`` (few padding positions).
         mask_seed: the masks' seed (``${seed}`` in the config); with (step, rank) it fixes every mask.
-        lr: 5e-4 from scratch: ELECTRA (Clark et al. 2020) pretrains its small models and its BERT-Small baseline
-            with 5e-4; BERT-base's 1e-4 goes with 1M steps of 256 x 512 tokens, far beyond a CPU run. Continued
+        lr: 5e-4 from scratch, the rate ELECTRA (Clark et al. 2020) pretrains its small models with; BERT-base's
+            1e-4 goes with 1M steps of 256 x 512 tokens, far beyond a CPU run. Continued
             pretraining of a trained encoder wants a gentler ``model.lr=5e-5`` (sentence-transformers' MLM example).
         warmup_ratio: BERT warms up over 10k of 1M steps; short runs here warm up over 10%.
         Others: see ``EncoderModule``.
@@ -120,8 +120,9 @@ class MLMModule(EncoderModule):
         encoded = tokenizer(list(sentences), truncation=True, max_length=hp.max_length, add_special_tokens=True,
                             return_attention_mask=False, return_token_type_ids=False,
                             return_offsets_mapping=hp.whole_word_mask)
-        return build_rows(encoded["input_ids"], tokenizer.all_special_ids, tokenizer.pad_token_id or 0, hp.max_length,
-                          hp.pack, encoded.get("offset_mapping") if hp.whole_word_mask else None)
+        offsets = encoded.get("offset_mapping") if hp.whole_word_mask else None
+        return build_rows(encoded["input_ids"], tokenizer.all_special_ids, tokenizer.pad_token_id or 0,
+                          hp.max_length, hp.pack, offsets)
 
     def masked_loss(self, rows: Rows, generator: torch.Generator) -> tuple[Tensor, Tensor, Tensor]:
         """(loss, predicted ids, true ids) of the masked positions of ``rows``."""
