@@ -160,6 +160,18 @@ class SentenceIndex:
     def __getstate__(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k != "_fds"}  # descriptors don't cross processes
 
+    def split_tail(self, n: int) -> tuple[SentenceIndex, list[str]]:
+        """(the index without its last ``n`` sentences, those ``n`` sentences in order): a held-out set.
+
+        Why the tail: it needs no RNG and no extra file, is identical on every rank and every run of the same
+        sources, and comes from the same corpus the model trains on (held-out loss measures fitting, not a
+        domain shift); the training stream never sees it.
+        """
+        if not 0 < n < len(self):
+            raise DataError(f"cannot hold out {n} of {len(self)} usable sentences (need 0 < n < {len(self)})")
+        head = SentenceIndex(self.files, self.file_ids[:-n], self.spans[:-n], self.skipped)
+        return head, [self.sentence(i) for i in range(len(self) - n, len(self))]
+
     @classmethod
     def build(cls, files: Sequence[Path], cache_dir: Path | None, min_words: int = 1,
               max_words: int | None = None, max_sentences: int | None = None) -> SentenceIndex:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from torch.utils.data import DataLoader
@@ -50,6 +51,8 @@ class SentenceDataModule(ResumableDataModule):
         columns: ``{text: <column>}`` for tables whose sentence column is not ``text`` or ``sentence``.
         max_malformed_fraction: share of a table's rows with an empty text above which loading fails (text
             files skip and count empty lines, as always).
+        heldout_sentences: keep the last N usable sentences (after ``max_sentences``) out of training, as
+            ``heldout()`` (MLM's held-out loss and accuracy; ``SentenceIndex.split_tail`` says why the tail).
     """
 
     data_unit = "sentences"  # model card: one training item
@@ -58,7 +61,7 @@ class SentenceDataModule(ResumableDataModule):
                  batch_size: int = 64, num_workers: int = 0, seed: int = 0, shuffle: bool = True,
                  max_sentences: int | None = None, min_words: int = 1, max_words: int | None = None,
                  cache_dir: str | None = None, columns: Mapping[str, str] | None = None,
-                 max_malformed_fraction: float = 0.01):
+                 max_malformed_fraction: float = 0.01, heldout_sentences: int = 0):
         super().__init__()
         self.data_dir, self.files = data_dir, [files] if isinstance(files, str) else [str(f) for f in files]
         for spec in self.files:
@@ -69,6 +72,10 @@ class SentenceDataModule(ResumableDataModule):
         self.max_sentences, self.min_words, self.max_words = max_sentences, min_words, max_words
         self.cache_dir = cache_dir_or_root(cache_dir)
         self.dataset: SentenceStream | None = None
+        self.heldout_sentences = int(heldout_sentences)
+        if self.heldout_sentences < 0:
+            raise DataError(f"data.heldout_sentences={heldout_sentences!r} must be >= 0")
+        self._heldout: list[str] = []
 
     def _paths(self) -> list[Path]:
         return source_paths(self.files, self.data_dir, self.cache_dir, self.max_sentences, self.columns, self.max_bad)
@@ -83,6 +90,8 @@ class SentenceDataModule(ResumableDataModule):
         rank, world = (trainer.global_rank, trainer.world_size) if trainer is not None else (0, 1)
         index = SentenceIndex.build(self._paths(), self.cache_dir, self.min_words, self.max_words,
                                     self.max_sentences)
+        if self.heldout_sentences:
+            index, self._heldout = index.split_tail(self.heldout_sentences)
         self.dataset = SentenceStream(index, per_device_batch_size(self.batch_size, world), rank, world,
                                       self.num_workers, self.seed, self.shuffle)
         if len(self.dataset) == 0:
@@ -92,6 +101,19 @@ class SentenceDataModule(ResumableDataModule):
         log.info("sentences: %d usable (%s skipped); %d batches per rank per epoch; %d trailing sentences "
                  "dropped per epoch so all ranks get equal batches", len(index), index.skipped,
                  len(self.dataset) // self.dataset.batch, self.dataset.dropped())
+
+    def heldout(self) -> list[str]:
+        """The held-out sentences (``heldout_sentences``; empty when none), the same on every rank."""
+        if self.dataset is None:
+            self.setup("fit")
+        return list(self._heldout)
+
+    def data_facts(self):
+        facts = super().data_facts()
+        if not self._heldout:
+            return facts
+        note = f"held out (never trained on): the last {len(self._heldout)} usable sentences of the sources"
+        return replace(facts, notes=(*facts.notes, note))
 
     def set_epoch(self, epoch: int) -> None:
         """For use outside a Trainer (a Trainer's current epoch wins when one is attached)."""

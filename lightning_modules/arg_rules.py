@@ -75,6 +75,7 @@ MODEL_RULES: dict[str, Rule] = {
     "score_tau": Rule(float, 0, low_open=True, nullable=True),
     "min_lr": POSITIVE,
     "beta_warmup_ratio": Rule(float, 0, 1, low_open=True),
+    "mlm_probability": Rule(float, 0, 1, low_open=True),  # MLM: share of the tokens predicted
 }
 
 

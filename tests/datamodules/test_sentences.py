@@ -72,3 +72,27 @@ def test_missing_sentence_file_is_a_clear_error_with_a_cache_dir(tmp_path):
     """The cached index path used to stat() the file first and raise a bare FileNotFoundError."""
     with pytest.raises(DataError, match=r"nope\.txt: file not found"):
         SentenceIndex.build([tmp_path / "nope.txt"], tmp_path / "cache")
+
+
+def test_held_out_sentences_are_the_tail_and_never_trained_on(sentence_file, tmp_path):
+    kwargs = {"batch_size": 4, "seed": 5, "max_sentences": 30, "cache_dir": str(tmp_path / "c")}
+    dm = SentenceDataModule(str(tmp_path / "data"), ["wiki/s.txt"], heldout_sentences=6, **kwargs)
+    dm.setup("fit")
+    full = SentenceIndex.build([sentence_file], tmp_path / "c", max_sentences=30)
+    assert dm.heldout() == [full.sentence(i) for i in range(24, 30)]
+    trained = {s for epoch in range(3) for s in _epoch(dm, epoch)}
+    assert trained and not trained & set(dm.heldout())
+    assert len(dm.dataset.index) == 24
+    assert "held out (never trained on): the last 6" in dm.data_facts().notes[-1]
+    plain = SentenceDataModule(str(tmp_path / "data"), ["wiki/s.txt"], **kwargs)
+    plain.setup("fit")
+    assert plain.heldout() == [] and len(plain.dataset.index) == 30 and not plain.data_facts().notes
+    with pytest.raises(DataError, match="cannot hold out 30 of 30"):
+        SentenceDataModule(str(tmp_path / "data"), ["wiki/s.txt"], heldout_sentences=30, **kwargs).setup("fit")
+    with pytest.raises(DataError, match="heldout_sentences=-1"):
+        SentenceDataModule(str(tmp_path / "data"), ["wiki/s.txt"], heldout_sentences=-1, **kwargs)
+
+
+def _epoch(dm: SentenceDataModule, epoch: int) -> list[str]:
+    dm.set_epoch(epoch)
+    return [s for b in dm.train_dataloader() for s in b["sentences"]]

@@ -62,6 +62,11 @@ def test_two_cpu_ranks_train_fp32_and_log_identical_metrics(case, tmp_path, tiny
     assert "val/stsb-dev_spearman" in val0 and "val/sick-trial_spearman" in val0
     assert val0 == val1  # computed once on rank 0, broadcast: bit-identical, never averaged
     assert (tmp_path / "run" / "export").is_dir() and (tmp_path / "run" / "sts_before_after.md").is_file()
+    if case == "mlm":  # accuracies are torchmetrics states summed over both ranks: one value, on every rank
+        assert {"val/mlm_loss", "val/mlm_accuracy"} <= set(val0)
+        train0, train1 = rank0["metrics"], rank1["metrics"]
+        assert train0["train/mlm_accuracy"] == train1["train/mlm_accuracy"]  # synced at every step
+        assert train0["train/mlm_loss"] != train1["train/mlm_loss"]  # each rank its own sentences and masks
     if case == "whitening":  # rank 0 exported the sums of BOTH ranks' batches: 3 steps x global batch 8
         config = json.loads((tmp_path / "run" / "export" / "whitening_config.json").read_text())
         assert config["fitted_vectors"] == 24
