@@ -21,7 +21,6 @@ from dataclasses import replace
 import torch
 from torch import Tensor
 from torchmetrics import MeanMetric
-from torchmetrics.classification import MulticlassAccuracy
 
 from sts_lightning.embeddings.encoders.hf import HFEncoder
 from sts_lightning.embeddings.errors import ConfigError
@@ -46,14 +45,9 @@ from sts_lightning.embeddings.methods.mlm.objective import (
 )
 from sts_lightning.lightning_modules.arg_rules import POSITIVE_INT, check_args, check_value
 from sts_lightning.lightning_modules.base import EncoderModule
+from sts_lightning.lightning_modules.metrics import accuracy
 
 log = logging.getLogger(__name__)
-
-
-def accuracy(vocab_size: int, sync_on_step: bool = False) -> MulticlassAccuracy:
-    """Share of masked positions predicted right (micro average: every position counts once), synced across ranks."""
-    return MulticlassAccuracy(num_classes=vocab_size, average="micro", validate_args=False,
-                              dist_sync_on_step=sync_on_step)
 
 
 class MLMModule(EncoderModule):

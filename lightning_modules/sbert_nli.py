@@ -25,6 +25,7 @@ from sts_lightning.embeddings.methods.sbert_nli import METHOD
 from sts_lightning.embeddings.methods.sbert_nli.objective import sbert_nli_loss, sbert_softmax_logits_input
 from sts_lightning.embeddings.methods.shared.in_batch import multiple_negatives_ranking_loss
 from sts_lightning.lightning_modules.base import EncoderModule
+from sts_lightning.lightning_modules.metrics import accuracy
 
 OBJECTIVES = ("softmax", "mnrl")
 BATCH_KEYS = {"softmax": "sentences1", "mnrl": "anchors"}
@@ -57,6 +58,8 @@ class SBERTNLIModule(EncoderModule):
         super().__init__(model_name_or_path, **base)
         # mnrl has no classifier: a parameter without gradients would need DDP's unused-parameter search
         self.classifier = nn.Linear(3 * self.embedding_dim, int(num_labels)) if objective == "softmax" else None
+        # train/acc over the global batch (correct and total summed across ranks), not one rank's
+        self.train_accuracy = accuracy(num_labels, sync_on_step=True) if objective == "softmax" else None
 
     def forward(self, sentences1: list[str], sentences2: list[str]) -> Tensor:
         """Classifier logits ``(batch, num_labels)`` for aligned sentence pairs.
@@ -82,9 +85,9 @@ class SBERTNLIModule(EncoderModule):
         logits = self(batch["sentences1"], batch["sentences2"])
         labels = batch["labels"]
         loss = sbert_nli_loss(logits, labels)
-        acc = (logits.argmax(-1) == labels).float().mean()
+        self.train_accuracy(logits.detach().argmax(-1), labels)
         self.log("train/loss", loss, prog_bar=True, batch_size=len(labels))
-        self.log("train/acc", acc, batch_size=len(labels))
+        self.log("train/acc", self.train_accuracy, on_step=True, on_epoch=False, batch_size=len(labels))
         return loss
 
     def _mnrl_step(self, batch: dict) -> Tensor:

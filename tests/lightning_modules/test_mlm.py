@@ -49,7 +49,7 @@ def test_a_bad_option_is_one_config_error_before_the_model_loads(kwargs, message
 
 
 def test_accuracy_is_the_share_of_masked_positions_predicted_right():
-    from sts_lightning.lightning_modules.mlm import accuracy
+    from sts_lightning.lightning_modules.metrics import accuracy
 
     metric = accuracy(10)
     metric.update(torch.tensor([1, 2, 3, 4]), torch.tensor([1, 2, 0, 0]))
