@@ -53,7 +53,7 @@ class TSDAEModule(EncoderModule):
                          weight_decay=weight_decay, warmup_ratio=warmup_ratio, scheduler=scheduler, **base)
         self.method_info = METHOD.card()
         self.decoder = build_decoder(resolve_model_path(str(model_name_or_path)), self.encoder_model,
-                                     tie=bool(tie_decoder))
+                                     tie=bool(tie_decoder), name=str(model_name_or_path))
         self.decoder.train()
         if self.hparams.gradient_checkpointing:
             enable_gradient_checkpointing(self.decoder)

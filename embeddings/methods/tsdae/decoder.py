@@ -45,8 +45,9 @@ def _quiet_transformers():
             hf_logging.enable_progress_bar()
 
 
-def build_decoder(path: str, encoder: nn.Module, tie: bool = True) -> nn.Module:
-    """The decoder for ``encoder`` (loaded from ``path``, its resolved checkpoint), tied to it when ``tie``.
+def build_decoder(path: str, encoder: nn.Module, tie: bool = True, name: str | None = None) -> nn.Module:
+    """The decoder for ``encoder`` (loaded from ``path``, its resolved checkpoint), tied to it when ``tie``;
+    ``name``: the model as the user gave it (error messages; default ``path``).
 
     Raises:
         ConfigError: one line when the architecture has no causal-LM class, or one without cross-attention
@@ -57,16 +58,16 @@ def build_decoder(path: str, encoder: nn.Module, tie: bool = True) -> nn.Module:
     config = AutoConfig.from_pretrained(path)
     config.is_decoder = True
     config.add_cross_attention = True
-    kind = getattr(config, "model_type", "?")
+    kind, name = getattr(config, "model_type", "?"), name or path
     try:
         with _quiet_transformers():
             decoder = AutoModelForCausalLM.from_pretrained(path, config=config, dtype=next(encoder.parameters()).dtype)
     except (ValueError, KeyError) as err:
-        raise ConfigError(f"model.model_name_or_path={path!r}: TSDAE needs a decoder of the encoder's architecture "
+        raise ConfigError(f"model.model_name_or_path={name!r}: TSDAE needs a decoder of the encoder's architecture "
                           f"({kind}) and transformers has no causal-LM class for it; use a BERT-like encoder "
                           "(BERT, RoBERTa, XLM-R, ELECTRA)") from err
     if not any("crossattention" in name.replace("_", "") for name, _ in decoder.named_parameters()):
-        raise ConfigError(f"model.model_name_or_path={path!r}: the causal LM of {kind} ({type(decoder).__name__}) "
+        raise ConfigError(f"model.model_name_or_path={name!r}: the causal LM of {kind} ({type(decoder).__name__}) "
                           "has no cross-attention, so it cannot decode from the sentence vector; use a BERT-like "
                           "encoder (BERT, RoBERTa, XLM-R, ELECTRA)")
     if int(config.hidden_size) != int(encoder.config.hidden_size):

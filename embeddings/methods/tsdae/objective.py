@@ -69,6 +69,12 @@ def reconstruction_loss(logits: Tensor, labels: Tensor) -> Tensor:
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=IGNORE)
 
 
+def _lm_head(decoder: nn.Module) -> nn.Module | None:
+    """The decoder's LM head where it is the one module beside its body (BERT's ``cls``, RoBERTa's ``lm_head``)."""
+    heads = [module for name, module in decoder.named_children() if name != decoder.base_model_prefix]
+    return heads[0] if len(heads) == 1 else None
+
+
 def decoder_loss(decoder: nn.Module, sentence_vectors: Tensor, target_ids: Tensor, target_mask: Tensor) -> Tensor:
     """TSDAE's loss: ``decoder`` (a causal LM with cross-attention) reconstructs the original sentences
     ``target_ids`` (padded, special tokens included; ``target_mask`` 1 on real tokens) token by token, attending
@@ -76,15 +82,24 @@ def decoder_loss(decoder: nn.Module, sentence_vectors: Tensor, target_ids: Tenso
 
     As ``DenoisingAutoEncoderLoss.forward``: input tokens ``target_ids[:, :-1]``, labels ``target_ids[:, 1:]``
     with padding ignored (it ignores the pad token's id, here the mask says what is padding: the same positions).
-    Unlike it, the decoder gets the padding mask of its input (sentence-transformers passes none); with right
-    padding and causal attention no real token attends to padding either way, and a left-padding tokenizer stays
-    correct.
+    Two departures, neither changing the loss: the decoder gets the padding mask of its input (sentence-transformers
+    passes none; with right padding and causal attention no real token attends to padding either way, and a
+    left-padding tokenizer stays correct); and the LM head (a vocabulary-sized matmul and softmax, about half the
+    step's FLOPs on a small encoder) runs on the positions that have a label only, not on padding, where the
+    decoder's head is one module beside its body (BERT, RoBERTa); other decoders run whole.
+
+    With a memory of length 1 every cross-attention weight is 1, so its query and key get no gradient (in
+    sentence-transformers too): the sentence vector reaches the decoder through the value and output projections.
     """
     inputs = target_ids[:, :-1]
     labels = target_ids[:, 1:].masked_fill(target_mask[:, 1:] == 0, IGNORE)
     memory = sentence_vectors[:, None]  # (batch, 1, hidden)
-    out = decoder(input_ids=inputs, attention_mask=target_mask[:, :-1], encoder_hidden_states=memory,
-                  encoder_attention_mask=torch.ones(memory.shape[:2], dtype=target_mask.dtype,
-                                                    device=memory.device),
-                  use_cache=False, return_dict=True)
-    return reconstruction_loss(out.logits, labels)
+    kwargs = {"attention_mask": target_mask[:, :-1], "encoder_hidden_states": memory, "use_cache": False,
+              "encoder_attention_mask": torch.ones(memory.shape[:2], dtype=target_mask.dtype, device=memory.device),
+              "return_dict": True}
+    head = _lm_head(decoder)
+    if head is None:
+        return reconstruction_loss(decoder(input_ids=inputs, **kwargs).logits, labels)
+    hidden = decoder.base_model(input_ids=inputs, **kwargs).last_hidden_state
+    keep = labels != IGNORE
+    return reconstruction_loss(head(hidden[keep]), labels[keep])
