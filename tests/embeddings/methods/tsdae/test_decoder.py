@@ -82,3 +82,18 @@ def test_a_causal_lm_without_cross_attention_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"has no cross-attention") as err:
         build_decoder(path, _encoder(path))
     assert "\n" not in str(err.value)
+
+
+def test_a_masked_lm_checkpoint_brings_its_trained_lm_head(tiny_model_dir, tmp_path):
+    """Domain adaptation after ``model=mlm``: a ``BertForMaskedLM`` directory's head starts the decoder's head."""
+    from transformers import AutoConfig, BertForMaskedLM
+
+    torch.manual_seed(3)
+    mlm = BertForMaskedLM(AutoConfig.from_pretrained(str(tiny_model_dir)))
+    mlm.save_pretrained(tmp_path / "mlm")
+    encoder = _encoder(tmp_path / "mlm")
+    decoder = build_decoder(str(tmp_path / "mlm"), encoder)
+    for name in ("predictions.transform.dense.weight", "predictions.transform.LayerNorm.weight", "predictions.bias"):
+        assert torch.equal(decoder.cls.get_parameter(name), mlm.cls.get_parameter(name)), name
+    assert torch.equal(encoder.embeddings.word_embeddings.weight, mlm.bert.embeddings.word_embeddings.weight)
+    assert decoder.cls.predictions.decoder.weight is encoder.embeddings.word_embeddings.weight
