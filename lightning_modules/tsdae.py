@@ -14,7 +14,6 @@ learning rate, no weight decay, one epoch over 100k sentences, ``[CLS]`` pooling
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 
 from torch import Tensor
@@ -28,8 +27,6 @@ from sts_lightning.lightning_modules.activation_checkpointing import enable_grad
 from sts_lightning.lightning_modules.arg_rules import PROBABILITY, check_value
 from sts_lightning.lightning_modules.base import EncoderModule
 
-log = logging.getLogger(__name__)
-
 
 class TSDAEModule(EncoderModule):
     """TSDAE on plain sentences (``data=sentences``).
@@ -41,7 +38,8 @@ class TSDAEModule(EncoderModule):
             initialised from the same checkpoint.
         seed: the noise is drawn per ``(seed, rank, global step)``, so a resumed run is bit-identical and ranks
             draw different noise.
-        Others: see ``EncoderModule``.
+        Others: see ``EncoderModule`` (``max_length`` ``None``: the model's sentence-transformers max length, the
+            truncation sentence-transformers' TSDAE applies to both the noisy input and the decoded target).
     """
 
     def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", *, deletion_ratio: float = 0.6,
