@@ -4,7 +4,8 @@ The noise: ``DenoisingAutoEncoderDataset.delete`` needs nltk, which is not insta
 stand-in nltk whose tokenizer splits on whitespace and whose detokenizer joins with one space (what ours does
 instead), so with the same random state both must give the same string. The loss: ``DenoisingAutoEncoderLoss``
 (tied decoder) on the same tiny model, the same (noisy, original) batch and the decoder's own weights copied
-across, dropout off: same loss to 1e-5 and the same gradients.
+across, dropout off: same loss to 1e-5 and the same gradients, tied (the paper) and untied (the decoder a copy of
+the checkpoint).
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ def _st_model(model_dir):
     return SentenceTransformer(modules=[transformer, Pooling(32, pooling_mode="cls")], device="cpu")
 
 
-def test_loss_and_gradients_equal_sentence_transformers_tied_decoder(tiny_model_dir, one_thread):
+@pytest.mark.parametrize("tie", [True, False], ids=["tied", "untied"])
+def test_loss_and_gradients_equal_sentence_transformers(tie, tiny_model_dir, one_thread):
     from sentence_transformers.sentence_transformer.losses import DenoisingAutoEncoderLoss
 
     from sts_lightning.embeddings.encoders.hf import HFEncoder
@@ -87,9 +89,10 @@ def test_loss_and_gradients_equal_sentence_transformers_tied_decoder(tiny_model_
 
     torch.manual_seed(0)
     st = _st_model(tiny_model_dir)
-    theirs = DenoisingAutoEncoderLoss(st, tie_encoder_decoder=True)
+    theirs = DenoisingAutoEncoderLoss(st, decoder_name_or_path=None if tie else str(tiny_model_dir),
+                                      tie_encoder_decoder=tie)
     encoder = HFEncoder.from_pretrained(str(tiny_model_dir), max_length=32)
-    decoder = build_decoder(str(tiny_model_dir), encoder.model)
+    decoder = build_decoder(str(tiny_model_dir), encoder.model, tie=tie)
     decoder.load_state_dict(theirs.decoder.state_dict())  # their random cross-attention / head; the body: equal
     st.eval(), theirs.decoder.eval(), encoder.model.eval(), decoder.eval()  # dropout off on both sides
 
@@ -106,7 +109,8 @@ def test_loss_and_gradients_equal_sentence_transformers_tied_decoder(tiny_model_
              "encoder.layer.1.output.dense.weight")
     ours = {n: p.grad for n, p in encoder.model.named_parameters() if n in names}
     want = {n: p.grad for n, p in st.transformers_model.named_parameters() if n in names}
-    own = ("bert.encoder.layer.0.crossattention.self.key.weight", "cls.predictions.transform.dense.weight")
+    own = ("bert.encoder.layer.0.crossattention.self.value.weight", "cls.predictions.transform.dense.weight",
+           *(() if tie else ("bert.encoder.layer.1.attention.self.query.weight",)))
     ours |= {n: p.grad for n, p in decoder.named_parameters() if n in own}
     want |= {n: p.grad for n, p in theirs.decoder.named_parameters() if n in own}
     assert len(want) == len(names) + len(own)
