@@ -149,6 +149,31 @@ def test_mlm_killed_at_a_random_step_resumes_bit_for_bit(step, mlm_uninterrupted
     assert _leftovers(out) == []
 
 
+# TSDAE draws its deletion noise per (seed, rank, step): a kill mid-epoch must resume with the same noise. Its
+# sentences stream (40 tiny wiki lines, 4 batches of 4 an epoch) gives the same 8 steps as the NLI runs above.
+def _tsdae(data_dir: Path) -> tuple[str, ...]:
+    return ("model=tsdae", "data.files=[wiki/wiki_sentences_100k.txt]", "+trainer.limit_train_batches=4",
+            "callbacks.sts_evaluation.tasks=[stsb-dev]", f"data.cache_dir={data_dir.parent / 'cache'}")
+
+
+@pytest.fixture(scope="module")
+def tsdae_uninterrupted(tmp_path_factory, tiny_model_dir, train_data_dir) -> dict:
+    out = tmp_path_factory.mktemp("tsdae_uninterrupted")
+    assert _drive(out, tiny_model_dir, train_data_dir, extra=_tsdae(train_data_dir)) == 0
+    return _final(out)
+
+
+@pytest.mark.parametrize("step", KILL_STEPS, ids=lambda s: f"seed{SEED}-step{s}")
+def test_tsdae_killed_at_a_random_step_resumes_bit_for_bit(step, tsdae_uninterrupted, tmp_path, tiny_model_dir,
+                                                            train_data_dir):
+    out = tmp_path / "run"
+    assert _drive(out, tiny_model_dir, train_data_dir, fault=f"step:{step}", extra=_tsdae(train_data_dir)) == KILLED
+    assert load_checkpoint(out / "checkpoints" / "last.ckpt")["global_step"] == step
+    assert _drive(out, tiny_model_dir, train_data_dir, resume=True, extra=_tsdae(train_data_dir)) == 0
+    _assert_identical(tsdae_uninterrupted, _final(out))
+    assert _leftovers(out) == []
+
+
 FLOW = ["model=flow", "data=cached_embeddings", "model.max_length=32", "model.eval_batch_size=8", "data.batch_size=8",
         "callbacks.sts_evaluation.batch_size=8", "callbacks.sts_evaluation.tasks=[stsb-dev]", "trainer.max_epochs=1",
         "+trainer.limit_train_batches=3", "trainer.enable_progress_bar=false", "trainer.enable_model_summary=false"]

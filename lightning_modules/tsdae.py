@@ -1,0 +1,97 @@
+"""TSDAE (Wang, Reimers & Gurevych, Findings of EMNLP 2021): a sentence vector trained to be decodable.
+
+Each step deletes words of every sentence (p 0.6, ``embeddings.methods.tsdae.objective``), embeds the NOISY
+sentence (encoder + pooling, ``cls`` as in the paper) and lets a decoder reconstruct the ORIGINAL sentence
+token by token while cross-attending to nothing but that one vector. The decoder
+(``embeddings.methods.tsdae.decoder``) is a causal LM of the encoder's architecture whose body is the encoder's
+own parameters (``tie_decoder=true``, the paper's and sentence-transformers' default): one copy of the weights
+in memory, in the optimizer and in a checkpoint. Only the encoder and its pooling are exported; the decoder is
+a training device.
+
+Recipe defaults (paper Sec. 4 / sentence-transformers' ``train_tsdae_from_file.py``): lr 3e-5, batch 8, constant
+learning rate, no weight decay, one epoch over 100k sentences, ``[CLS]`` pooling, deletion ratio 0.6.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from torch import Tensor
+
+from sts_lightning.embeddings.encoders.packaged import resolve_model_path
+from sts_lightning.embeddings.io.export_note import LoadingNote
+from sts_lightning.embeddings.methods.tsdae import METHOD
+from sts_lightning.embeddings.methods.tsdae.decoder import build_decoder, parameter_aliases
+from sts_lightning.embeddings.methods.tsdae.objective import add_noise, decoder_loss, noise_rng
+from sts_lightning.lightning_modules.activation_checkpointing import enable_gradient_checkpointing
+from sts_lightning.lightning_modules.arg_rules import PROBABILITY, check_value
+from sts_lightning.lightning_modules.base import EncoderModule
+
+
+class TSDAEModule(EncoderModule):
+    """TSDAE on plain sentences (``data=sentences``).
+
+    Args:
+        deletion_ratio: the probability of deleting each (whitespace) word of the encoder's input; at least one
+            word is always kept. 0 turns the denoising auto-encoder into a plain auto-encoder.
+        tie_decoder: the decoder's body shares the encoder's parameters (the paper); ``false``: its own copy,
+            initialised from the same checkpoint.
+        seed: the noise is drawn per ``(seed, rank, global step)``, so a resumed run is bit-identical and ranks
+            draw different noise.
+        Others: see ``EncoderModule`` (``max_length`` ``None``: the model's sentence-transformers max length, the
+            truncation sentence-transformers' TSDAE applies to both the noisy input and the decoded target).
+    """
+
+    def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", *, deletion_ratio: float = 0.6,
+                 tie_decoder: bool = True, seed: int = 0, pooling: str = "cls",
+                 lr: float = 3e-5, weight_decay: float = 0.0, warmup_ratio: float = 0.0,
+                 scheduler: str = "constant", **base) -> None:
+        check_value("model.deletion_ratio", deletion_ratio, PROBABILITY)
+        super().__init__(model_name_or_path, pooling=pooling, lr=lr,
+                         weight_decay=weight_decay, warmup_ratio=warmup_ratio, scheduler=scheduler, **base)
+        self.method_info = METHOD.card()
+        self.decoder = build_decoder(resolve_model_path(str(model_name_or_path)), self.encoder_model,
+                                     tie=bool(tie_decoder), name=str(model_name_or_path))
+        self.decoder.train()
+        if self.hparams.gradient_checkpointing:
+            enable_gradient_checkpointing(self.decoder)
+        self._aliases = parameter_aliases(self)
+        self._register_state_dict_hook(_drop_aliases)
+        self.register_load_state_dict_post_hook(_aliases_are_loaded)
+
+    # ------------------------------------------------------------------------------------ training
+    def noisy(self, sentences: Sequence[str]) -> list[str]:
+        """This rank's deletion noise of this step (a pure function of seed, rank, step and the sentences)."""
+        hp = self.hparams
+        return add_noise(sentences, noise_rng(hp.seed, self.global_rank, self.global_step), hp.deletion_ratio)
+
+    def loss(self, noisy: Sequence[str], originals: Sequence[str]) -> Tensor:
+        """TSDAE's loss of one batch: encode ``noisy``, decode ``originals`` from the pooled vectors."""
+        vectors = self.embed(noisy)
+        encoder = self._live_encoder()
+        target_ids, target_mask = encoder.pad(encoder.tokenize(originals))
+        return decoder_loss(self.decoder, vectors, target_ids.to(self.device), target_mask.to(self.device))
+
+    def training_step(self, batch: dict, batch_idx: int) -> Tensor:
+        originals = list(batch["sentences"])
+        loss = self.loss(self.noisy(originals), originals)
+        self.log("train/loss", loss, prog_bar=True, batch_size=len(originals))
+        return loss
+
+    # -------------------------------------------------------------------------------------- export
+    def loading_note(self, why_not: str | None) -> LoadingNote:
+        note = super().loading_note(why_not)
+        return LoadingNote(note.what + " TSDAE's decoder was used in training only (as in sentence-transformers) "
+                           "and is not part of the export.", note.command, why_not)
+
+
+def _drop_aliases(module: TSDAEModule, state_dict: dict, prefix: str, local_metadata) -> None:
+    """State-dict hook: one entry per tensor (the decoder's tied parameters are the encoder's)."""
+    for alias in module._aliases:
+        state_dict.pop(prefix + alias, None)
+
+
+def _aliases_are_loaded(module: TSDAEModule, incompatible) -> None:
+    """Load hook: a tied alias is filled by its original's entry (the same tensor), so it is not missing."""
+    names = set(module._aliases)
+    incompatible.missing_keys[:] = [k for k in incompatible.missing_keys if k not in names]
