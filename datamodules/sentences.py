@@ -98,8 +98,9 @@ class SentenceDataModule(ResumableDataModule):
             need = world * max(self.num_workers, 1) * self.dataset.batch
             raise DataError(f"{len(index)} usable sentences are fewer than one batch for every worker of "
                             f"every rank needs (world_size x max(num_workers, 1) x per-device batch = {need})")
-        log.info("sentences: %d usable (%s skipped); %d batches per rank per epoch; %d trailing sentences "
-                 "dropped per epoch so all ranks get equal batches", len(index), index.skipped,
+        skipped = ", ".join(f"{n} {reason}" for reason, n in index.skipped.items()) or "none"
+        log.info("sentences: %d usable (skipped: %s); %d batches per rank per epoch; %d trailing sentences "
+                 "dropped per epoch so all ranks get equal batches", len(index), skipped,
                  len(self.dataset) // self.dataset.batch, self.dataset.dropped())
 
     def heldout(self) -> list[str]:
