@@ -210,7 +210,7 @@ class EncoderModule(LightningModule):
 
     def scorer(self) -> Scorer:
         """Cosine over pooled vectors of the live model (the STS callback switches eval mode)."""
-        return PoolingScorer(self._live_encoder(), self.hparams.pooling, batch_size=self.hparams.eval_batch_size)
+        return self.probe_scorer(self.hparams.pooling)
 
     def probe_scorer(self, pooling: str) -> Scorer:
         """Another pooling of the live encoder (the STS callback's ``probe_poolings``): how a backbone in training
