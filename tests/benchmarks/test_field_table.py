@@ -132,7 +132,7 @@ def _fake_runs(monkeypatch):
         export.mkdir(parents=True)
         (export / "LOADING.md").write_text(f"python evaluate.py encoders=[none] scorers=[{{name:x,path:{EXPORT}}}]\n")
 
-    values = {"mean": 40.0, "ct/seed0": 50.0, "ct/seed1": 60.0, "sed_ct": 62.0, "gcca_ct": 55.0,
+    values = {"mean": 40.0, "simcse": 45.0, "ct/seed0": 50.0, "ct/seed1": 60.0, "sed_ct": 62.0, "gcca_ct": 55.0,
               "cross_view_ae_ct/seed0": 61.0, "cross_view_ae_ct/seed1": 60.0}
 
     def evaluate(encoder, scorer, tasks, seed, run_dir, extra=()):
@@ -206,3 +206,22 @@ def test_the_papers_table_scores_sbert_wk_against_mean_pooling_end_to_end(tmp_pa
     gain = json.loads((tmp_path / "papers_table.json").read_text())["gains"]["sbert_wk_paper"]
     assert gain["versus"] == "mean" and gain["gain"] == pytest.approx(results["sbert_wk_paper"]["avg"] - results["mean"]["avg"])
     assert "| SBERT-WK (paper) |" in (tmp_path / "papers_table.md").read_text()
+
+
+def test_row_seeds_run_one_row_once_while_the_ensemble_keeps_its_members(tmp_path, monkeypatch):
+    commands, _ = _fake_runs(monkeypatch)
+    results = field_table.main(["--table", "papers", "--backbone", "bb", "--seeds", "0,1", "--steps", "2",
+                                "--rows", "sed_ct,simcse", "--row-seeds", "sed_ct=1,simcse=0", "--tasks", "t",
+                                "--out", str(tmp_path)])
+    trained = [(c[1], next(a for a in c if a.startswith("seed="))) for c in commands if c[0] == "train.py"]
+    assert trained == [("model=ct", "seed=0"), ("model=ct", "seed=1"), ("model=simcse", "seed=0"),
+                       ("model=sed", "seed=1")]  # table order: ct (sed's members), simcse, sed
+    assert results["simcse"]["seeds"] == 1 and results["sed_ct"]["seed_avgs"].keys() == {"1"}
+
+
+@pytest.mark.parametrize("bad", ["flow", "flow=", "flow=a", "nope=0"])
+def test_a_bad_row_seeds_item_is_one_line(bad, capsys):
+    with pytest.raises(SystemExit):
+        field_table.main(["--table", "papers", "--backbone", "bb", "--row-seeds", bad])
+    err = capsys.readouterr().err
+    assert "--row-seeds" in err or "unknown rows" in err
