@@ -27,6 +27,7 @@ CT, on both sides (ours: the module's own ``configure_optimizers``, i.e. row-spa
 
     python -m benchmarks.train_speed --model paraphrase-MiniLM-L3-v2 --data-dir ../shared/data
     python -m benchmarks.train_speed --precision bf16-mixed   # ours in bf16 autocast; ours fp32 alongside
+    python -m benchmarks.train_speed --device cuda --model <dir>   # both sides on the GPU, each phase timed to its last kernel
 
 ``--precision bf16-mixed`` runs our step under ``torch.autocast("cpu", torch.bfloat16)`` (what Lightning's
 ``trainer.precision=bf16-mixed`` does: fp32 master weights, bf16 matmuls, the backward outside autocast) and
@@ -48,6 +49,7 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 import torch  # noqa: E402
 
 from benchmarks.cpu_features import cpu_line  # noqa: E402
+from benchmarks.device_timing import CPU, device_line, synchronize  # noqa: E402
 from sts_lightning.datamodules.nli_readers import load_source  # noqa: E402
 from sts_lightning.embeddings.encoders.packaged import resolve_model_path  # noqa: E402
 from sts_lightning.embeddings.methods.ct.objective import make_ct_pairs, pair_rng  # noqa: E402
@@ -91,9 +93,9 @@ class Clock:
 
 class Ours:
     def __init__(self, kind: str, path: str, max_length: int, batch_size: int, autocast: bool = False,
-                 dense_embedding_grads: bool = False):
+                 dense_embedding_grads: bool = False, device: torch.device = CPU):
         self.clock = Clock()
-        self.autocast = autocast
+        self.autocast, self.device = autocast, device
         if kind == "nli":
             self.module = SBERTNLIModule(path, pooling="mean", max_length=max_length)
         elif kind == "simcse":
@@ -102,6 +104,7 @@ class Ours:
             self.module = ContrastiveTensionModule(path, pooling="mean", max_length=max_length,
                                                    pairs=batch_size, positives=2)
         self.module.log = lambda *args, **kwargs: None  # no trainer: logging is a no-op
+        self.module.to(device)  # before the optimizer takes the parameters, as Lightning does
         for encoder in (self.module.encoder, getattr(self.module, "encoder2", None)):
             if encoder is not None:  # instance attribute: times tokenization, code unchanged
                 encoder.tokenize = self.clock.wrap(encoder.tokenize)
@@ -113,14 +116,18 @@ class Ours:
 
     def step(self, batch: dict, i: int) -> dict[str, float]:
         self.clock.split.clear()
+        synchronize(self.device)
         t0 = time.perf_counter()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.autocast):
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
             loss = self.module.training_step(batch, i)
+        synchronize(self.device)
         t1 = time.perf_counter()
         loss.backward()
+        synchronize(self.device)
         t2 = time.perf_counter()
         self.opt.step()
         self.opt.zero_grad()
+        synchronize(self.device)
         t3 = time.perf_counter()
         tok = self.clock.split["tokenize"]
         return {"tokenize": tok, "forward+loss": t1 - t0 - tok, "backward": t2 - t1, "optimizer": t3 - t2,
@@ -128,7 +135,8 @@ class Ours:
 
 
 class Theirs:
-    def __init__(self, kind: str, path: str, max_length: int, batch_size: int, seed: int = 0):
+    def __init__(self, kind: str, path: str, max_length: int, batch_size: int, seed: int = 0,
+                 device: torch.device = CPU):
         from sentence_transformers import SentenceTransformer
         from sentence_transformers.sentence_transformer.losses import (
             ContrastiveTensionLoss,
@@ -139,7 +147,7 @@ class Theirs:
 
         self.kind, self.batch_size, self.seed = kind, batch_size, seed
         self.to_device = batch_to_device
-        self.st = SentenceTransformer(path, device="cpu")
+        self.st = SentenceTransformer(path, device=str(device))
         self.st.max_seq_length = max_length
         if kind == "nli":
             dim = getattr(self.st, "get_embedding_dimension", self.st.get_sentence_embedding_dimension)()
@@ -155,6 +163,7 @@ class Theirs:
         self.opt = make_optimizer(kind, self.loss)
 
     def step(self, batch: dict, i: int) -> dict[str, float]:
+        synchronize(self.st.device)
         t0 = time.perf_counter()
         if self.kind == "nli":
             columns, labels = (batch["sentences1"], batch["sentences2"]), batch["labels"]
@@ -165,13 +174,17 @@ class Theirs:
                                                    batch_size=self.batch_size, positives=2)
             columns, labels = (texts1, texts2), labels.float()
         features = [self.to_device(self.st.tokenize(list(c)), self.st.device) for c in columns]
+        synchronize(self.st.device)
         t1 = time.perf_counter()
         loss = self.loss(features, labels.to(self.st.device))
+        synchronize(self.st.device)
         t2 = time.perf_counter()
         loss.backward()
+        synchronize(self.st.device)
         t3 = time.perf_counter()
         self.opt.step()
         self.opt.zero_grad()
+        synchronize(self.st.device)
         t4 = time.perf_counter()
         return {"tokenize": t1 - t0, "forward+loss": t2 - t1, "backward": t3 - t2, "optimizer": t4 - t3,
                 "total": t4 - t0}
@@ -199,11 +212,13 @@ def bench(kind: str, path: str, data, args) -> dict:
     sides: dict = {}
     torch.manual_seed(0)
     dense = args.dense_embedding_grads
-    sides["ours"] = Ours(kind, path, max_length, args.batch_size, autocast=reduced, dense_embedding_grads=dense)
+    device = torch.device(args.device)
+    sides["ours"] = Ours(kind, path, max_length, args.batch_size, autocast=reduced, dense_embedding_grads=dense,
+                         device=device)
     if reduced:  # the same initial weights (same seed) and batches, in fp32: the accuracy reference
         torch.manual_seed(0)
-        sides["ours_fp32"] = Ours(kind, path, max_length, args.batch_size, dense_embedding_grads=dense)
-    sides["theirs"] = Theirs(kind, path, max_length, args.batch_size)
+        sides["ours_fp32"] = Ours(kind, path, max_length, args.batch_size, dense_embedding_grads=dense, device=device)
+    sides["theirs"] = Theirs(kind, path, max_length, args.batch_size, device=device)
     wiki = wiki_sentences(args.data_dir) if args.simcse_data == "wiki" else None
     batches = make_batches(kind, data, args.warmup + args.steps, args.batch_size, wiki)
     for i in range(args.warmup):  # untimed: allocator, thread pools, optimizer state
@@ -243,7 +258,7 @@ def stsb_dev(module, data_dir) -> float:
         a = torch.nn.functional.normalize(module.encoder.encode(s1, mean_pool, show_progress=False), dim=-1)
         b = torch.nn.functional.normalize(module.encoder.encode(s2, mean_pool, show_progress=False), dim=-1)
     module.train()
-    return 100 * float(spearmanr((a * b).sum(-1).numpy(), gold).correlation)
+    return 100 * float(spearmanr((a * b).sum(-1).float().cpu().numpy(), gold).correlation)
 
 
 def median(rows: list[dict], key: str) -> float:
@@ -270,6 +285,7 @@ def main() -> None:
                         help="our training precision (sentence-transformers' trainer runs fp32)")
     parser.add_argument("--dense-embedding-grads", action="store_true",
                         help="CT: ours with dense word-embedding gradients and torch's RMSprop (before row-sparse updates)")
+    parser.add_argument("--device", default="cpu", help="cpu | cuda: both sides train there")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     path = resolve_model_path(args.model)
@@ -280,7 +296,8 @@ def main() -> None:
              "simcse": "SimCSE vs MultipleNegativesRankingLoss (s, s)"}
     print(f"\n{cpu_line()}")
     print(f"\nmodel {args.model}, batch {args.batch_size}, threads {args.threads}, {args.steps} timed steps "
-          f"per side after {args.warmup} warm-up, rounds of {args.round}, CPU; steps/s = 1 / median step time; "
+          f"per side after {args.warmup} warm-up, rounds of {args.round}, {device_line(args.device)}; "
+          "steps/s = 1 / median step time; "
           f"ours in precision {args.precision}, theirs fp32")
     print("| method | max length | ours steps/s | theirs steps/s | ratio (ours/theirs) | ratio of means |")
     print("|---|---|---|---|---|---|")
