@@ -18,8 +18,9 @@ import hashlib
 import logging
 import os
 from collections import Counter, OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -70,8 +71,9 @@ class SentenceIndex:
 
     Each file's spans are its memory-mapped cache (``datamodules.span_cache``; reopened lazily in each worker,
     never pickled into it) or, without a cache directory, an array in memory. ``bounds[f]`` is the index of
-    file ``f``'s first sentence, so nothing per line is held here. At most ``MAX_OPEN`` files are open at
-    once (least recently used closed first): a corpus of thousands of shards needs no raised ``ulimit``.
+    file ``f``'s first sentence, so nothing per line is held here. At most ``MAX_OPEN`` text files and as
+    many index mappings (each holds a descriptor) are open at once, least recently used closed first: a
+    corpus of thousands of shards needs no raised ``ulimit``.
     """
 
     MAX_OPEN = 64
@@ -85,31 +87,30 @@ class SentenceIndex:
     def __len__(self) -> int:
         return self.size
 
+    def _lru(self, name: str, f: int, opener: Callable[[], Any], closer: Callable[[Any], None] = lambda _: None):
+        """File ``f``'s open descriptor or mapping from this process's cache ``name``, at most ``MAX_OPEN``."""
+        cache: OrderedDict[int, Any] = self.__dict__.setdefault(name, OrderedDict())  # per worker process
+        if f in cache:
+            cache.move_to_end(f)
+            return cache[f]
+        if len(cache) >= self.MAX_OPEN:
+            closer(cache.popitem(last=False)[1])
+        cache[f] = opener()
+        return cache[f]
+
     def _spans(self, f: int) -> np.ndarray:
         part = self.parts[f]
         if isinstance(part, np.ndarray):
             return part
-        maps = self.__dict__.setdefault("_maps", {})
-        if f not in maps:
-            maps[f] = np.load(part, mmap_mode="r", allow_pickle=False)
-        return maps[f]
-
-    def _fd(self, f: int) -> int:
-        fds: OrderedDict[int, int] = self.__dict__.setdefault("_fds", OrderedDict())  # per worker process
-        if f in fds:
-            fds.move_to_end(f)
-            return fds[f]
-        if len(fds) >= self.MAX_OPEN:
-            os.close(fds.popitem(last=False)[1])
-        fds[f] = os.open(self.files[f], os.O_RDONLY)
-        return fds[f]
+        return self._lru("_maps", f, lambda: np.load(part, mmap_mode="r", allow_pickle=False))  # holds an fd
 
     def sentence(self, i: int) -> str:
         if not 0 <= i < self.size:
             raise IndexError(f"sentence {i} of {self.size}")
         f = int(np.searchsorted(self.bounds, i, side="right")) - 1
         start, end = (int(x) for x in self._spans(f)[i - int(self.bounds[f])])
-        return os.pread(self._fd(f), end - start, start).decode("utf-8").strip()
+        fd = self._lru("_fds", f, lambda: os.open(self.files[f], os.O_RDONLY), os.close)
+        return os.pread(fd, end - start, start).decode("utf-8").strip()
 
     def __getstate__(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k not in ("_fds", "_maps")}  # per process
