@@ -42,6 +42,17 @@ def _chunk_end(mm: mmap.mmap, pos: int, size: int, chunk: int) -> int:
     return size if nl < 0 else nl + 1
 
 
+def _release(mm: mmap.mmap, start: int, end: int) -> int:
+    """Drop the scanned pages ``[start, end)`` (whole pages; ``start`` is page-aligned) from this process's
+    mapping, where the next chunk's are not needed: they stay in the page cache, but otherwise the whole file,
+    once read, counts in the scanning process's RSS. Returns where the next release starts."""
+    stop = end - end % mmap.PAGESIZE
+    if hasattr(mmap, "MADV_DONTNEED") and stop > start:
+        mm.madvise(mmap.MADV_DONTNEED, start, stop - start)
+        return stop
+    return start
+
+
 def _line_bounds(newlines: np.ndarray, length: int) -> tuple[np.ndarray, np.ndarray]:
     """[start, end) of each line of a chunk from its newline positions (a last line without one included)."""
     starts = np.concatenate(([0], newlines + 1))
@@ -53,22 +64,36 @@ def _line_bounds(newlines: np.ndarray, length: int) -> tuple[np.ndarray, np.ndar
     return starts, ends
 
 
-def _reasons(text_bytes: bytes, min_words: int, max_words: int | None, bom: bool) -> np.ndarray:
-    """Skip-reason code of every line of a chunk (indexes into ``REASONS``; 0 = usable)."""
-    cp = np.frombuffer(text_bytes.decode("utf-8", "surrogateescape").encode("utf-32-le", "surrogatepass"),
-                       dtype=np.uint32)
-    if bom:  # the file's BOM is no word (and stays a character, so a BOM-only line is still a line)
-        cp = cp.copy()
-        cp[0] = ord(" ")
-    starts, ends = _line_bounds(np.flatnonzero(cp == 10), len(cp))
-    space = WHITESPACE[np.minimum(cp, _LAST_SPACE + 1)]
+def _per_line(hits: np.ndarray, starts: np.ndarray, length: int) -> np.ndarray:
+    """How many of the sorted positions ``hits`` fall in each line (lines tile the chunk from ``starts``)."""
+    return np.diff(np.searchsorted(hits, np.append(starts, length)))
+
+
+def _reasons(buf: np.ndarray, chunk: bytes | None, min_words: int, max_words: int | None, bom: bool) -> np.ndarray:
+    """Skip-reason code of every line of a chunk (indexes into ``REASONS``; 0 = usable).
+
+    ``buf`` is the chunk's bytes; an all-ASCII chunk (``chunk is None``: most chunks of most corpora) is
+    counted on them directly, any other is decoded to code points first (``chunk``: the same bytes).
+    """
+    if chunk is None:
+        cp, bad = buf, np.empty(0, np.int64)
+    else:
+        cp = np.frombuffer(chunk.decode("utf-8", "surrogateescape").encode("utf-32-le", "surrogatepass"),
+                           dtype=np.uint32)
+        if bom:  # the file's BOM is no word (and stays a character, so a BOM-only line is still a line)
+            cp = cp.copy()
+            cp[0] = ord(" ")
+        bad = np.flatnonzero((cp >= 0xDC80) & (cp <= 0xDCFF))
+    starts, _ = _line_bounds(np.flatnonzero(cp == 10), len(cp))
+    if cp.dtype == np.uint8:  # ASCII whitespace: \t\n\v\f\r, \x1c-\x1f, space (3x faster than the table)
+        space = (cp == 32) | ((cp - 9) <= 4) | ((cp - 28) <= 3)
+    else:
+        space = WHITESPACE[np.minimum(cp, _LAST_SPACE + 1)]
     word_start = ~space
     word_start[1:] &= space[:-1]
-    words = np.concatenate(([0], np.cumsum(word_start, dtype=np.int64)))
-    words = words[ends] - words[starts]
-    bad = np.concatenate(([0], np.cumsum((cp >= 0xDC80) & (cp <= 0xDCFF), dtype=np.int64)))
+    words = _per_line(np.flatnonzero(word_start), starts, len(cp))
     too_many = words > max_words if max_words is not None else np.zeros(len(words), bool)
-    return np.select([bad[ends] > bad[starts], words == 0, words < min_words, too_many], [1, 2, 3, 4], 0)
+    return np.select([_per_line(bad, starts, len(cp)) > 0, words == 0, words < min_words, too_many], [1, 2, 3, 4], 0)
 
 
 def scan_into(path: Path, sink: Callable[[np.ndarray], None], min_words: int = 1, max_words: int | None = None,
@@ -82,7 +107,7 @@ def scan_into(path: Path, sink: Callable[[np.ndarray], None], min_words: int = 1
     if size == 0:
         return _stats(path, counts, where)
     with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        pos = 0
+        pos = released = 0
         while pos < size:
             end = _chunk_end(mm, pos, size, chunk_bytes)
             buf = np.frombuffer(mm, dtype=np.uint8, count=end - pos, offset=pos)
@@ -93,7 +118,8 @@ def scan_into(path: Path, sink: Callable[[np.ndarray], None], min_words: int = 1
                 if not cr.any():
                     break
                 ends = ends - cr
-            reason = _reasons(mm[pos:end], min_words, max_words, bool(bom))
+            text = mm[pos:end] if bom or (buf >= 0x80).any() else None  # None: ASCII, counted on the bytes
+            reason = _reasons(buf, text, min_words, max_words, bool(bom))
             starts[:1] += bom  # line 1 of a file that starts with a BOM (the BOM is never a line's end)
             for code in np.unique(reason[reason > 0]).tolist():
                 hits = np.flatnonzero(reason == code)
@@ -103,6 +129,7 @@ def scan_into(path: Path, sink: Callable[[np.ndarray], None], min_words: int = 1
             keep = reason == 0
             sink(np.stack((starts[keep] + pos, ends[keep] + pos), axis=1).astype(np.int64))
             lineno += len(starts)
+            released = _release(mm, released, end)
             pos = end
         del buf  # the mmap cannot close while an array still views it
     return _stats(path, counts, where)
