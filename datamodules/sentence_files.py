@@ -18,9 +18,8 @@ import hashlib
 import logging
 import os
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -35,12 +34,18 @@ from sts_lightning.sts.tasks import load_task
 log = logging.getLogger(__name__)
 
 
-def materialize_hub(spec: str, cache_dir: Path, max_rows: int | None = None) -> Path:
-    """Stream ``hub:<dataset>[:<config>]:<split>`` once into ``cache_dir/hub/...txt``, one row a line."""
+def hub_parts(spec: str) -> tuple[str, str | None, str]:
+    """``hub:<dataset>[:<config>]:<split>`` as (dataset, config or None, split)."""
     parts = spec.split(":")[1:]
     if len(parts) not in (2, 3):
         raise ConfigError(f"hub source {spec!r} must look like 'hub:<dataset>[:<config>]:<split>'")
-    name, config, split = parts[0], (parts[1] if len(parts) == 3 else None), parts[-1]
+    return parts[0], (parts[1] if len(parts) == 3 else None), parts[-1]
+
+
+def materialize_hub(spec: str, cache_dir: Path, max_rows: int | None = None) -> Path:
+    """Stream ``hub:<dataset>[:<config>]:<split>`` once into ``cache_dir/hub/...txt``, one row a line."""
+    name, config, split = hub_parts(spec)
+    parts = spec.split(":")[1:]
     refuse_local_hub(spec, name)
     out = Path(cache_dir) / "hub" / f"{'_'.join(parts).replace('/', '__')}.{max_rows or 'all'}.txt"
     if out.is_file():
@@ -69,16 +74,19 @@ def materialize_hub(spec: str, cache_dir: Path, max_rows: int | None = None) -> 
 class SentenceIndex:
     """Usable lines of several files as byte spans per file; reads a line with ``os.pread``.
 
-    Each file's spans are its memory-mapped cache (``datamodules.span_cache``; reopened lazily in each worker,
-    never pickled into it) or, without a cache directory, an array in memory. ``bounds[f]`` is the index of
-    file ``f``'s first sentence, so nothing per line is held here. At most ``MAX_OPEN`` text files and as
-    many index mappings (each holds a descriptor) are open at once, least recently used closed first: a
-    corpus of thousands of shards needs no raised ``ulimit``.
+    Each file's spans are its cached ``.npy`` (``datamodules.span_cache``), read 16 bytes at a time with
+    ``os.pread`` at ``offset + 16 * row`` (``parts[f] = (path, offset)``), or, without a cache directory, an
+    array in memory. Why ``pread`` and not a memory map: both read through the page cache, which every rank and
+    worker shares, but a map's random faults pull whole neighbourhoods of the 1.6 GB index into each process's
+    RSS (fault-around), so a rank's memory grew with the part of the epoch it had read. ``bounds[f]`` is the
+    index of file ``f``'s first sentence, so nothing per line is held here. At most ``MAX_OPEN`` descriptors
+    (text and index files) are open at once, least recently used closed first: a corpus of thousands of shards
+    needs no raised ``ulimit``.
     """
 
     MAX_OPEN = 64
 
-    def __init__(self, files: Sequence[Path], parts: Sequence[np.ndarray | Path], bounds: np.ndarray,
+    def __init__(self, files: Sequence[Path], parts: Sequence[np.ndarray | tuple[Path, int]], bounds: np.ndarray,
                  skipped: dict[str, int], size: int | None = None):
         self.files, self.parts, self.skipped = list(map(Path, files)), list(parts), skipped
         self.bounds = np.asarray(bounds, dtype=np.int64)
@@ -87,33 +95,34 @@ class SentenceIndex:
     def __len__(self) -> int:
         return self.size
 
-    def _lru(self, name: str, f: int, opener: Callable[[], Any], closer: Callable[[Any], None] = lambda _: None):
-        """File ``f``'s open descriptor or mapping from this process's cache ``name``, at most ``MAX_OPEN``."""
-        cache: OrderedDict[int, Any] = self.__dict__.setdefault(name, OrderedDict())  # per worker process
-        if f in cache:
-            cache.move_to_end(f)
-            return cache[f]
-        if len(cache) >= self.MAX_OPEN:
-            closer(cache.popitem(last=False)[1])
-        cache[f] = opener()
-        return cache[f]
+    def _fd(self, key: tuple[str, int], path: Path) -> int:
+        """An open descriptor of ``path`` from this process's cache (at most ``MAX_OPEN``, LRU)."""
+        fds: OrderedDict[tuple[str, int], int] = self.__dict__.setdefault("_fds", OrderedDict())  # per process
+        if key in fds:
+            fds.move_to_end(key)
+            return fds[key]
+        if len(fds) >= self.MAX_OPEN:
+            os.close(fds.popitem(last=False)[1])
+        fds[key] = os.open(path, os.O_RDONLY)
+        return fds[key]
 
-    def _spans(self, f: int) -> np.ndarray:
+    def _span(self, f: int, row: int) -> tuple[int, int]:
         part = self.parts[f]
         if isinstance(part, np.ndarray):
-            return part
-        return self._lru("_maps", f, lambda: np.load(part, mmap_mode="r", allow_pickle=False))  # holds an fd
+            return int(part[row, 0]), int(part[row, 1])
+        path, offset = part
+        start, end = np.frombuffer(os.pread(self._fd(("index", f), path), 16, offset + 16 * row), "<i8").tolist()
+        return start, end
 
     def sentence(self, i: int) -> str:
         if not 0 <= i < self.size:
             raise IndexError(f"sentence {i} of {self.size}")
         f = int(np.searchsorted(self.bounds, i, side="right")) - 1
-        start, end = (int(x) for x in self._spans(f)[i - int(self.bounds[f])])
-        fd = self._lru("_fds", f, lambda: os.open(self.files[f], os.O_RDONLY), os.close)
-        return os.pread(fd, end - start, start).decode("utf-8").strip()
+        start, end = self._span(f, i - int(self.bounds[f]))
+        return os.pread(self._fd(("text", f), self.files[f]), end - start, start).decode("utf-8").strip()
 
     def __getstate__(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k not in ("_fds", "_maps")}  # per process
+        return {k: v for k, v in self.__dict__.items() if k != "_fds"}  # descriptors don't cross processes
 
     def split_tail(self, n: int) -> tuple[SentenceIndex, list[str]]:
         """(the index without its last ``n`` sentences, those ``n`` sentences in order): a held-out set.
@@ -134,7 +143,7 @@ class SentenceIndex:
         parts, counts, skipped = [], [0], Counter()
         for path in files:
             s, stats = load_spans(Path(path), cache_dir, min_words, max_words)
-            parts.append(Path(s.filename) if isinstance(s, np.memmap) else s)  # a mapping is reopened lazily
+            parts.append((Path(s.filename), s.offset) if isinstance(s, np.memmap) else s)  # read with pread
             counts.append(len(s))
             skipped.update(stats["skipped"])
             if stats["report"]:
