@@ -17,7 +17,8 @@ sides run the same script in fresh subprocesses, each importing ``sts_lightning`
   Trainer with no validation or checkpoints); steps/s over the steps after the first two, and the seconds
   from process start to the first step (index load + epoch order).
 
-Peak RSS is the process's ``VmHWM``; ``RssAnon`` (private memory) and ``RssFile`` (pages of mapped files: the
+Peak RSS is the process's ``VmHWM`` (``imports_MiB``: its value after the imports, torch and transformers
+included, the same on both sides); ``RssAnon`` (private memory) and ``RssFile`` (pages of mapped files: the
 memory-mapped index, shared through the page cache by every rank) are read at the end. The corpus (random
 4-letter words, 3-7 a line; one empty line in 10,000 so skips are counted) is written with numpy.
 """
@@ -32,7 +33,16 @@ import sys
 import time
 from pathlib import Path
 
+import lightning as L
 import numpy as np
+import torch
+
+import sts_lightning
+from benchmarks.cpu_features import cpu_line
+from sts_lightning.datamodules.sentence_files import SentenceIndex, load_spans
+from sts_lightning.datamodules.sentence_stream import SentenceStream
+from sts_lightning.datamodules.sentences import SentenceDataModule
+from sts_lightning.lightning_modules.ct import ContrastiveTensionModule
 
 ROOT = Path(__file__).resolve().parents[1]
 SKIP_EVERY = 10_000  # one empty line in SKIP_EVERY
@@ -66,8 +76,6 @@ def memory() -> dict[str, float]:
 
 
 def phase_scan(corpus: Path, cache: Path, lines: int) -> dict:
-    from sts_lightning.datamodules.sentence_files import load_spans
-
     start = time.perf_counter()
     spans, stats = load_spans(corpus, cache)
     seconds = time.perf_counter() - start
@@ -75,9 +83,6 @@ def phase_scan(corpus: Path, cache: Path, lines: int) -> dict:
 
 
 def phase_rank(corpus: Path, cache: Path, skip: int, check: int, batch: int = 8) -> dict:
-    from sts_lightning.datamodules.sentence_files import SentenceIndex
-    from sts_lightning.datamodules.sentence_stream import SentenceStream
-
     start = time.perf_counter()
     stream = SentenceStream(SentenceIndex.build([corpus], cache), batch, rank=1, world_size=2, seed=7)
     stream.set_epoch(3)
@@ -90,20 +95,17 @@ def phase_rank(corpus: Path, cache: Path, skip: int, check: int, batch: int = 8)
     return {"first_batch_s": ready_s, "resumed_equals_uninterrupted": resumed == uninterrupted, "checked": check}
 
 
+class Clock(L.Callback):
+    """When each training step ended."""
+
+    def __init__(self):
+        self.times: list[float] = []
+
+    def on_train_batch_end(self, *args) -> None:
+        self.times.append(time.perf_counter())
+
+
 def phase_train(corpus: Path, cache: Path, steps: int) -> dict:
-    import lightning as L
-    import torch
-
-    from sts_lightning.datamodules.sentences import SentenceDataModule
-    from sts_lightning.lightning_modules.ct import ContrastiveTensionModule
-
-    class Clock(L.Callback):
-        def __init__(self):
-            self.times: list[float] = []
-
-        def on_train_batch_end(self, *args) -> None:
-            self.times.append(time.perf_counter())
-
     torch.manual_seed(0)
     clock, begun = Clock(), time.perf_counter()
     data = SentenceDataModule(None, [str(corpus)], batch_size=16, cache_dir=str(cache), seed=0)
@@ -147,6 +149,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--skip", type=int, default=1000, help="batches done before the resume")
     parser.add_argument("--check", type=int, default=1000, help="sentences compared after the resume")
+    parser.add_argument("--rounds", type=int, default=1, help="repeat the phases, sides alternating in order")
+    parser.add_argument("--keep-cache", action="store_true", help="reuse the sides' caches (e.g. train only)")
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     parser.add_argument("--cache", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -155,13 +159,10 @@ def main(argv: list[str] | None = None) -> dict:
         phases = {"scan": lambda: phase_scan(corpus, args.cache, args.lines),
                   "rank": lambda: phase_rank(corpus, args.cache, args.skip, args.check),
                   "train": lambda: phase_train(corpus, args.cache, args.steps)}
-        result = phases[args.phase]()
-        import sts_lightning
-
+        base = memory()["VmHWM"]  # the imports (torch, transformers, lightning): the same on both sides
+        result = {**phases[args.phase](), "imports_MiB": base}
         print(json.dumps({**result, **memory(), "code": str(Path(sts_lightning.__file__).parents[1])}))
         return result
-    from benchmarks.cpu_features import cpu_line
-
     print(cpu_line(), flush=True)
     args.dir.mkdir(parents=True, exist_ok=True)
     if not corpus.is_file():
@@ -173,12 +174,15 @@ def main(argv: list[str] | None = None) -> dict:
     if args.old_rev:
         roots["old"] = old_code(args.old_rev, args.dir / f"code_{args.old_rev}")
     results: dict[str, dict] = {}
-    for side in [s for s in args.sides.split(",") if s in roots]:
-        cache = args.dir / f"cache_{side}_{args.lines}"
-        subprocess.run(["rm", "-rf", str(cache)], check=True)
-        for phase in args.phases.split(","):
-            results[f"{side}/{phase}"] = run_phase(roots[side], phase, args, cache)
-            print(f"{side} {phase}: {json.dumps(results[f'{side}/{phase}'])}", flush=True)
+    sides = [s for s in args.sides.split(",") if s in roots]
+    for r in range(args.rounds):  # machine noise hits both sides: old, new, then new, old, ...
+        for side in sides if r % 2 == 0 else sides[::-1]:
+            cache = args.dir / f"cache_{side}_{args.lines}"
+            if not args.keep_cache:
+                subprocess.run(["rm", "-rf", str(cache)], check=True)
+            for phase in args.phases.split(","):
+                results[f"{side}/{phase}/{r}"] = run_phase(roots[side], phase, args, cache)
+                print(f"{side} {phase} (round {r}): {json.dumps(results[f'{side}/{phase}/{r}'])}", flush=True)
     return results
 
 
