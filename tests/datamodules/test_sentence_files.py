@@ -45,6 +45,7 @@ def test_the_cached_index_is_read_from_its_file_and_not_pickled_into_workers(sen
         head.sentence(90)
 
 
+@pytest.mark.slow  # 1,000 cache writes: 7 s on 2 idle cores, 45 s on busy ones
 def test_a_thousand_shards_are_read_with_few_open_files(tmp_path):
     """A corpus of many files: each is scanned and cached once; reading them all keeps at most ``MAX_OPEN``
     descriptors (text and index files) open, least recently used closed, so 1,000 shards need no raised
