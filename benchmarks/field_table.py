@@ -172,13 +172,11 @@ def row_seeds(text: str) -> dict[str, list[int]]:
     """
     out: dict[str, list[int]] = {}
     for item in filter(None, text.split(",")):
-        key, sep, seeds = item.partition("=")
-        try:
+        key, _, seeds = item.partition("=")
+        try:  # "flow" and "flow=" fail here too: int("")
             out[key.strip()] = [int(s) for s in seeds.split(";")]
         except ValueError:
-            sep = ""
-        if not sep or not out.get(key.strip()):
-            raise argparse.ArgumentTypeError(f"{item!r}: expected ROW=SEED[;SEED...], e.g. flow=0 or simcse=0;1")
+            raise argparse.ArgumentTypeError(f"{item!r}: expected ROW=SEED[;SEED...], e.g. flow=0 or simcse=0;1") from None
     return out
 
 
