@@ -22,6 +22,30 @@ class DivergedError(FloatingPointError):
     """Training produced non-finite values (loss, weights or scores); nothing of the run is exported."""
 
 
+# sysexits.h EX_TEMPFAIL: "a temporary failure; the user is invited to retry". A preempted run is exactly that: it
+# stopped cleanly with its last.ckpt written, and the same command with ckpt_path=last continues it. Not 0 (a
+# scheduler would record a finished job: what Lightning's own SIGTERM handling returned), not 143 = 128+SIGTERM (what
+# a shell reports for a process the signal KILLED, nothing saved), and apart from our 2 (bad input), 3 (diverged),
+# 1 (a crash) and 137 (kill -9): a wrapper can requeue exactly on 75 (docs/reliability.md).
+EXIT_PREEMPTED = 75
+
+
+class Preempted(SystemExit):
+    """The run stopped on a preemption signal at an optimizer-step boundary, its ``last.ckpt`` written.
+
+    Why a ``SystemExit`` (as Lightning's own ``SIGTERMException``): whoever calls ``train()`` -- ``train.py``, a
+    pipeline stage, a test driver -- exits with ``EXIT_PREEMPTED`` unless it catches it, and no ``except Exception``
+    on the way treats a requested stop as a failure to report.
+    """
+
+    def __init__(self, message: str):
+        super().__init__(EXIT_PREEMPTED)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
 def unknown_choice(kind: str, value: object, choices: object) -> ConfigError:
     """Build the error for a value outside a fixed set, listing the valid ones."""
     valid = ", ".join(sorted(str(c) for c in choices))  # type: ignore[union-attr]
@@ -39,7 +63,8 @@ def missing_value_message(err: Exception) -> str:
 
 
 def run_or_exit(fn, *args):
-    """Entry-point guard: user errors print one clear line and exit 2 (a diverged run: 3) instead of a traceback."""
+    """Entry-point guard: user errors print one clear line and exit 2 (a diverged run: 3; a preempted one: 75)
+    instead of a traceback."""
     import sys
 
     from omegaconf.errors import MissingMandatoryValue
@@ -55,3 +80,6 @@ def run_or_exit(fn, *args):
     except DivergedError as err:  # a run that failed, not a bad input: its own exit code
         print(f"error: {err}", file=sys.stderr)
         sys.exit(3)
+    except Preempted as err:  # stopped on SIGTERM / SIGUSR1 with last.ckpt written: 75, resume with ckpt_path=last
+        print(f"stopped: {err}", file=sys.stderr)
+        sys.exit(EXIT_PREEMPTED)

@@ -90,7 +90,13 @@ def resolve_ckpt_path(ckpt_path: str | None, output_dir: Path) -> str | None:
             log.info("resuming from %s", last)
             load_checkpoint(last)
             return str(last)
-        log.warning("ckpt_path=last but %s does not exist: starting fresh", last)
+        # Two lines (issue 30: a resume that silently trained from step 0): what is missing, and what happens instead.
+        # A run directory without checkpoints/ is almost always a new one: Hydra made it because hydra.run.dir
+        # was not given (every run gets its own directory, runs/run_id.py).
+        new = "" if last.parent.is_dir() else (" (a new run directory: to continue an earlier run, give its "
+                                               "directory with hydra.run.dir=<run dir>)")
+        log.warning("ckpt_path=last: no checkpoint at %s%s", last, new)
+        log.warning("ckpt_path=last: starting fresh from step 0")
         return None
     path = Path(str(ckpt_path)).expanduser()
     if not path.is_file():
