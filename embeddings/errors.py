@@ -46,6 +46,16 @@ class Preempted(SystemExit):
         return self.message
 
 
+# sysexits.h EX_UNAVAILABLE: a rank of a DDP run died or stopped answering (OOM-killed, a lost node), so this rank
+# stopped too. Apart from 2 (bad input), 3 (diverged), 75 (preempted), 1 (a crash) and 137 (killed): a wrapper
+# can resume on it (ckpt_path=last), or look at the lost rank's node first (docs/reliability.md "A dying rank").
+EXIT_RANK_LOST = 69
+
+
+class RankLostError(RuntimeError):
+    """Another rank of a distributed run is gone or silent (``runs/bounded_ddp.py``); this one stopped too."""
+
+
 def unknown_choice(kind: str, value: object, choices: object) -> ConfigError:
     """Build the error for a value outside a fixed set, listing the valid ones."""
     valid = ", ".join(sorted(str(c) for c in choices))  # type: ignore[union-attr]
@@ -83,3 +93,6 @@ def run_or_exit(fn, *args):
     except Preempted as err:  # stopped on SIGTERM / SIGUSR1 with last.ckpt written: 75, resume with ckpt_path=last
         print(f"stopped: {err}", file=sys.stderr)
         sys.exit(EXIT_PREEMPTED)
+    except RankLostError as err:  # a peer rank died or hangs: exit 69, resume with ckpt_path=last
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(EXIT_RANK_LOST)

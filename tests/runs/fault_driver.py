@@ -10,6 +10,10 @@ Usage: ``python -m tests.runs.fault_driver '<json>'`` with ``out``, ``model_dir`
 - ``"step:K"``: die at the start of optimizer step K (its ``last.ckpt`` for step K-1 is written);
 - ``"checkpoint:N"``: die half-way through writing the N-th checkpoint file;
 - ``"export"``: die while the export is written (weights in place, its manifest half-written).
+- ``"rank:R:step:K"``: in a DDP run, only global rank ``R`` dies, by a real ``SIGKILL`` (as the OOM killer does),
+  at the start of optimizer step ``K`` (``"rank:R:step:K:SIGSTOP"``: it hangs there instead); every rank writes
+  ``<out>/rank<r>.pid`` and ``<out>/rank<r>.exit`` (its exit code, unless it was killed), the faulty one
+  ``<out>/fault_at`` (its wall clock), so a test can time the survivors.
 
 The final metrics go to ``<out>/driver_metrics.json``.
 """
@@ -19,7 +23,9 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import sys
+import time
 from pathlib import Path
 
 from lightning.pytorch import Callback
@@ -36,6 +42,26 @@ class ExitAt(Callback):
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
         if trainer.global_step == self.step:
             os._exit(KILLED)
+
+
+class KillRankAt(Callback):
+    """``kill -9`` (or another signal: ``SIGSTOP`` hangs it) of one rank of a DDP run at the start of optimizer step
+    ``step``; the others go on. Records every rank's pid, the fault's wall-clock time and each rank's exit code."""
+
+    exit_file: Path | None = None  # <out>/rank<r>.exit: this process's exit code, written by __main__ below
+
+    def __init__(self, rank: int, step: int, out: str, signame: str = "SIGKILL"):
+        self.rank, self.step, self.out, self.signum = int(rank), int(step), Path(out), signal.Signals[signame]
+
+    def setup(self, trainer, pl_module, stage):
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / f"rank{trainer.global_rank}.pid").write_text(str(os.getpid()))
+        KillRankAt.exit_file = self.out / f"rank{trainer.global_rank}.exit"
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        if trainer.global_rank == self.rank and trainer.global_step == self.step:
+            (self.out / "fault_at").write_text(repr(time.time()))
+            os.kill(os.getpid(), self.signum)
 
 
 def die_during_checkpoint_write(n: int) -> None:
@@ -77,6 +103,11 @@ def main(spec: dict) -> None:
     fault = spec.get("fault") or ""
     if fault.startswith("step:"):
         overrides += ["+callbacks.kill._target_=tests.runs.fault_driver.ExitAt", f"+callbacks.kill.step={fault[5:]}"]
+    elif fault.startswith("rank:"):
+        _, rank, _, step, *signame = fault.split(":")
+        overrides += ["+callbacks.kill._target_=tests.runs.fault_driver.KillRankAt", f"+callbacks.kill.rank={rank}",
+                      f"+callbacks.kill.step={step}", f"+callbacks.kill.out={spec['out']}",
+                      f"+callbacks.kill.signame={(signame or ['SIGKILL'])[0]}"]
     elif fault.startswith("checkpoint:"):
         die_during_checkpoint_write(int(fault[11:]))
     elif fault == "export":
@@ -89,4 +120,12 @@ def main(spec: dict) -> None:
 
 
 if __name__ == "__main__":
-    main(json.loads(sys.argv[1]))
+    from sts_lightning.embeddings.errors import run_or_exit
+    from tests.runs import fault_driver  # Hydra instantiated the callback from this module, not from __main__
+
+    try:
+        run_or_exit(main, json.loads(sys.argv[1]))  # as train.py: our errors end in one line and their exit code
+    except SystemExit as stop:
+        if fault_driver.KillRankAt.exit_file is not None:
+            fault_driver.KillRankAt.exit_file.write_text(str(stop.code))
+        raise
