@@ -101,7 +101,7 @@ def load_spans(path: Path, cache_dir: Path | None, min_words: int = 1,
         if found is not None:
             return found
     spans, stats = scan_file(path, min_words, max_words)
-    with atomic_file(cached) as tmp, tmp.open("wb") as fh:  # a concurrent reader sees no file or a whole one
+    with atomic_file(cached, needed=spans.nbytes) as tmp, tmp.open("wb") as fh:  # a reader sees none or a whole one
         np.savez(fh, spans=spans, stats=np.array(json.dumps(stats)))
     return spans, stats
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from sts_lightning.embeddings.io.disk_full import DiskFullError, disk_full_cause, disk_full_error
+
+__all__ = ["ConfigError", "DataError", "DiskFullError", "DivergedError", "UnsupportedError", "run_or_exit"]
+
 
 class ConfigError(ValueError):
     """A configuration value (model name, pooling, scorer option) is unknown or invalid."""
@@ -22,6 +26,9 @@ class DivergedError(FloatingPointError):
     """Training produced non-finite values (loss, weights or scores); nothing of the run is exported."""
 
 
+DISK_FULL_EXIT = 74  # sysexits.h EX_IOERR ("an error occurred while doing I/O on some file"); 2 / 3 are ours
+
+
 def unknown_choice(kind: str, value: object, choices: object) -> ConfigError:
     """Build the error for a value outside a fixed set, listing the valid ones."""
     valid = ", ".join(sorted(str(c) for c in choices))  # type: ignore[union-attr]
@@ -39,7 +46,11 @@ def missing_value_message(err: Exception) -> str:
 
 
 def run_or_exit(fn, *args):
-    """Entry-point guard: user errors print one clear line and exit 2 (a diverged run: 3) instead of a traceback."""
+    """Entry-point guard: user errors print one clear line and exit 2 (a diverged run: 3, a full disk:
+    ``DISK_FULL_EXIT``) instead of a traceback.
+
+    A full disk is found anywhere in the exception's chain: Lightning, Hydra or torch may wrap it.
+    """
     import sys
 
     from omegaconf.errors import MissingMandatoryValue
@@ -55,3 +66,18 @@ def run_or_exit(fn, *args):
     except DivergedError as err:  # a run that failed, not a bad input: its own exit code
         print(f"error: {err}", file=sys.stderr)
         sys.exit(3)
+    except Exception as err:
+        full = _disk_full(err)
+        if full is None:
+            raise
+        print(f"error: {full}", file=sys.stderr)
+        sys.exit(DISK_FULL_EXIT)
+
+
+def _disk_full(err: BaseException | None) -> DiskFullError | None:
+    """Our ``DiskFullError`` in ``err``'s chain, or one built from a bare ENOSPC / EDQUOT ``OSError`` there
+    (a write outside ``embeddings.io.atomic``: a logger's file, Hydra's config copy)."""
+    cause = disk_full_cause(err)
+    if cause is None or isinstance(cause, DiskFullError):
+        return cause
+    return disk_full_error(cause.filename or "a file")
