@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from sts_lightning.embeddings.io.disk_full import DiskFullError, disk_full_cause, disk_full_error
+from sts_lightning.embeddings.io.disk_full import (
+    DiskFullError,
+    disk_full_cause,
+    disk_full_error,
+    exception_chain,
+)
 
 __all__ = ["ConfigError", "DataError", "DiskFullError", "DivergedError", "UnsupportedError", "run_or_exit"]
 
@@ -75,9 +80,11 @@ def run_or_exit(fn, *args):
 
 
 def _disk_full(err: BaseException | None) -> DiskFullError | None:
-    """Our ``DiskFullError`` in ``err``'s chain, or one built from a bare ENOSPC / EDQUOT ``OSError`` there
-    (a write outside ``embeddings.io.atomic``: a logger's file, Hydra's config copy)."""
+    """Our ``DiskFullError`` anywhere in ``err``'s chain (a logger's write failing while Lightning handles it
+    must not hide which checkpoint failed), else one built from a bare full disk there (a write outside
+    ``embeddings.io.atomic``)."""
+    ours = next((e for e in exception_chain(err) if isinstance(e, DiskFullError)), None)
+    if ours is not None:
+        return ours
     cause = disk_full_cause(err)
-    if cause is None or isinstance(cause, DiskFullError):
-        return cause
-    return disk_full_error(cause.filename or "a file")
+    return None if cause is None else disk_full_error(cause.filename or "a file")

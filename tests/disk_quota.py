@@ -8,7 +8,8 @@ its own call site and with its own wrapping (``torch.save`` turns the ``OSError`
   open file, JSON and Markdown reports): a file opened for writing is wrapped; its ``write`` writes what still
   fits, then raises;
 - ``safetensors.torch.save_file`` (Rust writes its file itself; ``save_pretrained`` binds it as
-  ``transformers.modeling_utils.safe_save_file``): serialised in memory, then written through ``open``;
+  ``transformers.modeling_utils.safe_save_file``): serialised in memory, then written through ``open``, and a
+  full disk raised as the Rust writer raises it (``SafetensorError``, errno 28 only in its message);
 - ``os.posix_fallocate`` (``embeddings.io.npy_cache.open_npy_memmap``): refused when the budget is smaller.
 
 Only files whose path contains ``match`` count; the first ``skip`` of them are written in full (the previous
@@ -103,11 +104,16 @@ def install(match: str, skip: int, nbytes: int) -> tuple[Quota, contextlib.ExitS
         real_fallocate(fd, offset, length)
 
     def save_file(tensors, filename, metadata=None) -> None:
+        """safetensors' own writer, failing as its Rust code does: ``SafetensorError``, the errno only in the text."""
+        from safetensors import SafetensorError
         from safetensors.torch import save
 
         data = save(tensors, metadata)
-        with quota_open(filename, "wb") as fh:
-            fh.write(data)
+        try:
+            with quota_open(filename, "wb") as fh:
+                fh.write(data)
+        except OSError as err:
+            raise SafetensorError(f"Error while serializing: I/O error: {err.strerror} (os error {err.errno})") from None
 
     stack = contextlib.ExitStack()
     patches = [(builtins, "open", quota_open), (io, "open", quota_open), (os, "posix_fallocate", fallocate)]

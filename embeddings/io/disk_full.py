@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+SHORT_WRITE = re.compile(r"^\d+ requested and \d+ written$")  # numpy's ndarray.tofile on a short write
 
 
 class DiskFullError(OSError):
@@ -43,14 +46,33 @@ class DiskFullError(OSError):
 
 
 def disk_full_cause(err: BaseException | None) -> OSError | None:
-    """The ENOSPC / EDQUOT ``OSError`` in ``err``'s chain (``__cause__`` / ``__context__``), or ``None``."""
+    """The full disk in ``err``'s chain (``__cause__`` / ``__context__``) as an ``OSError``, or ``None``.
+
+    Found as: an ``OSError`` with errno ENOSPC / EDQUOT; a message holding the system's text for them (Rust and
+    C++ writers: safetensors raises ``SafetensorError("Error while serializing: I/O error: No space left on device
+    (os error 28)")``, no errno); numpy's short write (``ndarray.tofile``, hence ``np.save`` to a path, raises
+    ``OSError("4000 requested and 1234 written")``, errno lost) -- on a regular file that is a full disk or
+    quota (a file-size limit would have killed the process with SIGXFSZ first).
+    """
+    for link in exception_chain(err):
+        if isinstance(link, OSError) and link.errno in FULL:
+            return link
+        text = str(link)
+        code = next((c for c in FULL if os.strerror(c) in text or f"(os error {c})" in text), None)
+        if code is None and isinstance(link, OSError) and link.errno is None and SHORT_WRITE.match(text):
+            code = errno.ENOSPC
+        if code is not None:
+            return OSError(code, text)
+    return None
+
+
+def exception_chain(err: BaseException | None) -> Iterator[BaseException]:
+    """``err``, then what it was raised from or during (``__cause__``, else ``__context__``), and so on."""
     seen: set[int] = set()
     while err is not None and id(err) not in seen:
-        if isinstance(err, OSError) and err.errno in FULL:
-            return err
+        yield err
         seen.add(id(err))
         err = err.__cause__ or err.__context__
-    return None
 
 
 def tree_bytes(path: str | os.PathLike) -> int:

@@ -59,6 +59,7 @@ def _one_line(proc: subprocess.CompletedProcess, path: Path) -> str:
     assert len(errors) == 1 and proc.stderr.rstrip().endswith(errors[0]), proc.stderr[-3000:]
     found = LINE.match(errors[0])
     assert found and found["path"] == str(path), errors[0]
+    print(f"exit {proc.returncode}: {errors[0]}")  # shown with pytest -s: what the user reads
     return found["need"]
 
 

@@ -50,6 +50,18 @@ def test_torch_saves_runtime_error_still_shows_the_full_disk():
         torch.save({"w": torch.zeros(100_000)}, Full())
     assert disk_full_cause(err.value).errno == errno.ENOSPC
     assert disk_full_cause(RuntimeError("other")) is None
+
+
+def test_writers_that_lose_the_errno_are_recognised_by_their_message():
+    """safetensors (Rust) and numpy's ``tofile`` (``np.save`` to a path) drop the errno; these are their texts
+    (seen with ``RLIMIT_FSIZE``: the same messages with error 27)."""
+    from safetensors import SafetensorError
+
+    rust = SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+    assert disk_full_cause(rust).errno == errno.ENOSPC
+    assert disk_full_cause(OSError("400000 requested and 1234 written")).errno == errno.ENOSPC
+    assert disk_full_cause(OSError("Disk quota exceeded")).errno == errno.EDQUOT
+    assert disk_full_cause(SafetensorError("Error while serializing: I/O error: File too large (os error 27)")) is None
     assert disk_full_cause(OSError(errno.EDQUOT, "quota")).errno == errno.EDQUOT  # a quota is a full disk too
 
 
@@ -100,6 +112,23 @@ def test_a_bare_enospc_from_a_write_outside_the_atomic_helpers_is_one_line_too(c
     err = capsys.readouterr().err
     assert err.startswith("error: no space left on device writing /somewhere/file: needs more space, ")
     assert err.count("\n") == 1
+
+
+def test_the_checkpoints_error_wins_over_a_later_failure_while_lightning_cleans_up(capsys):
+    """On a full disk the logger's final write (Lightning's ``finalize("failed")``) may fail too, during the
+    handling of the checkpoint's error: the line still names the checkpoint."""
+
+    def fit():
+        try:
+            raise DiskFullError("no space left on device writing /run/last.ckpt: needs ~1.0 MB, 0 B free on /",
+                                path="/run/last.ckpt")
+        except DiskFullError:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/run/csv/metrics.csv") from None
+
+    with pytest.raises(SystemExit) as done:
+        run_or_exit(fit)
+    assert done.value.code == DISK_FULL_EXIT
+    assert "writing /run/last.ckpt: needs ~1.0 MB" in capsys.readouterr().err
 
 
 def test_other_errors_still_raise():
