@@ -27,7 +27,7 @@ from sts_lightning.embeddings.io.export_manifest import MANIFEST_FILE, verify_ex
 
 pytestmark = pytest.mark.slow  # train.py in subprocesses: 10-25 s each on 2 shared cores
 ROOT = Path(__file__).resolve().parents[2]
-LINE = re.compile(r"^error: no space left on device writing (?P<path>\S+): needs (?P<need>~[\d.]+ [kMGT]?B|more "
+LINE = re.compile(r"^error: no space left on device writing (?P<path>\S+): needs (?P<need>~[\d.]+ [kMGT]?B|more space|more "
                   r"than [\d.]+ [kMGT]?B), [\d.]+ [kMGT]?B free on /\S*$")
 
 
@@ -136,3 +136,12 @@ def test_enospc_at_evaluate_results_keeps_the_previous_results(tmp_path, tiny_mo
     proc = _run("evaluate.py", args, tmp_path, enospc="results.json:0:10")
     assert _one_line(proc, out / "results.json").startswith("~")  # the exact size of the JSON
     assert (out / "results.json").read_bytes() == before and _leftovers(out) == []
+
+
+def test_enospc_at_a_write_outside_the_atomic_helpers_is_one_line_too(tmp_path, tiny_model_dir, train_data_dir):
+    """The CSV logger's ``metrics.csv`` (Lightning's own write, not ours): the same one line and exit code; the
+    size it needs is not known, so the line says so."""
+    out = tmp_path / "run"
+    proc = _run("train.py", _tiny(out, tiny_model_dir, train_data_dir), tmp_path, enospc="metrics.csv:0:100")
+    assert _one_line(proc, next(out.rglob("metrics.csv"))) == "more space"
+    assert load_checkpoint(out / "checkpoints" / "last.ckpt")["global_step"] >= 1  # the checkpoints are untouched
