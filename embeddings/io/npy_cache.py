@@ -116,14 +116,15 @@ def load_npy_cache(path: str | os.PathLike, expect: Mapping, what: str, mmap_mod
 
 
 @contextlib.contextmanager
-def npy_cache_writer(path: str | os.PathLike, sidecar: Mapping) -> Iterator[Path]:
+def npy_cache_writer(path: str | os.PathLike, sidecar: Mapping, needed: int | None = None) -> Iterator[Path]:
     """Yield a temp ``.npy`` path to fill (``np.save``, ``open_npy_memmap`` for chunked writes).
 
     On normal exit the sidecar (``sidecar`` plus the ``shape`` read back from the written array) is written
     and both files are renamed into place, the array first; on an exception nothing is left behind.
+    ``needed``: the array's bytes when known, for the one-line error of a full disk.
     """
     path = Path(path)
-    with atomic_files(path, sidecar_of(path)) as (tmp_array, tmp_meta):
+    with atomic_files(path, sidecar_of(path), needed=needed) as (tmp_array, tmp_meta):
         yield tmp_array
         written = np.load(tmp_array, mmap_mode="r")
         bad = non_finite_rows(written)
@@ -163,5 +164,5 @@ def open_npy_memmap(path: str | os.PathLike, dtype, shape: tuple[int, ...]) -> n
 
 def save_npy_cache(path: str | os.PathLike, array: np.ndarray, sidecar: Mapping) -> None:
     """``array`` and its sidecar, atomically (see ``npy_cache_writer``)."""
-    with npy_cache_writer(path, sidecar) as tmp:
+    with npy_cache_writer(path, sidecar, needed=array.nbytes) as tmp:
         np.save(tmp, array)

@@ -72,7 +72,7 @@ def test_an_npy_cache_keeps_its_previous_array_and_sidecar(tmp_path):
     with disk_full("abc.npy", nbytes=100), pytest.raises(DiskFullError) as err:
         save_npy_cache(target, np.zeros((500, 8), np.float32), {"key": "k"})
     assert checksums(target.parent) == before and leftovers(tmp_path) == []
-    one_line(err.value, target)  # the previous array's size is the estimate: the new one is only known when written
+    assert one_line(err.value, target)["need"] == human_bytes(500 * 8 * 4)  # the new array's bytes
 
 
 def test_a_memory_mapped_cache_is_refused_up_front_with_its_exact_size(tmp_path):
