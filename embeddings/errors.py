@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+from sts_lightning.embeddings.io.disk_full import (
+    DiskFullError,
+    disk_full_cause,
+    disk_full_error,
+    exception_chain,
+)
+
+__all__ = ["ConfigError", "DataError", "DiskFullError", "DivergedError", "UnsupportedError", "run_or_exit"]
+
 
 class ConfigError(ValueError):
     """A configuration value (model name, pooling, scorer option) is unknown or invalid."""
@@ -20,6 +29,9 @@ class DataError(ValueError):
 
 class DivergedError(FloatingPointError):
     """Training produced non-finite values (loss, weights or scores); nothing of the run is exported."""
+
+
+DISK_FULL_EXIT = 74  # sysexits.h EX_IOERR ("an error occurred while doing I/O on some file"); 2 / 3 are ours
 
 
 # sysexits.h EX_TEMPFAIL: "a temporary failure; the user is invited to retry". A preempted run is exactly that: it
@@ -73,8 +85,11 @@ def missing_value_message(err: Exception) -> str:
 
 
 def run_or_exit(fn, *args):
-    """Entry-point guard: user errors print one clear line and exit 2 (a diverged run: 3; a preempted one: 75)
-    instead of a traceback."""
+    """Entry-point guard: user errors print one clear line and exit 2 instead of a traceback (a diverged run: 3;
+    a full disk: ``DISK_FULL_EXIT`` 74; a lost rank: 69; a preempted run: 75).
+
+    A full disk is found anywhere in the exception's chain: Lightning, Hydra or torch may wrap it.
+    """
     import sys
 
     from omegaconf.errors import MissingMandatoryValue
@@ -96,3 +111,20 @@ def run_or_exit(fn, *args):
     except RankLostError as err:  # a peer rank died or hangs: exit 69, resume with ckpt_path=last
         print(f"error: {err}", file=sys.stderr)
         sys.exit(EXIT_RANK_LOST)
+    except Exception as err:
+        full = _disk_full(err)
+        if full is None:
+            raise
+        print(f"error: {full}", file=sys.stderr)
+        sys.exit(DISK_FULL_EXIT)
+
+
+def _disk_full(err: BaseException | None) -> DiskFullError | None:
+    """Our ``DiskFullError`` anywhere in ``err``'s chain (a logger's write failing while Lightning handles it
+    must not hide which checkpoint failed), else one built from a bare full disk there (a write outside
+    ``embeddings.io.atomic``)."""
+    ours = next((e for e in exception_chain(err) if isinstance(e, DiskFullError)), None)
+    if ours is not None:
+        return ours
+    cause = disk_full_cause(err)
+    return None if cause is None else disk_full_error(cause.filename or "a file")

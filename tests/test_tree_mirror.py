@@ -38,6 +38,7 @@ CROSS_CUTTING = {
     "tests/runs/test_resume.py": "a killed run resumed vs. an uninterrupted one (issue 18)",
     "tests/runs/test_faults.py": "unsafe or damaged checkpoints and what a run does with them (issue 18)",
     "tests/runs/test_fault_injection.py": "real kills in subprocesses (issue 18)",
+    "tests/runs/test_disk_full.py": "a full disk at train.py / evaluate.py's writes, seen as a user does (issue 30)",
     "tests/runs/test_evaluate_trained.py": "evaluate.py on what train.py produces",
     "tests/runs/test_integration_sentence_transformers.py": "our STS-B score against sentence-transformers' evaluator",
     "tests/test_docs.py": "the README and docs/ stay true: links resolve, code excerpts are real",

@@ -16,13 +16,21 @@ Usage: ``python -m tests.runs.fault_driver '<json>'`` with ``out``, ``model_dir`
   ``<out>/fault_at`` (its wall clock), so a test can time the survivors.
 
 The final metrics go to ``<out>/driver_metrics.json``.
+
+``python -m tests.runs.fault_driver --script train.py <overrides...>`` runs an entry script as a user does
+(Hydra, ``run_or_exit``, its exit code and stderr), after installing the faults the environment asks for:
+``FAULT_ENOSPC="<match>:<skip>:<nbytes>"`` fills the disk (``tests.disk_quota``), and ``FAULT_RENAMES=<file>``
+appends ``{"target", "sha256"}`` for every file renamed into place, so a test knows the checksum of the last
+whole copy of a file that a full disk then failed to replace.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
+import runpy
 import signal
 import sys
 import time
@@ -95,6 +103,31 @@ def die_during_export() -> None:
     manifest.write_manifest = write_manifest
 
 
+def record_renames(log_file: Path) -> None:
+    """Append each file's SHA-256 to ``log_file`` as ``os.replace`` puts it into place (directories: skipped)."""
+    real = os.replace
+
+    def replace(src, dst, *args, **kwargs):
+        real(src, dst, *args, **kwargs)
+        if os.path.isfile(dst):
+            entry = {"target": os.path.abspath(dst), "sha256": hashlib.sha256(Path(dst).read_bytes()).hexdigest()}
+            with open(log_file, "a") as fh:
+                fh.write(json.dumps(entry) + "\n")
+
+    os.replace = replace
+
+
+def run_script(script: str, args: list[str]) -> None:
+    """``python <script> <args>`` in this process, with the environment's faults installed."""
+    from tests.disk_quota import install_from_env
+
+    if os.environ.get("FAULT_RENAMES"):
+        record_renames(Path(os.environ["FAULT_RENAMES"]))
+    install_from_env()
+    sys.argv = [script, *args]
+    runpy.run_path(script, run_name="__main__")
+
+
 def main(spec: dict) -> None:
     from sts_lightning.runs.train_run import train
     from tests.helpers import compose_train_config
@@ -120,12 +153,15 @@ def main(spec: dict) -> None:
 
 
 if __name__ == "__main__":
-    from sts_lightning.embeddings.errors import run_or_exit
-    from tests.runs import fault_driver  # Hydra instantiated the callback from this module, not from __main__
+    if sys.argv[1] == "--script":
+        run_script(sys.argv[2], sys.argv[3:])
+    else:
+        from sts_lightning.embeddings.errors import run_or_exit
+        from tests.runs import fault_driver  # Hydra instantiated the callback from this module, not from __main__
 
-    try:
-        run_or_exit(main, json.loads(sys.argv[1]))  # as train.py: our errors end in one line and their exit code
-    except SystemExit as stop:
-        if fault_driver.KillRankAt.exit_file is not None:
-            fault_driver.KillRankAt.exit_file.write_text(str(stop.code))
-        raise
+        try:
+            run_or_exit(main, json.loads(sys.argv[1]))  # as train.py: our errors end in one line and their exit code
+        except SystemExit as stop:
+            if fault_driver.KillRankAt.exit_file is not None:
+                fault_driver.KillRankAt.exit_file.write_text(str(stop.code))
+            raise
