@@ -157,7 +157,8 @@ if __name__ == "__main__":
         run_script(sys.argv[2], sys.argv[3:])
     else:
         from sts_lightning.embeddings.errors import run_or_exit
-        from tests.runs import fault_driver  # Hydra instantiated the callback from this module, not from __main__
+        # Hydra instantiated the callback from this module, not from __main__
+        from tests.runs import fault_driver
 
         try:
             run_or_exit(main, json.loads(sys.argv[1]))  # as train.py: our errors end in one line and their exit code
