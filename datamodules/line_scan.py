@@ -108,30 +108,33 @@ def scan_into(path: Path, sink: Callable[[np.ndarray], None], min_words: int = 1
         return _stats(path, counts, where)
     with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         pos = released = 0
-        while pos < size:
-            end = _chunk_end(mm, pos, size, chunk_bytes)
-            buf = np.frombuffer(mm, dtype=np.uint8, count=end - pos, offset=pos)
-            starts, ends = _line_bounds(np.flatnonzero(buf == 10), end - pos)
-            bom = 3 if pos == 0 and mm[:3] == BOM else 0
-            while True:  # rstrip(b"\r\n"): the newline is not in [start, end); trailing \r's go too
-                cr = (ends > starts) & (buf[np.maximum(ends - 1, 0)] == 13)
-                if not cr.any():
-                    break
-                ends = ends - cr
-            text = mm[pos:end] if bom or (buf >= 0x80).any() else None  # None: ASCII, counted on the bytes
-            reason = _reasons(buf, text, min_words, max_words, bool(bom))
-            starts[:1] += bom  # line 1 of a file that starts with a BOM (the BOM is never a line's end)
-            for code in np.unique(reason[reason > 0]).tolist():
-                hits = np.flatnonzero(reason == code)
-                counts[code] = counts.get(code, 0) + len(hits)
-                shown = where.setdefault(code, [])
-                shown += (lineno + hits[:SHOW_LINES - len(shown)]).tolist()
-            keep = reason == 0
-            sink(np.stack((starts[keep] + pos, ends[keep] + pos), axis=1).astype(np.int64))
-            lineno += len(starts)
-            released = _release(mm, released, end)
-            pos = end
-        del buf  # the mmap cannot close while an array still views it
+        buf = None
+        try:
+            while pos < size:
+                end = _chunk_end(mm, pos, size, chunk_bytes)
+                buf = np.frombuffer(mm, dtype=np.uint8, count=end - pos, offset=pos)
+                starts, ends = _line_bounds(np.flatnonzero(buf == 10), end - pos)
+                bom = 3 if pos == 0 and mm[:3] == BOM else 0
+                while True:  # rstrip(b"\r\n"): the newline is not in [start, end); trailing \r's go too
+                    cr = (ends > starts) & (buf[np.maximum(ends - 1, 0)] == 13)
+                    if not cr.any():
+                        break
+                    ends = ends - cr
+                text = mm[pos:end] if bom or (buf >= 0x80).any() else None  # None: ASCII, counted on the bytes
+                reason = _reasons(buf, text, min_words, max_words, bool(bom))
+                starts[:1] += bom  # line 1 of a file that starts with a BOM (the BOM is never a line's end)
+                for code in np.unique(reason[reason > 0]).tolist():
+                    hits = np.flatnonzero(reason == code)
+                    counts[code] = counts.get(code, 0) + len(hits)
+                    shown = where.setdefault(code, [])
+                    shown += (lineno + hits[:SHOW_LINES - len(shown)]).tolist()
+                keep = reason == 0
+                sink(np.stack((starts[keep] + pos, ends[keep] + pos), axis=1).astype(np.int64))
+                lineno += len(starts)
+                released = _release(mm, released, end)
+                pos = end
+        finally:  # also when the sink raises (a full disk): the mmap cannot close while an array still views it,
+            del buf  # and a BufferError from its close would replace the sink's error
     return _stats(path, counts, where)
 
 

@@ -27,26 +27,49 @@ from sts_lightning.embeddings.io.atomic import atomic_files
 log = logging.getLogger(__name__)
 
 
+NPY_HEADER_BYTES = 128  # numpy's 1.0 header, padded to 64-byte alignment: the room left for any row count
+
+
 def _header(fh, rows: int) -> int:
     npy.write_array_header_1_0(fh, {"descr": "<i8", "fortran_order": False, "shape": (rows, 2)})
     return fh.tell()
 
 
+def _estimate_index_bytes(path: Path, rows: int, covered: int, header: int) -> int:
+    """The whole index's size: 16 bytes a usable line, extrapolated from the ``rows`` found in the first ``covered``
+    bytes of ``path``, or (nothing scanned yet) from the line count of its first MiB.
+
+    Why: the scan streams its spans to disk (no corpus-sized array in memory), so the size is only known at the
+    end; a full disk half-way still gets a "needs ~N" line, as the other cache writers give.
+    """
+    size = path.stat().st_size
+    if rows == 0 or covered == 0:
+        with path.open("rb") as fh:
+            head = fh.read(1 << 20)
+        rows, covered = head.count(b"\n") + (not head.endswith(b"\n")), max(len(head), 1)
+    return header + 16 * int(rows * size / covered)
+
+
 def write_index(path: Path, target: Path, min_words: int, max_words: int | None) -> tuple[int, dict]:
     """Scan ``path`` into the ``.npy`` file ``target``, chunk by chunk: (usable lines, skip statistics)."""
-    rows = 0
-    with target.open("wb") as fh:
-        start = _header(fh, 0)
+    rows = covered = 0
+    try:
+        with target.open("wb") as fh:
+            start = _header(fh, 0)
 
-        def append(spans: np.ndarray) -> None:
-            nonlocal rows
-            fh.write(np.ascontiguousarray(spans, dtype="<i8").data)
-            rows += len(spans)
+            def append(spans: np.ndarray) -> None:
+                nonlocal rows, covered
+                fh.write(np.ascontiguousarray(spans, dtype="<i8").data)
+                fh.flush()  # a full disk fails here, inside the scan, not later in close()
+                rows, covered = rows + len(spans), int(spans[-1, 1]) if len(spans) else covered
 
-        stats = scan_into(path, append, min_words, max_words)
-        fh.seek(0)
-        if _header(fh, rows) != start:  # numpy leaves room for 21 digits: cannot happen, never write garbage
-            raise RuntimeError(f"{target}: .npy header changed length")
+            stats = scan_into(path, append, min_words, max_words)
+            fh.seek(0)
+            if _header(fh, rows) != start:  # numpy leaves room for 21 digits: cannot happen, never write garbage
+                raise RuntimeError(f"{target}: .npy header changed length")
+    except OSError as err:
+        err.needed = _estimate_index_bytes(path, rows, covered, NPY_HEADER_BYTES)
+        raise
     return rows, stats
 
 

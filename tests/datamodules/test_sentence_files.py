@@ -67,3 +67,23 @@ def test_a_thousand_shards_are_read_with_few_open_files(tmp_path):
     assert sorted(index.sentence(int(i)) for i in order) == sorted(
         f"shard {s} line {w}" for s in range(1000) for w in ("one", "two"))
     assert len(index._fds) == index.MAX_OPEN and len(os.listdir("/proc/self/fd")) - fds_before <= index.MAX_OPEN
+
+
+@pytest.mark.parametrize("quota", [64, 40_000])
+def test_a_full_disk_during_the_index_scan_names_the_whole_index_size(tmp_path, monkeypatch, quota):
+    """The index streams to disk, so its size is extrapolated when the disk fills: at the header (from the first
+    MiB's lines) or half-way (from the lines found so far); both within 5% of 16 bytes a line."""
+    import functools
+
+    from sts_lightning.datamodules import span_cache
+    from sts_lightning.embeddings.errors import DiskFullError
+    from tests.disk_quota import disk_full
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"line {i} of a corpus\n" for i in range(20_000)))
+    # several chunks, so a 40 kB quota fails half-way through the 320 kB index
+    monkeypatch.setattr(span_cache, "scan_into", functools.partial(span_cache.scan_into, chunk_bytes=1 << 16))
+    with disk_full("sentence-index", nbytes=quota), pytest.raises(DiskFullError) as err:
+        span_cache.load_spans(corpus, tmp_path / "cache")
+    assert abs(err.value.needed / (128 + 16 * 20_000) - 1) < 0.05, err.value
+    assert list((tmp_path / "cache" / "sentence-index").iterdir()) == []

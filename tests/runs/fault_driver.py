@@ -157,6 +157,7 @@ if __name__ == "__main__":
         run_script(sys.argv[2], sys.argv[3:])
     else:
         from sts_lightning.embeddings.errors import run_or_exit
+
         # Hydra instantiated the callback from this module, not from __main__
         from tests.runs import fault_driver
 
