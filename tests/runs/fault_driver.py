@@ -129,6 +129,7 @@ def run_script(script: str, args: list[str]) -> None:
 
 
 def main(spec: dict) -> None:
+    from sts_lightning.embeddings.io.atomic import atomic_write
     from sts_lightning.runs.train_run import train
     from tests.helpers import compose_train_config
 
@@ -149,7 +150,8 @@ def main(spec: dict) -> None:
         raise ValueError(f"unknown fault {fault!r}")
     out = Path(spec["out"])
     metrics = train(compose_train_config(out, Path(spec["model_dir"]), Path(spec["data_dir"]), overrides))
-    (out / "driver_metrics.json").write_text(json.dumps(metrics, sort_keys=True))
+    # every rank of a DDP run gets here: each renames a whole copy into place (two plain writes interleaved)
+    atomic_write(out / "driver_metrics.json", json.dumps(metrics, sort_keys=True).encode())
 
 
 if __name__ == "__main__":
