@@ -210,7 +210,7 @@ def test_test_path_check_catches_a_missing_file(tmp_path):
 def test_readme_multi_node_line_is_the_one_the_two_node_test_runs():
     """The issue's ask: the README's several-nodes commands are what ``tests/runs/test_several_nodes.py`` launches
     (less its test-only overrides: the tiny model and data, 3 steps)."""
-    from tests.runs.test_several_nodes import node_command
+    from tests.runs.two_nodes import node_command
 
     command = node_command(0, 29500, Path("runs/two_nodes"), [])
     tested = " ".join(["torchrun", *[a for a in command[3:] if a != "trainer.max_steps=3"]])

@@ -14,7 +14,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from lightning.pytorch import Callback
 
 from sts_lightning.embeddings.io.export_manifest import MANIFEST_FILE, verify_export
 from tests.paths import ROOT
+from tests.runs.two_nodes import node_command
 
 pytestmark = pytest.mark.slow  # two train.py processes over gloo: ~40 s on 2 shared cores
 DIST_ENV = ("MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE", "RANK", "GROUP_RANK")
@@ -48,14 +48,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def node_command(node_rank: int, port: int, run_dir: Path, tiny: list[str]) -> list[str]:
-    """One node's command line (``torchrun`` is ``python -m torch.distributed.run``)."""
-    return [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
-            "--node-rank", str(node_rank), "--master-addr", "127.0.0.1", "--master-port", str(port),
-            "train.py", *tiny, "trainer.num_nodes=2", "trainer.devices=1", "trainer.accelerator=cpu",
-            "trainer.strategy=ddp", "trainer.max_steps=3", f"hydra.run.dir={run_dir}"]
 
 
 def test_two_nodes_by_torchrun_train_alike_and_export_once(tmp_path, tiny_model_dir, train_data_dir):
