@@ -23,3 +23,16 @@ class LastCheckpoint(ModelCheckpoint):
     def on_train_epoch_end(self, trainer, pl_module) -> None:
         if not self._should_skip_saving_checkpoint(trainer):
             self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
+
+    def save_now(self, trainer) -> str | None:
+        """Write ``last.ckpt`` at this step, as the step trigger would (the preemption stop); its path.
+
+        ``None`` where this trainer writes no checkpoints (``fast_dev_run``, sanity checking). Called on every rank
+        (the save is collective: rank 0 writes, all wait). Already written at this step: just its path.
+        """
+        if self._last_global_step_saved == trainer.global_step and self.last_model_path:
+            return self.last_model_path
+        if self._should_skip_saving_checkpoint(trainer):
+            return None
+        self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
+        return self.last_model_path

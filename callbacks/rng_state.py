@@ -4,8 +4,14 @@ Why: ``train()`` re-seeds at start, so without this a resumed run draws other dr
 uninterrupted run from the kill point on. Restoring in ``load_state_dict`` would be too early: building
 the resumed loader's iterator draws from the global torch RNG (DataLoader worker seeds), so the state is
 applied in ``on_train_batch_start`` of the first batch after the resume. Everything is stored as tensors,
-ints and floats so ``torch.load(weights_only=True)`` reads the checkpoint. Under DDP the checkpoint holds
-rank 0's state (``seed_everything`` gives all ranks the same seed, so the ranks' states agree).
+ints and floats so ``torch.load(weights_only=True)`` reads the checkpoint.
+
+Under DDP the checkpoint holds EVERY rank's state (``"ranks"``, gathered when the checkpoint is assembled, which
+every rank does) and each rank gets its own back. Measured (issue 30): the ranks start from one seed but their
+states part at the first step (dropout draws as many numbers as the rank's own batch has elements), so rank 1
+resumed with rank 0's generators drew other dropout masks and a 2-rank resume was not the uninterrupted run.
+A checkpoint of another world size (or one with a single state, written before) gives rank r state r where it
+has one, else rank 0's.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import random
 
 import numpy as np
 import torch
+import torch.distributed as dist
 from lightning.pytorch import Callback
 
 
@@ -49,12 +56,19 @@ class RNGStateCallback(Callback):
         self._pending: dict | None = None
 
     def state_dict(self) -> dict:
-        return collect_rng_state()
+        state = collect_rng_state()
+        if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+            return state
+        ranks: list = [None] * dist.get_world_size()
+        dist.all_gather_object(ranks, state)  # collective: every rank assembles the checkpoint (rank 0 writes it)
+        return {**state, "ranks": ranks}  # the top level stays rank 0's: a reader of the old layout still works
 
     def load_state_dict(self, state_dict: dict) -> None:
         self._pending = state_dict or None
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
         if self._pending is not None:
-            set_rng_state(self._pending)
+            ranks = self._pending.get("ranks") or []
+            rank = trainer.global_rank
+            set_rng_state(ranks[rank] if rank < len(ranks) else self._pending)
             self._pending = None

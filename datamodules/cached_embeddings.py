@@ -37,7 +37,12 @@ from sts_lightning.embeddings.io.fingerprint import (  # model_fingerprint: re-e
     file_stat,
     model_fingerprint,
 )
-from sts_lightning.embeddings.io.npy_cache import key_digest, npy_cache_problem, npy_cache_writer
+from sts_lightning.embeddings.io.npy_cache import (
+    key_digest,
+    npy_cache_problem,
+    npy_cache_writer,
+    open_npy_memmap,
+)
 from sts_lightning.embeddings.methods.pooling import get_pooling
 
 log = logging.getLogger(__name__)
@@ -115,7 +120,7 @@ class CachedEmbeddingDataModule(ResumableDataModule):
                 sentences = [index.sentence(i) for i in range(start, min(n, start + self.chunk_size))]
                 vectors = encoder.encode(sentences, pool, desc="caching features").float().numpy()
                 if out is None:
-                    out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(n, vectors.shape[1]))
+                    out = open_npy_memmap(tmp, dtype=np.float32, shape=(n, vectors.shape[1]))
                 out[start:start + len(sentences)] = vectors
             out.flush()
             shape = list(out.shape)

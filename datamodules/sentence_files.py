@@ -1,8 +1,9 @@
 """Sentence files, one sentence a line: scanned once into a cached index of byte spans, read by offset.
 
 Why: unsupervised objectives (CT, SED, the VAEs) read millions of lines, so the data stays on disk.
-``load_spans`` scans each file once into the byte spans of its usable lines (cached, keyed by path, size,
-mtime and the word filters); ``SentenceIndex`` then reads any line with ``os.pread`` in any worker.
+``load_spans`` scans each file once into the byte spans of its usable lines (``datamodules.line_scan``: numpy
+over an mmap; cached as ``.npy``, keyed by path, size, mtime and the word filters, and memory-mapped from there by
+``datamodules.span_cache``); ``SentenceIndex`` then reads any line with ``os.pread`` in any worker.
 Empty or whitespace-only lines and lines that are not UTF-8 are skipped and counted with file:line,
 never yielded. Your own ``.tsv`` / ``.csv`` / ``.jsonl`` / ``.parquet`` files are written once into a text file
 of their text column (``datamodules.sentence_tables``) and then read like any other. Hub sources (``hub:<dataset>[:<config>]:<split>``, column ``text``, e.g.
@@ -14,104 +15,37 @@ distinct sentences of local STS tasks without their scores (BERT-flow's target-d
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
-from array import array
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from sts_lightning.datamodules.sentence_tables import sentence_file_paths
+from sts_lightning.datamodules.span_cache import load_spans
 from sts_lightning.datamodules.table_files import refuse_local_hub
 from sts_lightning.embeddings.errors import ConfigError, DataError
 from sts_lightning.embeddings.io.atomic import atomic_file, atomic_write
 from sts_lightning.embeddings.io.cache_root import cache_dir_or_root
-from sts_lightning.embeddings.io.input_file import require_file
 from sts_lightning.sts.tasks import load_task
 
 log = logging.getLogger(__name__)
-SHOW_LINES = 5
 
 
-def scan_file(path: Path, min_words: int = 1, max_words: int | None = None) -> tuple[np.ndarray, dict]:
-    """Byte spans ``[start, end)`` of the usable lines of ``path`` and what was skipped (reason -> count).
-
-    Reads bytes and splits on ``\\n`` only, so the offsets are exact and U+2028 & co. stay inside a line.
-    """
-    require_file(path)
-    spans = array("q")  # flat start, end pairs: 16 bytes a line, not a Python tuple
-    skipped: Counter = Counter()
-    where: dict[str, list[str]] = {}
-    offset = 0
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            body = raw.rstrip(b"\r\n")
-            bom = 3 if lineno == 1 and body.startswith(b"\xef\xbb\xbf") else 0
-            start, end = offset + bom, offset + len(body)
-            offset += len(raw)
-            try:
-                words = len(body[bom:].decode("utf-8").split())
-            except UnicodeDecodeError:
-                reason = "not UTF-8"
-            else:
-                reason = ("empty" if words == 0 else "too few words" if words < min_words
-                          else "too many words" if max_words is not None and words > max_words else "")
-            if not reason:
-                spans.extend((start, end))
-                continue
-            skipped[reason] += 1
-            if len(where.setdefault(reason, [])) < SHOW_LINES:
-                where[reason].append(f"{path}:{lineno}")
-    report = "; ".join(f"{r}: {n} ({', '.join(where[r])}{', ...' if n > SHOW_LINES else ''})"
-                       for r, n in skipped.items())
-    return np.frombuffer(spans, dtype=np.int64).reshape(-1, 2), {"skipped": dict(skipped), "report": report}
-
-
-def _read_index(cached: Path) -> tuple[np.ndarray, dict] | None:
-    """A line-index cache, or ``None`` (with a warning) when it is damaged: derived data is rebuilt, not trusted.
-
-    Why: a truncated or garbled ``.npz`` (a full disk, a copy cut short) raised ``BadZipFile`` / "Bad CRC-32"
-    in every later run; pickled object arrays are refused rather than unpickled.
-    """
-    try:
-        with np.load(cached, allow_pickle=False) as z:
-            spans, stats = z["spans"], json.loads(str(z["stats"]))
-        if spans.dtype != np.int64 or spans.ndim != 2 or spans.shape[1] != 2 or not isinstance(stats, dict):
-            raise ValueError(f"spans {spans.dtype} {spans.shape}")
-        return spans, stats
-    except Exception as err:  # noqa: BLE001 -- any unreadable cache is rebuilt, whatever broke it
-        log.warning("%s: damaged line-index cache (%s: %s); rebuilding it", cached, type(err).__name__, err)
-        return None
-
-
-def load_spans(path: Path, cache_dir: Path | None, min_words: int = 1,
-               max_words: int | None = None) -> tuple[np.ndarray, dict]:
-    """``scan_file`` through a cache keyed by path, size, mtime and the word filters."""
-    if cache_dir is None or not path.is_file():
-        return scan_file(path, min_words, max_words)  # raises the clear "file not found" for a missing file
-    st = path.stat()
-    key = hashlib.sha1(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{min_words}|{max_words}".encode())
-    cached = Path(cache_dir) / "sentence-index" / f"{path.name}.{key.hexdigest()[:16]}.npz"
-    if cached.is_file():
-        found = _read_index(cached)
-        if found is not None:
-            return found
-    spans, stats = scan_file(path, min_words, max_words)
-    with atomic_file(cached) as tmp, tmp.open("wb") as fh:  # a concurrent reader sees no file or a whole one
-        np.savez(fh, spans=spans, stats=np.array(json.dumps(stats)))
-    return spans, stats
+def hub_parts(spec: str) -> tuple[str, str | None, str]:
+    """``hub:<dataset>[:<config>]:<split>`` as (dataset, config or None, split)."""
+    parts = spec.split(":")[1:]
+    if len(parts) not in (2, 3):
+        raise ConfigError(f"hub source {spec!r} must look like 'hub:<dataset>[:<config>]:<split>'")
+    return parts[0], (parts[1] if len(parts) == 3 else None), parts[-1]
 
 
 def materialize_hub(spec: str, cache_dir: Path, max_rows: int | None = None) -> Path:
     """Stream ``hub:<dataset>[:<config>]:<split>`` once into ``cache_dir/hub/...txt``, one row a line."""
+    name, config, split = hub_parts(spec)
     parts = spec.split(":")[1:]
-    if len(parts) not in (2, 3):
-        raise ConfigError(f"hub source {spec!r} must look like 'hub:<dataset>[:<config>]:<split>'")
-    name, config, split = parts[0], (parts[1] if len(parts) == 3 else None), parts[-1]
     refuse_local_hub(spec, name)
     out = Path(cache_dir) / "hub" / f"{'_'.join(parts).replace('/', '__')}.{max_rows or 'all'}.txt"
     if out.is_file():
@@ -137,25 +71,55 @@ def materialize_hub(spec: str, cache_dir: Path, max_rows: int | None = None) -> 
     return out
 
 
-@dataclass
 class SentenceIndex:
-    """Usable lines of several files as (file id, byte span); reads a line with ``os.pread``."""
+    """Usable lines of several files as byte spans per file; reads a line with ``os.pread``.
 
-    files: list[Path]
-    file_ids: np.ndarray
-    spans: np.ndarray
-    skipped: dict[str, int]
+    Each file's spans are its cached ``.npy`` (``datamodules.span_cache``), read 16 bytes at a time with
+    ``os.pread`` at ``offset + 16 * row`` (``parts[f] = (path, offset)``), or, without a cache directory, an
+    array in memory. Why ``pread`` and not a memory map: both read through the page cache, which every rank and
+    worker shares, but a map's random faults pull whole neighbourhoods of the 1.6 GB index into each process's
+    RSS (fault-around), so a rank's memory grew with the part of the epoch it had read. ``bounds[f]`` is the
+    index of file ``f``'s first sentence, so nothing per line is held here. At most ``MAX_OPEN`` descriptors
+    (text and index files) are open at once, least recently used closed first: a corpus of thousands of shards
+    needs no raised ``ulimit``.
+    """
+
+    MAX_OPEN = 64
+
+    def __init__(self, files: Sequence[Path], parts: Sequence[np.ndarray | tuple[Path, int]], bounds: np.ndarray,
+                 skipped: dict[str, int], size: int | None = None):
+        self.files, self.parts, self.skipped = list(map(Path, files)), list(parts), skipped
+        self.bounds = np.asarray(bounds, dtype=np.int64)
+        self.size = int(self.bounds[-1]) if size is None else min(int(size), int(self.bounds[-1]))
 
     def __len__(self) -> int:
-        return len(self.file_ids)
+        return self.size
+
+    def _fd(self, key: tuple[str, int], path: Path) -> int:
+        """An open descriptor of ``path`` from this process's cache (at most ``MAX_OPEN``, LRU)."""
+        fds: OrderedDict[tuple[str, int], int] = self.__dict__.setdefault("_fds", OrderedDict())  # per process
+        if key in fds:
+            fds.move_to_end(key)
+            return fds[key]
+        if len(fds) >= self.MAX_OPEN:
+            os.close(fds.popitem(last=False)[1])
+        fds[key] = os.open(path, os.O_RDONLY)
+        return fds[key]
+
+    def _span(self, f: int, row: int) -> tuple[int, int]:
+        part = self.parts[f]
+        if isinstance(part, np.ndarray):
+            return int(part[row, 0]), int(part[row, 1])
+        path, offset = part
+        start, end = np.frombuffer(os.pread(self._fd(("index", f), path), 16, offset + 16 * row), "<i8").tolist()
+        return start, end
 
     def sentence(self, i: int) -> str:
-        fds = self.__dict__.setdefault("_fds", {})  # opened lazily in each worker process
-        f = int(self.file_ids[i])
-        if f not in fds:
-            fds[f] = os.open(self.files[f], os.O_RDONLY)
-        start, end = self.spans[i]
-        return os.pread(fds[f], int(end - start), int(start)).decode("utf-8").strip()
+        if not 0 <= i < self.size:
+            raise IndexError(f"sentence {i} of {self.size}")
+        f = int(np.searchsorted(self.bounds, i, side="right")) - 1
+        start, end = self._span(f, i - int(self.bounds[f]))
+        return os.pread(self._fd(("text", f), self.files[f]), end - start, start).decode("utf-8").strip()
 
     def __getstate__(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k != "_fds"}  # descriptors don't cross processes
@@ -169,23 +133,22 @@ class SentenceIndex:
         """
         if not 0 < n < len(self):
             raise DataError(f"cannot hold out {n} of {len(self)} usable sentences (need 0 < n < {len(self)})")
-        head = SentenceIndex(self.files, self.file_ids[:-n], self.spans[:-n], self.skipped)
+        head = SentenceIndex(self.files, self.parts, self.bounds, self.skipped, len(self) - n)
         return head, [self.sentence(i) for i in range(len(self) - n, len(self))]
 
     @classmethod
     def build(cls, files: Sequence[Path], cache_dir: Path | None, min_words: int = 1,
               max_words: int | None = None, max_sentences: int | None = None) -> SentenceIndex:
         """Index the files (in the given order, then the first ``max_sentences``), logging what was skipped."""
-        ids, spans, skipped = [], [], Counter()
-        for f, path in enumerate(files):
+        parts, counts, skipped = [], [0], Counter()
+        for path in files:
             s, stats = load_spans(Path(path), cache_dir, min_words, max_words)
-            ids.append(np.full(len(s), f, dtype=np.int32))
-            spans.append(s)
+            parts.append((Path(s.filename), s.offset) if isinstance(s, np.memmap) else s)  # read with pread
+            counts.append(len(s))
             skipped.update(stats["skipped"])
             if stats["report"]:
                 log.warning("%s: skipped %d lines: %s", path, sum(stats["skipped"].values()), stats["report"])
-        index = cls(list(map(Path, files)), np.concatenate(ids)[:max_sentences],
-                    np.concatenate(spans)[:max_sentences], dict(skipped))
+        index = cls(files, parts, np.cumsum(counts), dict(skipped), max_sentences)
         if not len(index):
             raise DataError(f"no usable sentences in {[str(f) for f in files]}")
         return index

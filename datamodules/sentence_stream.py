@@ -1,8 +1,9 @@
 """One rank's share of a sentence index as an IterableDataset, sharded by rank x dataloader worker.
 
-Why this shape: each epoch all ranks draw the same permutation (seeded by ``(seed, epoch)``); position
-``i`` of it goes to shard ``i % (world_size * workers)``, shard = ``rank * workers + worker``. The
-permutation is cut to a multiple of ``world_size * workers * per_device_batch`` so every worker yields
+Why this shape: each epoch all ranks use the same order (``datamodules.epoch_order``: a bijection on the
+sentence ids keyed by ``(seed, epoch)``, evaluated only at the positions a shard needs, block by block, so no
+rank holds an array the size of the corpus); position ``i`` of it goes to shard ``i % (world_size * workers)``,
+shard = ``rank * workers + worker``. The order is cut to a multiple of ``world_size * workers * per_device_batch`` so every worker yields
 only full batches and every rank the SAME number of batches (an IterableDataset cannot be padded by a
 DistributedSampler, and unequal counts hang DDP). That drops up to ``world_size * workers *
 per_device_batch - 1`` sentences per epoch (a different, random set each epoch when shuffling).
@@ -20,8 +21,11 @@ from collections.abc import Iterator
 import numpy as np
 from torch.utils.data import IterableDataset, get_worker_info
 
+from sts_lightning.datamodules.epoch_order import EpochOrder
 from sts_lightning.datamodules.sentence_files import SentenceIndex
 from sts_lightning.embeddings.errors import ConfigError
+
+BLOCK = 4096  # positions of the order evaluated at a time (a shard's order is never held whole)
 
 
 def items_per_shard(n_items: int, world_size: int, num_workers: int, per_device_batch: int) -> int:
@@ -30,20 +34,25 @@ def items_per_shard(n_items: int, world_size: int, num_workers: int, per_device_
     return n_items // (shards * per_device_batch) * per_device_batch
 
 
-def shard_indices(n_items: int, rank: int, world_size: int, worker: int, num_workers: int,
-                  per_device_batch: int, epoch: int, seed: int, shuffle: bool = True) -> np.ndarray:
-    """Item indices that one (rank, worker) yields in one epoch, in order (pure, so it is unit-tested).
-
-    ``num_workers=0`` means the main process is the one worker.
-    """
+def shard_positions(n_items: int, rank: int, world_size: int, worker: int, num_workers: int,
+                    per_device_batch: int) -> range:
+    """Positions of the epoch's order that one (rank, worker) yields, in order (``num_workers=0``: the main
+    process is the one worker)."""
     workers = max(num_workers, 1)
     if not (0 <= rank < world_size and 0 <= worker < workers and per_device_batch >= 1):
         raise ConfigError(f"invalid shard rank={rank}/{world_size} worker={worker}/{workers} "
                           f"per_device_batch={per_device_batch}")
     shards = world_size * workers
     used = items_per_shard(n_items, world_size, num_workers, per_device_batch) * shards
-    order = np.random.default_rng([seed, epoch]).permutation(n_items) if shuffle else np.arange(n_items)
-    return order[rank * workers + worker:used:shards]
+    return range(rank * workers + worker, used, shards)
+
+
+def shard_indices(n_items: int, rank: int, world_size: int, worker: int, num_workers: int,
+                  per_device_batch: int, epoch: int, seed: int, shuffle: bool = True) -> np.ndarray:
+    """Item indices that one (rank, worker) yields in one epoch, in order, as one array (pure, so it is
+    unit-tested; ``SentenceStream`` evaluates the same order block by block)."""
+    positions = shard_positions(n_items, rank, world_size, worker, num_workers, per_device_batch)
+    return EpochOrder(n_items, seed, epoch, shuffle)[np.arange(positions.start, positions.stop, positions.step)]
 
 
 class SentenceStream(IterableDataset):
@@ -54,7 +63,7 @@ class SentenceStream(IterableDataset):
         per_device_batch: the DataLoader's batch size (equal batch counts are computed from it).
         rank, world_size: this process's place in the DDP group.
         num_workers: the DataLoader's ``num_workers`` (0 = main process); checked when iterating.
-        seed, shuffle: the per-epoch permutation, identical on all ranks.
+        seed, shuffle: the per-epoch order (``datamodules.epoch_order``), identical on all ranks.
     """
 
     def __init__(self, index: SentenceIndex, per_device_batch: int, rank: int = 0, world_size: int = 1,
@@ -62,10 +71,10 @@ class SentenceStream(IterableDataset):
         self.index, self.batch, self.rank, self.world_size = index, per_device_batch, rank, world_size
         self.num_workers, self.seed, self.shuffle, self.epoch = num_workers, seed, shuffle, 0
         self.skip_batches = 0
-        shard_indices(0, rank, world_size, 0, num_workers, per_device_batch, 0, seed)  # validates
+        shard_positions(0, rank, world_size, 0, num_workers, per_device_batch)  # validates
 
     def set_epoch(self, epoch: int, skip_batches: int = 0) -> None:
-        """Pick the epoch's permutation (and batches already done, after a resume); must happen before
+        """Pick the epoch's order (and batches already done, after a resume); must happen before
         the DataLoader starts its workers."""
         if skip_batches < 0:
             raise ValueError(f"skip_batches must be >= 0, got {skip_batches}")
@@ -85,10 +94,13 @@ class SentenceStream(IterableDataset):
         workers = max(self.num_workers, 1)
         role = (worker + self.skip_batches) % workers  # whose shard this worker continues
         skipped = len(range(role, self.skip_batches, workers))  # batches that shard already gave
-        indices = shard_indices(len(self.index), self.rank, self.world_size, role, self.num_workers,
-                                self.batch, self.epoch, self.seed, self.shuffle)
-        for i in indices[skipped * self.batch:]:
-            yield self.index.sentence(i)
+        positions = shard_positions(len(self.index), self.rank, self.world_size, role, self.num_workers,
+                                    self.batch)[skipped * self.batch:]
+        order = EpochOrder(len(self.index), self.seed, self.epoch, self.shuffle)
+        for first in range(0, len(positions), BLOCK):
+            block = positions[first:first + BLOCK]
+            for i in order[np.arange(block.start, block.stop, block.step)].tolist():
+                yield self.index.sentence(i)
 
     def __iter__(self) -> Iterator[str]:
         info = get_worker_info()

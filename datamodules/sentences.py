@@ -22,8 +22,9 @@ from torch.utils.data import DataLoader
 from sts_lightning.datamodules.loader import ResumableDataModule, ResumableLoader, per_device_batch_size
 from sts_lightning.datamodules.sentence_files import SentenceIndex, load_spans, source_paths
 from sts_lightning.datamodules.sentence_stream import SentenceStream, collate_sentences
+from sts_lightning.datamodules.sentence_streaming import StreamedSentences, stream_opener
 from sts_lightning.datamodules.table_files import check_extension, check_roles
-from sts_lightning.embeddings.errors import DataError
+from sts_lightning.embeddings.errors import ConfigError, DataError
 from sts_lightning.embeddings.io.cache_root import cache_dir_or_root
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,10 @@ class SentenceDataModule(ResumableDataModule):
             files skip and count empty lines, as always).
         heldout_sentences: keep the last N usable sentences (after ``max_sentences``) out of training, as
             ``heldout()`` (MLM's held-out loss and accuracy; ``SentenceIndex.split_tail`` says why the tail).
+        streaming: read the sources with ``datasets``' streaming instead of indexing them (corpora that do not
+            fit one disk; ``datamodules.sentence_streaming``): an endless stream, so ``trainer.max_steps`` must
+            be set; ``num_workers=0``; no ``max_sentences`` / ``heldout_sentences``.
+        stream_buffer: rows in ``datasets``' shuffle buffer when streaming.
     """
 
     data_unit = "sentences"  # model card: one training item
@@ -61,7 +66,8 @@ class SentenceDataModule(ResumableDataModule):
                  batch_size: int = 64, num_workers: int = 0, seed: int = 0, shuffle: bool = True,
                  max_sentences: int | None = None, min_words: int = 1, max_words: int | None = None,
                  cache_dir: str | None = None, columns: Mapping[str, str] | None = None,
-                 max_malformed_fraction: float = 0.01, heldout_sentences: int = 0):
+                 max_malformed_fraction: float = 0.01, heldout_sentences: int = 0, streaming: bool = False,
+                 stream_buffer: int = 10_000):
         super().__init__()
         self.data_dir, self.files = data_dir, [files] if isinstance(files, str) else [str(f) for f in files]
         for spec in self.files:
@@ -71,23 +77,32 @@ class SentenceDataModule(ResumableDataModule):
         self.batch_size, self.num_workers, self.seed, self.shuffle = batch_size, num_workers, seed, shuffle
         self.max_sentences, self.min_words, self.max_words = max_sentences, min_words, max_words
         self.cache_dir = cache_dir_or_root(cache_dir)
-        self.dataset: SentenceStream | None = None
+        self.dataset: SentenceStream | StreamedSentences | None = None
         self.heldout_sentences = int(heldout_sentences)
         if self.heldout_sentences < 0:
             raise DataError(f"data.heldout_sentences={heldout_sentences!r} must be >= 0")
         self._heldout: list[str] = []
+        self.streaming, self.stream_buffer = bool(streaming), int(stream_buffer)
+        if self.streaming and (self.heldout_sentences or max_sentences is not None):
+            raise ConfigError("data.streaming=true has no end to count from: drop data.max_sentences and "
+                              "data.heldout_sentences")
 
     def _paths(self) -> list[Path]:
         return source_paths(self.files, self.data_dir, self.cache_dir, self.max_sentences, self.columns, self.max_bad)
 
     def prepare_data(self) -> None:
         """Download hub sources and index every file once per node; ``setup`` then reads the cache."""
+        if self.streaming:
+            return
         for path in self._paths():
             load_spans(path, self.cache_dir, self.min_words, self.max_words)
 
     def setup(self, stage: str | None = None) -> None:
         trainer = self.trainer
         rank, world = (trainer.global_rank, trainer.world_size) if trainer is not None else (0, 1)
+        if self.streaming:
+            self.dataset = self._stream(rank, world)
+            return
         index = SentenceIndex.build(self._paths(), self.cache_dir, self.min_words, self.max_words,
                                     self.max_sentences)
         if self.heldout_sentences:
@@ -102,6 +117,16 @@ class SentenceDataModule(ResumableDataModule):
         log.info("sentences: %d usable (skipped: %s); %d batches per rank per epoch; %d trailing sentences "
                  "dropped per epoch so all ranks get equal batches", len(index), skipped,
                  len(self.dataset) // self.dataset.batch, self.dataset.dropped())
+
+    def _stream(self, rank: int, world: int) -> StreamedSentences:
+        if self.trainer is not None and (self.trainer.max_steps is None or self.trainer.max_steps < 0):
+            raise ConfigError("data.streaming=true is an endless stream: set trainer.max_steps")
+        open_rows, column = stream_opener(self.files, self.data_dir, self.columns)
+        log.info("sentences: streamed from %s (rank %d of %d, shuffle buffer %d)", self.files, rank, world,
+                 self.stream_buffer)
+        return StreamedSentences(open_rows, column, per_device_batch_size(self.batch_size, world), rank, world,
+                                 self.num_workers, self.seed, self.shuffle, self.stream_buffer, self.min_words,
+                                 self.max_words)
 
     def heldout(self) -> list[str]:
         """The held-out sentences (``heldout_sentences``; empty when none), the same on every rank."""

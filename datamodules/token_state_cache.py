@@ -29,7 +29,13 @@ from sts_lightning.embeddings.console import progress
 from sts_lightning.embeddings.encoders.precision import key_entry
 from sts_lightning.embeddings.errors import ConfigError, DataError
 from sts_lightning.embeddings.io.atomic import atomic_files
-from sts_lightning.embeddings.io.npy_cache import key_digest, non_finite_rows, read_sidecar, write_sidecar
+from sts_lightning.embeddings.io.npy_cache import (
+    key_digest,
+    non_finite_rows,
+    open_npy_memmap,
+    read_sidecar,
+    write_sidecar,
+)
 from sts_lightning.embeddings.sources.cache import sentences_digest
 
 log = logging.getLogger(__name__)
@@ -108,7 +114,7 @@ def build_cache(stem: Path, key: dict, encoder, sentences: Sequence[str], layer:
     dtype = DTYPES[key["dtype"]]
     # arrays first, the sidecar last: a sidecar never describes arrays not yet in place
     with atomic_files(states_file, offsets_file, meta_file) as tmp:
-        out = np.lib.format.open_memmap(tmp[0], mode="w+", dtype=dtype, shape=(int(offsets[-1]), encoder.hidden_size))
+        out = open_npy_memmap(tmp[0], dtype=dtype, shape=(int(offsets[-1]), encoder.hidden_size))
         order = np.argsort(-lengths, kind="stable")
         with torch.inference_mode():
             for start in progress(range(0, len(order), batch_size), desc=f"caching token states ({encoder.name})",

@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+from sts_lightning.embeddings.io.disk_full import (
+    DiskFullError,
+    disk_full_cause,
+    disk_full_error,
+    exception_chain,
+)
+
+__all__ = ["ConfigError", "DataError", "DiskFullError", "DivergedError", "UnsupportedError", "run_or_exit"]
+
 
 class ConfigError(ValueError):
     """A configuration value (model name, pooling, scorer option) is unknown or invalid."""
@@ -22,6 +31,43 @@ class DivergedError(FloatingPointError):
     """Training produced non-finite values (loss, weights or scores); nothing of the run is exported."""
 
 
+DISK_FULL_EXIT = 74  # sysexits.h EX_IOERR ("an error occurred while doing I/O on some file"); 2 / 3 are ours
+
+
+# sysexits.h EX_TEMPFAIL: "a temporary failure; the user is invited to retry". A preempted run is exactly that: it
+# stopped cleanly with its last.ckpt written, and the same command with ckpt_path=last continues it. Not 0 (a
+# scheduler would record a finished job: what Lightning's own SIGTERM handling returned), not 143 = 128+SIGTERM (what
+# a shell reports for a process the signal KILLED, nothing saved), and apart from our 2 (bad input), 3 (diverged),
+# 1 (a crash) and 137 (kill -9): a wrapper can requeue exactly on 75 (docs/reliability.md).
+EXIT_PREEMPTED = 75
+
+
+class Preempted(SystemExit):
+    """The run stopped on a preemption signal at an optimizer-step boundary, its ``last.ckpt`` written.
+
+    Why a ``SystemExit`` (as Lightning's own ``SIGTERMException``): whoever calls ``train()`` -- ``train.py``, a
+    pipeline stage, a test driver -- exits with ``EXIT_PREEMPTED`` unless it catches it, and no ``except Exception``
+    on the way treats a requested stop as a failure to report.
+    """
+
+    def __init__(self, message: str):
+        super().__init__(EXIT_PREEMPTED)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+# sysexits.h EX_UNAVAILABLE: a rank of a DDP run died or stopped answering (OOM-killed, a lost node), so this rank
+# stopped too. Apart from 2 (bad input), 3 (diverged), 75 (preempted), 1 (a crash) and 137 (killed): a wrapper
+# can resume on it (ckpt_path=last), or look at the lost rank's node first (docs/reliability.md "A dying rank").
+EXIT_RANK_LOST = 69
+
+
+class RankLostError(RuntimeError):
+    """Another rank of a distributed run is gone or silent (``runs/bounded_ddp.py``); this one stopped too."""
+
+
 def unknown_choice(kind: str, value: object, choices: object) -> ConfigError:
     """Build the error for a value outside a fixed set, listing the valid ones."""
     valid = ", ".join(sorted(str(c) for c in choices))  # type: ignore[union-attr]
@@ -39,7 +85,11 @@ def missing_value_message(err: Exception) -> str:
 
 
 def run_or_exit(fn, *args):
-    """Entry-point guard: user errors print one clear line and exit 2 (a diverged run: 3) instead of a traceback."""
+    """Entry-point guard: user errors print one clear line and exit 2 instead of a traceback (a diverged run: 3;
+    a full disk: ``DISK_FULL_EXIT`` 74; a lost rank: 69; a preempted run: 75).
+
+    A full disk is found anywhere in the exception's chain: Lightning, Hydra or torch may wrap it.
+    """
     import sys
 
     from omegaconf.errors import MissingMandatoryValue
@@ -55,3 +105,26 @@ def run_or_exit(fn, *args):
     except DivergedError as err:  # a run that failed, not a bad input: its own exit code
         print(f"error: {err}", file=sys.stderr)
         sys.exit(3)
+    except Preempted as err:  # stopped on SIGTERM / SIGUSR1 with last.ckpt written: 75, resume with ckpt_path=last
+        print(f"stopped: {err}", file=sys.stderr)
+        sys.exit(EXIT_PREEMPTED)
+    except RankLostError as err:  # a peer rank died or hangs: exit 69, resume with ckpt_path=last
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(EXIT_RANK_LOST)
+    except Exception as err:
+        full = _disk_full(err)
+        if full is None:
+            raise
+        print(f"error: {full}", file=sys.stderr)
+        sys.exit(DISK_FULL_EXIT)
+
+
+def _disk_full(err: BaseException | None) -> DiskFullError | None:
+    """Our ``DiskFullError`` anywhere in ``err``'s chain (a logger's write failing while Lightning handles it
+    must not hide which checkpoint failed), else one built from a bare full disk there (a write outside
+    ``embeddings.io.atomic``)."""
+    ours = next((e for e in exception_chain(err) if isinstance(e, DiskFullError)), None)
+    if ours is not None:
+        return ours
+    cause = disk_full_cause(err)
+    return None if cause is None else disk_full_error(cause.filename or "a file")

@@ -33,6 +33,7 @@ from torch import Tensor
 
 from sts_lightning.embeddings.encoders.hf import HFEncoder
 from sts_lightning.embeddings.errors import ConfigError, DivergedError, unknown_choice
+from sts_lightning.embeddings.io.disk_full import payload_bytes
 from sts_lightning.embeddings.io.export_manifest import export_directory
 from sts_lightning.embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
 from sts_lightning.embeddings.io.model_card import MethodInfo, ModelCard, TrainingFacts
@@ -284,7 +285,7 @@ class EncoderModule(LightningModule):
         """
         target = Path(path)
         pooling = self.hparams.pooling
-        with export_directory(target) as tmp:
+        with export_directory(target, needed=payload_bytes(self.export_model().state_dict())) as tmp:
             self.export_model().save_pretrained(tmp)
             self.encoder.tokenizer.save_pretrained(tmp)
             why_not = write_sentence_transformers_files(tmp, pooling, self.embedding_dim,

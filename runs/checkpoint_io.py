@@ -10,6 +10,10 @@ next write removes it if the process died), is fsynced before the rename (a powe
 the new checkpoint, not an empty file), and every load goes through
 ``embeddings.io.checkpoint_file.load_checkpoint`` (weights only, one-line errors naming the file).
 Remote paths (``s3://`` ...) keep Lightning's behaviour.
+
+A full disk: the temporary copy is removed, ``last.ckpt`` stays the previous one, and ``DiskFullError`` (one
+line, exit ``DISK_FULL_EXIT`` from ``train.py``) says how much the checkpoint needs -- the bytes of every tensor
+in it (weights, optimizer state), which is what ``torch.save`` writes but for a few kB of pickled metadata.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
 
 from sts_lightning.embeddings.io.atomic import atomic_file
 from sts_lightning.embeddings.io.checkpoint_file import load_checkpoint
+from sts_lightning.embeddings.io.disk_full import payload_bytes
 
 
 def _local(path: Any) -> bool:
@@ -36,7 +41,7 @@ class AtomicCheckpointIO(TorchCheckpointIO):
         if storage_options is not None or not _local(path):
             return super().save_checkpoint(checkpoint, path, storage_options)
         target = Path(str(path).removeprefix("file://"))
-        with atomic_file(target) as tmp, open(tmp, "wb") as fh:
+        with atomic_file(target, needed=payload_bytes(checkpoint)) as tmp, open(tmp, "wb") as fh:
             torch.save(checkpoint, fh)
             fh.flush()
             os.fsync(fh.fileno())

@@ -27,6 +27,7 @@ from sts_lightning.embeddings.errors import ConfigError, DataError, DivergedErro
 from sts_lightning.embeddings.io.atomic import sweep_orphans
 from sts_lightning.embeddings.io.checkpoint_file import load_checkpoint
 from sts_lightning.embeddings.scoring.protocols import Exportable
+from sts_lightning.runs.bounded_ddp import stop_on_lost_rank
 from sts_lightning.runs.checkpoint_io import AtomicCheckpointIO
 from sts_lightning.runs.config_checks import TRAIN_RULES, check_mini_batch_size, check_numbers
 from sts_lightning.runs.hub_push import check_hub_push, push_from_config
@@ -90,7 +91,13 @@ def resolve_ckpt_path(ckpt_path: str | None, output_dir: Path) -> str | None:
             log.info("resuming from %s", last)
             load_checkpoint(last)
             return str(last)
-        log.warning("ckpt_path=last but %s does not exist: starting fresh", last)
+        # Two lines (issue 30: a resume that silently trained from step 0): what is missing, and what happens instead.
+        # A run directory without checkpoints/ is almost always a new one: Hydra made it because hydra.run.dir
+        # was not given (every run gets its own directory, runs/run_id.py).
+        new = "" if last.parent.is_dir() else (" (a new run directory: to continue an earlier run, give its "
+                                               "directory with hydra.run.dir=<run dir>)")
+        log.warning("ckpt_path=last: no checkpoint at %s%s", last, new)
+        log.warning("ckpt_path=last: starting fresh from step 0")
         return None
     path = Path(str(ckpt_path)).expanduser()
     if not path.is_file():
@@ -184,14 +191,15 @@ def train(cfg: DictConfig) -> dict[str, float]:
         trainer = _build(cfg.trainer, callbacks=callbacks, logger=loggers or False, **plugins)
         log_config(loggers, cfg)
         # weights_only=True: a checkpoint never runs code on load, even with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 set
-        trainer.fit(model, datamodule=datamodule, ckpt_path=ckpt_path,
-                    weights_only=True)
-        check_not_diverged(model, trainer.callback_metrics)  # before anything is exported
-        if cfg.get("export"):
-            if trainer.is_global_zero:  # the model card (README.md) gets what only this run knows
-                model.export(output_dir / "export", training_facts(cfg, trainer, datamodule, output_dir,
-                                                                   time.monotonic() - started, ckpt_path is not None))
-            trainer.strategy.barrier("export")
+        with stop_on_lost_rank(trainer, output_dir):  # a rank that dies or hangs: one line, exit 69
+            trainer.fit(model, datamodule=datamodule, ckpt_path=ckpt_path,
+                        weights_only=True)
+            check_not_diverged(model, trainer.callback_metrics)  # before anything is exported
+            if cfg.get("export"):
+                if trainer.is_global_zero:  # the model card (README.md) gets what only this run knows
+                    model.export(output_dir / "export", training_facts(
+                        cfg, trainer, datamodule, output_dir, time.monotonic() - started, ckpt_path is not None))
+                trainer.strategy.barrier("export")
         if trainer.is_global_zero:  # W&B: the STS table and the export as a model artifact
             log_final(trainer, output_dir / "export" if cfg.get("export") else None)
         metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable
 
 import torch
+from lightning.fabric.utilities.imports import _IS_INTERACTIVE
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from sts_lightning.embeddings.errors import ConfigError
@@ -21,6 +22,8 @@ from sts_lightning.embeddings.errors import ConfigError
 log = logging.getLogger(__name__)
 
 GPU_NAMES = ("gpu", "cuda")
+BOUNDED_DDP = "sts_lightning.runs.bounded_ddp.BoundedDDPStrategy"
+DDP_NAMES = {"ddp": {}, "ddp_find_unused_parameters_true": {"find_unused_parameters": True}}
 CPU_HINT = "to run N CPU processes instead (DDP over gloo, fp32): trainer.accelerator=cpu trainer.devices=N"
 
 
@@ -90,6 +93,31 @@ def resolve_trainer(trainer_cfg: DictConfig, gpus: int | None = None,
     if resolved == "cpu" and trainer_cfg.precision not in ("32-true", "32", 32, "64-true", "64", 64):
         log.warning("training on CPU in %s as asked (trainer.precision); the default there is 32-true",
                     trainer_cfg.precision)
+    bound_collectives(trainer_cfg, requested_devices(devices, gpus if wants_gpu else 0))
     log.info("trainer: %s x %s, precision %s, strategy %s", resolved, trainer_cfg.get("devices"),
              trainer_cfg.precision, trainer_cfg.get("strategy", "auto"))
     return trainer_cfg
+
+
+def bound_collectives(trainer_cfg: DictConfig, devices: int) -> None:
+    """Pop ``collective_timeout_s`` (not a Trainer argument); a DDP run gets ``runs.bounded_ddp.BoundedDDPStrategy``.
+
+    Why: a rank that dies or hangs must stop the others in bounded time with one line (``runs/bounded_ddp.py``);
+    ``strategy: ddp`` (or ``auto`` with several devices or nodes, where Lightning would pick plain DDP) becomes
+    that strategy with the timeout. Other strategies (fsdp, deepspeed, a ``_target_`` of your own) are left as
+    they are: their collectives keep Lightning's defaults.
+    """
+    with open_dict(trainer_cfg):
+        timeout = trainer_cfg.pop("collective_timeout_s", None)
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+        raise ConfigError(f"trainer.collective_timeout_s must be a number of seconds > 0, got {timeout!r}")
+    strategy = trainer_cfg.get("strategy", "auto")
+    several = devices * int(trainer_cfg.get("num_nodes", 1) or 1) > 1
+    if not isinstance(strategy, str) or not (strategy in DDP_NAMES or (strategy == "auto" and several)) \
+            or (strategy == "auto" and _IS_INTERACTIVE):  # a notebook: Lightning's auto picks ddp_notebook
+        return
+    node = {"_target_": BOUNDED_DDP, **DDP_NAMES.get(strategy, {})}
+    if timeout is not None:
+        node["collective_timeout_s"] = float(timeout)
+    with open_dict(trainer_cfg):
+        trainer_cfg.strategy = node

@@ -205,3 +205,14 @@ def test_test_path_check_catches_a_missing_file(tmp_path):
     page.write_text("`tests/runs/test_there.py` and tests/runs/test_gone.py\n```\npytest tests/test_old.py\n```\n")
     problems = missing_test_files(page, root=tmp_path)
     assert problems == ["page.md:1: tests/runs/test_gone.py does not exist", "page.md:3: tests/test_old.py does not exist"]
+
+
+def test_readme_multi_node_line_is_the_one_the_two_node_test_runs():
+    """The issue's ask: the README's several-nodes commands are what ``tests/runs/test_several_nodes.py`` launches
+    (less its test-only overrides: the tiny model and data, 3 steps)."""
+    from tests.runs.two_nodes import node_command
+
+    command = node_command(0, 29500, Path("runs/two_nodes"), [])
+    tested = " ".join(["torchrun", *[a for a in command[3:] if a != "trainer.max_steps=3"]])
+    shown = re.sub(r"\s*\\\n\s*", " ", README.read_text(encoding="utf-8"))
+    assert tested in shown, tested

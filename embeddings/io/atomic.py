@@ -10,6 +10,10 @@ This module is the only place in the project that does that dance:
 - ``atomic_directory(target)``: a directory built in full, then swapped in (an existing one replaced, or
   kept when ``keep`` says it is already complete, e.g. written by a concurrent run).
 
+A full disk (ENOSPC / EDQUOT, however deep and however wrapped) becomes ``DiskFullError`` after the temporary
+copy is removed: one line naming the target, the bytes it needs and the bytes free (``embeddings.io.disk_full``;
+``needed=`` is the writer's estimate of the whole output), the previous target untouched.
+
 Orphans: a process killed mid-write (kill -9, OOM, preemption) cannot clean up, so its temporary copy
 stays. Every temporary name carries its writer's host and process id (``.<name>.tmp-<host>-<pid>-<random>``);
 the next write beside it (``remove_orphans``, called by every writer here) or a sweep of a run directory
@@ -29,6 +33,8 @@ import socket
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from sts_lightning.embeddings.io.disk_full import disk_full_cause, disk_full_error, tree_bytes
 
 log = logging.getLogger(__name__)
 
@@ -90,12 +96,33 @@ def remove_orphans(target: str | os.PathLike) -> list[Path]:
     return sweep_orphans(target.parent, target.name)
 
 
+def _raise_if_disk_full(err: BaseException, target: Path, temps: list[Path], previous: list[Path],
+                        needed: int | None) -> None:
+    """Remove ``temps`` and raise ``DiskFullError`` for ``target`` when ``err`` is (or wraps) ENOSPC / EDQUOT.
+
+    Measured before the temporary copies go: what was written (a lower bound) and the copies being replaced.
+    A ``DiskFullError`` of a nested write (the model card inside an export's temporary directory) is raised
+    again for this target: the user frees space for the export, not for its card. A writer that knows the
+    size only once it fails (a preallocated memory map) sets ``needed`` on its ``OSError``.
+    """
+    cause = disk_full_cause(err)
+    if cause is None:
+        return
+    written = sum(tree_bytes(t) for t in temps)
+    before = sum(tree_bytes(p) for p in previous)
+    for tmp in temps:
+        _remove(tmp)
+    needed = max(needed or 0, getattr(cause, "needed", None) or 0) or None
+    raise disk_full_error(target, needed=needed, previous=before, written=written) from err
+
+
 @contextlib.contextmanager
-def atomic_files(*targets: str | os.PathLike) -> Iterator[list[Path]]:
+def atomic_files(*targets: str | os.PathLike, needed: int | None = None) -> Iterator[list[Path]]:
     """Yield one temp path per target (parents created); on normal exit rename each into place, in order.
 
     Why the order: a reader that checks the last file (a sidecar) never finds it describing files that are
-    not yet in place. On an exception nothing is renamed and every temp file is removed.
+    not yet in place. On an exception nothing is renamed and every temp file is removed; a full disk is
+    raised as ``DiskFullError`` naming the first target (``needed``: the writer's estimate of all of them).
     """
     paths = [Path(t) for t in targets]
     for p in paths:
@@ -106,21 +133,24 @@ def atomic_files(*targets: str | os.PathLike) -> Iterator[list[Path]]:
         yield tmps
         for tmp, path in zip(tmps, paths, strict=True):
             os.replace(tmp, path)
+    except BaseException as err:
+        _raise_if_disk_full(err, paths[0], tmps, paths, needed)
+        raise
     finally:
         for tmp in tmps:
             tmp.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
-def atomic_file(target: str | os.PathLike) -> Iterator[Path]:
+def atomic_file(target: str | os.PathLike, needed: int | None = None) -> Iterator[Path]:
     """Yield a temp path beside ``target`` to write (stream, ``np.savez``, a plot); renamed into place on exit."""
-    with atomic_files(target) as (tmp,):
+    with atomic_files(target, needed=needed) as (tmp,):
         yield tmp
 
 
 def atomic_write(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to a temp file beside ``path``, then rename it into place (parents created)."""
-    with atomic_file(path) as tmp:
+    with atomic_file(path, needed=len(data)) as tmp:
         tmp.write_bytes(data)
 
 
@@ -139,7 +169,8 @@ def _ordinary_modes(root: Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_directory(target: str | os.PathLike, keep: Callable[[Path], bool] | None = None) -> Iterator[Path]:
+def atomic_directory(target: str | os.PathLike, keep: Callable[[Path], bool] | None = None,
+                     needed: int | None = None) -> Iterator[Path]:
     """Yield a temp dir beside ``target``; on normal exit it replaces ``target`` (an old copy is removed).
 
     Args:
@@ -147,6 +178,8 @@ def atomic_directory(target: str | os.PathLike, keep: Callable[[Path], bool] | N
         keep: asked (with ``target``) before the swap and when the rename fails; ``True`` keeps the existing
             ``target`` and drops the new copy. Why: a cache built by concurrent runs (packaged models) keeps
             whichever complete copy won the race instead of replacing it under a reader.
+        needed: the writer's estimate of the whole directory in bytes, for the ``DiskFullError`` of a full disk
+            (else the previous copy's size, or what was written before the disk filled up).
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -167,5 +200,8 @@ def atomic_directory(target: str | os.PathLike, keep: Callable[[Path], bool] | N
         except OSError:
             if keep is None or not keep(target):
                 raise
+    except BaseException as err:
+        _raise_if_disk_full(err, target, [tmp], [target], needed)
+        raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)  # gone already after a successful rename

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sts_lightning.embeddings.errors import ConfigError, DataError
+from sts_lightning.embeddings.io.disk_full import payload_bytes
 from sts_lightning.embeddings.io.export_manifest import export_directory, verify_export
 from sts_lightning.embeddings.io.model_card import ExportNotes
 
@@ -56,7 +57,7 @@ def save_export(path: str | os.PathLike, fmt: ExportFormat, config: Mapping, ten
     from safetensors.torch import save_file
 
     target = Path(path)
-    with export_directory(target) as tmp:
+    with export_directory(target, needed=payload_bytes(dict(tensors))) as tmp:
         save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, str(tmp / fmt.weights_file))
         meta = {"format": fmt.tag, "version": fmt.version, **dict(config)}
         (tmp / fmt.config_file).write_text(json.dumps(meta, indent=2))

@@ -57,10 +57,14 @@ def write_manifest(folder: str | os.PathLike) -> Path:
 
 
 @contextlib.contextmanager
-def export_directory(target: str | os.PathLike) -> Iterator[Path]:
+def export_directory(target: str | os.PathLike, needed: int | None = None) -> Iterator[Path]:
     """Yield a temporary directory to fill; on normal exit its manifest is written and it replaces ``target``
-    (``embeddings.io.atomic.atomic_directory``). The one way an export is written."""
-    with atomic_directory(target) as tmp:
+    (``embeddings.io.atomic.atomic_directory``). The one way an export is written.
+
+    ``needed``: the bytes of the weights to be written, for the one-line error of a full disk (an export is
+    its weights plus a few kB of config, tokenizer and card).
+    """
+    with atomic_directory(target, needed=needed) as tmp:
         yield tmp
         write_manifest(tmp)
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from sts_lightning.embeddings.errors import DataError
 from sts_lightning.embeddings.io.atomic import atomic_files
+from sts_lightning.embeddings.io.disk_full import FULL
 
 log = logging.getLogger(__name__)
 
@@ -115,14 +116,15 @@ def load_npy_cache(path: str | os.PathLike, expect: Mapping, what: str, mmap_mod
 
 
 @contextlib.contextmanager
-def npy_cache_writer(path: str | os.PathLike, sidecar: Mapping) -> Iterator[Path]:
-    """Yield a temp ``.npy`` path to fill (``np.save``, ``np.lib.format.open_memmap`` for chunked writes).
+def npy_cache_writer(path: str | os.PathLike, sidecar: Mapping, needed: int | None = None) -> Iterator[Path]:
+    """Yield a temp ``.npy`` path to fill (``np.save``, ``open_npy_memmap`` for chunked writes).
 
     On normal exit the sidecar (``sidecar`` plus the ``shape`` read back from the written array) is written
     and both files are renamed into place, the array first; on an exception nothing is left behind.
+    ``needed``: the array's bytes when known, for the one-line error of a full disk.
     """
     path = Path(path)
-    with atomic_files(path, sidecar_of(path)) as (tmp_array, tmp_meta):
+    with atomic_files(path, sidecar_of(path), needed=needed) as (tmp_array, tmp_meta):
         yield tmp_array
         written = np.load(tmp_array, mmap_mode="r")
         bad = non_finite_rows(written)
@@ -133,7 +135,34 @@ def npy_cache_writer(path: str | os.PathLike, sidecar: Mapping) -> Iterator[Path
         write_sidecar(tmp_meta, {**dict(sidecar), "shape": list(written.shape)})
 
 
+def open_npy_memmap(path: str | os.PathLike, dtype, shape: tuple[int, ...]) -> np.memmap:
+    """``np.lib.format.open_memmap(path, "w+")`` whose disk blocks are allocated before it is filled.
+
+    Why: ``open_memmap`` makes a sparse file; on a full disk the kernel finds out only when it writes a
+    filled page back, and the process dies of SIGBUS -- no message, no cleanup, hours of encoding lost. With
+    every block allocated first (``posix_fallocate``) a full disk is an ``OSError`` (ENOSPC, its ``needed``
+    the file's exact size) here, before any work, which ``atomic_files`` reports in one line. File systems
+    that cannot allocate ahead keep the sparse file.
+    """
+    size = int(np.prod(shape)) * np.dtype(dtype).itemsize  # the array; its header (~128 B) is added once written
+    try:
+        out = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
+        with open(path, "r+b") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            try:
+                os.posix_fallocate(fh.fileno(), 0, size)
+            except OSError as err:
+                if err.errno in FULL:
+                    raise
+                # EOPNOTSUPP / EINVAL: no allocation ahead on this file system: keep the sparse file
+    except OSError as err:
+        if err.errno in FULL:
+            err.needed = size
+        raise
+    return out
+
+
 def save_npy_cache(path: str | os.PathLike, array: np.ndarray, sidecar: Mapping) -> None:
     """``array`` and its sidecar, atomically (see ``npy_cache_writer``)."""
-    with npy_cache_writer(path, sidecar) as tmp:
+    with npy_cache_writer(path, sidecar, needed=array.nbytes) as tmp:
         np.save(tmp, array)

@@ -17,25 +17,24 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import torch
 
-from sts_lightning.embeddings.io.atomic import ORPHAN
 from sts_lightning.embeddings.io.checkpoint_file import load_checkpoint
-from sts_lightning.embeddings.io.export_manifest import MANIFEST_FILE, verify_export
-from sts_lightning.embeddings.io.model_card import CARD_FILE, WALL_TIME
+from sts_lightning.embeddings.io.export_manifest import verify_export
+from tests.runs.run_equality import EIGHT_STEPS
+from tests.runs.run_equality import assert_identical as _assert_identical
+from tests.runs.run_equality import final_state as _final
+from tests.runs.run_equality import leftovers as _leftovers
 
 pytestmark = pytest.mark.slow  # real kills of subprocess runs, resumed: 14-25 s each on 2 shared cores
 ROOT = Path(__file__).resolve().parents[2]
 KILLED = 137
 # 14 NLI pairs, batch 4 -> 4 steps an epoch, 8 in all; last.ckpt after every step; the export at the end.
-OVERRIDES = ["trainer.max_epochs=2", "trainer.deterministic=true", "export=true",
-             "callbacks.last_checkpoint.every_n_train_steps=1"]
+OVERRIDES = EIGHT_STEPS
 SEED = int(os.environ.get("FAULT_SEED", "18"))
 _RNG = random.Random(SEED)
 KILL_STEPS = [_RNG.randrange(1, 4), _RNG.randrange(4, 8)]  # one in each epoch (step 4 = the epoch boundary)
@@ -50,33 +49,6 @@ def _drive(out: Path, model_dir: Path, data_dir: Path, fault: str | None = None,
     if proc.returncode not in (0, KILLED):
         raise AssertionError(f"driver exited {proc.returncode}:\n{proc.stderr[-3000:]}")
     return proc.returncode
-
-
-def _leftovers(out: Path) -> list[str]:
-    """Temporary copies anywhere under ``out`` (ours, and any ``*.tmp`` another writer might leave)."""
-    return [str(p.relative_to(out)) for p in out.rglob("*") if ORPHAN.match(p.name) or re.search(r"\.tmp\b", p.name)]
-
-
-def _final(out: Path) -> dict:
-    ckpt = load_checkpoint(out / "checkpoints" / "last.ckpt")
-    manifest = json.loads((out / "export" / MANIFEST_FILE).read_text())["files"]
-    assert manifest.pop(CARD_FILE, None) is not None, "the export's manifest does not list its model card"
-    card = [f"{WALL_TIME} <masked>" if line.startswith(WALL_TIME) else line
-            for line in (out / "export" / CARD_FILE).read_text().splitlines()]
-    assert card.count(f"{WALL_TIME} <masked>") == 1
-    metrics = json.loads((out / "driver_metrics.json").read_text())
-    return {"step": ckpt["global_step"], "state": ckpt["state_dict"], "export": manifest, "card": card,
-            "sts": metrics["val/stsb-dev_spearman"]}
-
-
-def _assert_identical(a: dict, b: dict) -> None:
-    assert b["step"] == a["step"] == 8
-    assert a["state"].keys() == b["state"].keys()
-    differ = [k for k in a["state"] if not torch.equal(a["state"][k], b["state"][k])]
-    assert not differ, f"weights differ after the resume: {differ[:5]}"
-    assert b["export"] == a["export"], "the resumed run's export differs from the uninterrupted run's"
-    assert b["card"] == a["card"], "the resumed run's model card differs (beyond its wall time)"
-    assert b["sts"] == a["sts"]
 
 
 @pytest.fixture(scope="module")

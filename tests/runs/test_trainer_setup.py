@@ -74,3 +74,25 @@ def test_headline_command_without_gpus_exits_2_with_one_line(tmp_path):
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "trainer.devices=8" in errors[0], done.stderr[-2000:]
     assert "Traceback" not in done.stderr
+
+
+def test_ddp_gets_the_bounded_strategy_with_the_collective_timeout():
+    """runs/bounded_ddp.py: a lost rank stops the others within trainer.collective_timeout_s, with one line."""
+    cfg = resolve_trainer(_trainer(accelerator="cpu", devices=2, strategy="ddp", collective_timeout_s=60), gpus=0)
+    assert dict(cfg.strategy) == {"_target_": "sts_lightning.runs.bounded_ddp.BoundedDDPStrategy",
+                                  "collective_timeout_s": 60.0}
+    assert "collective_timeout_s" not in cfg  # not a Trainer argument
+    several = resolve_trainer(_trainer(accelerator="cpu", devices=1, num_nodes=2, collective_timeout_s=9), gpus=0)
+    assert several.strategy["_target_"].endswith("BoundedDDPStrategy")  # auto over two nodes: DDP
+    unused = resolve_trainer(_trainer(devices=2, strategy="ddp_find_unused_parameters_true"), gpus=2,
+                             bf16_supported=lambda: True)
+    assert unused.strategy["find_unused_parameters"] is True
+    assert resolve_trainer(_trainer(collective_timeout_s=60), gpus=0).strategy == "auto"  # one process
+    assert resolve_trainer(_trainer(devices=2, strategy="fsdp"), gpus=2, bf16_supported=lambda: True).strategy == "fsdp"
+
+
+@pytest.mark.parametrize("timeout", [0, -5, "abc", True])
+def test_a_bad_collective_timeout_is_one_line(timeout):
+    with pytest.raises(ConfigError, match="trainer.collective_timeout_s must be a number of seconds > 0"):
+        resolve_trainer(_trainer(accelerator="cpu", devices=2, strategy="ddp", collective_timeout_s=timeout), gpus=0)
+

@@ -1,0 +1,146 @@
+"""A write that ran out of disk space, told in one line: the file, the bytes it needs and the bytes free.
+
+Why: ENOSPC (or a quota's EDQUOT) surfaces from deep inside ``torch.save``, safetensors, numpy or a plain
+``write``, often disguised -- ``torch.save`` raises ``RuntimeError("... unexpected pos 704 vs 598")`` with the
+``OSError`` only as its ``__context__`` -- and a user reading a 60-line traceback cannot tell a full disk from a
+bug, nor how much to free. ``embeddings.io.atomic`` (every atomic write: checkpoints, exports, caches, reports)
+turns such a failure into ``DiskFullError`` after removing its temporary copy; ``errors.run_or_exit`` prints it
+as one line and exits ``errors.DISK_FULL_EXIT``.
+
+What "needs" means: the larger of the first two below, else the third, else the fourth:
+
+- ``needed``: the writer's own estimate of the whole output -- a checkpoint: the bytes of every tensor in it
+  (``runs.checkpoint_io``); an export: the bytes of the exported weights (``lightning_modules.base`` and
+  ``embeddings.io.export_dir``); an npy cache: its array's bytes, exact for a memory-mapped one
+  (``npy_cache.open_npy_memmap``); a sentence index: its spans' bytes; ``atomic_write``: the bytes themselves;
+- the size of the previous copy of the target (an export or cache written again is about as large);
+- the bytes written before the failure, a lower bound: the message then says "more than";
+- nothing (a bare ENOSPC from a write outside the atomic helpers): "needs more space".
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+SHORT_WRITE = re.compile(r"^\d+ requested and \d+ written$")  # numpy's ndarray.tofile on a short write
+
+
+class DiskFullError(OSError):
+    """A write ran out of disk space (ENOSPC / EDQUOT); the message names the file, the bytes needed and free.
+
+    An ``OSError`` (errno ENOSPC) so code that handles I/O errors still sees one; raised by
+    ``embeddings.io.atomic`` after its temporary copy is removed, so the previous file is whole.
+    """
+
+    def __init__(self, message: str, path: str | None = None, needed: int | None = None, free: int | None = None):
+        super().__init__(message)
+        self.errno, self.filename, self.needed, self.free = errno.ENOSPC, path, needed, free
+
+    def __str__(self) -> str:  # OSError's own would print "[Errno 28] None: '<path>'" once a filename is set
+        return str(self.args[0])
+
+
+def disk_full_cause(err: BaseException | None) -> OSError | None:
+    """The full disk in ``err``'s chain (``__cause__`` / ``__context__``) as an ``OSError``, or ``None``.
+
+    Found as: an ``OSError`` with errno ENOSPC / EDQUOT; a message holding the system's text for them (Rust and
+    C++ writers: safetensors raises ``SafetensorError("Error while serializing: I/O error: No space left on device
+    (os error 28)")``, no errno); numpy's short write (``ndarray.tofile``, hence ``np.save`` to a path, raises
+    ``OSError("4000 requested and 1234 written")``, errno lost) -- on a regular file that is a full disk or
+    quota (a file-size limit would have killed the process with SIGXFSZ first).
+    """
+    for link in exception_chain(err):
+        if isinstance(link, OSError) and link.errno in FULL:
+            return link
+        text = str(link)
+        code = next((c for c in FULL if os.strerror(c) in text or f"(os error {c})" in text), None)
+        if code is None and isinstance(link, OSError) and link.errno is None and SHORT_WRITE.match(text):
+            code = errno.ENOSPC
+        if code is not None:
+            return OSError(code, text)
+    return None
+
+
+def exception_chain(err: BaseException | None) -> Iterator[BaseException]:
+    """``err``, then what it was raised from or during (``__cause__``, else ``__context__``), and so on."""
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        yield err
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+
+
+def tree_bytes(path: str | os.PathLike) -> int:
+    """Bytes of a file, or of every file under a directory (links not followed); 0 when there is nothing."""
+    path = Path(path)
+    try:
+        if not path.is_dir() or path.is_symlink():
+            return path.lstat().st_size
+    except OSError:
+        return 0
+    total = 0
+    for folder, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def payload_bytes(obj: object) -> int:
+    """Bytes of every tensor / array in a (nested) dict, list or tuple: about what serialising it writes
+    (a checkpoint's weights and optimizer state, an export's weights). Duck-typed: no torch import here."""
+    if isinstance(obj, dict):
+        return sum(payload_bytes(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(payload_bytes(v) for v in obj)
+    if hasattr(obj, "element_size") and hasattr(obj, "nelement"):  # a torch tensor
+        return int(obj.nelement() * obj.element_size())
+    return int(getattr(obj, "nbytes", 0) or 0) if hasattr(obj, "dtype") else 0
+
+
+def mount_point(path: str | os.PathLike) -> Path:
+    """The mount point holding ``path`` (its nearest existing ancestor's)."""
+    path = Path(os.path.abspath(path))
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    while not os.path.ismount(path) and path != path.parent:
+        path = path.parent
+    return path
+
+
+def human_bytes(n: float) -> str:
+    """``123.4 MB``: decimal units, as ``df -H`` shows them."""
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    raise AssertionError("unreachable")
+
+
+def disk_full_error(path: str | os.PathLike, *, needed: int | None = None, previous: int = 0,
+                    written: int = 0) -> DiskFullError:
+    """The one-line error for ``path`` (call it after the partial copy is removed, so "free" is what is left).
+
+    Args:
+        path: the file or directory that could not be written.
+        needed: the writer's estimate of the whole output in bytes, if it has one.
+        previous: the size of the copy being replaced (0 when none).
+        written: bytes written before the disk filled up (a lower bound of what is needed).
+    """
+    mount = mount_point(path)
+    free = shutil.disk_usage(mount).free
+    estimate = max(needed or 0, previous)
+    if estimate and estimate >= written:
+        need = f"needs ~{human_bytes(estimate)}"
+    else:
+        need = f"needs more than {human_bytes(written)}" if written else "needs more space"
+    return DiskFullError(f"no space left on device writing {path}: {need}, {human_bytes(free)} free on {mount}",
+                         path=str(path), needed=max(estimate, written), free=free)

@@ -1,0 +1,184 @@
+"""DDP whose surviving ranks stop in bounded time, with one line, when a rank dies or hangs (issue 30, item 3).
+
+Why: measured on 2 gloo CPU ranks (``trainer.accelerator=cpu trainer.devices=2``), ``kill -9`` of one rank at step 3:
+the survivor's next collective failed with gloo's "Connection reset by peer" about 4 s later and the process ended
+with exit 1 and a 120-line traceback. A rank that hangs instead of dying (a frozen node, a lost network) would
+have kept the others waiting for torch's default process-group timeout, 30 minutes. And when rank 1 (a child
+process of rank 0 under Lightning's subprocess launcher) died, Lightning's child-process observer SIGKILLs rank 0
+within 5 s: a race with rank 0's own error, which ended it either with exit 137 and nothing printed or as above.
+
+Here: the process-group timeout is ``trainer.collective_timeout_s`` (every collective, barriers included, fails
+after that long without an answer); rank 0's launcher watches its child ranks with an observer of our own that
+gives rank 0 a few seconds to stop by itself (its next collective fails at once, a dead peer's socket is closed)
+and otherwise prints the line and exits itself; and :func:`stop_on_lost_rank` turns the communication error into
+:class:`RankLostError`: one line naming the rank, the step and the resume command, exit ``EXIT_RANK_LOST``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+
+import torch.distributed as dist
+from lightning.fabric.utilities.distributed import _set_num_threads_if_needed
+from lightning.pytorch.strategies import DDPStrategy
+from lightning.pytorch.strategies.launchers.subprocess_script import _SubprocessScriptLauncher
+
+from sts_lightning.embeddings.errors import EXIT_RANK_LOST, RankLostError
+
+DEFAULT_TIMEOUT_S = 1800.0  # torch's own default: longer than any single-rank stretch (rank 0's STS evaluation, export)
+GRACE_S = 10.0  # how long rank 0 may take to notice a dead child rank by itself before its observer ends it
+# What gloo / NCCL / the TCP store say when a peer is gone or silent (the text of their RuntimeErrors).
+_LOST = ("connection reset by peer", "connection closed by peer", "broken pipe", "timed out", "timeout",
+         "nccl communicator was aborted", "socket", "connection refused")
+_BACKENDS = ("gloo", "nccl", "c10d")  # their errors name their source file; a DataLoader's timeout does not
+_REPORTED = threading.Lock()  # one line per process: whichever of the training thread and the observer is first
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def how_it_ended(code: int) -> str:
+    """A child rank's return code in words (``-9``: SIGKILL, what the kernel's OOM killer sends)."""
+    if code < 0:
+        hint = ", as the OOM killer does" if code == -signal.SIGKILL else ""
+        return f"died (killed by {_signal_name(code)}{hint})"
+    return f"died (exit code {code})"
+
+
+class _ChildWatch(threading.Thread):
+    """Rank 0's observer of its child ranks: records the first one to end with a failure; if rank 0 has not
+    stopped by itself ``grace_s`` later, prints the one line, kills the other children and exits."""
+
+    def __init__(self, procs: list, resume: str, grace_s: float = GRACE_S):
+        super().__init__(daemon=True, name="rank-watch")
+        self.procs, self.resume, self.grace_s = procs, resume, grace_s
+        self.lost: tuple[int, str] | None = None  # (rank, how it ended)
+
+    def run(self) -> None:
+        while self.lost is None:
+            time.sleep(0.5)
+            codes = [proc.poll() for proc in self.procs]
+            if all(code == 0 for code in codes):
+                return
+            self.lost = next(((i + 1, how_it_ended(c)) for i, c in enumerate(codes) if c), None)
+        time.sleep(self.grace_s)
+        if _REPORTED.acquire(blocking=False):
+            rank, ended = self.lost
+            print(f"error: {lost_rank_message(rank, ended, 0, len(self.procs) + 1, None, self.resume)}",
+                  file=sys.stderr, flush=True)
+            kill_children(self.procs)
+            os._exit(EXIT_RANK_LOST)
+
+
+def kill_children(procs: list) -> None:
+    """SIGKILL every child rank still running (a hung one would otherwise outlive rank 0)."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+
+
+class _WatchedLauncher(_SubprocessScriptLauncher):
+    """Lightning's subprocess launcher (rank 0 runs the script, ranks 1.. are re-runs of it) with our observer."""
+
+    resume = ""
+    watch: _ChildWatch | None = None
+
+    def launch(self, function, *args, trainer=None, **kwargs):
+        self.cluster_environment.validate_settings(num_devices=self.num_processes, num_nodes=self.num_nodes)
+        if not self.cluster_environment.creates_processes_externally:
+            self._call_children_scripts()
+            self.watch = _ChildWatch(self.procs, self.resume)
+            self.watch.start()
+        _set_num_threads_if_needed(num_processes=self.num_processes)
+        return function(*args, **kwargs)
+
+
+class BoundedDDPStrategy(DDPStrategy):
+    """``DDPStrategy`` (the one ``strategy=ddp`` names) with ``collective_timeout_s`` and the watched launcher.
+
+    Numerically the same strategy: only how long a collective may wait and what happens when a rank is lost differ.
+    """
+
+    def __init__(self, collective_timeout_s: float = DEFAULT_TIMEOUT_S, **kwargs):
+        super().__init__(timeout=timedelta(seconds=float(collective_timeout_s)), **kwargs)
+        self.collective_timeout_s = float(collective_timeout_s)
+
+    def _configure_launcher(self) -> None:
+        super()._configure_launcher()
+        if type(self._launcher) is _SubprocessScriptLauncher:
+            self._launcher = _WatchedLauncher(self.cluster_environment, self.num_processes, self.num_nodes)
+
+
+def _lost_cause(err: BaseException) -> str | None:
+    """The communication failure's own words when ``err`` (or what caused it) is one, else None."""
+    seen = err
+    while seen is not None:
+        text = str(seen).strip()
+        low = text.lower()
+        backend = isinstance(seen, RuntimeError) and any(name in low for name in _BACKENDS)
+        if isinstance(seen, dist.DistError) or (backend and any(marker in low for marker in _LOST)):
+            first = text.splitlines()[0] if text else type(seen).__name__
+            return first.split("] ", 1)[-1].split(". This is typically")[0][:160]
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def lost_rank_message(rank: int | None, ended: str, me: int, world: int, step: int | None, resume: str) -> str:
+    """The one line: which rank, what happened to it, where this rank stopped, how to resume."""
+    who = f"rank {rank} of {world}" if rank is not None else f"another rank of {world}"
+    at = f" at step {step}" if step is not None else ""
+    return (f"{who} {ended}{at}; rank {me} stopped too (exit {EXIT_RANK_LOST}). {resume}")
+
+
+def resume_hint(output_dir: Path) -> str:
+    return (f"Resume with the same command plus hydra.run.dir={output_dir} ckpt_path=last "
+            f"(last.ckpt: {'present' if (output_dir / 'checkpoints' / 'last.ckpt').is_file() else 'none yet'})")
+
+
+@contextmanager
+def stop_on_lost_rank(trainer, output_dir: Path) -> Iterator[None]:
+    """Run a DDP stretch (``fit``, the export barrier); a lost peer becomes :class:`RankLostError` (one line).
+
+    Single-process runs pass through untouched. Rank 0 also kills child ranks that are still alive (hung), so a
+    failed run leaves no process behind.
+    """
+    strategy = trainer.strategy
+    launcher = getattr(strategy, "launcher", None)
+    if isinstance(launcher, _WatchedLauncher):
+        launcher.resume = resume_hint(output_dir)
+    try:
+        yield
+    except RankLostError:
+        raise
+    except Exception as err:  # noqa: BLE001 -- re-raised unless it is a lost peer
+        cause = _lost_cause(err) if trainer.world_size > 1 else None
+        if cause is None:
+            raise
+        _REPORTED.acquire()  # the observer prints nothing now: this error is the line
+        timeout = getattr(strategy, "collective_timeout_s", None)
+        watch = getattr(launcher, "watch", None)
+        if watch is not None and watch.lost is None:
+            time.sleep(1.0)  # the peer's socket closed as it died: let the observer see its return code
+        if watch is not None and watch.lost is not None:
+            rank, ended = watch.lost
+        else:
+            rank = 1 - trainer.global_rank if trainer.world_size == 2 else None
+            silent = "timed out" in cause.lower() or "timeout" in cause.lower()
+            ended = (f"stopped responding (no collective answer in {timeout:g} s, trainer.collective_timeout_s)"
+                     if silent and timeout else f"is gone ({cause})")
+        if launcher is not None and getattr(launcher, "procs", None):
+            kill_children(launcher.procs)
+        raise RankLostError(lost_rank_message(rank, ended, trainer.global_rank, trainer.world_size,
+                                              trainer.global_step, resume_hint(output_dir))) from None
