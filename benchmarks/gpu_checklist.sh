@@ -58,29 +58,39 @@ for prec in 16-mixed bf16-mixed; do
   grep_last "precision\|loss\|stsb-dev\|error" $R/simcse_$prec.log 4
 done
 
-# 5. a resume on the GPU after kill -9: the resumed run against the uninterrupted one
-RS="$QS $TR trainer.max_steps=$((SHORT / 2 * 2)) callbacks.last_checkpoint.every_n_train_steps=5 $ONE"
-check resume_full 100 $PY train.py $RS hydra.run.dir=$R/full > $R/full.log 2>&1
-$PY train.py $RS hydra.run.dir=$R/killed > $R/killed.log 2>&1 & pid=$!
-for _ in $(seq 600); do n=$(grep -o 'train: [0-9]*/' $R/killed.log 2>/dev/null | tail -1 | grep -o '[0-9]*'); [ -n "$n" ] && [ "$n" -ge $((SHORT / 2)) ] && break; sleep 0.1; done
-kill -9 $pid; wait $pid 2>/dev/null; echo "kill -9 at progress step ${n:-?}"
-check resume_after_kill 100 $PY train.py $RS hydra.run.dir=$R/killed ckpt_path=last > $R/resumed.log 2>&1
-$PY - "$R" <<'PY'
+# 5. a resume on the GPU after kill -9, and after SIGTERM (preemption: exit 75, last.ckpt at the step): each
+# resumed run against the uninterrupted one
+compare() {  # compare <run>: the resumed run <run> against "full"
+$PY - "$R" "$1" <<'PY'
 import json, sys
 from pathlib import Path
 import torch
 from sts_lightning.embeddings.io.checkpoint_file import load_checkpoint
 from sts_lightning.embeddings.io.export_manifest import MANIFEST_FILE
 from sts_lightning.embeddings.io.model_card import CARD_FILE
-r = Path(sys.argv[1])
-a, b = (load_checkpoint(r / n / "checkpoints" / "last.ckpt") for n in ("full", "killed"))
+r, run = Path(sys.argv[1]), sys.argv[2]
+a, b = (load_checkpoint(r / n / "checkpoints" / "last.ckpt") for n in ("full", run))
 diffs = {k: (a["state_dict"][k].float() - b["state_dict"][k].float()).abs().max().item() for k in a["state_dict"]}
 same = sum(torch.equal(a["state_dict"][k], b["state_dict"][k]) for k in a["state_dict"])
 ea, eb = ({k: v for k, v in json.loads((r / n / "export" / MANIFEST_FILE).read_text())["files"].items()
-           if k != CARD_FILE} for n in ("full", "killed"))  # the card holds the wall time
-print(f"resume: steps {a['global_step']} / {b['global_step']}; {same}/{len(diffs)} tensors bit-equal; "
+           if k != CARD_FILE} for n in ("full", run))  # the card holds the wall time
+print(f"{run} resumed: steps {a['global_step']} / {b['global_step']}; {same}/{len(diffs)} tensors bit-equal; "
       f"max abs diff {max(diffs.values()):.3e}; export files (card aside) SHA-256 equal: {ea == eb}")
 PY
+}
+interrupt() {  # interrupt <run> <signal>: start the run, send the signal half-way, print the exit code
+  $PY train.py $RS hydra.run.dir=$R/$1 > $R/$1.log 2>&1 & local pid=$! n=
+  for _ in $(seq 600); do n=$(grep -o 'train: [0-9]*/' $R/$1.log 2>/dev/null | tail -1 | grep -o '[0-9]*'); [ -n "$n" ] && [ "$n" -ge $((SHORT / 2)) ] && break; sleep 0.1; done
+  kill -"$2" $pid; wait $pid; echo "$1: SIG$2 after progress step ${n:-?}: exit code $?"; grep_last "stopped:" $R/$1.log 1
+}
+RS="$QS $TR trainer.max_steps=$SHORT callbacks.last_checkpoint.every_n_train_steps=5 $ONE"
+check resume_full 100 $PY train.py $RS hydra.run.dir=$R/full > $R/full.log 2>&1
+interrupt killed KILL
+check resume_after_kill 100 $PY train.py $RS hydra.run.dir=$R/killed ckpt_path=last > $R/resumed.log 2>&1
+compare killed
+interrupt preempted TERM
+check resume_after_sigterm 100 $PY train.py $RS hydra.run.dir=$R/preempted ckpt_path=last > $R/preempted_resumed.log 2>&1
+compare preempted
 
 # 4. encode and train speed against sentence-transformers on the same device (the quickstart export as model)
 check encode_speed 120 $PY -m benchmarks.encode_speed --model $R/qs/export --device $DEV --repeats 3
@@ -92,4 +102,4 @@ check quickstart_auto 100 $PY train.py $QS trainer.devices=1 trainer.max_steps=$
 grep_last "precision\|Using\|GPU available" $R/auto.log 4
 
 echo; echo "=== summary"; printf '%s\n' "${SUMMARY[@]}"
-for f in qs full killed resumed; do cp $R/$f.log "$OUT/" 2>/dev/null; done
+for f in qs full killed resumed preempted; do cp $R/$f.log "$OUT/" 2>/dev/null; done
