@@ -118,6 +118,7 @@ class Ours:
         self.clock.split.clear()
         synchronize(self.device)
         t0 = time.perf_counter()
+        batch = {k: v.to(self.device) if torch.is_tensor(v) else v for k, v in batch.items()}  # as Lightning does
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
             loss = self.module.training_step(batch, i)
         synchronize(self.device)
