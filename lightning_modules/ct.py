@@ -285,10 +285,15 @@ class ContrastiveTensionModule(EncoderModule):
         update of both embedding matrices were ~60% of a step (``lightning_modules/row_sparse_rmsprop.py``);
         the updates are RMSprop's own. Only where a sparse gradient is safe: one process (DDP's gradient
         all-reduce is dense on NCCL) no gradient clipping (``clip_grad_norm_`` rejects sparse tensors) and no weight decay;
-        elsewhere the dense path trains the same algorithm.
+        elsewhere the dense path trains the same algorithm. And only on the CPU: on a GPU the dense update is one
+        fast kernel and the sparse path cost more than it saved (H200, batch 32: 53.0 vs 45.6 ms a step, backward
+        24.6 vs 14.8 ms; docs/speed.md "On a GPU"). Lightning moves the module to its device before it builds the
+        optimizer, so ``self.device`` is the training device here.
         """
         if self.hparams.weight_decay:
             return False  # decay moves every row every step: nothing to skip
+        if self.device.type != "cpu":
+            return False
         trainer = self._trainer
         if trainer is None:
             return True

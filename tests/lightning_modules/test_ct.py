@@ -223,3 +223,13 @@ def test_step_schedule_settings_are_checked_only_for_the_step_schedule(tiny_mode
     assert (model.hparams.lr, model.hparams.final_lr) == (1e-7, 2e-6)
     with pytest.raises(ConfigError, match="final_lr <= lr"):
         ContrastiveTensionModule(str(tiny_model_dir), max_length=32, lr=1e-7, scheduler="step")
+
+
+def test_row_sparse_updates_are_for_the_cpu_only(tiny_model_dir):
+    """On a GPU the dense RMSprop step was faster (docs/speed.md "On a GPU"): the module picks it from its device."""
+    from sts_lightning.lightning_modules.ct import ContrastiveTensionModule
+
+    module = ContrastiveTensionModule(str(tiny_model_dir), max_length=16)
+    assert module.sparse_embedding_grads()  # one process, no trainer, on the CPU
+    module._device = torch.device("cuda", 0)  # where Lightning's .to() would record it; no GPU needed to decide
+    assert not module.sparse_embedding_grads()
