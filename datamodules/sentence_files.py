@@ -45,9 +45,9 @@ def hub_parts(spec: str) -> tuple[str, str | None, str]:
 def materialize_hub(spec: str, cache_dir: Path, max_rows: int | None = None) -> Path:
     """Stream ``hub:<dataset>[:<config>]:<split>`` once into ``cache_dir/hub/...txt``, one row a line."""
     name, config, split = hub_parts(spec)
-    parts = spec.split(":")[1:]
     refuse_local_hub(spec, name)
-    out = Path(cache_dir) / "hub" / f"{'_'.join(parts).replace('/', '__')}.{max_rows or 'all'}.txt"
+    stem = "_".join(p for p in (name, config, split) if p is not None).replace("/", "__")
+    out = Path(cache_dir) / "hub" / f"{stem}.{max_rows or 'all'}.txt"
     if out.is_file():
         return out
     try:

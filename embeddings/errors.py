@@ -31,7 +31,7 @@ class DivergedError(FloatingPointError):
     """Training produced non-finite values (loss, weights or scores); nothing of the run is exported."""
 
 
-DISK_FULL_EXIT = 74  # sysexits.h EX_IOERR ("an error occurred while doing I/O on some file"); 2 / 3 are ours
+EXIT_DISK_FULL = 74  # sysexits.h EX_IOERR ("an error occurred while doing I/O on some file"); 2 / 3 are ours
 
 
 # sysexits.h EX_TEMPFAIL: "a temporary failure; the user is invited to retry". A preempted run is exactly that: it
@@ -86,7 +86,7 @@ def missing_value_message(err: Exception) -> str:
 
 def run_or_exit(fn, *args):
     """Entry-point guard: user errors print one clear line and exit 2 instead of a traceback (a diverged run: 3;
-    a full disk: ``DISK_FULL_EXIT`` 74; a lost rank: 69; a preempted run: 75).
+    a full disk: ``EXIT_DISK_FULL`` 74; a lost rank: 69; a preempted run: 75).
 
     A full disk is found anywhere in the exception's chain: Lightning, Hydra or torch may wrap it.
     """
@@ -116,7 +116,7 @@ def run_or_exit(fn, *args):
         if full is None:
             raise
         print(f"error: {full}", file=sys.stderr)
-        sys.exit(DISK_FULL_EXIT)
+        sys.exit(EXIT_DISK_FULL)
 
 
 def _disk_full(err: BaseException | None) -> DiskFullError | None:

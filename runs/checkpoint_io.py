@@ -12,7 +12,7 @@ the new checkpoint, not an empty file), and every load goes through
 Remote paths (``s3://`` ...) keep Lightning's behaviour.
 
 A full disk: the temporary copy is removed, ``last.ckpt`` stays the previous one, and ``DiskFullError`` (one
-line, exit ``DISK_FULL_EXIT`` from ``train.py``) says how much the checkpoint needs -- the bytes of every tensor
+line, exit ``EXIT_DISK_FULL`` from ``train.py``) says how much the checkpoint needs -- the bytes of every tensor
 in it (weights, optimizer state), which is what ``torch.save`` writes but for a few kB of pickled metadata.
 """
 

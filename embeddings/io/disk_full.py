@@ -5,14 +5,15 @@ Why: ENOSPC (or a quota's EDQUOT) surfaces from deep inside ``torch.save``, safe
 ``OSError`` only as its ``__context__`` -- and a user reading a 60-line traceback cannot tell a full disk from a
 bug, nor how much to free. ``embeddings.io.atomic`` (every atomic write: checkpoints, exports, caches, reports)
 turns such a failure into ``DiskFullError`` after removing its temporary copy; ``errors.run_or_exit`` prints it
-as one line and exits ``errors.DISK_FULL_EXIT``.
+as one line and exits ``errors.EXIT_DISK_FULL``.
 
 What "needs" means: the larger of the first two below, else the third, else the fourth:
 
 - ``needed``: the writer's own estimate of the whole output -- a checkpoint: the bytes of every tensor in it
   (``runs.checkpoint_io``); an export: the bytes of the exported weights (``lightning_modules.base`` and
   ``embeddings.io.export_dir``); an npy cache: its array's bytes, exact for a memory-mapped one
-  (``npy_cache.open_npy_memmap``); a sentence index: its spans' bytes; ``atomic_write``: the bytes themselves;
+  (``npy_cache.open_npy_memmap``); a sentence index: 16 bytes a line, extrapolated from the lines scanned
+  (``datamodules.span_cache``); ``atomic_write``: the bytes themselves;
 - the size of the previous copy of the target (an export or cache written again is about as large);
 - the bytes written before the failure, a lower bound: the message then says "more than";
 - nothing (a bare ENOSPC from a write outside the atomic helpers): "needs more space".

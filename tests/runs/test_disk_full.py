@@ -4,7 +4,7 @@ Each run is ``train.py`` (or ``evaluate.py``) in a process of its own, through H
 disk filling up at one kind of write (``FAULT_ENOSPC``, installed by ``tests/runs/fault_driver.py --script``:
 no tmpfs without root, so the writes are patched, ``tests/disk_quota.py``). Each test checks what is left: the
 previous checkpoint / export whole (SHA-256 of the last copy renamed into place, or the export's manifest), no
-temporary file anywhere, the exit code ``DISK_FULL_EXIT`` (74) and ONE ``error:`` line naming the path, the bytes
+temporary file anywhere, the exit code ``EXIT_DISK_FULL`` (74) and ONE ``error:`` line naming the path, the bytes
 needed and the bytes free on its mount -- no traceback.
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from sts_lightning.embeddings.errors import DISK_FULL_EXIT
+from sts_lightning.embeddings.errors import EXIT_DISK_FULL
 from sts_lightning.embeddings.io.atomic import ORPHAN
 from sts_lightning.embeddings.io.checkpoint_file import load_checkpoint
 from sts_lightning.embeddings.io.export_manifest import MANIFEST_FILE, verify_export
@@ -53,7 +53,7 @@ def _run(script: str, args: list[str], tmp_path: Path, enospc: str | None = None
 
 def _one_line(proc: subprocess.CompletedProcess, path: Path) -> str:
     """The run's one error line (checked: naming ``path``, exit code 74, no traceback); returns its "needs"."""
-    assert proc.returncode == DISK_FULL_EXIT, f"exit {proc.returncode}:\n{proc.stderr[-3000:]}"
+    assert proc.returncode == EXIT_DISK_FULL, f"exit {proc.returncode}:\n{proc.stderr[-3000:]}"
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and proc.stderr.rstrip().endswith(errors[0]), proc.stderr[-3000:]

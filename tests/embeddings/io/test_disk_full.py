@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from sts_lightning.embeddings.errors import DISK_FULL_EXIT, DiskFullError, run_or_exit
+from sts_lightning.embeddings.errors import EXIT_DISK_FULL, DiskFullError, run_or_exit
 from sts_lightning.embeddings.io.disk_full import (
     disk_full_cause,
     disk_full_error,
@@ -98,7 +98,7 @@ def test_run_or_exit_turns_a_wrapped_full_disk_into_one_line_and_its_exit_code(c
 
     with pytest.raises(SystemExit) as done:
         run_or_exit(save)
-    assert done.value.code == DISK_FULL_EXIT == 74
+    assert done.value.code == EXIT_DISK_FULL == 74
     assert capsys.readouterr().err == "error: no space left on device writing /x: needs ~1.0 MB, 0 B free on /\n"
 
 
@@ -108,7 +108,7 @@ def test_a_bare_enospc_from_a_write_outside_the_atomic_helpers_is_one_line_too(c
 
     with pytest.raises(SystemExit) as done:
         run_or_exit(log)
-    assert done.value.code == DISK_FULL_EXIT
+    assert done.value.code == EXIT_DISK_FULL
     err = capsys.readouterr().err
     assert err.startswith("error: no space left on device writing /somewhere/file: needs more space, ")
     assert err.count("\n") == 1
@@ -127,7 +127,7 @@ def test_the_checkpoints_error_wins_over_a_later_failure_while_lightning_cleans_
 
     with pytest.raises(SystemExit) as done:
         run_or_exit(fit)
-    assert done.value.code == DISK_FULL_EXIT
+    assert done.value.code == EXIT_DISK_FULL
     assert "writing /run/last.ckpt: needs ~1.0 MB" in capsys.readouterr().err
 
 
