@@ -21,6 +21,7 @@ import time
 
 import torch
 
+from benchmarks.cpu_features import cpu_line
 from benchmarks.device_timing import CPU, device_line, synchronize
 from sts_lightning.embeddings.encoders.hf import HFEncoder
 from sts_lightning.embeddings.encoders.packaged import resolve_model_path
@@ -122,6 +123,7 @@ def main() -> None:
     dedup = next(r for r in rows if r[0] == "de-duplicated")
     achieved = flops / (dedup[1] / dedup[2])
     peak = matmul_flops_per_s(device=device)
+    print(cpu_line())  # figures move with the CPU kind (AVX2 / AVX-512), also where the GPU does the work
     print(f"model {args.model}, task {args.task}, batch {args.batch_size}, {device_line(device)}, threads {args.threads}, "
           f"ours {ours.precision} vs sentence-transformers fp32, median of {args.repeats} alternating runs")
     print("| input | sentences | ours sent/s | sentence-transformers sent/s | ratio (ours/ST) | max abs diff |")
