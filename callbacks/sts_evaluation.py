@@ -28,6 +28,7 @@ import torch
 
 from sts_lightning.embeddings.encoders.base import validate_sentences
 from sts_lightning.embeddings.io.atomic import atomic_write
+from sts_lightning.embeddings.isolated_rng import rng_isolated
 from sts_lightning.embeddings.scoring.protocols import BatchedScorer, Scorable
 from sts_lightning.embeddings.scoring.scorer import Representation, Scorer, take
 from sts_lightning.sts.geometry import tasks_geometry
@@ -223,6 +224,7 @@ class STSEvaluationCallback(L.Callback):
         atomic_write(Path(trainer.default_root_dir) / "sts_before_after.md", (table + "\n").encode())
 
     # ------------------------------------------------------------------ evaluation
+    @rng_isolated  # scoring (a frozen scorer loaded on first use, MC dropout) never shifts the training's random stream
     def evaluate(self, trainer: L.Trainer, pl_module: L.LightningModule) -> dict[str, float]:
         """Collective: every rank must call it. Returns the flat metrics, identical on every rank."""
         if self.tasks is None:

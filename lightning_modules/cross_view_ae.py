@@ -26,6 +26,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from sts_lightning.embeddings.errors import ConfigError, unknown_choice
 from sts_lightning.embeddings.io.model_card import TrainingFacts
+from sts_lightning.embeddings.isolated_rng import isolated_rng
 from sts_lightning.embeddings.methods.cross_view_ae import METHOD
 from sts_lightning.embeddings.methods.meta.cross_view_ae_nets import CrossViewAutoencoder
 from sts_lightning.embeddings.methods.meta.cross_view_ae_objective import AE_LOSSES
@@ -136,13 +137,13 @@ def fit_cross_view_ae(views: Sequence[Tensor], d: int | None = None, hidden_laye
                       epochs: int = 500, batch_size: int = 10000, lr: float = 1e-3, seed: int = 0,
                       normalize: bool = True) -> MetaProjection:
     """Train on in-memory views with a plain Lightning Trainer (CPU, no logger / checkpoints)."""
-    torch.manual_seed(seed)
-    views = [v.float() for v in views]
-    module = CrossViewAEModule(dims=[int(v.shape[1]) for v in views], d=d, hidden_layers=hidden_layers,
-                               loss=loss, normalize=normalize, lr=lr)
-    loader = DataLoader(TensorDataset(*views), batch_size=batch_size, shuffle=True,
-                        generator=torch.Generator().manual_seed(seed))
-    trainer = Trainer(max_epochs=epochs, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
-                      enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0)
-    trainer.fit(module, loader)
-    return module.projection()
+    with isolated_rng(seed):  # a pure function of ``seed``; the caller's generators are left as they were
+        views = [v.float() for v in views]
+        module = CrossViewAEModule(dims=[int(v.shape[1]) for v in views], d=d, hidden_layers=hidden_layers,
+                                   loss=loss, normalize=normalize, lr=lr)
+        loader = DataLoader(TensorDataset(*views), batch_size=batch_size, shuffle=True,
+                            generator=torch.Generator().manual_seed(seed))
+        trainer = Trainer(max_epochs=epochs, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                          enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0)
+        trainer.fit(module, loader)
+        return module.projection()

@@ -26,6 +26,7 @@ from sts_lightning.embeddings.console import configure_console, interactive
 from sts_lightning.embeddings.errors import ConfigError, DataError, DivergedError
 from sts_lightning.embeddings.io.atomic import sweep_orphans
 from sts_lightning.embeddings.io.checkpoint_file import load_checkpoint
+from sts_lightning.embeddings.isolated_rng import rng_isolated
 from sts_lightning.embeddings.scoring.protocols import Exportable
 from sts_lightning.runs.bounded_ddp import stop_on_lost_rank
 from sts_lightning.runs.checkpoint_io import AtomicCheckpointIO
@@ -75,6 +76,17 @@ def ensure_val_loop(datamodule) -> None:
     # Own generator: an iterator of a generator-less DataLoader draws its base seed from the global RNG,
     # which would shift the dropout masks of a resumed run against an uninterrupted one.
     datamodule.val_dataloader = lambda: DataLoader([0], batch_size=1, generator=torch.Generator())
+
+
+def isolate_preparation(datamodule) -> None:
+    """Run the datamodule's ``prepare_data`` and ``setup`` with the run's random generators left untouched.
+
+    Why: they build caches (teacher vectors, token states, sentence indexes) only when the cache is cold; whatever
+    they draw (a teacher's missing head, a sampler) would otherwise shift every later draw of the run, so the same
+    command would train differently on an empty and on a warm cache (``embeddings/isolated_rng.py``).
+    """
+    for hook in ("prepare_data", "setup"):
+        setattr(datamodule, hook, rng_isolated(getattr(datamodule, hook)))
 
 
 def resolve_ckpt_path(ckpt_path: str | None, output_dir: Path) -> str | None:
@@ -178,6 +190,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
         sweep_orphans(folder)
     datamodule = _build(cfg.data)
     ensure_val_loop(datamodule)
+    isolate_preparation(datamodule)
     # plain lists / dicts (not ListConfig): hyper-parameters go into checkpoints, which load weights-only
     model = _build(cfg.model, _convert_="all")
     if cfg.get("export") and not isinstance(model, Exportable):

@@ -15,6 +15,7 @@ from sts_lightning.embeddings.encoders.precision import dtype_of, resolve_precis
 from sts_lightning.embeddings.encoders.token_batch import TokenBatch
 from sts_lightning.embeddings.errors import ConfigError, DataError
 from sts_lightning.embeddings.io.export_manifest import verify_export
+from sts_lightning.embeddings.isolated_rng import rng_isolated
 
 DEFAULT_MAX_LENGTH = 256
 
@@ -63,6 +64,7 @@ class HFEncoder(BaseEncoder):
         self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
     @classmethod
+    @rng_isolated  # a head the checkpoint lacks is initialised randomly: not from the run's generator
     def from_pretrained(cls, name_or_path: str, max_length: int | None = None, **kwargs) -> HFEncoder:
         """Load from a packaged short name (offline), a local directory, or a hub name (online)."""
         from safetensors import SafetensorError

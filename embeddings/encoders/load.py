@@ -20,8 +20,10 @@ from sts_lightning.embeddings.encoders.packaged import (
 )
 from sts_lightning.embeddings.encoders.static import StaticWordEncoder
 from sts_lightning.embeddings.errors import ConfigError, DataError
+from sts_lightning.embeddings.isolated_rng import rng_isolated
 
 
+@rng_isolated  # loading (a packaged model built on first use, a checkpoint's module) never moves the run's RNG
 def load_encoder(name: str, max_length: int | None = None, batch_size: int = 64,
                  device: str = "cpu", precision: str = "fp32") -> BaseEncoder:
     """Build the encoder for ``name``.

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.io.st_export import write_sentence_transformers_files
+from sts_lightning.embeddings.isolated_rng import isolated_rng
 
 _KEY = re.compile(r"(?:^|\.)((?:embeddings|encoder|pooler)\.[\w.]+)$")
 
@@ -66,7 +67,8 @@ def bert_from_state_dict(state: dict, num_heads: int, layer_norm_eps: float = 1e
         intermediate_size=state["encoder.layer.0.intermediate.dense.weight"].shape[0], hidden_act="gelu",
         max_position_embeddings=state["embeddings.position_embeddings.weight"].shape[0],
         type_vocab_size=state["embeddings.token_type_embeddings.weight"].shape[0], layer_norm_eps=layer_norm_eps)
-    model = BertModel(config).eval()
+    with isolated_rng():  # its random init is overwritten below; it must not move the run's generator
+        model = BertModel(config).eval()
     expected = model.state_dict()
     state = dict(state)
     for key in ("pooler.dense.weight", "pooler.dense.bias"):

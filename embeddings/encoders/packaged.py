@@ -26,6 +26,7 @@ from sts_lightning.embeddings.encoders.random_bert import make_random_bert
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.io.atomic import atomic_directory
 from sts_lightning.embeddings.io.cache_root import models_cache_dir
+from sts_lightning.embeddings.isolated_rng import isolated_rng
 
 # The one place that names pip packages and versions (the Makefile and docs follow this dict).
 PIP_PACKAGES: dict[str, str] = {
@@ -167,7 +168,8 @@ def materialise(target: Path, build: Callable[[Path], None], stamp: str) -> Path
     if target.exists():
         log.warning("packaged model cache %s is damaged or stale (%s): rebuilding it", target, found)
     with atomic_directory(target, keep=lambda folder: problem(folder) is None) as tmp:  # a concurrent copy wins
-        build(tmp)
+        with isolated_rng():  # built only on an empty cache: a build must not shift the run's random stream
+            build(tmp)
         files = {p.relative_to(tmp).as_posix(): p.stat().st_size for p in sorted(tmp.rglob("*")) if p.is_file()}
         (tmp / MARKER).write_text(json.dumps({"stamp": stamp, "files": files}))
     return target

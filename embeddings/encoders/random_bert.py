@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 from sts_lightning.embeddings.io.st_export import write_sentence_bert_config
+from sts_lightning.embeddings.isolated_rng import isolated_rng
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
 
@@ -38,12 +39,11 @@ def make_random_bert(out: str | Path, tokenizer_dir: str | Path, layers: int = 4
                      heads: int = 4, intermediate: int | None = None, max_positions: int = 512, seed: int = 0,
                      max_seq_length: int | None = None) -> Path:
     """Save a seeded random ``BertModel`` (safetensors) and the tokenizer files of ``tokenizer_dir`` into ``out``."""
-    import torch
     from transformers import BertModel
 
     config = bert_config(tokenizer_dir, layers, hidden, heads, intermediate, max_positions)
-    torch.manual_seed(seed)
-    model = BertModel(config)
+    with isolated_rng(seed):  # the weights are a function of ``seed`` alone, and the caller's run is left as it was
+        model = BertModel(config)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out, safe_serialization=True)
