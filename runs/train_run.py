@@ -23,7 +23,7 @@ from torch.utils.data import DataLoader
 
 from sts_lightning.callbacks.step_budget import StepBudget
 from sts_lightning.embeddings.console import configure_console, interactive
-from sts_lightning.embeddings.errors import ConfigError, DataError, DivergedError
+from sts_lightning.embeddings.errors import ConfigError, DataError, DivergedError, first_line
 from sts_lightning.embeddings.io.atomic import sweep_orphans
 from sts_lightning.embeddings.io.checkpoint_file import load_checkpoint
 from sts_lightning.embeddings.scoring.protocols import Exportable
@@ -51,6 +51,9 @@ def _build(node: DictConfig, **kwargs):
     except InstantiationException as err:
         if isinstance(err.__cause__, (ConfigError, DataError, MissingMandatoryValue)):
             raise err.__cause__ from None
+        if isinstance(err.__cause__, TypeError) and "unexpected keyword argument" in str(err.__cause__):
+            # a +key the source reading of runs/overrides.py could not refuse (a target it cannot follow): one line
+            raise ConfigError(f"{node._get_full_key(None) or 'config'}: {first_line(err.__cause__)}") from None
         raise
 
 
