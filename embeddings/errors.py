@@ -73,8 +73,10 @@ class RankLostError(RuntimeError):
 
 def unknown_choice(kind: str, value: object, choices: object) -> ConfigError:
     """Build the error for a value outside a fixed set, listing the valid ones."""
-    valid = ", ".join(sorted(str(c) for c in choices))  # type: ignore[union-attr]
-    return ConfigError(f"unknown {kind} {value!r}; choose one of: {valid}")
+    names = sorted(str(c) for c in choices)  # type: ignore[union-attr]
+    guess = did_you_mean(str(value), names)
+    hint = f" did you mean {guess!r}?" if guess else ""
+    return ConfigError(f"unknown {kind} {value!r};{hint} choose one of: {', '.join(names)}")
 
 
 def first_line(err: BaseException) -> str:

@@ -12,9 +12,12 @@ from __future__ import annotations
 from omegaconf import DictConfig, OmegaConf
 
 from sts_lightning.embeddings.encoders.backbone_names import backbone_problem
-from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.errors import ConfigError, unknown_choice
+from sts_lightning.embeddings.methods.registry import scorer_classes
 from sts_lightning.embeddings.sources.names import E5_NAMES
 from sts_lightning.runs.config_checks import EVALUATE_RULES, TRAIN_RULES, check_mini_batch_size, check_numbers
+from sts_lightning.sts.hub import HUB_TASKS
+from sts_lightning.sts.tasks import LOCAL_TASKS, MTEB_TASKS, TASK_GROUPS, expand_groups
 
 
 def precheck_train(cfg: DictConfig) -> None:
@@ -37,6 +40,25 @@ def precheck_evaluate(cfg: DictConfig) -> None:
             raise ConfigError(f"no {key} configured: set {key}=[...] (python evaluate.py --help lists them)")
     for i, name in enumerate(cfg.encoders):
         _refuse(backbone_problem(f"encoders[{i}]", name, also=("none",)))
+    check_scorer_and_task_names(cfg)
+
+
+def check_scorer_and_task_names(cfg: DictConfig) -> None:
+    """Scorer names, task names and the data source, from the registries' plain values (no torch, no data read)."""
+    scorers = scorer_classes()
+    for spec in cfg.scorers:
+        name = spec.get("name") if isinstance(spec, (dict, DictConfig)) else spec
+        if name is not None and str(name) not in scorers:
+            raise unknown_choice("scorer", name, scorers)
+    source = cfg.get("data_source", "local")
+    if source not in ("local", "hub"):
+        raise unknown_choice("data source", source, ["local", "hub"])
+    known = [*(HUB_TASKS if source == "hub" else LOCAL_TASKS), *MTEB_TASKS, *TASK_GROUPS]
+    tasks = [cfg.tasks] if isinstance(cfg.tasks, str) else [str(t) for t in cfg.tasks]
+    for task in expand_groups(tasks):
+        for part in [task] if task in MTEB_TASKS else task.split("+"):
+            if part not in known:
+                raise unknown_choice("STS task", part, known)
 
 
 def check_backbones(cfg: DictConfig) -> None:

@@ -60,3 +60,19 @@ def test_backbone_typos_are_refused_with_the_packaged_names(monkeypatch):
     with pytest.raises(ConfigError, match=r"encoders\[1\]='glove-6b-100d'; did you mean 'glove-6b-50d'"):
         precheck_evaluate(OmegaConf.create({"tasks": ["sts12"], "encoders": ["none", "glove-6b-100d"],
                                             "scorers": ["mean"]}))
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ({"scorers": ["meen"]}, "unknown scorer 'meen'; did you mean 'mean'? choose one of: cls, "),
+    ({"scorers": [{"name": "sbertwk"}]}, "unknown scorer 'sbertwk'; did you mean 'sbert_wk'? choose one of: "),
+    ({"tasks": ["sts12+stsb-dve"]}, "unknown STS task 'stsb-dve'; did you mean 'stsb-dev'? choose one of: "),
+    ({"data_source": "hubb"}, "unknown data source 'hubb'; did you mean 'hub'? choose one of: hub, local"),
+])
+def test_scorer_task_and_source_names_are_checked_before_torch(override, message):
+    cfg = OmegaConf.create({"tasks": ["standard", "STS12", "sick-train+sick-trial"], "encoders": ["glove"],
+                            "scorers": ["mean", {"name": "sbert_wk"}], "data_source": "local"})
+    precheck_evaluate(cfg)
+    precheck_evaluate(OmegaConf.merge(cfg, {"tasks": "standard"}))  # tasks=standard: one name, not a list
+    with pytest.raises(ConfigError) as caught:
+        precheck_evaluate(OmegaConf.merge(cfg, override))
+    assert str(caught.value).startswith(message)
