@@ -51,6 +51,11 @@ def check_command_line(app: str, argv: list[str]) -> None:
         overrides = OverridesParser.create().parse_overrides(args.overrides)
     except HydraException as err:
         raise ConfigError(first_line(err)) from None
+    sweep = next((o for o in overrides if o.is_sweep_override()), None)
+    if sweep is not None and not args.multirun:
+        values = sweep.input_line.split("=", 1)[1]
+        raise ConfigError(f"{sweep.input_line} holds several values: a list is {sweep.get_key_element()}=[{values}], "
+                          "a sweep (one job per value) needs --multirun")
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3", job_name=app):
         loader = GlobalHydra.instance().config_loader()
         groups = _all_groups(loader)

@@ -35,6 +35,9 @@ TABLE = [
     ("train", "modle=ct", "unknown key 'modle'; did you mean 'model'?"),
     ("train", "model.lr.x=1", "model.lr is a value, not a group of keys: model.lr.x cannot be set"),
     ("train", "model=[a", "no viable alternative at input '[a'"),
+    ("train", "data.sources=snli:dev,snli:test",
+     "data.sources=snli:dev,snli:test holds several values: a list is data.sources=[snli:dev,snli:test], "
+     "a sweep (one job per value) needs --multirun"),
     ("evaluate", "encoder.batch_sise=3", "unknown key 'encoder.batch_sise'; did you mean 'encoder.batch_size'?"),
     ("evaluate", "paths=defalt", "unknown paths 'defalt'; did you mean 'default'? (choices: default)"),
     ("evaluate", "scorer_options.sbert_wk.windw=3",
