@@ -11,6 +11,7 @@ from omegaconf import DictConfig
 from sts_lightning.embeddings.errors import run_or_exit
 from sts_lightning.runs.early_checks import precheck_train
 from sts_lightning.runs.help_text import register_resolver
+from sts_lightning.runs.overrides import exit_on_bad_overrides
 from sts_lightning.runs.run_id import register_run_id
 
 register_run_id()  # ${run_id:} in configs/hydra/default.yaml: one directory per run
@@ -28,4 +29,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    exit_on_bad_overrides("train")  # a mistyped group, key or +key: one line before Hydra (runs/overrides.py)
     main()

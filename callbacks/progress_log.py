@@ -3,7 +3,8 @@
 Why: Lightning's bar redraws one line with ``\\r``; written to a file it shows nothing useful until the
 run ends (``make run > log`` printed nothing for minutes). ``train()`` switches the bar off when the
 console is not a terminal, and this callback then logs a line every ``every_s`` seconds (step, share,
-loss, time left) plus one line per STS evaluation, on rank 0 only.
+loss, time left) plus one line per STS evaluation, on rank 0 only. Whatever the console, it logs when step 1
+starts and how long that took, beside the estimate ``train()`` printed before the work (``runs.first_step``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import lightning as L
 import torch
 
 from sts_lightning.callbacks.sts_evaluation import spearman_line
-from sts_lightning.embeddings.console import progress_line
+from sts_lightning.embeddings.console import clock, progress_line
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,9 @@ class LogProgress(L.Callback):
         self.every_s = float(every_s)
         self.active = False
         self._start = self._last = 0.0
+        self.estimate_s: float | None = None  # set by train(): the estimate printed before the work started
+        self.estimated_at: float | None = None  # time.monotonic() when it was printed
+        self._first_step_seen = False
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self.active = trainer.progress_bar_callback is None and trainer.is_global_zero
@@ -40,6 +44,14 @@ class LogProgress(L.Callback):
         if self.active:
             log.info("training: %s optimizer steps (a progress line every %.0f s)",
                      _total(trainer) or "?", self.every_s)
+
+    def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, batch, batch_idx: int) -> None:
+        if self._first_step_seen:
+            return
+        self._first_step_seen = True
+        if trainer.is_global_zero:
+            log.info("%s", first_step_line(trainer.global_step + 1, process_age_s(), self.estimate_s,
+                                           None if self.estimated_at is None else time.monotonic() - self.estimated_at))
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch,
                            batch_idx: int) -> None:
@@ -71,3 +83,24 @@ class LogProgress(L.Callback):
 def _total(trainer: L.Trainer) -> int | None:
     total = trainer.estimated_stepping_batches
     return int(total) if total not in (None, float("inf")) else None
+
+
+def first_step_line(step: int, since_launch: float, estimate: float | None, since_estimate: float | None) -> str:
+    """``step 1 starts 2m31s after launch (2m05s after the estimate of ~2m10s)``."""
+    text = f"step {step} starts {clock(since_launch)} after launch"
+    if estimate is not None and since_estimate is not None:
+        text += f" ({clock(since_estimate)} after the estimate of ~{clock(estimate)})"
+    return text
+
+
+def process_age_s() -> float:
+    """Seconds since this process started (the user's command, imports included); psutil, else this module's import."""
+    try:
+        import psutil
+
+        return time.time() - psutil.Process().create_time()
+    except (ImportError, OSError):
+        return time.monotonic() - _IMPORTED
+
+
+_IMPORTED = time.monotonic()

@@ -27,7 +27,8 @@ from torch.utils.data import DataLoader, TensorDataset
 from sts_lightning.datamodules.loader import (
     ResumableDataModule,
 )
-from sts_lightning.datamodules.sentence_files import SentenceIndex, source_paths
+from sts_lightning.datamodules.sentence_files import SentenceIndex, mean_chars, source_paths
+from sts_lightning.embeddings.console import phase
 from sts_lightning.embeddings.encoders.hf import resolve_device
 from sts_lightning.embeddings.encoders.load import load_encoder
 from sts_lightning.embeddings.encoders.precision import key_entry, resolve_precision
@@ -115,10 +116,12 @@ class CachedEmbeddingDataModule(ResumableDataModule):
                                precision=self.encode_precision)
         pool, n = get_pooling(self.pooling), len(index)
         out = None
-        with npy_cache_writer(path, {"key": key}) as tmp:
+        # one counter for the whole cache, however many chunks it is encoded in (embeddings.console.phase)
+        with npy_cache_writer(path, {"key": key}) as tmp, phase(f"caching features ({encoder.name})", n) as counter:
             for start in range(0, n, self.chunk_size):
                 sentences = [index.sentence(i) for i in range(start, min(n, start + self.chunk_size))]
-                vectors = encoder.encode(sentences, pool, desc="caching features").float().numpy()
+                with counter.part(len(sentences)):
+                    vectors = encoder.encode(sentences, pool, desc="caching features").float().numpy()
                 if out is None:
                     out = open_npy_memmap(tmp, dtype=np.float32, shape=(n, vectors.shape[1]))
                 out[start:start + len(sentences)] = vectors
@@ -126,6 +129,16 @@ class CachedEmbeddingDataModule(ResumableDataModule):
             shape = list(out.shape)
             del out
         log.info("cached %d x %d %s features of %s in %s", *shape, self.pooling, self.model_name_or_path, path)
+
+    def pending_encodes(self) -> list[tuple[str, str, int, float]]:
+        """What ``prepare_data`` will encode, for the estimate printed before step 1 (``runs.first_step``):
+        ``(what, encoder, sentences, mean characters)`` per pass; nothing when the cache is valid."""
+        key = self.cache_key()
+        if not self.check_cache(self.cache_path(key), key):
+            return []
+        index = SentenceIndex.build(self._paths(), self.cache_dir, self.min_words, self.max_words, self.max_sentences)
+        sample = [index.sentence(i) for i in range(min(len(index), 1000))]
+        return [("caching features", self.model_name_or_path, len(index), mean_chars(sample))]
 
     def prepare_data(self) -> None:
         """Encode the sentences once per node unless a valid cache for this key exists."""

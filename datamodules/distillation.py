@@ -46,13 +46,14 @@ from sts_lightning.datamodules.loader import (
     ResumableLoader,
     per_device_batch_size,
 )
-from sts_lightning.datamodules.sentence_files import SentenceIndex, source_paths
+from sts_lightning.datamodules.sentence_files import SentenceIndex, mean_chars, source_paths
+from sts_lightning.embeddings.console import phase
 from sts_lightning.embeddings.errors import ConfigError, DataError
 from sts_lightning.embeddings.io.cache_root import cache_dir_or_root
 from sts_lightning.embeddings.io.npy_cache import inspect_npy_cache, key_digest, save_npy_cache
 from sts_lightning.embeddings.methods.meta.projections import orthogonal_procrustes
 from sts_lightning.embeddings.sources.build import build_source
-from sts_lightning.embeddings.sources.cache import cached_source_vectors, sentences_digest
+from sts_lightning.embeddings.sources.cache import cached_source_vectors, pending_sources, sentences_digest
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 1
@@ -177,6 +178,19 @@ class DistillationDataModule(ResumableDataModule):
     def _build(self, spec: str | dict):
         return build_source(spec, batch_size=self.encode_batch_size, device=self.encode_device)
 
+    def pending_encodes(self) -> list[tuple[str, str, int, float]]:
+        """What ``prepare_data`` will encode, for the estimate printed before step 1 (``runs.first_step``):
+        ``(what, encoder, sentences, mean characters)`` per teacher whose vectors are not cached (none when the
+        targets are)."""
+        _, problem = inspect_npy_cache(self.targets_path(), {})
+        if not problem:
+            return []
+        index = self._index()
+        sentences = [index.sentence(i) for i in range(len(index))]
+        specs = [*self.teachers, *([self.align_to] if self.align_to is not None else [])]
+        return [("SED teacher vectors", _model_of(spec), len(sentences), mean_chars(sentences))
+                for spec in pending_sources(specs, sentences, self.cache_dir / "distillation")]
+
     def prepare_data(self) -> None:
         """Teacher vectors (cached per teacher) and their mean (cached per ensemble), once per node.
 
@@ -214,16 +228,21 @@ class DistillationDataModule(ResumableDataModule):
         if problem != "missing":
             log.warning("SED targets %s are not usable (%s): rebuilding them", path, problem)
         reference = None
-        if self.align_to is not None:
-            reference = cached_source_vectors(reference_source, sentences, self.cache_dir / "distillation")
-            del reference_source
-        total = None
-        for spec, fingerprint in zip(self.teachers, fingerprints, strict=True):
-            # running sum: one teacher and one array in memory at a time
-            vectors = cached_source_vectors(self._build(spec), sentences, self.cache_dir / "distillation")
-            if reference is not None and fingerprint != full["align_to"]:
-                vectors = map_onto(vectors, reference)
-            total = vectors.astype(np.float64) if total is None else total + vectors
+        sources = len(self.teachers) + (self.align_to is not None)
+        # one counter over every teacher's pass (a cached teacher counts as done): embeddings.console.phase
+        with phase(f"SED teacher vectors ({sources} x {len(sentences):,} sentences)", sources * len(sentences)) as counter:
+            if self.align_to is not None:
+                with counter.part(len(sentences)):
+                    reference = cached_source_vectors(reference_source, sentences, self.cache_dir / "distillation")
+                del reference_source
+            total = None
+            for spec, fingerprint in zip(self.teachers, fingerprints, strict=True):
+                # running sum: one teacher and one array in memory at a time
+                with counter.part(len(sentences)):
+                    vectors = cached_source_vectors(self._build(spec), sentences, self.cache_dir / "distillation")
+                if reference is not None and fingerprint != full["align_to"]:
+                    vectors = map_onto(vectors, reference)
+                total = vectors.astype(np.float64) if total is None else total + vectors
         target = (total / len(self.teachers)).astype(np.float32)
         extra = {}
         if reference is not None:

@@ -205,3 +205,9 @@ def read_sentences(files: Sequence[str], data_dir: str | None, min_words: int = 
     cache = cache_dir_or_root(cache_dir)
     index = SentenceIndex.build(source_paths(list(files), data_dir, cache, None), cache, min_words, max_words)
     return list(dict.fromkeys(index.sentence(i) for i in range(len(index))))[:max_sentences]
+
+
+def mean_chars(sentences: Sequence[str], sample: int = 1000) -> float:
+    """Mean length in characters of the first ``sample`` sentences: what an encoding-time estimate scales with."""
+    head = sentences[:sample]
+    return sum(len(s) for s in head) / len(head) if len(head) else 0.0

@@ -17,11 +17,12 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from sts_lightning.datamodules.loader import ResumableDataModule
-from sts_lightning.datamodules.sentence_files import SentenceIndex, source_paths
+from sts_lightning.datamodules.sentence_files import SentenceIndex, mean_chars, source_paths
+from sts_lightning.embeddings.console import phase
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.io.cache_root import cache_dir_or_root
 from sts_lightning.embeddings.sources.build import build_source
-from sts_lightning.embeddings.sources.cache import cached_source_vectors
+from sts_lightning.embeddings.sources.cache import cached_source_vectors, pending_sources
 
 log = logging.getLogger(__name__)
 
@@ -67,10 +68,21 @@ class SourceViewsDataModule(ResumableDataModule):
     def _views(self) -> list[torch.Tensor]:
         sentences = self._sentences()
         views = []
-        for spec in self.sources:
-            source = build_source(spec, batch_size=self.encode_batch_size, device=self.encode_device)
-            views.append(torch.from_numpy(cached_source_vectors(source, sentences, self.cache_dir)))
+        n = len(self.sources)
+        # one counter over every source's pass (a cached source counts as done): embeddings.console.phase
+        with phase(f"source views ({n} x {len(sentences):,} sentences)", n * len(sentences)) as counter:
+            for spec in self.sources:
+                with counter.part(len(sentences)):
+                    source = build_source(spec, batch_size=self.encode_batch_size, device=self.encode_device)
+                    views.append(torch.from_numpy(cached_source_vectors(source, sentences, self.cache_dir)))
         return views
+
+    def pending_encodes(self) -> list[tuple[str, str, int, float]]:
+        """What ``prepare_data`` will encode, for the estimate printed before step 1 (``runs.first_step``):
+        ``(what, encoder, sentences, mean characters)`` per source whose vectors are not cached."""
+        sentences = self._sentences()
+        return [("source vectors", str(spec["model"] if isinstance(spec, dict) else spec), len(sentences),
+                 mean_chars(sentences)) for spec in pending_sources(self.sources, sentences, self.cache_dir)]
 
     def prepare_data(self) -> None:
         self._views()  # encodes once per node; later calls read the caches

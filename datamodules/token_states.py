@@ -21,7 +21,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from sts_lightning.datamodules.loader import ResumableDataModule
 from sts_lightning.datamodules.nli_readers import load_source
-from sts_lightning.datamodules.sentence_files import SentenceIndex, source_paths
+from sts_lightning.datamodules.sentence_files import SentenceIndex, mean_chars, source_paths
 from sts_lightning.datamodules.token_state_cache import (
     DTYPES,
     build_cache,
@@ -131,6 +131,15 @@ class TokenStateDataModule(ResumableDataModule):
         return key, cache_stem(self.cache_dir, self.model_name_or_path, key)
 
     # --------------------------------------------------------------------------------- cache
+    def pending_encodes(self) -> list[tuple[str, str, int, float]]:
+        """What ``prepare_data`` will encode, for the estimate printed before step 1 (``runs.first_step``):
+        ``(what, encoder, sentences, mean characters)`` per pass; nothing when the cache is valid."""
+        key, stem = self._key_and_stem()
+        if not check_cache(stem, key):
+            return []
+        sentences = self.sentences()
+        return [("caching token states", self.model_name_or_path, len(sentences), mean_chars(sentences))]
+
     def prepare_data(self) -> None:
         """Encode once per node unless a valid cache for this key exists (a bad one is rebuilt)."""
         key, stem = self._key_and_stem()

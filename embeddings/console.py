@@ -4,11 +4,16 @@ Why: ``make run > log`` used to print nothing for minutes (tqdm bars and Lightni
 updates into a block-buffered file), every Lightning INFO line appeared twice (Lightning's own handler
 plus Hydra's root handler), and Lightning's "Tip: try installing ..." adverts sat between the results.
 ``configure_console`` fixes all three once per process; ``progress`` is the loop wrapper long passes
-use: a tqdm bar on a terminal, a log line every ``every_s`` seconds otherwise.
+use: a tqdm bar on a terminal, a log line every ``every_s`` seconds otherwise. ``phase`` gives a phase made
+of several loops (a cache built chunk by chunk, one teacher after another) ONE counter whose total is the whole
+phase's: the loops inside it feed it instead of starting their own (``128/128 batch (100%) ~0m00s left``
+and a fresh ``128 batch to go`` for every 8,192-sentence chunk told a user nothing about the phase).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import os
 import sys
@@ -64,7 +69,13 @@ def configure_console() -> None:
 
 def progress(iterable: Iterable[T], desc: str, total: int | None = None, unit: str = "batch",
              disable: bool = False, every_s: float = 30.0) -> Iterable[T]:
-    """A tqdm bar on a terminal; off a terminal, a log line at most every ``every_s`` seconds and at the end."""
+    """A tqdm bar on a terminal; off a terminal, a log line at most every ``every_s`` seconds and at the end.
+
+    Inside a ``Phase.part`` the loop has no counter of its own: each item advances the phase's counter.
+    """
+    active = _ACTIVE.get()
+    if active is not None and active.in_part:
+        return active.feed(iterable, total if total is not None else _length(iterable))
     if disable:
         return iterable
     if interactive():
@@ -101,16 +112,106 @@ def progress_line(desc: str, done: int, total: int | None, elapsed: float, unit:
     """``desc: 120/300 batch (40%), 2m05s elapsed, ~3m08s left`` (no total: count and elapsed only)."""
     text = f"{desc}: {done}/{total} {unit}" if total else f"{desc}: {done} {unit}"
     if total:
-        text += f" ({100 * done / total:.0f}%), {_clock(elapsed)} elapsed"
+        text += f" ({100 * done / total:.0f}%), {clock(elapsed)} elapsed"
         if done:
-            text += f", ~{_clock(elapsed * (total - done) / done)} left"
+            text += f", ~{clock(elapsed * (total - done) / done)} left"
     else:
-        text += f", {_clock(elapsed)} elapsed"
+        text += f", {clock(elapsed)} elapsed"
     return text
 
 
-def _clock(seconds: float) -> str:
+def clock(seconds: float) -> str:
     seconds = int(round(seconds))
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
+
+
+_ACTIVE: contextvars.ContextVar[Phase | None] = contextvars.ContextVar("sts_phase", default=None)
+
+
+LOG_EVERY_S = 30.0  # seconds between two progress lines of a phase off a terminal
+
+
+class Phase:
+    """One counter over a whole phase: ``total`` units (sentences), advanced by the parts that run inside it.
+
+    Why: see the module docstring. Each ``part(size)`` is one piece of the phase (a chunk, a teacher); the
+    ``progress`` loops inside it advance the counter by ``size`` spread over their items, and the part's end
+    sets it to exactly where the part ends, so the count only grows and never passes ``total``. A part in
+    which no loop ran (its vectors came from a cache) counts as done but not as work, so the time left is
+    extrapolated from the parts that were computed. Log lines (off a terminal) or one tqdm bar (on one).
+    """
+
+    def __init__(self, desc: str, total: int, unit: str = "sentences", every_s: float | None = None) -> None:
+        self.desc, self.total, self.unit = desc, int(total), unit
+        self.every_s = LOG_EVERY_S if every_s is None else float(every_s)
+        self.done = 0.0
+        self.skipped = 0.0  # units that needed no work (cached parts)
+        self.in_part = False
+        self._fed = False
+        self._start = self._last = time.monotonic()
+        self._bar = None
+        if interactive():
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=self.total, desc=desc, unit=f" {unit}")
+        else:
+            log.info("%s", f"{desc}: {self.total:,} {unit} to go")
+
+    @contextlib.contextmanager
+    def part(self, size: int) -> Iterator[None]:
+        """A piece of ``size`` units; the loops inside advance the phase (see the class docstring)."""
+        start, self._size, self._fed, self.in_part = self.done, float(size), False, True
+        try:
+            yield
+        finally:
+            self.in_part = False
+        if not self._fed:
+            self.skipped += start + size - self.done
+        self._set(start + size)
+
+    def feed(self, iterable: Iterable[T], items: int | None) -> Iterator[T]:
+        """Yield ``iterable``'s items, each advancing the phase by its share of the current part."""
+        step = self._size / items if items else 0.0
+        for item in iterable:
+            yield item
+            self._fed = True
+            self._set(self.done + step)
+
+    def _set(self, done: float) -> None:
+        done = min(max(done, self.done), float(self.total))
+        if self._bar is not None:
+            self._bar.update(int(done) - int(self.done))
+        self.done = done
+        now = time.monotonic()
+        if self._bar is None and now - self._last >= self.every_s:
+            self._last = now
+            log.info("%s", self.line(now - self._start))
+
+    def line(self, elapsed: float) -> str:
+        """``desc: 8,192/20,000 sentences (41%), 1m02s elapsed, ~1m29s left``; the time left from computed work."""
+        done, total = int(self.done), self.total
+        text = f"{self.desc}: {done:,}/{total:,} {self.unit} ({100 * done / max(total, 1):.0f}%), {clock(elapsed)} elapsed"
+        worked = self.done - self.skipped
+        if worked > 0 and done < total:
+            text += f", ~{clock(elapsed * (total - self.done) / worked)} left"
+        return text
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        else:
+            log.info("%s", self.line(time.monotonic() - self._start))
+
+
+@contextlib.contextmanager
+def phase(desc: str, total: int, unit: str = "sentences", every_s: float | None = None) -> Iterator[Phase]:
+    """``with phase("caching features", n) as counter: ... with counter.part(len(chunk)): encode(chunk)``."""
+    counter = Phase(desc, total, unit, every_s)
+    token = _ACTIVE.set(counter)
+    try:
+        yield counter
+    finally:
+        _ACTIVE.reset(token)
+        counter.close()

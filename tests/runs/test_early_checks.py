@@ -10,11 +10,8 @@ from omegaconf import OmegaConf
 
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.runs.early_checks import precheck_evaluate, precheck_train
+from tests.helpers import ENTRY_PROBE
 from tests.paths import ROOT
-
-# Runs an entry point as `python <script> <overrides>` and reports, at exit, whether torch was ever imported.
-PROBE = ("import atexit, runpy, sys; atexit.register(lambda: print('torch imported:', 'torch' in sys.modules)); "
-         "script = sys.argv[1]; sys.argv = sys.argv[1:]; runpy.run_path(script, run_name='__main__')")
 
 
 @pytest.mark.parametrize(("script", "override", "message"), [
@@ -24,7 +21,7 @@ PROBE = ("import atexit, runpy, sys; atexit.register(lambda: print('torch import
     ("evaluate.py", "scorers=[]", "no scorers configured"),
 ])
 def test_config_error_is_one_line_before_torch_loads(script, override, message, tmp_path):
-    done = subprocess.run([sys.executable, "-c", PROBE, script, override, f"hydra.run.dir={tmp_path}"],
+    done = subprocess.run([sys.executable, "-c", ENTRY_PROBE, script, override, f"hydra.run.dir={tmp_path}"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr[-2000:]
     assert len(done.stderr.strip().splitlines()) == 1 and done.stderr.startswith("error: ")
@@ -44,3 +41,38 @@ def test_mini_batch_size_is_checked_early_when_the_device_count_is_a_number():
 def test_evaluate_needs_tasks_encoders_and_scorers():
     with pytest.raises(ConfigError, match="no tasks configured"):
         precheck_evaluate(OmegaConf.create({"tasks": [], "encoders": ["x"], "scorers": ["mean"]}))
+
+
+def test_backbone_typos_are_refused_with_the_packaged_names(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from sts_lightning.runs.early_checks import check_backbones
+
+    good = {"model": {"model_name_or_path": "paraphrase-MiniLM-L3-v2"},
+            "data": {"teachers": ["all-MiniLM-L6-v2", {"model": "multilingual-e5-small"}], "align_to": None}}
+    check_backbones(OmegaConf.create(good))
+    bad = OmegaConf.create(good)
+    bad.data.teachers[1] = {"model": "all-MiniLM-L6-v3"}
+    with pytest.raises(ConfigError, match=r"unknown backbone data.teachers\[1\]='all-MiniLM-L6-v3'; did you mean "
+                                          r"'all-MiniLM-L6-v2'\?.*closest first: all-MiniLM-L6-v2,"):
+        check_backbones(bad)
+    nli = OmegaConf.create({**good, "data": {"_target_": "x.NLIDataModule", "sources": ["snli:dev"]}})
+    check_backbones(nli)  # an NLI data group's sources are data, not encoders
+    with pytest.raises(ConfigError, match=r"encoders\[1\]='glove-6b-100d'; did you mean 'glove-6b-50d'"):
+        precheck_evaluate(OmegaConf.create({"tasks": ["sts12"], "encoders": ["none", "glove-6b-100d"],
+                                            "scorers": ["mean"]}))
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ({"scorers": ["meen"]}, "unknown scorer 'meen'; did you mean 'mean'? choose one of: cls, "),
+    ({"scorers": [{"name": "sbertwk"}]}, "unknown scorer 'sbertwk'; did you mean 'sbert_wk'? choose one of: "),
+    ({"tasks": ["sts12+stsb-dve"]}, "unknown STS task 'stsb-dve'; did you mean 'stsb-dev'? choose one of: "),
+    ({"data_source": "hubb"}, "unknown data source 'hubb'; did you mean 'hub'? choose one of: hub, local"),
+])
+def test_scorer_task_and_source_names_are_checked_before_torch(override, message):
+    cfg = OmegaConf.create({"tasks": ["standard", "STS12", "sick-train+sick-trial"], "encoders": ["glove"],
+                            "scorers": ["mean", {"name": "sbert_wk"}], "data_source": "local"})
+    precheck_evaluate(cfg)
+    precheck_evaluate(OmegaConf.merge(cfg, {"tasks": "standard"}))  # tasks=standard: one name, not a list
+    with pytest.raises(ConfigError) as caught:
+        precheck_evaluate(OmegaConf.merge(cfg, override))
+    assert str(caught.value).startswith(message)

@@ -104,6 +104,7 @@ def test_unknown_config_key_is_a_clear_hydra_error(tmp_path, tiny_model_dir, tra
     ("model.optimizer=sgd", "unknown optimizer 'sgd'"),
     ("model.pooling=meen", "unknown pooling 'meen'"),
     ("ckpt_path=/no/such.ckpt", "is not a file"),
+    ("+model.temprature=0.1", r"^model: .*unexpected keyword argument 'temprature'$"),  # past runs/overrides.py
 ])
 def test_bad_values_raise_config_error(tmp_path, tiny_model_dir, train_data_dir, override, message):
     from sts_lightning.runs.train_run import train

