@@ -13,10 +13,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.runs.config_checks import EVALUATE_RULES, TRAIN_RULES, check_mini_batch_size, check_numbers
+from sts_lightning.runs.seed_table import check_seeds
 
 
 def precheck_train(cfg: DictConfig) -> None:
-    """Numbers in range; ``model.mini_batch_size`` divides the per-device batch where the device count is a number."""
+    """Numbers in range; ``model.mini_batch_size`` divides the per-device batch where the device count is a number;
+    a ``seeds`` list that can run."""
+    if cfg.get("seeds") is not None:
+        check_seeds(cfg)
     if cfg.get("pipeline"):
         return  # each stage is its own train() call, checked there
     check_numbers(cfg, TRAIN_RULES)
