@@ -22,6 +22,8 @@ PROBE = ("import atexit, runpy, sys; atexit.register(lambda: print('torch import
     ("train.py", "data.batch_size=0", "data.batch_size=0 is not allowed"),
     ("evaluate.py", "encoder.batch_size=0", "encoder.batch_size=0 is not allowed"),
     ("evaluate.py", "scorers=[]", "no scorers configured"),
+    ("evaluate.py", "bootstrap.samples=-1", "bootstrap.samples=-1 is not allowed"),
+    ("train.py", "seeds=[0,0]", "seeds lists a seed twice"),
 ])
 def test_config_error_is_one_line_before_torch_loads(script, override, message, tmp_path):
     done = subprocess.run([sys.executable, "-c", PROBE, script, override, f"hydra.run.dir={tmp_path}"],
