@@ -18,7 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 CONFIDENCE = 0.95
-CHUNK_CELLS = 2_000_000  # resamples x pairs per array pass: bounds memory (~16 MB a float64 array) for any n
+# resamples x pairs per array pass: bounds memory for any n (4 MB a float64 array); measured faster than 2M cells
+# (arrays that stay in cache)
+CHUNK_CELLS = 500_000
 
 
 @dataclass(frozen=True)
@@ -35,41 +37,49 @@ class Bootstrap:
 
 def draw_counts(n: int, samples: int, rng: np.random.Generator) -> np.ndarray:
     """(samples, n) how often each of the n pairs is drawn in each resample of n pairs with replacement."""
-    idx = rng.integers(0, n, size=(samples, n))
-    flat = idx + (np.arange(samples)[:, None] * n)
-    return np.bincount(flat.ravel(), minlength=samples * n).reshape(samples, n).astype(np.float64)
+    idx = rng.integers(0, n, size=(samples, n), dtype=np.int32)  # int32: half the memory traffic of int64
+    idx += (np.arange(samples, dtype=np.int32) * n)[:, None]  # samples * n < 2**31: CHUNK_CELLS
+    return np.bincount(idx.ravel(), minlength=samples * n).reshape(samples, n).astype(np.float64)
 
 
-def resampled_ranks(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Average ranks (1-based, ties averaged, as ``scipy.stats.rankdata``) of each pair within each resample.
+class ResampledRanks:
+    """Tie-averaged ranks (as ``scipy.stats.rankdata``) of one side's values within resamples, centred.
 
-    A pair drawn k times holds k equal values; pairs sharing a value tie too. With ``w`` the resample's count of
-    each distinct value (in increasing order) and ``c`` its cumulative sum, every copy of that value ranks
-    ``c - (w - 1) / 2``; a pair not drawn gets a rank too, but weight 0 wherever it is used.
+    A pair drawn k times holds k equal values; pairs sharing a value tie too. With ``w`` a resample's count of each
+    distinct value (in increasing order) and ``c`` its cumulative sum, every copy of that value ranks
+    ``c - (w - 1) / 2``. A resample of n pairs always has the mean rank (n + 1) / 2, so ranks are centred on it
+    without a pass over the data, and the variance is a sum over the distinct values (few for gold scores).
     """
-    distinct, inverse = np.unique(values, return_inverse=True)
-    samples, groups = counts.shape[0], distinct.size
-    flat = inverse[None, :] + (np.arange(samples)[:, None] * groups)
-    per_value = np.bincount(flat.ravel(), weights=counts.ravel(), minlength=samples * groups).reshape(samples, groups)
-    rank_of_value = np.cumsum(per_value, axis=1) - (per_value - 1.0) / 2.0
-    return np.take_along_axis(rank_of_value, np.broadcast_to(inverse, counts.shape), axis=1)
+
+    def __init__(self, values: np.ndarray):
+        self.order = np.argsort(values, kind="stable")
+        ordered = values[self.order]
+        new_value = np.r_[True, ordered[1:] != ordered[:-1]]
+        self.starts = np.flatnonzero(new_value)
+        self.inverse = np.empty(values.size, dtype=np.intp)
+        self.inverse[self.order] = np.cumsum(new_value) - 1  # each pair's distinct value, by rank
+        self.ties = self.starts.size < values.size
+
+    def centred(self, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(each pair's centred rank in each resample, each resample's sum of count x centred rank squared)."""
+        per_value = counts[:, self.order]
+        if self.ties:
+            per_value = np.add.reduceat(per_value, self.starts, axis=1)
+        rank = np.cumsum(per_value, axis=1) - (per_value - 1.0) / 2.0 - (counts.shape[1] + 1) / 2.0
+        return rank[:, self.inverse], np.einsum("ij,ij,ij->i", per_value, rank, rank)
 
 
-def weighted_pearson(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Per row: the Pearson correlation of ``x`` and ``y`` with each column counted ``weights`` times (NaN if constant)."""
-    total = weights.sum(axis=1, keepdims=True)
-    dx = x - (weights * x).sum(axis=1, keepdims=True) / total
-    dy = y - (weights * y).sum(axis=1, keepdims=True) / total
-    cov = (weights * dx * dy).sum(axis=1)
-    var = (weights * dx * dx).sum(axis=1) * (weights * dy * dy).sum(axis=1)
+def spearman_of_counts(predicted: np.ndarray, gold: np.ndarray, counts: np.ndarray,
+                       ranks: tuple[ResampledRanks, ResampledRanks] | None = None) -> np.ndarray:
+    """The Spearman correlation (x100) of every resample given by a row of ``counts`` (NaN where a side is constant):
+    the Pearson correlation of the resample's ranks, each pair counted as often as it was drawn."""
+    rank_x, rank_y = ranks or (ResampledRanks(predicted), ResampledRanks(gold))
+    dx, var_x = rank_x.centred(counts)
+    dy, var_y = rank_y.centred(counts)
+    cov = np.einsum("ij,ij,ij->i", counts, dx, dy)
+    var = var_x * var_y
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(var > 0, cov / np.sqrt(np.where(var > 0, var, 1.0)), np.nan)
-
-
-def spearman_of_counts(predicted: np.ndarray, gold: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """The Spearman correlation (x100) of every resample given by a row of ``counts``."""
-    weights = counts
-    return 100.0 * weighted_pearson(resampled_ranks(predicted, weights), resampled_ranks(gold, weights), weights)
+        return np.where(var > 0, 100.0 * cov / np.sqrt(np.where(var > 0, var, 1.0)), np.nan)
 
 
 def bootstrap_spearman(predicted: np.ndarray, gold: np.ndarray, samples: int, seed: int) -> np.ndarray:
@@ -77,8 +87,9 @@ def bootstrap_spearman(predicted: np.ndarray, gold: np.ndarray, samples: int, se
     predicted, gold = np.asarray(predicted, dtype=np.float64), np.asarray(gold, dtype=np.float64)
     n = predicted.size
     rng = np.random.default_rng(seed)
+    ranks = (ResampledRanks(predicted), ResampledRanks(gold))
     step = max(1, CHUNK_CELLS // max(n, 1))
-    out = [spearman_of_counts(predicted, gold, draw_counts(n, min(step, samples - start), rng))
+    out = [spearman_of_counts(predicted, gold, draw_counts(n, min(step, samples - start), rng), ranks)
            for start in range(0, samples, step)]
     return np.concatenate(out) if out else np.empty(0)
 

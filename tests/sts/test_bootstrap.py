@@ -78,7 +78,7 @@ def test_constant_or_too_few_pairs_give_no_interval():
 def test_a_thousand_resamples_of_ten_thousand_pairs_take_well_under_two_seconds():
     x, y = _pairs(10_000, 0.7, 4)
     best = math.inf
-    for _ in range(2):  # the better of two: the test machine is shared
+    for _ in range(3):  # the best of three: the test machine is shared
         start = time.perf_counter()
         spearman_interval(x, y, Bootstrap(1000, 0))
         best = min(best, time.perf_counter() - start)
