@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import statistics
+from pathlib import Path
 
 import pytest
 import torch
+from lightning.pytorch import Callback
 from omegaconf import open_dict
 
 from sts_lightning.embeddings.errors import ConfigError, Preempted
@@ -116,3 +120,35 @@ def test_seed_config_is_an_ordinary_single_run(tmp_path, tiny_model_dir, train_d
     with open_dict(cfg):
         cfg.seeds = None
     assert cfg.seed == 42  # the driver's copy, not the caller's config
+
+
+class SignalOnce(Callback):
+    """Sends this process SIGTERM after optimizer step ``step``, once (``marker`` remembers it across invocations):
+    the ``Preemption`` callback then stops the run at the next step with its last.ckpt, as a real preemption does."""
+
+    def __init__(self, step: int, marker: str):
+        self.step, self.marker = step, Path(marker)
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if trainer.global_step == self.step and not self.marker.exists():
+            self.marker.write_text("sent")
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+def test_a_preempted_seed_resumes_to_the_weights_of_an_uninterrupted_one(tmp_path, tiny_model_dir, train_data_dir,
+                                                                        one_thread):
+    every_step = ["callbacks.last_checkpoint.every_n_train_steps=1"]
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    seed_runs.run_seeds(_cfg(whole, tiny_model_dir, train_data_dir, "[0,1]", every_step))
+    signal_once = [*every_step, f"+callbacks.signal_once={{_target_:{__name__}.SignalOnce,step:1,"
+                                f"marker:{tmp_path / 'sent'}}}"]
+    with pytest.raises(Preempted, match=f"seed 1: .*hydra.run.dir={cut} "):
+        seed_runs.run_seeds(_cfg(cut, tiny_model_dir, train_data_dir, "[1,0]", signal_once))
+    assert load_checkpoint(cut / "seed1" / "checkpoints" / "last.ckpt")["global_step"] == 2
+    assert not (cut / "seed1" / seed_runs.DONE).exists() and not (cut / "seed0").exists()
+    seed_runs.run_seeds(_cfg(cut, tiny_model_dir, train_data_dir, "[1,0]", signal_once))  # the same command again
+    for seed in (0, 1):
+        got, want = (load_checkpoint(d / f"seed{seed}" / "checkpoints" / "last.ckpt") for d in (cut, whole))
+        assert got["global_step"] == want["global_step"] == 3
+        for key, tensor in want["state_dict"].items():
+            assert torch.equal(got["state_dict"][key], tensor), (seed, key)
