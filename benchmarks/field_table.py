@@ -7,8 +7,10 @@ Every row of ``benchmarks.field_rows`` runs on the same backbone and data: pooli
 run stays bounded) and their export is then scored exactly as its ``LOADING.md`` says (the command a user would
 run), so the table measures what a user gets. Why subprocesses: each run is a fresh process, as on the command
 line, and a failing row is reported in its cell without stopping the table. Runs already in ``--out`` are reused
-(a stopped table resumes). Trained rows are mean +- std over the seeds; the papers' numbers stand beside each row
-with their backbone and task set named. Output: the table printed, ``field_table.md`` and ``field_table.json``.
+(a stopped table resumes). A row of several seeds shows mean +- std over the seeds in every cell; a row run once
+(the pooling baselines, ``--row-seeds key=0``) shows each task's bootstrap 95% interval from its ``evaluate.py``
+run (``[lo, hi]``, ``sts.bootstrap``); the papers' numbers stand beside each row with their backbone and task set
+named. Output: the table printed, ``field_table.md`` and ``field_table.json``.
 
 Our papers' claims on a raw (MLM-pretrained, not sentence-tuned) backbone, each row beside its reference
 (``benchmarks.paper_rows``; gains and verdicts: ``benchmarks.paper_verdicts``), from the same runner:
@@ -116,33 +118,62 @@ def _score_export(export: Path, tasks: list[str], seed: int, run_dir: Path, eval
     return _evaluate(",".join(encoders), scorer, tasks, seed, run_dir, [*extra, *eval_extra])
 
 
+def eval_dir(row: Row, seed: int, out: Path) -> Path:
+    """The ``evaluate.py`` run directory that scores one row and seed (a trained row's beside its training run)."""
+    return out / row.key / f"seed{seed}" / "eval" if row.kind in ("train", "ensemble") else out / row.key / f"eval-seed{seed}"
+
+
+def intervals(run_dir: Path) -> dict[str, list[float]]:
+    """``{task: [lo, hi]}``: the bootstrap 95% intervals of an ``evaluate.py`` run ({} where it computed none)."""
+    path = run_dir / "results.json"
+    if not path.is_file():
+        return {}
+    row = json.loads(path.read_text())["results"][0]
+    cis = {t: v["all"].get("spearman_ci") for t, v in row["tasks"].items()}
+    return {t: [float(x) for x in ci] for t, ci in cis.items() if ci and all(x == x for x in ci)}  # x == x: not NaN
+
+
 def score_row(row: Row, backbone: str, seed: int, steps: int | None, tasks: list[str], out: Path,
               eval_extra: tuple[str, ...] = (), rows: tuple[Row, ...] = ROWS,
               members: tuple[int, ...] = (0,)) -> dict[str, float]:
     """``{task: Spearman}`` of one row and seed (``eval_extra``: overrides of every ``evaluate.py`` call; ``rows``:
     where ``base`` rows are looked up; ``members``: the seeds of an ensemble row's base row)."""
     if row.kind == "pool":
-        return _evaluate(backbone, row.scorer, tasks, seed, out / row.key / f"eval-seed{seed}", eval_extra)
+        return _evaluate(backbone, row.scorer, tasks, seed, eval_dir(row, seed, out), eval_extra)
     if row.kind == "train":
         export = train_row(row, backbone, seed, steps, out)
-        return _score_export(export, tasks, seed, out / row.key / f"seed{seed}" / "eval", eval_extra)
+        return _score_export(export, tasks, seed, eval_dir(row, seed, out), eval_extra)
     base = next(r for r in rows if r.key == row.base)
     if row.kind == "ensemble":
         exports = [train_row(base, backbone, s, steps, out) for s in members]
         export = ensemble_row(row, backbone, seed, steps, out, exports)
-        return _score_export(export, tasks, seed, out / row.key / f"seed{seed}" / "eval", eval_extra)
+        return _score_export(export, tasks, seed, eval_dir(row, seed, out), eval_extra)
     export = train_row(base, backbone, seed if base.seeded else 0, steps, out)
     encoder = str(export) if row.encoder_is_export else backbone
-    return _evaluate(encoder, row.scorer.replace("{export}", str(export)), tasks, seed,
-                     out / row.key / f"eval-seed{seed}", eval_extra)
+    return _evaluate(encoder, row.scorer.replace("{export}", str(export)), tasks, seed, eval_dir(row, seed, out),
+                     eval_extra)
 
 
 def summarise(scores: list[dict[str, float]], tasks: list[str]) -> dict:
-    """Per task and average: mean and std over seeds."""
+    """Per task and average: mean and (sample) std over seeds."""
     averages = [statistics.fmean(s[t] for t in tasks) for s in scores]
     cell = {t: statistics.fmean(s[t] for s in scores) for t in tasks}
-    return {"tasks": cell, "avg": statistics.fmean(averages),
+    spread = {t: statistics.stdev(s[t] for s in scores) if len(scores) > 1 else 0.0 for t in tasks}
+    return {"tasks": cell, "task_std": spread, "avg": statistics.fmean(averages),
             "std": statistics.stdev(averages) if len(averages) > 1 else 0.0, "seeds": len(scores)}
+
+
+SPREAD_LEGEND = ("a row of several seeds: mean +- std (sample std over the seeds); a row run once: [lo, hi] is the "
+                 "bootstrap 95% interval of its evaluation (the task's pairs resampled)")
+
+
+def task_cell(got: dict, task: str) -> str:
+    """One task's cell: mean +- std over several seeds, else the single run's value with its interval if known."""
+    value = f"{got['tasks'][task]:.2f}"
+    if got["seeds"] > 1:
+        return f"{value} +- {got.get('task_std', {}).get(task, float('nan')):.2f}"
+    ci = got.get("intervals", {}).get(task)
+    return f"{value} [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else value
 
 
 def markdown(results: dict, tasks: list[str], backbone: str) -> str:
@@ -155,10 +186,10 @@ def markdown(results: dict, tasks: list[str], backbone: str) -> str:
             cells = ["failed"] * len(tasks) + [got["error"][:60]]
         else:
             spread = f" +- {got['std']:.2f}" if got["seeds"] > 1 else ""
-            cells = [f"{got['tasks'][t]:.2f}" for t in tasks] + [f"{got['avg']:.2f}{spread}"]
+            cells = [task_cell(got, t) for t in tasks] + [f"{got['avg']:.2f}{spread}"]
         lines.append("| " + " | ".join([row.label, *cells, paper, row.paper_note or "-",
                                         f"{got.get('seconds', 0) / 60:.1f} min"]) + " |")
-    return "\n".join(lines)
+    return "\n".join([*lines, "", SPREAD_LEGEND])
 
 
 TABLES = {"field": (ROWS, markdown), "papers": (PAPER_ROWS, papers_markdown)}
@@ -192,6 +223,8 @@ def run_rows(rows: tuple[Row, ...], keys: list[str], args: argparse.Namespace, s
             scores = [score_row(row, args.backbone, s, args.steps, tasks, out, eval_extra, rows, tuple(seeds))
                       for s in run_seeds]
             results[row.key] = summarise(scores, tasks)
+            if len(run_seeds) == 1:  # one run: its bootstrap intervals say what its numbers can tell apart
+                results[row.key]["intervals"] = intervals(eval_dir(row, run_seeds[0], out))
             if per_seed:
                 results[row.key]["seed_avgs"] = {str(s): statistics.fmean(sc[t] for t in tasks)
                                                  for s, sc in zip(run_seeds, scores, strict=True)}

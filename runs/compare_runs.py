@@ -4,6 +4,10 @@ The dashboard for people without a W&B server: any mix of training run directori
 training) and evaluate run directories (one row per encoder / scorer) becomes one markdown table and one
 PNG dot chart of STS Spearman x100 (``sts.score_chart`` says why dots), written to ``--out`` and printed.
 Tasks come in the papers' order (``sts.task_order``), the average last. Reading is ``runs.run_results``.
+
+Where a row carries intervals (an evaluate run's bootstrap 95% CI, a seed group's mean +- std), a cell whose
+difference to its column's best falls inside the intervals -- its value inside the best's interval, or the best's
+inside its own -- is marked ``~``: the data do not tell the two apart. Without intervals on either side, no mark.
 """
 
 from __future__ import annotations
@@ -14,11 +18,15 @@ from pathlib import Path
 
 from sts_lightning.embeddings.errors import DataError, run_or_exit
 from sts_lightning.embeddings.io.atomic import atomic_write
-from sts_lightning.runs.run_results import RunRows, read_run
+from sts_lightning.runs.run_results import Interval, RunRows, read_run
 from sts_lightning.sts.score_chart import save_chart
 from sts_lightning.sts.task_order import ordered_tasks
 
 Row = tuple[str, str, dict[str, float]]  # (run label, stage, {task: Spearman x100})
+Intervals = dict[str, Interval]  # one row's {task (or "avg"): (lo, hi)}
+SAME = "~"
+LEGEND = (f"{SAME}: the difference to the column's best is inside the intervals (its bootstrap 95% CI for an "
+          "evaluate run, mean ± std for a seed group): not a difference these data resolve")
 
 
 def flatten(runs: list[RunRows]) -> list[Row]:
@@ -28,6 +36,27 @@ def flatten(runs: list[RunRows]) -> list[Row]:
         counts[run.label] = counts.get(run.label, 0) + 1
     return [(run.label if counts[run.label] == 1 else f"{run.label} ({run.run_dir.name})", stage, scores)
             for run in runs for stage, scores in run.rows]
+
+
+def row_intervals(runs: list[RunRows]) -> list[Intervals]:
+    """Each row's intervals, in ``flatten``'s order."""
+    return [run.intervals.get(stage, {}) for run in runs for stage, _ in run.rows]
+
+
+def within(value: float, best: float, mine: Interval | None, theirs: Interval | None) -> bool:
+    """Whether ``value`` and the column's ``best`` cannot be told apart: either lies inside the other's interval."""
+    return ((theirs is not None and theirs[0] <= value <= theirs[1])
+            or (mine is not None and mine[0] <= best <= mine[1]))
+
+
+def marks(values: list[float | None], intervals: list[Interval | None]) -> list[str]:
+    """``~`` for each cell of a column inside the intervals of the column's best, else ``""``."""
+    finite = [i for i, v in enumerate(values) if v is not None and not math.isnan(v)]
+    if len(finite) < 2:
+        return [""] * len(values)
+    best = max(finite, key=lambda i: values[i])  # type: ignore[arg-type, return-value]
+    return [SAME if i in finite and i != best and within(values[i], values[best], intervals[i], intervals[best])
+            else "" for i in range(len(values))]  # type: ignore[arg-type]
 
 
 def task_columns(rows: list[Row]) -> tuple[list[str], list[str]]:
@@ -54,18 +83,24 @@ def _fmt(value: float | None) -> str:
     return "n/a" if math.isnan(value) else f"{value:.2f}"
 
 
-def markdown_table(rows: list[Row]) -> str:
-    """run | stage | one column per task | avg (over the tasks every row has; named when that is not all)."""
+def markdown_table(rows: list[Row], intervals: list[Intervals] | None = None) -> str:
+    """run | stage | one column per task | avg (over the tasks every row has; named when that is not all); cells
+    inside the intervals of their column's best marked ``~`` (module docstring), with a legend line."""
     tasks, common = task_columns(rows)
     avg_name = _avg_name(tasks, common)
+    intervals = intervals or [{} for _ in rows]
+    columns: list[tuple[str, list[float | None], list[Interval | None]]] = [
+        (t, [scores.get(t) for _, _, scores in rows], [iv.get(t) for iv in intervals]) for t in tasks]
+    if common:  # the seeds' own average interval holds only for an average over all of the table's tasks
+        columns.append(("avg", [_mean([scores[t] for t in common]) for _, _, scores in rows],
+                        [iv.get("avg") if avg_name == "avg" else None for iv in intervals]))
+    cells = [[_fmt(v) + m for v, m in zip(values, marks(values, ivs), strict=True)] for _, values, ivs in columns]
     head = ["run", "stage", *tasks, *([avg_name] if avg_name else [])]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for label, stage, scores in rows:
-        cells = [label, stage, *(_fmt(scores.get(t)) for t in tasks)]
-        if common:
-            cells.append(_fmt(_mean([scores[t] for t in common])))
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    for i, (label, stage, _) in enumerate(rows):
+        lines.append("| " + " | ".join([label, stage, *(column[i] for column in cells)]) + " |")
+    marked = any(SAME in cell for column in cells for cell in column)
+    return "\n".join(lines + (["", LEGEND] if marked else [])) + "\n"
 
 
 def chart_rows(rows: list[Row]) -> list[Row]:
@@ -83,10 +118,11 @@ def compare(run_dirs: list[str], out_dir: str | Path) -> dict[str, Path]:
     """Read every run, write ``comparison.md`` and ``comparison.png`` to ``out_dir``, print the table."""
     if not run_dirs:
         raise DataError("no run directories given")
-    rows = flatten([run for d in run_dirs for run in read_run(d)])
+    runs = [run for d in run_dirs for run in read_run(d)]
+    rows = flatten(runs)
     out = Path(out_dir)
     paths = {"markdown": out / "comparison.md", "png": out / "comparison.png"}
-    table = markdown_table(rows)
+    table = markdown_table(rows, row_intervals(runs))
     atomic_write(paths["markdown"], table.encode())
     save_chart(chart_rows(rows), paths["png"])
     print(table, end="")

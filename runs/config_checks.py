@@ -37,6 +37,8 @@ EVALUATE_RULES: dict[str, Rule] = {
     "threads": Rule(int, 1, nullable=True),
     "encoder.batch_size": POSITIVE_INT,
     "encoder.max_length": Rule(int, 1, nullable=True),
+    "bootstrap.samples": COUNT,
+    "bootstrap.seed": COUNT,
 }
 
 

@@ -16,12 +16,16 @@ from sts_lightning.embeddings.errors import ConfigError, unknown_choice
 from sts_lightning.embeddings.methods.registry import scorer_classes
 from sts_lightning.embeddings.sources.names import E5_NAMES
 from sts_lightning.runs.config_checks import EVALUATE_RULES, TRAIN_RULES, check_mini_batch_size, check_numbers
+from sts_lightning.runs.seed_table import check_seeds
 from sts_lightning.sts.hub import HUB_TASKS
 from sts_lightning.sts.tasks import LOCAL_TASKS, MTEB_TASKS, TASK_GROUPS, expand_groups
 
 
 def precheck_train(cfg: DictConfig) -> None:
-    """Numbers in range; ``model.mini_batch_size`` divides the per-device batch where the device count is a number."""
+    """Numbers in range; ``model.mini_batch_size`` divides the per-device batch where the device count is a number;
+    a ``seeds`` list that can run."""
+    if cfg.get("seeds") is not None:
+        check_seeds(cfg)
     if cfg.get("pipeline"):
         return  # each stage is its own train() call, checked there
     check_numbers(cfg, TRAIN_RULES)

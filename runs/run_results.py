@@ -4,7 +4,9 @@ Why from files and not from W&B: the comparison must work for people without a W
 directories copied from a cluster. Each reader parses exactly what the code writes:
 
 - evaluate runs (``runs/evaluate_run.py``): ``results.json`` from ``sts.report.write_reports``, one row
-  per (encoder, scorer);
+  per (encoder, scorer), with each task's bootstrap 95% interval where the run computed one;
+- seed groups (``train.py seeds=[...]``, ``runs/seed_runs.py``): ``seeds_sts.json``, one row of the seeds' means,
+  with mean +- std as each task's interval;
 - training runs (``runs/train_run.py``): the STS callback's ``val/<task>_spearman`` in
   ``csv/metrics.csv`` (``logger=csv`` and ``logger=wandb_offline``), else its ``sts_before_after.md``, else
   the final table that a W&B run leaves in ``wandb/*run-*/files/media/table/val/sts_final_*.table.json``.
@@ -23,20 +25,25 @@ from pathlib import Path
 
 from sts_lightning.embeddings.errors import DataError
 from sts_lightning.runs.run_labels import backbone_names, method_name, short_name
+from sts_lightning.runs.seed_table import AVG
 
 # sts.scoring.MAIN_AGGREGATE, not imported: sts.scoring pulls in torch, 4 s for a table tool.
 MAIN_AGGREGATE = "all"
 AVG_TASK = "sts_avg"  # val/sts_avg_spearman: the callback's own average, not a task
 SPEARMAN = re.compile(r"^val/(.+)_spearman$")
+SEEDS_TABLE = "seeds_sts.json"  # runs.seed_runs.TABLE_JSON, not imported: runs.seed_runs pulls in torch
+Interval = tuple[float, float]
 
 
 @dataclass
 class RunRows:
-    """One run directory's rows: ``(stage, {task: Spearman x100})`` with stage before / after / an eval label."""
+    """One run directory's rows: ``(stage, {task: Spearman x100})`` with stage before / after / an eval label;
+    ``intervals``: per stage, ``{task: (lo, hi)}`` where known (``avg``: the seeds' average)."""
 
     run_dir: Path
     label: str
     rows: list[tuple[str, dict[str, float]]] = field(default_factory=list)
+    intervals: dict[str, dict[str, Interval]] = field(default_factory=dict)
 
 
 def _csv_rows(path: Path) -> list[dict[str, float]]:
@@ -92,7 +99,9 @@ def _train_label(run_dir: Path) -> str:
     except Exception:  # noqa: BLE001  (an interpolation into Hydra's runtime cannot resolve offline)
         backbone = ""
     seed = OmegaConf.select(cfg, "seed", default=None, throw_on_resolution_failure=False)
-    parts = [experiment, method_name(model), backbone, None if seed is None else f"seed{seed}"]
+    seeds = OmegaConf.select(cfg, "seeds", default=None, throw_on_resolution_failure=False)
+    seed_part = f"seeds{','.join(str(s) for s in seeds)}" if seeds else None if seed is None else f"seed{seed}"
+    parts = [experiment, method_name(model), backbone, seed_part]
     return "/".join(str(p) for p in parts if p)
 
 
@@ -114,14 +123,38 @@ def read_train_run(run_dir: Path) -> RunRows:
     return RunRows(run_dir, _train_label(run_dir), rows)
 
 
+def read_seed_run(run_dir: Path) -> RunRows:
+    """A ``seeds=[...]`` run directory: one row of the seeds' means, mean +- std as each task's interval."""
+    path = run_dir / SEEDS_TABLE
+    try:
+        summary = json.loads(path.read_text())
+        stage = f"after (mean of {len(summary['seeds'])} seeds)"
+        columns = [*summary["tasks"], AVG]
+        spread = {c: (summary["mean"][c] - summary["std"][c], summary["mean"][c] + summary["std"][c]) for c in columns}
+        return RunRows(run_dir, _train_label(run_dir), [(stage, {t: float(summary["mean"][t]) for t in summary["tasks"]})],
+                       {stage: spread})
+    except (ValueError, KeyError, TypeError) as err:
+        raise DataError(f"{path} is not a seeds table ({type(err).__name__}: {err})") from None
+
+
+def _interval(scores: dict) -> Interval | None:
+    ci = scores.get("spearman_ci")
+    return None if ci is None or any(v is None or math.isnan(v) for v in ci) else (float(ci[0]), float(ci[1]))
+
+
 def read_evaluate_run(run_dir: Path) -> list[RunRows]:
-    """One entry per (encoder, scorer) of an evaluate run's ``results.json``; the main (``all``) Spearman."""
+    """One entry per (encoder, scorer) of an evaluate run's ``results.json``; the main (``all``) Spearman and its
+    bootstrap interval where computed."""
     path = run_dir / "results.json"
     try:
         results = json.loads(path.read_text())["results"]
-        return [RunRows(run_dir, f"{short_name(r['encoder'])} / {r['scorer']}",
-                        [("eval", {t: float(v[MAIN_AGGREGATE]["spearman"]) for t, v in r["tasks"].items()})])
-                for r in results]
+        out = []
+        for r in results:
+            mains = {t: v[MAIN_AGGREGATE] for t, v in r["tasks"].items()}
+            cis = {t: ci for t, v in mains.items() if (ci := _interval(v)) is not None}
+            out.append(RunRows(run_dir, f"{short_name(r['encoder'])} / {r['scorer']}",
+                               [("eval", {t: float(v["spearman"]) for t, v in mains.items()})], {"eval": cis}))
+        return out
     except (ValueError, KeyError, TypeError) as err:
         raise DataError(f"{path} is not an evaluate results file ({type(err).__name__}: {err})") from None
 
@@ -131,6 +164,8 @@ def read_run(path: str | Path) -> list[RunRows]:
     run_dir = Path(path)
     if not run_dir.is_dir():
         raise DataError(f"{run_dir} is not a directory")
+    if (run_dir / SEEDS_TABLE).is_file():
+        return [read_seed_run(run_dir)]
     if (run_dir / "results.json").is_file():
         runs = read_evaluate_run(run_dir)
         if not runs:

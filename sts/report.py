@@ -26,20 +26,38 @@ def _fmt(x: float) -> str:
     return "n/a" if x is None or math.isnan(x) else f"{x:.2f}"
 
 
+CI_LEGEND = ("[lo, hi]: bootstrap 95% confidence interval of the Spearman (the task's pairs resampled with "
+             "replacement; evaluate.py bootstrap.samples=0 leaves it out)")
+
+
+def interval_of(task_result: dict) -> list[float] | None:
+    """The main aggregate's bootstrap interval [lo, hi] (``sts.scoring``), None when the run computed none."""
+    ci = task_result.get("all", {}).get("spearman_ci")
+    return None if ci is None or any(math.isnan(v) for v in ci) else [float(v) for v in ci]
+
+
+def _with_ci(value: float, ci: list[float] | None) -> str:
+    return _fmt(value) if ci is None else f"{_fmt(value)} [{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
 def markdown_table(results: list[dict]) -> str:
-    """Spearman x100 ('all' aggregate) per task, an average column, and the 7-task average if complete."""
+    """Spearman x100 ('all' aggregate) per task, with its bootstrap interval where computed, an average column,
+    and the 7-task average if complete."""
     tasks = ordered_tasks(results[0]["tasks"]) if results else []
     has_standard = all(t in tasks for t in STANDARD_TASKS)
     head = ["encoder / scorer", *tasks, "avg"] + (["avg (7 standard)"] if has_standard else []) + ["time (s)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    any_ci = False
     for r, (label, scores) in zip(results, rows_of(results), strict=True):
         vals = [scores[t] for t in tasks]
-        cells = [label, *(_fmt(v) for v in vals), _fmt(sum(vals) / len(vals))]
+        cis = [interval_of(r["tasks"][t]) for t in tasks]
+        any_ci = any_ci or any(ci is not None for ci in cis)
+        cells = [label, *(_with_ci(v, ci) for v, ci in zip(vals, cis, strict=True)), _fmt(sum(vals) / len(vals))]
         if has_standard:
             cells.append(_fmt(sum(scores[t] for t in STANDARD_TASKS) / len(STANDARD_TASKS)))
         cells.append(f"{r.get('seconds', float('nan')):.1f}")
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + (["", CI_LEGEND] if any_ci else [])) + "\n"
 
 
 def chart_rows(results: list[dict]) -> list[tuple[str, str, dict[str, float]]]:

@@ -4,6 +4,9 @@ Aggregates per task (all x100):
 - ``all``: one correlation over the pooled pairs of every subset (SimCSE / SBERT convention; the
   main number we report for STS12-16),
 - ``mean``: unweighted mean over subsets, ``wmean``: mean weighted by subset size (SentEval).
+
+With a ``Bootstrap`` (``evaluate.py``'s ``bootstrap.samples``), ``all`` and each subset also get
+``spearman_ci``: the bootstrap 95% interval [lo, hi] (``sts.bootstrap``); ``all`` resamples the pooled pairs.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
 from sts_lightning.embeddings.scoring.scorer import Scorer, take
+from sts_lightning.sts.bootstrap import Bootstrap, spearman_interval
 from sts_lightning.sts.geometry import tasks_geometry
 from sts_lightning.sts.tasks import STSTask
 
@@ -31,13 +35,22 @@ def correlations(predicted: np.ndarray, gold: np.ndarray) -> dict[str, float]:
             "pearson": 100.0 * float(pearsonr(predicted, gold).statistic), "n": int(gold.size)}
 
 
-def aggregate(task: STSTask, predictions: dict[str, np.ndarray]) -> dict:
-    """Per-subset correlations plus ``all`` / ``mean`` / ``wmean`` for one task."""
-    per = {name: correlations(predictions[name], pairs.scores) for name, pairs in task.subsets.items()}
+def with_interval(scores: dict, predicted: np.ndarray, gold: np.ndarray, bootstrap: Bootstrap | None) -> dict:
+    """``scores`` plus ``spearman_ci`` when ``bootstrap`` is on and the point estimate is a number."""
+    if bootstrap is None or not bootstrap.enabled or not np.isfinite(scores["spearman"]):
+        return scores
+    return {**scores, "spearman_ci": spearman_interval(predicted, gold, bootstrap)}
+
+
+def aggregate(task: STSTask, predictions: dict[str, np.ndarray], bootstrap: Bootstrap | None = None) -> dict:
+    """Per-subset correlations plus ``all`` / ``mean`` / ``wmean`` for one task (intervals: module docstring)."""
+    per = {name: with_interval(correlations(predictions[name], pairs.scores), predictions[name], pairs.scores,
+                               bootstrap) for name, pairs in task.subsets.items()}
     pooled_pred = np.concatenate([predictions[n] for n in task.subsets])
     pooled_gold = np.concatenate([p.scores for p in task.subsets.values()])
     sizes = np.array([per[n]["n"] for n in task.subsets], dtype=np.float64)
-    out: dict = {"subsets": per, "all": correlations(pooled_pred, pooled_gold)}
+    out: dict = {"subsets": per, "all": with_interval(correlations(pooled_pred, pooled_gold), pooled_pred,
+                                                      pooled_gold, bootstrap)}
     for key in ("spearman", "pearson"):
         vals = np.array([per[n][key] for n in task.subsets])
         out.setdefault("mean", {})[key] = float(vals.mean())
@@ -50,8 +63,9 @@ def main_score(result: dict, metric: str = "spearman") -> float:
     return float(result[MAIN_AGGREGATE][metric])
 
 
-def score_tasks(scorer: Scorer, tasks: Sequence[STSTask]) -> dict[str, dict]:
-    """Score every pair of every task with ONE ``score_pairs`` call (each sentence encoded once)."""
+def score_tasks(scorer: Scorer, tasks: Sequence[STSTask], bootstrap: Bootstrap | None = None) -> dict[str, dict]:
+    """Score every pair of every task with ONE ``score_pairs`` call (each sentence encoded once); ``bootstrap``:
+    add intervals (module docstring)."""
     s1: list[str] = []
     s2: list[str] = []
     spans: list[tuple[STSTask, str, int, int]] = []
@@ -67,7 +81,7 @@ def score_tasks(scorer: Scorer, tasks: Sequence[STSTask]) -> dict[str, dict]:
     preds: dict[str, dict[str, np.ndarray]] = {}
     for task, name, lo, hi in spans:
         preds.setdefault(task.name, {})[name] = sims[lo:hi]
-    results = {task.name: aggregate(task, preds[task.name]) for task in tasks}
+    results = {task.name: aggregate(task, preds[task.name], bootstrap) for task in tasks}
     for name, values in geometry.items():
         results[name]["geometry"] = values
     return results

@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks import field_table
 from benchmarks.field_rows import ROWS
-from benchmarks.field_table import markdown, summarise
+from benchmarks.field_table import SPREAD_LEGEND, markdown, summarise
 
 
 def test_every_row_declares_what_it_needs():
@@ -26,10 +26,13 @@ def test_every_row_declares_what_it_needs():
 def test_summary_is_mean_and_std_of_the_seed_averages():
     got = summarise([{"a": 50.0, "b": 70.0}, {"a": 54.0, "b": 70.0}], ["a", "b"])
     assert got["avg"] == pytest.approx(61.0) and got["std"] == pytest.approx(2 ** 0.5) and got["seeds"] == 2
-    assert got["tasks"] == {"a": 52.0, "b": 70.0}
-    table = markdown({"cls": {**got, "seconds": 60.0}, "flow": {"error": "exit 1: boom", "seconds": 1.0}},
+    assert got["tasks"] == {"a": 52.0, "b": 70.0} and got["task_std"] == pytest.approx({"a": 8 ** 0.5, "b": 0.0})
+    once = {**summarise([{"a": 40.0, "b": 45.0}], ["a", "b"]), "intervals": {"a": [38.5, 41.25]}, "seconds": 6.0}
+    table = markdown({"cls": {**got, "seconds": 60.0}, "mean": once, "flow": {"error": "exit 1: boom", "seconds": 1.0}},
                      ["a", "b"], "tiny")
-    assert "| CLS pooling | 52.00 | 70.00 | 61.00 +- 1.41 | 29.19 |" in table and "| + flow | failed |" in table
+    assert "| CLS pooling | 52.00 +- 2.83 | 70.00 +- 0.00 | 61.00 +- 1.41 | 29.19 |" in table
+    assert "| mean pooling | 40.00 [38.50, 41.25] | 45.00 | 42.50 | 54.81 |" in table  # b: no interval computed
+    assert "| + flow | failed |" in table and table.endswith(SPREAD_LEGEND)
 
 
 @pytest.mark.slow  # fits and trains the tiny rows end to end: 21-74 s on 2 shared cores
@@ -47,6 +50,8 @@ def test_a_pooling_row_and_a_trained_row_end_to_end(tmp_path, tiny_model_dir, tr
     # the mean row scores the untrained backbone: it equals the trained row's 'before' only by chance, so just
     # check it is a real correlation and the trained row was scored from its export
     assert -100 <= results["mean"]["avg"] <= 100
+    lo, hi = results["mean"]["intervals"]["stsb-dev"]  # run once: its bootstrap interval from results.json
+    assert lo <= results["mean"]["tasks"]["stsb-dev"] <= hi
     assert "| SBERT-NLI |" in (out / "field_table.md").read_text()
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from sts_lightning.embeddings.errors import DataError
-from sts_lightning.runs.compare_runs import chart_rows, flatten, markdown_table
+from sts_lightning.runs.compare_runs import LEGEND, SAME, chart_rows, flatten, markdown_table, row_intervals
 from sts_lightning.runs.run_results import RunRows, read_run
 from tests.paths import CONFIG_DIR
 
@@ -69,8 +69,9 @@ def _csv_spearman(path: Path) -> list[dict[str, float]]:
 
 
 def _table_rows(table: str) -> dict[tuple[str, str], list[str]]:
-    lines = [line.strip().strip("|").split("|") for line in table.splitlines()[2:]]
-    return {(cells[0].strip(), cells[1].strip()): [c.strip() for c in cells[2:]] for cells in lines}
+    """The table's cells by (run, stage), without the ``~`` marks (the legend line after the table is skipped)."""
+    lines = [line.strip().strip("|").split("|") for line in table.splitlines()[2:] if line.startswith("|")]
+    return {(cells[0].strip(), cells[1].strip()): [c.strip().rstrip(SAME) for c in cells[2:]] for cells in lines}
 
 
 def test_one_command_compares_training_and_evaluate_runs(train_dir, eval_dir, tiny_model_dir, tmp_path):
@@ -150,3 +151,35 @@ def test_chart_gets_the_tables_average_and_none_of_one_task():
                                          ("b", "eval", {"sts12": 70.0, "sts13": 90.0, "avg": 80.0})]
     runs[1].rows[0][1].pop("sts13")
     assert [scores for _, _, scores in chart_rows(flatten(runs))] == [{"sts13": 80.0, "sts12": 60.0}, {"sts12": 70.0}]
+
+
+def test_differences_inside_the_intervals_are_marked_and_explained():
+    runs = [RunRows(Path("e"), "a / mean", [("eval", {"sts12": 80.0, "sts16": 70.0})],
+                    {"eval": {"sts12": (78.0, 82.0), "sts16": (69.0, 71.0)}}),
+            RunRows(Path("e"), "a / cls", [("eval", {"sts12": 79.0, "sts16": 60.0})],
+                    {"eval": {"sts12": (77.5, 79.5), "sts16": (58.0, 62.0)}}),
+            RunRows(Path("s"), "ct/seeds0,1", [("after (mean of 2 seeds)", {"sts12": 70.0, "sts16": 72.5})],
+                    {"after (mean of 2 seeds)": {"sts12": (69.0, 71.0), "sts16": (70.0, 75.0), "avg": (70.0, 72.0)}})]
+    lines = markdown_table(flatten(runs), row_intervals(runs)).splitlines()
+    # sts12: cls's 79 is inside mean's (78, 82); sts16: mean's 70 is inside the seeds' (70, 75), cls is not;
+    # avg: 75 (mean) is best, no interval of its own; the seeds' 71.25 with (70, 72) does not reach it.
+    assert lines[2] == "| a / mean | eval | 80.00 | 70.00~ | 75.00 |"
+    assert lines[3] == "| a / cls | eval | 79.00~ | 60.00 | 69.50 |"
+    assert lines[4] == "| ct/seeds0,1 | after (mean of 2 seeds) | 70.00 | 72.50 | 71.25 |"
+    assert lines[-1] == LEGEND
+    plain = markdown_table(flatten(runs))  # no intervals: nothing marked, no legend
+    assert SAME not in plain and LEGEND not in plain
+
+
+def test_a_seed_group_is_one_row_of_means_with_mean_plus_minus_std(tmp_path):
+    from sts_lightning.runs.seed_table import summarise_seeds
+
+    summary = summarise_seeds({0: {"val/stsb-dev_spearman": 70.0, "val/sts12_spearman": 50.0},
+                               1: {"val/stsb-dev_spearman": 74.0, "val/sts12_spearman": 52.0}})
+    (tmp_path / "seeds_sts.json").write_text(json.dumps(summary))
+    (run,) = read_run(tmp_path)
+    stage = "after (mean of 2 seeds)"
+    assert run.rows == [(stage, {"stsb-dev": 72.0, "sts12": 51.0})]
+    lo, hi = run.intervals[stage]["stsb-dev"]
+    assert (lo, hi) == pytest.approx((72.0 - 8**0.5, 72.0 + 8**0.5))
+    assert run.intervals[stage]["avg"] == pytest.approx((61.5 - 1.5 * 2**0.5, 61.5 + 1.5 * 2**0.5))

@@ -19,6 +19,8 @@ from tests.paths import ROOT
     ("train.py", "data.batch_size=0", "data.batch_size=0 is not allowed"),
     ("evaluate.py", "encoder.batch_size=0", "encoder.batch_size=0 is not allowed"),
     ("evaluate.py", "scorers=[]", "no scorers configured"),
+    ("evaluate.py", "bootstrap.samples=-1", "bootstrap.samples=-1 is not allowed"),
+    ("train.py", "seeds=[0,0]", "seeds lists a seed twice"),
 ])
 def test_config_error_is_one_line_before_torch_loads(script, override, message, tmp_path):
     done = subprocess.run([sys.executable, "-c", ENTRY_PROBE, script, override, f"hydra.run.dir={tmp_path}"],

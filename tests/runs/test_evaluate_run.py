@@ -20,9 +20,22 @@ def test_evaluate_many_scorers_one_command(tmp_path, tiny_model_dir, tiny_data_d
     out = tmp_path / "out"
     payload = json.loads((out / "results.json").read_text())
     assert payload["results"][1]["tasks"]["sts16"]["all"]["n"] == 5
+    sts12 = payload["results"][1]["tasks"]["sts12"]  # bootstrap intervals (evaluate.yaml bootstrap.samples: 1000)
+    for scores in (sts12["all"], *sts12["subsets"].values()):
+        lo, hi = scores["spearman_ci"]
+        assert lo <= scores["spearman"] <= hi
     table = (out / "results.md").read_text()
     assert "| tiny_bert0 / mean |" in table.replace(str(tiny_model_dir.parent) + "/", "")
     assert (out / "results.png").stat().st_size > 1000
+
+
+def test_bootstrap_samples_0_leaves_the_intervals_out(tmp_path, tiny_model_dir, tiny_data_dir):
+    from sts_lightning.runs.evaluate_run import evaluate
+
+    (row,) = evaluate(compose_evaluate_config(tmp_path, [f"encoders=[{tiny_model_dir}]", f"paths.data_dir={tiny_data_dir}",
+                                                         "tasks=[stsb-dev]", "bootstrap.samples=0"]))
+    assert "spearman_ci" not in row["tasks"]["stsb-dev"]["all"]
+    assert "[lo, hi]" not in (tmp_path / "out" / "results.md").read_text()
 
 
 def test_shared_pass_gives_same_numbers_as_separate_runs(tmp_path, tiny_model_dir, tiny_data_dir):

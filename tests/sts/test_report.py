@@ -20,3 +20,12 @@ def test_chart_rows_carry_the_average_only_of_two_tasks_or_more():
     (row,) = chart_rows([_result("cls", {"sts16": 80.0, "sts12": 70.0})])
     assert row == ("enc / cls", "eval", {"sts16": 80.0, "sts12": 70.0, "avg": 75.0})
     assert chart_rows([_result("cls", {"sts12": 70.0})]) == [("enc / cls", "eval", {"sts12": 70.0})]
+
+
+def test_a_bootstrap_interval_stands_beside_its_score_and_the_legend_under_the_table():
+    result = _result("mean", {"sts12": 70.0, "stsb-dev": 86.0})
+    result["tasks"]["sts12"]["all"]["spearman_ci"] = [68.5, 71.25]
+    lines = markdown_table([result]).splitlines()
+    assert lines[2] == "| enc / mean | 70.00 [68.50, 71.25] | 86.00 | 78.00 | 1.0 |"
+    assert lines[-1].startswith("[lo, hi]: bootstrap 95% confidence interval")
+    assert "bootstrap" not in markdown_table([_result("mean", {"sts12": 70.0})])
