@@ -9,10 +9,10 @@ Key (what must be equal for a stored row to be used):
   shared correctly), the model config (minus its paths) and the encoder class with its special-token ids;
 - the precision it computes in, the stored dtype (float32), the device type (a GPU pass rounds differently),
   the max length, and the reading (``pooled/first_last_avg``, ``layer/3``);
-- per row, the sentence as its token ids (so a tokenizer change is a miss too).
+- per row, the sentence: its text and its token ids (so a tokenizer change is a miss too).
 
 Layout: ``<STS_CACHE_DIR>/embeddings/<encoder name>/<reading>.<key digest>/`` holds shards, one per write:
-``<stamp>.npz`` (``keys`` (n, 16) uint8 digests of the token ids, ``rows`` (total, d) float32, ``offsets`` (n + 1,);
+``<stamp>.npz`` (``keys`` (n, 16) uint8 digests of text + token ids, ``rows`` (total, d) float32, ``offsets`` (n + 1,);
 layer readings add ``special`` (total,) bool) and ``<stamp>.json`` (the key, the counts), renamed into place in that
 order (``embeddings.io.atomic.atomic_files``): a sidecar never describes a missing or half-written array. A shard
 that cannot be used (unreadable, truncated, another key, inconsistent shapes, NaN rows, an array without its
@@ -64,7 +64,8 @@ def weights_sha256(module: torch.nn.Module | torch.Tensor) -> str:
 
 
 def forward_fingerprint(encoder: BaseEncoder) -> dict | None:
-    """What decides an encoder's outputs for given token ids; ``None`` when it cannot be known (not a torch model).
+    """What decides an encoder's outputs for given token ids; ``None`` for an encoder that is not a torch model
+    (static word vectors: their "pass" is a table lookup, cheaper than reading a cache back).
 
     Computed once per encoder object (hashing ~90 MB of MiniLM-L6 weights takes ~0.2 s); an encoder whose weights
     change afterwards (training) must not be served from a cache keyed on it -- the STS callback hashes again.
@@ -73,23 +74,25 @@ def forward_fingerprint(encoder: BaseEncoder) -> dict | None:
     if cached is not None:
         return cached
     model = getattr(encoder, "model", None)
-    source = model if isinstance(model, torch.nn.Module) else getattr(encoder, "vectors", None)
-    if not isinstance(source, (torch.nn.Module, torch.Tensor)):
+    if not isinstance(model, torch.nn.Module):
         return None
     config = getattr(model, "config", None)
     settings = {k: v for k, v in (config.to_dict() if config is not None else {}).items()
                 if not k.startswith("_") and k not in ("transformers_version", "name_or_path")}
     special = getattr(encoder, "_special_ids", None)
-    fingerprint = {"class": type(encoder).__name__, "weights_sha256": weights_sha256(source),
+    fingerprint = {"class": type(encoder).__name__, "weights_sha256": weights_sha256(model),
                    "config_sha1": key_digest(json.loads(json.dumps(settings, default=str)), 40),
                    "special_ids": None if special is None else [int(i) for i in special]}
     encoder._forward_fingerprint = fingerprint
     return fingerprint
 
 
-def ids_digest(ids: Sequence[int]) -> bytes:
-    """16 bytes naming one sentence's token ids."""
-    return hashlib.blake2b(np.asarray(ids, dtype=np.int64).tobytes(), digest_size=16).digest()
+def row_digest(ids: Sequence[int], sentence: str) -> bytes:
+    """16 bytes naming one sentence: its token ids and its text (two strings that tokenise alike keep their own
+    rows, as each had its own row in the pass that wrote them)."""
+    digest = hashlib.blake2b(np.asarray(ids, dtype=np.int64).tobytes(), digest_size=16)
+    digest.update(sentence.encode("utf-8", "surrogatepass"))
+    return digest.digest()
 
 
 def _files(shelf: Path, suffix: str) -> list[Path]:
@@ -197,9 +200,14 @@ class ReadingCache:
             return None
         stem = self.shelf(reading) / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{secrets.token_hex(3)}"
         data, meta = stem.with_suffix(".npz"), stem.with_suffix(".json")
-        with atomic_files(data, meta, needed=sum(a.nbytes for a in arrays.values())) as (tmp_data, tmp_meta):
-            with open(tmp_data, "wb") as fh:
-                np.savez(fh, **arrays)
-            write_sidecar(tmp_meta, {"key": self.key(reading), "count": len(keys),
-                                     "rows_shape": list(arrays["rows"].shape)})
+        try:
+            with atomic_files(data, meta, needed=sum(a.nbytes for a in arrays.values())) as (tmp_data, tmp_meta):
+                with open(tmp_data, "wb") as fh:
+                    np.savez(fh, **arrays)
+                write_sidecar(tmp_meta, {"key": self.key(reading), "count": len(keys),
+                                         "rows_shape": list(arrays["rows"].shape)})
+        except OSError as err:  # a full disk (DiskFullError's one line), a read-only cache: the scores need no cache
+            log.warning("embedding cache: not written (%s); this run goes on without it", err)
+            self.enabled = False
+            return None
         return meta

@@ -4,7 +4,8 @@ Why one store per encoder: every scorer that reads a pooled vector or a layer's 
 (``embeddings.scoring.reading``) asks it instead of running the encoder, so an evaluation runs ONE pass over the
 sentences for all of them (``embeddings.scoring.shared_pass``), the STS callback keeps a frozen encoder's readings
 across epochs, and Sen2Pro's deterministic passes (eval-mode augmented copies, or the one pass of an encoder
-without dropout) reuse what is stored. Sentences are keyed by their token ids (what the encoder sees).
+without dropout) reuse what is stored. Pooled rows are kept per sentence (text), layer states per token ids
+(``LayerMemo``).
 
 Exactness: ``fill`` encodes the sentences it lacks in ONE ``encode`` call in the caller's order, so a cold store
 computes exactly the numbers the scorer's own ``represent`` computes over the same sentence list; a row read back
@@ -20,7 +21,7 @@ import torch
 from sts_lightning.embeddings.encoders.base import BaseEncoder
 from sts_lightning.embeddings.encoders.layer_memo import Ids, LayerMemo, LayerMemoEncoder, RecordingEncoder
 from sts_lightning.embeddings.scoring.reading import LAYER, Reading
-from sts_lightning.embeddings.scoring.reading_cache import ReadingCache, ids_digest
+from sts_lightning.embeddings.scoring.reading_cache import ReadingCache, row_digest
 
 
 class ReadingStore:
@@ -33,7 +34,7 @@ class ReadingStore:
 
     def __init__(self, encoder: BaseEncoder, cache: ReadingCache | None = None) -> None:
         self.encoder, self.cache = encoder, cache if cache is not None and cache.enabled else None
-        self.vectors: dict[Reading, dict[Ids, torch.Tensor]] = {}
+        self.vectors: dict[Reading, dict[str, torch.Tensor]] = {}
         self.memos: dict[Reading, LayerMemo] = {}
         self.ids_of: dict[str, Ids] = {}
         self.from_disk = 0  # readings (sentence x reading) read back from the on-disk cache
@@ -45,8 +46,10 @@ class ReadingStore:
             self.ids_of.update(zip(new, map(tuple, self.encoder.tokenize(new)), strict=True))
         return [self.ids_of[s] for s in sentences]
 
-    def _has(self, reading: Reading, ids: Ids) -> bool:
-        return ids in (self.memos[reading] if reading.kind == LAYER else self.vectors[reading])
+    def _has(self, reading: Reading, sentence: str) -> bool:
+        if reading.kind == LAYER:
+            return self.ids_of[sentence] in self.memos[reading]
+        return sentence in self.vectors[reading]
 
     def fill(self, readings: Sequence[Reading], sentences: Sequence[str], batch_size: int | None = None,
              desc: str | None = None) -> None:
@@ -58,22 +61,20 @@ class ReadingStore:
             else:
                 self.vectors.setdefault(r, {})
         unique = list(dict.fromkeys(sentences))
-        ids = self._ids(unique)
+        self._ids(unique)
         if self.cache is not None:
             for r in readings:
-                self._load(r, [i for i in dict.fromkeys(ids) if not self._has(r, i)])
-        lacking = [r for r in readings if any(not self._has(r, i) for i in ids)]
+                self._load(r, [s for s in unique if not self._has(r, s)])
+        lacking = [r for r in readings if any(not self._has(r, s) for s in unique)]
         if not lacking:
             return
-        todo = [s for s, i in zip(unique, ids, strict=True) if any(not self._has(r, i) for r in lacking)]
-        todo_ids = [self.ids_of[s] for s in todo]
-        before = {r: {i for i in todo_ids if self._has(r, i)} for r in lacking}
+        todo = [s for s in unique if any(not self._has(r, s) for r in lacking)]
+        new = {r: [s for s in todo if not self._has(r, s)] for r in lacking}
         self._encode(lacking, todo, batch_size, desc)
-        self.computed += len(set(todo_ids))
+        self.computed += len(todo)
         if self.cache is not None:
             for r in lacking:
-                self.cache.save(r, {ids_digest(i): self._row(r, i) for i in dict.fromkeys(todo_ids)
-                                    if i not in before[r]})
+                self.cache.save(r, {row_digest(self.ids_of[s], s): self._row(r, s) for s in new[r]})
 
     def _encode(self, readings: list[Reading], sentences: list[str], batch_size: int | None, desc: str | None) -> None:
         pooled = [r for r in readings if r.kind != LAYER]
@@ -90,22 +91,24 @@ class ReadingStore:
         for r in pooled:
             table = self.vectors[r]
             for row, s in enumerate(sentences):
-                table.setdefault(self.ids_of[s], out[r.key][row])
+                table.setdefault(s, out[r.key][row])
 
-    def _row(self, reading: Reading, ids: Ids):
+    def _row(self, reading: Reading, sentence: str):
         if reading.kind == LAYER:
-            states, special = self.memos[reading].rows[ids]
+            states, special = self.memos[reading].rows[self.ids_of[sentence]]
             return states.float().numpy(), special.numpy()
-        return self.vectors[reading][ids].unsqueeze(0).numpy(), None
+        return self.vectors[reading][sentence].unsqueeze(0).numpy(), None
 
-    def _load(self, reading: Reading, missing: list[Ids]) -> None:
-        digests = {ids_digest(i): i for i in missing}
+    def _load(self, reading: Reading, missing: list[str]) -> None:
+        digests = {row_digest(self.ids_of[s], s): s for s in missing}
         found = self.cache.load(reading, set(digests))
         for digest, (rows, special) in found.items():
+            sentence = digests[digest]
             if reading.kind == LAYER:
-                self.memos[reading].put(digests[digest], torch.from_numpy(rows.copy()), torch.from_numpy(special.copy()))
+                self.memos[reading].put(self.ids_of[sentence], torch.from_numpy(rows.copy()),
+                                        torch.from_numpy(special.copy()))
             else:
-                self.vectors[reading][digests[digest]] = torch.from_numpy(rows[0].copy())
+                self.vectors[reading][sentence] = torch.from_numpy(rows[0].copy())
         self.from_disk += len(found)
         self.cache.hits += len(found)
 
@@ -113,7 +116,7 @@ class ReadingStore:
         """``(n, d)`` rows of a pooled reading for ``sentences`` (in order), encoding what is not stored yet."""
         self.fill([reading], sentences, batch_size)
         table = self.vectors[reading]
-        return torch.stack([table[i] for i in self._ids(sentences)])
+        return torch.stack([table[s] for s in sentences])
 
     def layer_view(self, reading: Reading) -> LayerMemoEncoder:
         """An encoder serving the layer as hidden state -1 (a sentence not stored yet runs its batch)."""
@@ -124,4 +127,4 @@ class ReadingStore:
         """Whether every sentence's reading is in memory (so serving it runs no pass)."""
         if reading not in self.vectors and reading not in self.memos:
             return False
-        return all(s in self.ids_of and self._has(reading, self.ids_of[s]) for s in sentences)
+        return all(s in self.ids_of and self._has(reading, s) for s in sentences)

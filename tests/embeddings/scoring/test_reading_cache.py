@@ -93,3 +93,19 @@ def test_a_damaged_shard_is_rebuilt_with_one_warning(tiny_model_dir, tmp_path, c
     assert torch.equal(again.pooled(MEAN, SENTENCES), first.pooled(MEAN, SENTENCES))
     third = _encoder(tiny_model_dir)
     assert _fill(third, tmp_path).from_disk == 2 * len(SENTENCES) and third.sentences_encoded == 0  # rebuilt
+
+
+def test_an_unwritable_cache_is_one_warning_and_the_run_goes_on(tiny_model_dir, tmp_path, caplog):
+    (tmp_path / "file").write_text("not a folder")
+    encoder = _encoder(tiny_model_dir)
+    with caplog.at_level(logging.WARNING):
+        store = _fill(encoder, tmp_path / "file")
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING][0].startswith("embedding cache: not written")
+    assert store.pooled(MEAN, SENTENCES).shape == (len(SENTENCES), 32)
+
+
+def test_static_word_vectors_are_not_cached():
+    from sts_lightning.embeddings.encoders.static import StaticWordEncoder
+
+    encoder = StaticWordEncoder(["a", "dog"], torch.ones(2, 4))
+    assert forward_fingerprint(encoder) is None and not ReadingCache(encoder).enabled
