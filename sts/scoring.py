@@ -63,6 +63,14 @@ def main_score(result: dict, metric: str = "spearman") -> float:
     return float(result[MAIN_AGGREGATE][metric])
 
 
+def pair_sentences(tasks: Sequence[STSTask]) -> list[str]:
+    """Every sentence of ``tasks`` in the order ``score_tasks`` hands them to ``score_pairs`` (all first sentences,
+    then all second ones), so a pass shared ahead (``embeddings.scoring.shared_pass``) batches exactly as the
+    scorer's own ``represent`` would."""
+    pairs = [p for t in tasks for p in t.subsets.values()]
+    return [s for p in pairs for s in p.sentences1] + [s for p in pairs for s in p.sentences2]
+
+
 def score_tasks(scorer: Scorer, tasks: Sequence[STSTask], bootstrap: Bootstrap | None = None) -> dict[str, dict]:
     """Score every pair of every task with ONE ``score_pairs`` call (each sentence encoded once); ``bootstrap``:
     add intervals (module docstring)."""

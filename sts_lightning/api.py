@@ -25,7 +25,7 @@ from sts_lightning.embeddings.io.export_note import NOTE_FILE, read_loading_comm
 from sts_lightning.embeddings.scoring.registry import build_scorer, check_scorer_spec
 from sts_lightning.embeddings.scoring.scorer import Representation, Scorer
 from sts_lightning.embeddings.scoring.shared_pass import share_forward_pass
-from sts_lightning.sts.scoring import score_tasks
+from sts_lightning.sts.scoring import pair_sentences, score_tasks
 from sts_lightning.sts.tasks import load_tasks
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
@@ -124,7 +124,7 @@ class SentenceModel:
         """
         names = list(self._config.tasks) if tasks is None else ([tasks] if isinstance(tasks, str) else list(tasks))
         loaded = load_tasks(names, data_dir if data_dir is not None else self._config.paths.data_dir, source)
-        sentences = [s for t in loaded for p in t.subsets.values() for s in (*p.sentences1, *p.sentences2)]
+        sentences = pair_sentences(loaded)  # evaluate.py's order: the same batches, the same numbers
         scorer = share_forward_pass(self.encoder, [self.scorer], sentences)[0] if self.encoder is not None \
             else self.scorer
         return score_tasks(scorer, loaded)

@@ -100,6 +100,8 @@ def compose_evaluate_config(tmp_path: Path, overrides):
         cfg = compose(config_name="evaluate", overrides=overrides)
     with open_dict(cfg):
         cfg.output_dir = str(tmp_path / "out")
+        if cfg.get("embedding_cache_dir") is None:  # never the user's cache: the tiny models' weights recur
+            cfg.embedding_cache_dir = str(tmp_path / "embedding_cache")
     return cfg
 
 

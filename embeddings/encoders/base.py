@@ -54,6 +54,14 @@ class BaseEncoder(ABC):
     name: str = "encoder"
     batch_size: int = 64
     device: torch.device = torch.device("cpu")
+    # Sentences this encoder ran a forward pass on (``encode``, or a wrapper calling ``forward_ids``): what
+    # ``evaluate.py`` reports, so "no forward pass" (a warm embedding cache) is shown, not assumed.
+    sentences_encoded: int = 0
+
+    def count_forward(self, n: int) -> None:
+        """Add ``n`` sentences to ``sentences_encoded``; a wrapper that serves from memory counts its inner
+        encoder's passes instead (``embeddings.encoders.layer_memo``)."""
+        self.sentences_encoded += int(n)
 
     @property
     @abstractmethod
@@ -105,6 +113,7 @@ class BaseEncoder(ABC):
         if show_progress is None:
             show_progress = len(unique) >= PROGRESS_MIN_SENTENCES
         chunks: list[Pooled] = []
+        self.count_forward(len(unique))
         with torch.inference_mode():
             for start in progress(range(0, len(order), bs), desc=desc, disable=not show_progress, unit="batch"):
                 batch = self.forward_ids([ids[i] for i in order[start : start + bs]])

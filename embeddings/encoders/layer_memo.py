@@ -1,11 +1,16 @@
-"""A frozen encoder that runs each batch once and then serves one layer's token states from memory.
+"""A frozen encoder whose token states of one layer are computed once per sentence and then served from memory.
 
 Why: a sweep that trains many small heads on one frozen encoder (Latte-Mix over K, D, tau, seeds and
 distances) would otherwise re-encode the same STS sentences for every configuration, and the encoder
-pass costs far more than the head. Scorers batch deterministically (``BaseEncoder.encode`` sorts by
-length), so the same sentence list yields the same batches; this wrapper memoises ``forward_ids`` by
-the batch's token ids and keeps ONLY the chosen layer (all layers of a 7-layer model would be 7x the
-memory). Scorers built on it must read layer ``-1`` (the only one it returns).
+pass costs far more than the head; an evaluation shares one pass between the poolings and Latte-Mix
+(``embeddings.scoring.shared_pass``), and a warm embedding cache fills the memo from disk
+(``embeddings.scoring.reading_cache``). The memo is keyed by each sentence's token ids (the encoder's input: two
+strings that tokenise alike are one entry) and keeps ONLY the chosen layer (all layers of a 7-layer model would
+be 7x the memory) and its special-token mask, without padding. Scorers built on ``LayerMemoEncoder`` read layer
+``-1`` (the only one it returns); padding positions are zeros (every pooling masks them).
+
+A batch with a sentence not in the memo runs the wrapped encoder on the WHOLE batch as given, so its numbers are
+those of an unmemoised pass over the same batches; a sentence already in the memo keeps its first states.
 """
 
 from __future__ import annotations
@@ -18,25 +23,80 @@ from sts_lightning.embeddings.encoders.base import BaseEncoder
 from sts_lightning.embeddings.encoders.token_batch import TokenBatch
 from sts_lightning.embeddings.errors import ConfigError
 
+Ids = tuple[int, ...]
+
+
+class LayerMemo:
+    """``token ids -> (states (tokens, hidden), special (tokens,) bool)`` of one layer, on the CPU.
+
+    Args:
+        layer: the hidden-state index it keeps (HF order, -1 = last).
+        dtype: storage dtype (float16 halves memory; served as float32).
+    """
+
+    def __init__(self, layer: int, dtype: torch.dtype = torch.float32) -> None:
+        self.layer, self.dtype = int(layer), dtype
+        self.rows: dict[Ids, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def __contains__(self, ids: Ids) -> bool:
+        return ids in self.rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def record(self, ids: Sequence[Sequence[int]], batch: TokenBatch) -> None:
+        """Keep the real tokens of every row of ``batch`` (run on ``ids``) not yet in the memo."""
+        states = batch.hidden_states[self.layer]
+        for row, seq in enumerate(ids):
+            key = tuple(seq)
+            if key not in self.rows:
+                n = len(seq)
+                self.rows[key] = (states[row, :n].to(self.dtype).cpu(), batch.special_tokens_mask[row, :n].bool().cpu())
+
+    def put(self, ids: Ids, states: torch.Tensor, special: torch.Tensor) -> None:
+        """One sentence's states, e.g. read back from disk (kept if already present)."""
+        self.rows.setdefault(tuple(ids), (states.to(self.dtype), special.bool()))
+
+    def batch(self, ids: Sequence[Sequence[int]]) -> TokenBatch:
+        """A one-layer ``TokenBatch`` of memoised sentences, right-padded with zeros."""
+        keys = [tuple(x) for x in ids]
+        width = max(len(k) for k in keys)
+        hidden = self.rows[keys[0]][0].shape[-1]
+        states = torch.zeros(len(keys), width, hidden)
+        mask = torch.zeros(len(keys), width, dtype=torch.long)
+        special = torch.zeros(len(keys), width, dtype=torch.bool)
+        for row, key in enumerate(keys):
+            s, sp = self.rows[key]
+            states[row, : len(key)] = s.float()
+            mask[row, : len(key)] = 1
+            special[row, : len(key)] = sp
+        return TokenBatch(hidden_states=(states,), attention_mask=mask, special_tokens_mask=special)
+
+
+def check_layer(encoder: BaseEncoder, layer: int) -> int:
+    n = encoder.num_layers
+    if not -n <= layer < n:
+        raise ConfigError(f"layer {layer} out of range for {encoder.name} ({n} hidden-state tensors: use {-n}..{n - 1})")
+    return int(layer)
+
 
 class LayerMemoEncoder(BaseEncoder):
-    """Wraps ``encoder``; ``forward_ids`` returns ``TokenBatch((layer_states,), mask, special)``, cached.
+    """Wraps ``encoder``; ``forward_ids`` returns ``TokenBatch((layer_states,), mask, special)`` from the memo.
 
     Args:
         encoder: the frozen encoder (its weights must not change while this wrapper is used).
         layer: the hidden-state index to keep (HF order, -1 = last).
         dtype: storage dtype of the cached states (float16 halves memory; returned as float32).
+        memo: an existing memo of that layer to serve (filled by a shared pass or from disk).
     """
 
-    def __init__(self, encoder: BaseEncoder, layer: int = -1, dtype: torch.dtype = torch.float32) -> None:
-        n = encoder.num_layers
-        if not -n <= layer < n:
-            raise ConfigError(f"layer {layer} out of range for {encoder.name} ({n} hidden-state tensors: "
-                              f"use {-n}..{n - 1})")
-        self.encoder, self.layer, self.dtype = encoder, layer, dtype
+    def __init__(self, encoder: BaseEncoder, layer: int = -1, dtype: torch.dtype = torch.float32,
+                 memo: LayerMemo | None = None) -> None:
+        self.encoder, self.layer = encoder, check_layer(encoder, layer)
+        self.memo = memo if memo is not None else LayerMemo(layer, dtype)
+        self.dtype = self.memo.dtype
         self.name = f"{encoder.name}@layer{layer}"
         self.batch_size, self.device = encoder.batch_size, encoder.device
-        self._memo: dict[tuple, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
 
     @property
     def hidden_size(self) -> int:
@@ -46,15 +106,48 @@ class LayerMemoEncoder(BaseEncoder):
     def num_layers(self) -> int:
         return 1
 
+    def count_forward(self, n: int) -> None:
+        """Served from memory: the wrapped encoder counts the passes that really run (``forward_ids``)."""
+
     def tokenize(self, sentences: Sequence[str]) -> list[list[int]]:
         return self.encoder.tokenize(sentences)
 
     def forward_ids(self, ids: Sequence[Sequence[int]]) -> TokenBatch:
-        key = tuple(tuple(x) for x in ids)
-        if key not in self._memo:
+        if any(tuple(x) not in self.memo for x in ids):
             with torch.inference_mode():
                 batch = self.encoder.forward_ids(ids)
-            states = batch.hidden_states[self.layer].to(self.dtype).cpu()
-            self._memo[key] = (states, batch.attention_mask.cpu(), batch.special_tokens_mask.cpu())
-        states, mask, special = self._memo[key]
-        return TokenBatch(hidden_states=(states.float(),), attention_mask=mask, special_tokens_mask=special)
+            self.encoder.count_forward(len(ids))
+            self.memo.record(ids, batch)
+        return self.memo.batch(ids)
+
+
+class RecordingEncoder(BaseEncoder):
+    """Runs ``encoder`` and hands out its full batches, recording the layers of ``memos`` on the way.
+
+    Why: one pass of the shared evaluation feeds the poolings (every layer) and fills the layer memos that
+    Latte-Mix reads afterwards, instead of a second pass for the layer.
+    """
+
+    def __init__(self, encoder: BaseEncoder, memos: Sequence[LayerMemo]) -> None:
+        self.encoder, self.memos = encoder, list(memos)
+        self.name, self.batch_size, self.device = encoder.name, encoder.batch_size, encoder.device
+
+    @property
+    def hidden_size(self) -> int:
+        return self.encoder.hidden_size
+
+    @property
+    def num_layers(self) -> int:
+        return self.encoder.num_layers
+
+    def count_forward(self, n: int) -> None:
+        self.encoder.count_forward(n)
+
+    def tokenize(self, sentences: Sequence[str]) -> list[list[int]]:
+        return self.encoder.tokenize(sentences)
+
+    def forward_ids(self, ids: Sequence[Sequence[int]]) -> TokenBatch:
+        batch = self.encoder.forward_ids(ids)
+        for memo in self.memos:
+            memo.record(ids, batch)
+        return batch

@@ -19,6 +19,7 @@ from sts_lightning.embeddings.encoders.base import BaseEncoder
 from sts_lightning.embeddings.encoders.token_batch import TokenBatch
 from sts_lightning.embeddings.errors import UnsupportedError, unknown_choice
 from sts_lightning.embeddings.methods.pooling_layers import LAYER_POOLINGS
+from sts_lightning.embeddings.scoring.reading import Reading, pooled_reading
 from sts_lightning.embeddings.scoring.scorer import Representation, VectorScorer
 
 
@@ -80,6 +81,13 @@ class PoolingScorer(VectorScorer):
         self.batch_size = batch_size
         self.name = pooling
 
+    def reading(self) -> Reading:
+        """The pooled vector of this pooling (``embeddings.scoring.reading``): shared by every scorer reading it."""
+        return pooled_reading(self.pooling, self.pool)
+
+    def from_pooled(self, x: torch.Tensor) -> Representation:
+        return {"embedding": x}
+
     def represent(self, sentences: Sequence[str]) -> Representation:
-        emb = self.encoder.encode(sentences, self.pool, batch_size=self.batch_size, desc=f"{self.name} encode")
-        return {"embedding": emb}  # type: ignore[dict-item]
+        return self.from_pooled(self.encoder.encode(sentences, self.pool, batch_size=self.batch_size,
+                                                    desc=f"{self.name} encode"))  # type: ignore[arg-type]

@@ -64,6 +64,7 @@ import torch
 from sts_lightning.embeddings.encoders.base import BaseEncoder
 from sts_lightning.embeddings.encoders.token_batch import TokenBatch
 from sts_lightning.embeddings.errors import ConfigError, DataError, UnsupportedError, unknown_choice
+from sts_lightning.embeddings.scoring.reading import Reading, pooled_reading
 from sts_lightning.embeddings.scoring.scorer import Representation, VectorScorer
 
 VARIANTS = ("code", "paper")
@@ -232,6 +233,14 @@ class SBERTWKScorer(VectorScorer):
         self.pool = functools.partial(sbert_wk_pool, layer_start=layer_start, window=window, omega=omega,
                                       variant=variant)
 
+    def reading(self) -> Reading:
+        """SBERT-WK's vector with its settings in the name: another setting is another reading (and cache key)."""
+        return pooled_reading(f"sbert_wk(layer_start={self.layer_start},window={self.window},omega={self.omega},"
+                              f"variant={self.variant})", self.pool)
+
+    def from_pooled(self, x: torch.Tensor) -> Representation:
+        return {"embedding": x}
+
     def represent(self, sentences: Sequence[str]) -> Representation:
-        emb = self.encoder.encode(sentences, self.pool, batch_size=self.batch_size, desc=f"{self.name} encode")
-        return {"embedding": emb}  # type: ignore[dict-item]
+        return self.from_pooled(self.encoder.encode(sentences, self.pool, batch_size=self.batch_size,
+                                                    desc=f"{self.name} encode"))  # type: ignore[arg-type]

@@ -10,8 +10,11 @@ checks that every ``configs/model/*.yaml`` module honours it.
 - ``Exportable``: what it offers ``train.py``'s export step (``runs/train_run.py``): ``export(path)`` writes a
   directory that ``evaluate.py`` (and, where possible, ``SentenceTransformer``) loads, and returns its path.
 - ``TrainedMethod``: both; every LightningModule of ``lightning_modules/`` is one.
-- ``PooledScorer``: what a scorer offers the shared forward pass (``embeddings/scoring/shared_pass.py``): its
-  encoder and a ``pool(TokenBatch) -> (batch, dim)`` compared by cosine.
+- ``ReadingScorer``: what a scorer offers the shared forward pass (``embeddings/scoring/shared_pass.py``): its
+  encoder and the ``Reading`` it reads from it (``embeddings.scoring.reading``: a pooled vector of a named pooling,
+  or one layer's token states), plus what it does with it: ``from_pooled(vectors) -> Representation`` (a pooling:
+  the vectors; whitening: ``(x - mu) @ W``; BERT-flow: the Glow) or ``from_layer(view, sentences)`` (Latte-Mix:
+  its posterior over the token states ``view`` serves).
 - ``BatchedScorer``: a scorer whose batch size the caller may set for one call (the STS callback's own).
 - ``STSEvaluator``: what a module may ask of the STS callback: Contrastive Tension finds it among
   ``trainer.callbacks`` by this API and scores its two copies with ``evaluate`` (``lightning_modules/`` never
@@ -25,11 +28,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-import torch
-
 from sts_lightning.embeddings.encoders.base import BaseEncoder
-from sts_lightning.embeddings.encoders.token_batch import TokenBatch
 from sts_lightning.embeddings.io.model_card import TrainingFacts
+from sts_lightning.embeddings.scoring.reading import Reading
 from sts_lightning.embeddings.scoring.scorer import Scorer
 
 
@@ -52,10 +53,14 @@ class TrainedMethod(Scorable, Exportable, Protocol):
 
 
 @runtime_checkable
-class PooledScorer(Protocol):
+class ReadingScorer(Protocol):
+    """``reading().kind == "pooled"``: the scorer also has ``from_pooled(x: (n, d)) -> Representation``;
+    ``"layer"``: ``from_layer(view: BaseEncoder, sentences) -> Representation`` (``view`` serves the layer as
+    hidden state -1). Its ``represent`` must equal ``from_*`` of its own encoder's pass (a test checks each kind)."""
+
     encoder: BaseEncoder
 
-    def pool(self, batch: TokenBatch) -> torch.Tensor: ...
+    def reading(self) -> Reading: ...
 
 
 @runtime_checkable

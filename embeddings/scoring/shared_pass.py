@@ -1,53 +1,78 @@
-"""Run several pooling-type scorers off ONE forward pass of their shared encoder.
+"""Run every scorer of one encoder off ONE forward pass: each reading (``embeddings.scoring.reading``) once.
 
-Why: CLS, mean, max, first-last, last-2 and SBERT-WK all read the same ``TokenBatch``; encoding the
-evaluation sentences once instead of six times makes a comparison table ~6x cheaper. A scorer
-qualifies when it is a ``PooledScorer`` (``embeddings.scoring.protocols``: ``encoder`` + ``pool(TokenBatch)``).
+Why: CLS, mean, max, first-last, last-2 and SBERT-WK pool the same token states; whitening and BERT-flow are a
+function of a pooled vector, Latte-Mix of one layer's token states. Encoding the evaluation sentences once instead
+of once per scorer makes a comparison table several times cheaper, and with the on-disk cache
+(``embeddings.scoring.reading_cache``) a second run encodes nothing. A scorer qualifies when it is a
+``ReadingScorer`` (``embeddings.scoring.protocols``) of this encoder whose batch size is the pass's (other batches
+would round differently); a scorer with a ``use_readings(store)`` method (Sen2Pro) gets the store for its
+deterministic passes. Everything else passes through unchanged.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import torch
-
 from sts_lightning.embeddings.encoders.base import BaseEncoder
-from sts_lightning.embeddings.scoring.protocols import PooledScorer
+from sts_lightning.embeddings.scoring.protocols import ReadingScorer
+from sts_lightning.embeddings.scoring.reading import LAYER
+from sts_lightning.embeddings.scoring.reading_store import ReadingStore
 from sts_lightning.embeddings.scoring.scorer import Representation, Scorer
 
 
 class PrecomputedScorer(Scorer):
-    """A scorer whose representations were computed ahead for a known sentence set."""
+    """A ``ReadingScorer`` served from a ``ReadingStore``: its post-processing applied to the stored reading.
 
-    def __init__(self, inner: Scorer, sentences: Sequence[str], rep: Representation) -> None:
-        self.inner = inner
+    ``represent`` equals the inner scorer's: the same function of the same numbers (a pooled reading outside the
+    stored sentences falls back to the inner scorer, so it is computed exactly as without the store).
+    """
+
+    def __init__(self, inner: Scorer, store: ReadingStore) -> None:
+        self.inner, self.store = inner, store
+        self.reading = inner.reading()
         self.name = inner.name
-        self.rep = rep
-        self.row_of = {s: i for i, s in enumerate(sentences)}
 
     def represent(self, sentences: Sequence[str]) -> Representation:
-        missing = [s for s in sentences if s not in self.row_of]
-        if missing:
-            # Outside the precomputed set: fall back to the real scorer rather than fail.
+        if self.reading.kind == LAYER:
+            return self.inner.from_layer(self.store.layer_view(self.reading), sentences)
+        if not self.store.knows(self.reading, sentences):
             return self.inner.represent(sentences)
-        rows = torch.tensor([self.row_of[s] for s in sentences], dtype=torch.long)
-        return {k: v[rows] for k, v in self.rep.items()}
+        return self.inner.from_pooled(self.store.pooled(self.reading, sentences))
 
-    def similarity(self, a: Representation, b: Representation) -> torch.Tensor:
+    def similarity(self, a: Representation, b: Representation) -> Representation:
         return self.inner.similarity(a, b)
 
 
+def readers_of(encoder: BaseEncoder, scorers: Sequence[Scorer], batch_size: int | None = None) -> list[Scorer]:
+    """The scorers the shared pass serves: ``ReadingScorer`` s of ``encoder`` batching as the pass does."""
+    size = batch_size or encoder.batch_size
+    return [s for s in scorers if isinstance(s, ReadingScorer) and s.encoder is encoder
+            and getattr(s, "batch_size", None) in (None, size)]
+
+
 def share_forward_pass(encoder: BaseEncoder, scorers: Sequence[Scorer], sentences: Sequence[str],
-                       batch_size: int | None = None) -> list[Scorer]:
-    """Precompute every pool-type scorer on ``sentences`` in one encode; others pass through."""
-    pooled = [s for s in scorers if isinstance(s, PooledScorer) and s.encoder is encoder]
-    if len(pooled) < 2:
+                       batch_size: int | None = None, store: ReadingStore | None = None) -> list[Scorer]:
+    """Compute every reading of ``scorers`` on ``sentences`` once (``store``: memory, disk) and serve them from it.
+
+    Args:
+        encoder: the encoder whose scorers are served (others pass through).
+        scorers: the scorers, in any order; the result keeps it.
+        sentences: the sentences they will represent; pass them in the order ``score_pairs`` sees them
+            (``sts.scoring.pair_sentences``) for results identical to the scorers' own ``represent``.
+        batch_size: sentences per forward pass (default: the encoder's).
+        store: the readings already known (the STS callback keeps one per frozen encoder; ``evaluate.py``
+            gives one with the on-disk cache); default: a new one in memory.
+    """
+    readers = readers_of(encoder, scorers, batch_size)
+    users = [s for s in scorers if callable(getattr(s, "use_readings", None)) and getattr(s, "encoder", None) is encoder]
+    if not readers and not users:
         return list(scorers)
-    unique = list(dict.fromkeys(sentences))
-
-    def pool_all(batch):
-        return {str(i): s.pool(batch) for i, s in enumerate(pooled)}
-
-    table = encoder.encode(unique, pool_all, batch_size=batch_size, desc=f"{encoder.name}: {len(pooled)} poolings")
-    done = {id(s): PrecomputedScorer(s, unique, {"embedding": table[str(i)]}) for i, s in enumerate(pooled)}
+    store = store if store is not None else ReadingStore(encoder)
+    if readers:
+        readings = list(dict.fromkeys(s.reading() for s in readers))
+        store.fill(readings, sentences, batch_size,
+                   desc=f"{encoder.name}: {len(readings)} reading(s) for {len(readers)} scorer(s)")
+    for user in users:
+        user.use_readings(store)
+    done = {id(s): PrecomputedScorer(s, store) for s in readers}
     return [done.get(id(s), s) for s in scorers]

@@ -48,6 +48,44 @@ def test_shared_pass_gives_same_numbers_as_separate_runs(tmp_path, tiny_model_di
         alone[0]["tasks"]["stsb-dev"]["all"]["spearman"], abs=1e-9)
 
 
+def _forward_passes(tmp_path) -> dict:
+    return next(iter(json.loads((tmp_path / "out" / "results.json").read_text())["meta"]["forward_passes"].values()))
+
+
+def test_a_second_evaluate_runs_no_forward_pass(tmp_path, tiny_model_dir, tiny_data_dir, caplog):
+    """Issue 38: one encode for all scorers of the encoder, and none at all when the embedding cache is warm."""
+    from sts_lightning.runs.evaluate_run import evaluate
+    from sts_lightning.sts.scoring import pair_sentences
+    from sts_lightning.sts.tasks import load_tasks
+
+    overrides = [f"encoders=[{tiny_model_dir}]", "scorers=[cls,mean,first_last_avg,sbert_wk]",
+                 f"paths.data_dir={tiny_data_dir}", "tasks=[stsb-dev,sts12]", "encoder.max_length=32"]
+    unique = set(pair_sentences(load_tasks(["stsb-dev", "sts12"], tiny_data_dir)))
+    first = evaluate(compose_evaluate_config(tmp_path, overrides))
+    assert _forward_passes(tmp_path)["sentences_encoded"] == len(unique)  # one pass for four scorers
+    with caplog.at_level("INFO"):
+        second = evaluate(compose_evaluate_config(tmp_path, overrides))
+    facts = _forward_passes(tmp_path)
+    assert facts["sentences_encoded"] == 0 and facts["rows_from_cache"] == 4 * len(unique)  # four readings
+    assert str(tmp_path / "embedding_cache") in facts["embedding_cache"]
+    assert any("0 sentences encoded (forward passes)" in r.getMessage() for r in caplog.records)
+    assert [r["tasks"] for r in second] == [r["tasks"] for r in first]  # the bits the first run wrote
+    assert all(r["sentences_encoded"] == 0 for r in second)
+
+
+def test_the_embedding_cache_switch(tmp_path, tiny_model_dir, tiny_data_dir):
+    from sts_lightning.runs.evaluate_run import evaluate
+
+    overrides = [f"encoders=[{tiny_model_dir}]", f"paths.data_dir={tiny_data_dir}", "tasks=[stsb-dev]",
+                 "embedding_cache=false"]
+    for _ in range(2):
+        evaluate(compose_evaluate_config(tmp_path, overrides))
+        assert _forward_passes(tmp_path)["sentences_encoded"] > 0 and _forward_passes(tmp_path)["embedding_cache"] is None
+    assert not (tmp_path / "embedding_cache").exists()
+    with pytest.raises(ConfigError, match="embedding_cache='flase': use true or false"):
+        evaluate(compose_evaluate_config(tmp_path, [*overrides[:-1], "embedding_cache=flase"]))
+
+
 @pytest.mark.parametrize(
     ("override", "error", "message"),
     [

@@ -31,7 +31,7 @@ def test_bad_checkpoint_is_a_clear_error(tmp_path):
         load_encoder(str(bad))
 
 
-def test_flow_export_scores_through_the_registry_and_is_not_shared(tmp_path, tiny_encoder):
+def test_flow_export_scores_through_the_registry_and_shares_the_pass(tmp_path, tiny_encoder):
     from sts_lightning.embeddings.methods.flow.glow import Glow
     from sts_lightning.embeddings.methods.flow.scorer import load_flow_scorer, save_flow_export
 
@@ -48,7 +48,8 @@ def test_flow_export_scores_through_the_registry_and_is_not_shared(tmp_path, tin
     torch.testing.assert_close(scorer.score_pairs(s1, s2), direct.score_pairs(s1, s2))
     poolings = [build_scorer(name, tiny_encoder) for name in ("mean", "max")]
     shared = share_forward_pass(tiny_encoder, [*poolings, scorer], [*s1, *s2])
-    assert shared[0] is not poolings[0] and shared[2] is scorer  # poolings shared, the flow is not
+    assert shared[0] is not poolings[0] and shared[2] is not scorer  # the flow reads the poolings' pass (issue 38)
+    torch.testing.assert_close(shared[2].score_pairs(s1, s2), scorer.score_pairs(s1, s2), rtol=0, atol=0)
 
 
 def test_latte_mix_export_scores_through_evaluate(tmp_path, tiny_model_dir, tiny_data_dir):

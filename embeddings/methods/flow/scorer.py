@@ -27,6 +27,7 @@ from sts_lightning.embeddings.io.model_card import ExportNotes
 from sts_lightning.embeddings.methods.flow import METHOD
 from sts_lightning.embeddings.methods.flow.glow import Glow
 from sts_lightning.embeddings.methods.pooling import get_pooling
+from sts_lightning.embeddings.scoring.reading import Reading, pooled_reading
 from sts_lightning.embeddings.scoring.scorer import Representation, VectorScorer
 
 log = logging.getLogger(__name__)
@@ -55,14 +56,20 @@ class FlowScorer(VectorScorer):
             raise ConfigError(f"the flow maps {flow.dim}-d vectors but encoder {encoder.name} gives "
                               f"{encoder.hidden_size}-d ones")
         self.encoder, self.flow, self.pooling = encoder, flow, pooling
-        # ``pool_fn``, not ``pool``: shared_pass would take a ``pool`` attribute for a plain pooling
-        # scorer and skip the flow.
         self.pool_fn = get_pooling(pooling)
         self.batch_size = batch_size
         self.name = f"flow-{pooling}"
 
+    def reading(self) -> Reading:
+        """The pooled vector the flow maps: computed once with the pooling scorers (``shared_pass``)."""
+        return pooled_reading(self.pooling, self.pool_fn)
+
     def represent(self, sentences: Sequence[str]) -> Representation:
-        emb = self.encoder.encode(sentences, self.pool_fn, batch_size=self.batch_size, desc=f"{self.name} encode")
+        return self.from_pooled(self.encoder.encode(sentences, self.pool_fn, batch_size=self.batch_size,
+                                                    desc=f"{self.name} encode"))  # type: ignore[arg-type]
+
+    def from_pooled(self, emb: torch.Tensor) -> Representation:
+        """``{"embedding": z}``: the flow's image of pooled vectors ``(n, d)``."""
         param = next(self.flow.parameters())
         was_training = self.flow.training
         self.flow.eval()  # never let ActNorm's data-dependent init run on evaluation sentences

@@ -43,6 +43,7 @@ from sts_lightning.embeddings.methods.latte_mix.maths import (
     token_mixture,
 )
 from sts_lightning.embeddings.methods.latte_mix.nets import EXPORT_FORMAT, load_token_vae
+from sts_lightning.embeddings.scoring.reading import Reading, layer_reading
 from sts_lightning.embeddings.scoring.scorer import Representation, Scorer
 from sts_lightning.embeddings.scoring.similarity import cosine_rows
 
@@ -101,13 +102,13 @@ class LatteMixScorer(Scorer):
         self.tau, self.batch_size = float(tau), batch_size
         self.name = f"latte-mix-{latent}-{distance}"
 
-    def _run_posterior(self, batch: TokenBatch) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    def _run_posterior(self, batch: TokenBatch, layer: int) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
         """Posterior outputs on the real tokens ``(N, ...)`` and the ``(B, T)`` bool mask they came from."""
         param = next(self.posterior.parameters(), None)
         device = param.device if param is not None else batch.attention_mask.device
         dtype = param.dtype if param is not None and param.dtype.is_floating_point else torch.float32
         mask = batch.attention_mask.bool()
-        feats = batch.hidden_states[self.layer][mask].to(device=device, dtype=dtype)
+        feats = batch.hidden_states[layer][mask].to(device=device, dtype=dtype)
         with torch.autocast(device_type=device.type, enabled=False):
             out = self.posterior(feats)
         for key, ndim in OUTPUTS[self.latent].items():
@@ -125,9 +126,9 @@ class LatteMixScorer(Scorer):
         out[:, : mask.shape[1]][mask] = values
         return out
 
-    def _pool(self, width: int):
+    def _pool(self, width: int, layer: int):
         def pool(batch: TokenBatch) -> dict[str, torch.Tensor]:
-            out, mask = self._run_posterior(batch)
+            out, mask = self._run_posterior(batch, layer)
             if self.latent == "categorical":
                 probs = torch.softmax(out["logits"] / self.tau, dim=-1)
                 return {"mixture": token_mixture(self._scatter(probs, mask, mask.shape[1]), mask)}
@@ -140,14 +141,25 @@ class LatteMixScorer(Scorer):
 
         return pool
 
+    def reading(self) -> Reading:
+        """The token states of ``layer`` (``embeddings.scoring.reading``): one pass shared with the poolings."""
+        return layer_reading(self.layer, self.encoder.num_layers)
+
     def represent(self, sentences: Sequence[str]) -> Representation:
         """categorical ``{"mixture": (n, D, K)}``; normal ``{"mu", "var": (n, T, Dz), "mask": (n, T)}``
         (T = the call's longest tokenisation); ae ``{"embedding": (n, Dz)}``."""
+        return self._represent(self.encoder, self.layer, sentences)
+
+    def from_layer(self, view: BaseEncoder, sentences: Sequence[str]) -> Representation:
+        """``represent`` on the token states ``view`` serves as hidden state -1 (``LayerMemoEncoder``)."""
+        return self._represent(view, -1, sentences)
+
+    def _represent(self, encoder: BaseEncoder, layer: int, sentences: Sequence[str]) -> Representation:
         sentences = list(sentences)
         validate_sentences(sentences)
         width = 0
         if self.latent == "normal" and sentences:
-            width = max(len(ids) for ids in self.encoder.tokenize(list(dict.fromkeys(sentences))))
+            width = max(len(ids) for ids in encoder.tokenize(list(dict.fromkeys(sentences))))
             if self.pad_tokens is not None:
                 if width > self.pad_tokens:
                     raise ValueError(f"{self.name}: a sentence has {width} tokens > pad_tokens={self.pad_tokens}")
@@ -155,7 +167,7 @@ class LatteMixScorer(Scorer):
         was_training = self.posterior.training
         self.posterior.eval()
         try:
-            rep = self.encoder.encode(sentences, self._pool(width), batch_size=self.batch_size, desc=self.name)
+            rep = encoder.encode(sentences, self._pool(width, layer), batch_size=self.batch_size, desc=self.name)
         finally:
             self.posterior.train(was_training)
         if "mask" in rep:

@@ -67,6 +67,7 @@ from sts_lightning.embeddings.methods.pooling import get_pooling
 from sts_lightning.embeddings.methods.sen2pro.augment import OPS, augment, stable_seed, validate_ops
 from sts_lightning.embeddings.methods.sen2pro.mc_dropout import mc_dropout
 from sts_lightning.embeddings.methods.whitening.scorer import whitening_for
+from sts_lightning.embeddings.scoring.reading import pooled_reading
 from sts_lightning.embeddings.scoring.scorer import Representation, Scorer
 
 SOURCES = ("model", "data")
@@ -206,14 +207,30 @@ class Sen2ProScorer(Scorer):
         self.last_seconds: dict[str, float] = {}  # wall time per source of the latest ``represent``
         self.last_stats: dict[str, str] = {}
         self.last_alpha: torch.Tensor | None = None  # alpha(s) of the latest ``similarity`` call
+        self.readings = None  # a ReadingStore for the deterministic passes (``use_readings``)
+
+    def use_readings(self, store) -> None:
+        """Take the pooled vectors of the DETERMINISTIC passes from ``store`` (``embeddings.scoring.reading_store``).
+
+        Why only those: the eval-mode pass over the augmented copies (and the one pass of an encoder without
+        dropout) is a function of each string, so a warm embedding cache serves it and the copies' vectors are
+        computed once across runs. MC-dropout passes are random draws and always run: caching them would freeze
+        one draw per seed for every later run, and their seed is the evaluation's, so a cache keyed by it would
+        hold a new entry per seed and help only an exact re-run.
+        """
+        self.readings = store
 
     @property
     def _has_dropout(self) -> bool:
         return type(self.encoder).stochastic is not BaseEncoder.stochastic
 
-    def _encode(self, sentences: Sequence[str], show_progress: bool | None = False) -> torch.Tensor:
-        out = self.encoder.encode(sentences, self.pool_fn, batch_size=self.batch_size, show_progress=show_progress,
-                                  desc=f"{self.name} augmented copies")
+    def _encode(self, sentences: Sequence[str], show_progress: bool | None = False,
+                deterministic: bool = True) -> torch.Tensor:
+        if deterministic and self.readings is not None:
+            out = self.readings.pooled(pooled_reading(self.pooling, self.pool_fn), sentences, self.batch_size)
+        else:
+            out = self.encoder.encode(sentences, self.pool_fn, batch_size=self.batch_size,
+                                      show_progress=show_progress, desc=f"{self.name} augmented copies")
         if self.whitening is not None:
             out = self.whitening(out)
         return torch.nn.functional.normalize(out, dim=-1) if self.normalize else out  # type: ignore[arg-type]
@@ -233,7 +250,7 @@ class Sen2ProScorer(Scorer):
         with torch.random.fork_rng(devices=cuda), mc_dropout(self.encoder, fast=self.fast_dropout):
             for i in range(self.n_samples):
                 torch.manual_seed(stable_seed("mc-dropout", self.seed, i))
-                moments.add(self._encode(sentences))
+                moments.add(self._encode(sentences, deterministic=False))
                 bar.update(1)
         return moments.result()
 

@@ -26,6 +26,7 @@ from sts_lightning.embeddings.io.model_card import ExportNotes
 from sts_lightning.embeddings.methods.pooling import get_pooling
 from sts_lightning.embeddings.methods.whitening import METHOD
 from sts_lightning.embeddings.methods.whitening.maths import whiten
+from sts_lightning.embeddings.scoring.reading import Reading, pooled_reading
 from sts_lightning.embeddings.scoring.scorer import Representation, VectorScorer
 
 log = logging.getLogger(__name__)
@@ -71,8 +72,8 @@ class Whitening:
 class WhiteningScorer(VectorScorer):
     """Pools with the frozen encoder, whitens; ``{"embedding": (x - mu) @ W}`` compared by cosine.
 
-    Not a ``PooledScorer``: the pooling function is ``pool_fn``, not ``pool`` (``shared_pass`` would take a
-    ``pool`` attribute for a plain pooling scorer and skip the whitening).
+    A ``ReadingScorer``: it reads the pooled vector of its pooling, which the shared pass computes once for it
+    and the pooling scorers (``embeddings.scoring.shared_pass``), and whitens it (``from_pooled``).
     """
 
     def __init__(self, encoder: BaseEncoder, whitening: Whitening, batch_size: int | None = None,
@@ -84,9 +85,15 @@ class WhiteningScorer(VectorScorer):
         self.batch_size = batch_size
         self.name = f"whitening-{self.pooling}"
 
-    def represent(self, sentences: Sequence[str]) -> Representation:
-        x = self.encoder.encode(sentences, self.pool_fn, batch_size=self.batch_size, desc=f"{self.name} encode")
+    def reading(self) -> Reading:
+        return pooled_reading(self.pooling, self.pool_fn)
+
+    def from_pooled(self, x: torch.Tensor) -> Representation:
         return {"embedding": self.whitening(x).cpu()}
+
+    def represent(self, sentences: Sequence[str]) -> Representation:
+        return self.from_pooled(self.encoder.encode(sentences, self.pool_fn, batch_size=self.batch_size,
+                                                    desc=f"{self.name} encode"))  # type: ignore[arg-type]
 
 
 def save_whitening_export(path: str | os.PathLike, whitening: Whitening, note: ExportNotes | None = None) -> Path:

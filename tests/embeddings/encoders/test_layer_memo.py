@@ -7,7 +7,7 @@ import torch
 
 from sts_lightning.embeddings.encoders.layer_memo import LayerMemoEncoder
 from sts_lightning.embeddings.errors import ConfigError
-from sts_lightning.embeddings.methods.pooling import PoolingScorer
+from sts_lightning.embeddings.methods.pooling import PoolingScorer, masked_mean, mean_pool
 from tests.helpers import WORDS
 from tests.tolerance import TINY_BERT
 
@@ -19,12 +19,12 @@ def test_memo_serves_the_layer_once_and_scores_like_the_encoder(tiny_encoder, mo
     calls = []
     original = tiny_encoder.forward_ids
     monkeypatch.setattr(tiny_encoder, "forward_ids", lambda ids: calls.append(len(ids)) or original(ids))
-    first = memo.encode(SENTENCES, lambda b: b.hidden_states[-1].sum(1))
+    first = memo.encode(SENTENCES, mean_pool)
     n_calls = len(calls)
-    second = memo.encode(SENTENCES, lambda b: b.hidden_states[-1].sum(1))
+    second = memo.encode(SENTENCES, mean_pool)
     assert len(calls) == n_calls > 0  # second pass: no forward pass, all from memory
     torch.testing.assert_close(first, second)
-    direct = tiny_encoder.encode(SENTENCES, lambda b: b.hidden_states[1].sum(1))
+    direct = tiny_encoder.encode(SENTENCES, lambda b: masked_mean(b.hidden_states[1], b.attention_mask))
     torch.testing.assert_close(first, direct, **TINY_BERT)
     monkeypatch.undo()
     last = LayerMemoEncoder(tiny_encoder, layer=-1)

@@ -14,7 +14,7 @@ import torch
 from sts_lightning.embeddings.methods.pooling import PoolingScorer
 from sts_lightning.embeddings.methods.registry import trained_methods
 from sts_lightning.embeddings.methods.sbert_wk import SBERTWKScorer
-from sts_lightning.embeddings.scoring.protocols import BatchedScorer, PooledScorer, Scorable, TrainedMethod
+from sts_lightning.embeddings.scoring.protocols import BatchedScorer, ReadingScorer, Scorable, TrainedMethod
 from sts_lightning.embeddings.scoring.scorer import VectorScorer
 from sts_lightning.embeddings.scoring.shared_pass import PrecomputedScorer, share_forward_pass
 
@@ -47,14 +47,14 @@ def test_pooled_scorers_share_one_forward_pass_and_others_pass_through(tiny_enco
     mean, cls = PoolingScorer(tiny_encoder, pooling="mean"), PoolingScorer(tiny_encoder, pooling="cls")
     wk = SBERTWKScorer(tiny_encoder, layer_start=0)
 
-    class WholeSentence(VectorScorer):  # no pool(): cannot read the shared token states
+    class WholeSentence(VectorScorer):  # no reading(): cannot be served from the shared pass
         encoder = tiny_encoder
 
         def represent(self, sentences):
             return {"embedding": torch.ones(len(sentences), 2)}
 
     other = WholeSentence()
-    assert all(isinstance(s, PooledScorer) and isinstance(s, BatchedScorer) for s in (mean, cls, wk))
-    assert not isinstance(other, PooledScorer)
+    assert all(isinstance(s, ReadingScorer) and isinstance(s, BatchedScorer) for s in (mean, cls, wk))
+    assert not isinstance(other, ReadingScorer)
     shared = share_forward_pass(tiny_encoder, [mean, cls, wk, other], ["a man plays a guitar .", "a dog runs"])
     assert [type(s) for s in shared[:3]] == [PrecomputedScorer] * 3 and shared[3] is other
