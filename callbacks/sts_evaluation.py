@@ -26,10 +26,12 @@ import lightning as L
 import numpy as np
 import torch
 
+from sts_lightning.callbacks.preemption import agreement
 from sts_lightning.embeddings.encoders.base import validate_sentences
 from sts_lightning.embeddings.io.atomic import atomic_write
 from sts_lightning.embeddings.scoring.protocols import BatchedScorer, Scorable
 from sts_lightning.embeddings.scoring.scorer import Representation, Scorer, take
+from sts_lightning.embeddings.stop_request import check_stop, stretch
 from sts_lightning.sts.geometry import tasks_geometry
 from sts_lightning.sts.scoring import aggregate, main_score
 from sts_lightning.sts.tasks import STSTask, expand_groups, load_tasks
@@ -236,7 +238,8 @@ class STSEvaluationCallback(L.Callback):
         modes = [(m, m.training) for m in pl_module.modules()]
         pl_module.eval()
         try:
-            with torch.inference_mode():
+            # a SIGTERM stops the encoding within a batch, on every rank at the same one (callbacks/preemption.py)
+            with stretch("scoring STS", agreement(trainer)), torch.inference_mode():
                 outcome = self._scored(trainer, pl_module, pl_module.scorer())
                 probes = {p: self._scored(trainer, pl_module, pl_module.probe_scorer(p)) for p in self.probe_poolings}
         finally:
@@ -253,6 +256,7 @@ class STSEvaluationCallback(L.Callback):
 
     def _scored(self, trainer: L.Trainer, pl_module: L.LightningModule, scorer: Scorer) -> dict[str, dict]:
         """Collective: one scorer's per-task aggregates, computed on rank 0 and broadcast to every rank."""
+        check_stop()
         rep = self.gather_representation(trainer, pl_module, scorer)
         outcome = self._score(scorer, rep) if trainer.is_global_zero else None
         outcome = trainer.strategy.broadcast(outcome, src=0)
