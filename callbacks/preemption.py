@@ -271,7 +271,8 @@ class Preemption(L.Callback):
         if trainer.is_global_zero:
             quiet_launcher_observer()
         savers = [c for c in trainer.checkpoint_callbacks if isinstance(c, LastCheckpoint)]
-        path = savers[0].save_now(trainer, again=self._mid_evaluation) if savers else None
+        save = savers[0].save_now if savers else lambda trainer, **_: None
+        path = save(trainer, again=True) if self._mid_evaluation else save(trainer)
         environment = _cluster_environment(trainer)
         if (trainer.is_global_zero and self.slurm_requeue and isinstance(environment, SLURMEnvironment)
                 and environment.auto_requeue and signum == environment.requeue_signal):

@@ -10,7 +10,8 @@ evaluation), as they would.
 ``FAULT_PAUSE="<phase>:<n>:<ranks>"`` with ``FAULT_PAUSE_DIR=<dir>`` (read by ``tests.runs.fault_driver
 --script``): ``<phase>`` is a ``check_stop`` phase name (``scoring STS``, ``caching features``, ``writing the
 export``...); for ``scoring STS`` ``<n>`` says which evaluation (1: before training, 2: the next validation...);
-``<ranks>``: the global ranks held, comma-separated.
+``<ranks>``: the global ranks held, comma-separated (none: the marker only says when the phase began, for a
+timing with the run going on: ``benchmarks/signal_phases.py``).
 """
 
 from __future__ import annotations
@@ -76,4 +77,4 @@ def install_from_env() -> None:
     if not spec:
         return
     phase, n, ranks = spec.rsplit(":", 2)
-    install(phase, int(n), {int(r) for r in ranks.split(",")}, Path(os.environ["FAULT_PAUSE_DIR"]))
+    install(phase, int(n), {int(r) for r in ranks.split(",") if r}, Path(os.environ["FAULT_PAUSE_DIR"]))

@@ -201,3 +201,63 @@ def test_sigterm_while_the_flow_features_are_cached_leaves_no_cache_and_the_next
     log = tmp_path / "again.log"
     assert _run([*cmd, "ckpt_path=last"], log, _env()).wait(timeout=600) == 0, log.read_text()[-3000:]
     assert len(list((cache / "features").glob("*.npy"))) == 1
+
+
+# --- two ranks: every rank stops at the same batch ----------------------------------------------------------------
+DDP = ["trainer.accelerator=cpu", "trainer.devices=2", "trainer.strategy=ddp"]
+
+
+def _ranks(out: Path, model_dir: Path, data_dir: Path, extra: list[str], logs: Path, **env: str) -> list:
+    """Both ranks of a 2-rank gloo run as this test's own children (the environment torchrun gives each rank)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = str(sock.getsockname()[1])
+    logs.mkdir(parents=True, exist_ok=True)
+    rank1 = ["hydra.output_subdir=null", "hydra.job.name=train_ddp_process_1"]  # as Lightning's launcher does
+    return [_run(_command(out, model_dir, data_dir, [*DDP, *extra, *(rank1 if r else [])]), logs / f"rank{r}.log",
+                 _env(MASTER_ADDR="127.0.0.1", MASTER_PORT=port, WORLD_SIZE="2", NODE_RANK="0", LOCAL_RANK=str(r),
+                      **env)) for r in (0, 1)]
+
+
+def _tails(logs: Path) -> str:
+    return "\n".join(f"--- {f}\n{f.read_text()[-2500:]}" for f in sorted(logs.glob("*.log")))
+
+
+@pytest.fixture(scope="module")
+def ddp_uninterrupted(tmp_path_factory, tiny_model_dir, train_data_dir) -> dict:
+    out = tmp_path_factory.mktemp("ddp_uninterrupted")
+    logs = out.parent / f"{out.name}_logs"
+    procs = _ranks(out, tiny_model_dir, train_data_dir, [], logs)
+    assert [p.wait(timeout=600) for p in procs] == [0, 0], _tails(logs)
+    return final_state(out)
+
+
+@pytest.mark.slow  # 2-rank gloo runs: 30-60 s each on 2 shared cores
+@pytest.mark.parametrize(("phase", "n", "held", "step"), [("scoring STS", 2, 1, 4), ("writing the export", 1, 0, 8)],
+                         ids=["validation-rank1", "export-rank0"])
+def test_a_signal_to_one_rank_of_two_stops_both_with_75_and_the_run_resumes_bit_for_bit(
+        phase, n, held, step, ddp_uninterrupted, tmp_path, tiny_model_dir, train_data_dir):
+    out, markers, logs = tmp_path / "run", tmp_path / "markers", tmp_path / "logs"
+    procs = _ranks(out, tiny_model_dir, train_data_dir, [], logs, FAULT_PAUSE=f"{phase}:{n}:{held}",
+                   FAULT_PAUSE_DIR=str(markers))
+    deadline = time.monotonic() + 600
+    while not (markers / f"rank{held}.pid").is_file():
+        assert all(p.poll() is None for p in procs) and time.monotonic() < deadline, _tails(logs)
+        time.sleep(0.05)
+    sent = time.monotonic()
+    os.kill(int((markers / f"rank{held}.pid").read_text()), signal.SIGTERM)  # this rank only
+    codes = [p.wait(timeout=600) for p in procs]
+    print(f"\n2 ranks, {phase} #{n}, SIGTERM to rank {held}: exits {codes} after {time.monotonic() - sent:.2f} s")
+    assert codes == [EXIT_PREEMPTED, EXIT_PREEMPTED], _tails(logs)
+    assert load_checkpoint(out / "checkpoints" / "last.ckpt")["global_step"] == step
+    for rank in (0, 1):
+        assert (logs / f"rank{rank}.log").read_text().splitlines()[-1].startswith(
+            f"stopped: rank {rank}: SIGTERM while {phase}" if phase == "scoring STS" else "stopped: SIGTERM while "
+            "writing the export"), _tails(logs)
+    resume = [p.wait(timeout=600) for p in _ranks(out, tiny_model_dir, train_data_dir, ["ckpt_path=last"],
+                                                   tmp_path / "resume")]
+    assert resume == [0, 0], _tails(tmp_path / "resume")
+    assert_identical(ddp_uninterrupted, final_state(out), steps=ddp_uninterrupted["step"])
+    assert leftovers(out) == []
