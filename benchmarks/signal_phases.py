@@ -113,14 +113,17 @@ def table(rows: list[tuple[str, float | None, int, int | None]]) -> str:
     return "\n".join(lines)
 
 
-def quickstart_chain(out: Path, steps: int, val_every: int, delay: float) -> tuple[list, dict[str, bool]]:
+def quickstart_chain(out: Path, steps: int, val_every: int, delay: float,
+                     plain: Path | None = None) -> tuple[list, dict[str, bool]]:
+    """``plain``: an uninterrupted run of the same command to compare with (default: run one now)."""
     common = ["experiment=quickstart", f"trainer.max_steps={steps}", f"+trainer.val_check_interval={val_every}"]
-    plain = out / "uninterrupted"
-    with (out / "uninterrupted.log").open("w") as fh:
-        code = subprocess.run([sys.executable, "train.py", *common, f"hydra.run.dir={plain}"], cwd=ROOT, env=_env(),
-                              stdout=fh, stderr=subprocess.STDOUT).returncode
-    if code != 0:
-        raise SystemExit(f"the uninterrupted run failed (exit {code}): {out / 'uninterrupted.log'}")
+    if plain is None:
+        plain = out / "uninterrupted"
+        with (out / "uninterrupted.log").open("w") as fh:
+            code = subprocess.run([sys.executable, "train.py", *common, f"hydra.run.dir={plain}"], cwd=ROOT,
+                                  env=_env(), stdout=fh, stderr=subprocess.STDOUT).returncode
+        if code != 0:
+            raise SystemExit(f"the uninterrupted run failed (exit {code}): {out / 'uninterrupted.log'}")
     chain, rows = out / "chain", []
     for i, (label, phase, n, held) in enumerate(CHAIN):
         cmd = [*DRIVER, *common, f"hydra.run.dir={chain}", *(["ckpt_path=last"] if i else [])]
@@ -158,6 +161,7 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--delay", type=float, default=3.0, help="seconds into a phase before the SIGTERM")
     parser.add_argument("--skip-flow", action="store_true")
     parser.add_argument("--skip-chain", action="store_true", help="only the flow cache case")
+    parser.add_argument("--uninterrupted", default=None, help="an uninterrupted run of the same command (its dir)")
     args = parser.parse_args(argv)
     out = Path(args.out).resolve()
     if out.exists():
@@ -165,7 +169,8 @@ def main(argv: list[str] | None = None) -> str:
     out.mkdir(parents=True)
     report = [cpu_line()]
     if not args.skip_chain:
-        rows, same = quickstart_chain(out, args.steps, args.val_every, args.delay)
+        plain = Path(args.uninterrupted).resolve() if args.uninterrupted else None
+        rows, same = quickstart_chain(out, args.steps, args.val_every, args.delay, plain)
         report += ["", table(rows), "", "resumed chain vs. uninterrupted run: " + ", ".join(
             f"{k} {'equal' if v else 'DIFFER'}" for k, v in same.items())]
     if not args.skip_flow:

@@ -224,6 +224,17 @@ class STSEvaluationCallback(L.Callback):
         table = before_after_table(start, last)  # train() prints it in the run summary
         atomic_write(Path(trainer.default_root_dir) / "sts_before_after.md", (table + "\n").encode())
 
+    def on_fit_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """A resumed fit with nothing left to train scores the final weights now, unless this run already did.
+
+        Why: a run stopped (SIGTERM) during its final scoring at ``max_steps`` resumes into a fit that Lightning
+        finds finished: no training hook runs, so neither the validation again nor ``on_train_end``. Its table
+        (``sts_before_after.md``, written at the end of every finished fit) says whether the final scoring was done.
+        """
+        table = Path(trainer.default_root_dir) / "sts_before_after.md"
+        if self.last_step is None and trainer.global_step > 0 and self.start_metrics and not table.is_file():
+            self.on_train_end(trainer, pl_module)
+
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, trainer: L.Trainer, pl_module: L.LightningModule) -> dict[str, float]:
         """Collective: every rank must call it. Returns the flat metrics, identical on every rank."""

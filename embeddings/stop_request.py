@@ -20,11 +20,14 @@ stretch the check is this rank's own.
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 
-from sts_lightning.embeddings.errors import Preempted
+from sts_lightning.embeddings.errors import EXIT_PREEMPTED, Preempted
 
 _received = 0  # the first signal this process received since listening began (0: none)
 _agree: Callable[[int], int] | None = None  # inside an agreed stretch: this rank's signal -> every rank's
@@ -127,3 +130,21 @@ def stretch(where: str, agree: Callable[[int], int] | None = None) -> Iterator[N
         yield
     finally:
         _agree, _where = outer
+
+
+def exit_at_once_if_preempted(stop: SystemExit) -> None:
+    """End the process now (``os._exit``) when ``stop`` is a preempted run's exit (75), after flushing the logs.
+
+    Why: measured on 2 loaded cores (load 14), the interpreter's own teardown after ``sys.exit`` -- freeing torch,
+    transformers and Lightning -- took 10 s (0.3 s with ``os._exit``), a third of a 30 s grace period, after the
+    checkpoint was already written. Everything that matters is done by then: the checkpoint and caches renamed into
+    place (or their temporary copies removed), the loggers finalised, W&B finished, the ``stopped:`` line printed.
+    For entry scripts only (``train.py``'s ``__main__``): in a test or a library call the ``SystemExit`` stays.
+    """
+    if stop.code != EXIT_PREEMPTED:
+        return
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(EXIT_PREEMPTED)

@@ -20,8 +20,10 @@ and otherwise prints the line and exits itself; and :func:`stop_on_lost_rank` tu
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -36,7 +38,7 @@ from lightning.pytorch.strategies import DDPStrategy
 from lightning.pytorch.strategies.launchers.subprocess_script import _SubprocessScriptLauncher
 
 from sts_lightning.embeddings import stop_request
-from sts_lightning.embeddings.errors import EXIT_RANK_LOST, RankLostError
+from sts_lightning.embeddings.errors import EXIT_RANK_LOST, Preempted, RankLostError
 from sts_lightning.embeddings.stop_request import StopRequested
 
 DEFAULT_TIMEOUT_S = 1800.0  # torch's own default: longer than any single-rank stretch (rank 0's STS evaluation, export)
@@ -86,6 +88,16 @@ class _ChildWatch(threading.Thread):
                   file=sys.stderr, flush=True)
             kill_children(self.procs)
             os._exit(EXIT_RANK_LOST)
+
+
+def wait_for_children(procs: list, grace_s: float = GRACE_S) -> None:
+    """Give the child ranks ``grace_s`` to stop by themselves (a preempted run: they stop at the same batch or step),
+    then SIGKILL those still running (one waiting in a collective for this rank, which stopped alone)."""
+    deadline = time.monotonic() + grace_s
+    for proc in procs:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    kill_children(procs)
 
 
 def kill_children(procs: list) -> None:
@@ -167,6 +179,9 @@ def stop_on_lost_rank(trainer, output_dir: Path) -> Iterator[None]:
     try:
         yield
     except RankLostError:
+        raise
+    except Preempted:  # rank 0 of Lightning's launcher ends after its child ranks: none left writing behind it
+        wait_for_children(getattr(launcher, "procs", None) or [])
         raise
     except Exception as err:  # noqa: BLE001 -- re-raised unless it is a lost peer
         cause = _lost_cause(err) if trainer.world_size > 1 else None

@@ -72,3 +72,18 @@ def test_a_lost_peer_after_this_rank_was_signalled_is_a_stop_with_exit_75(tmp_pa
     assert stopped.value.code == EXIT_PREEMPTED
     assert str(stopped.value).startswith("rank 1: SIGTERM; another rank stopped first (Read error")
     assert f"hydra.run.dir={tmp_path} ckpt_path=last" in str(stopped.value)
+
+
+def test_rank_0_of_a_preempted_run_waits_for_its_child_ranks_and_kills_one_that_hangs():
+    import subprocess
+    import sys
+    import time
+
+    from sts_lightning.runs.bounded_ddp import wait_for_children
+
+    quick = subprocess.Popen([sys.executable, "-c", "raise SystemExit(75)"])
+    stuck = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    started = time.monotonic()
+    wait_for_children([quick, stuck], grace_s=3)
+    assert quick.returncode == 75 and stuck.wait(timeout=10) == -9
+    assert time.monotonic() - started < 15

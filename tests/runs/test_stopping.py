@@ -114,9 +114,9 @@ def _last_line(tmp_path: Path) -> str:
     return (tmp_path / "run.log").read_text().splitlines()[-1]
 
 
-def _resume(out: Path, model_dir: Path, data_dir: Path, tmp_path: Path) -> dict:
+def _resume(out: Path, model_dir: Path, data_dir: Path, tmp_path: Path, extra: list[str] = ()) -> dict:
     log = tmp_path / "resume.log"
-    proc = _run(_command(out, model_dir, data_dir, ["ckpt_path=last"]), log, _env())
+    proc = _run(_command(out, model_dir, data_dir, [*extra, "ckpt_path=last"]), log, _env())
     assert proc.wait(timeout=600) == 0, log.read_text()[-3000:]
     return final_state(out)
 
@@ -143,13 +143,26 @@ def test_sigterm_while_scoring_sts_before_training_exits_75_with_nothing_to_save
     assert leftovers(out) == []
 
 
+@pytest.fixture(scope="module")
+def uninterrupted_max_steps(tmp_path_factory, tiny_model_dir, train_data_dir) -> dict:
+    out = tmp_path_factory.mktemp("uninterrupted_max_steps")
+    log = out.parent / f"{out.name}.log"
+    proc = _run(_command(out, tiny_model_dir, train_data_dir, ["trainer.max_steps=8"]), log, _env())
+    assert proc.wait(timeout=600) == 0, log.read_text()
+    return final_state(out)
+
+
 @pytest.mark.slow  # 2 train.py processes, 10-25 s each on 2 shared cores
-@pytest.mark.parametrize(("n", "step", "signum"), [(2, 4, signal.SIGTERM), (3, 8, signal.SIGUSR1)],
-                         ids=["validation", "end-scoring"])
+@pytest.mark.parametrize(("n", "step", "signum", "extra"), [(2, 4, signal.SIGTERM, []), (3, 8, signal.SIGUSR1, []),
+                                                            (3, 8, signal.SIGTERM, ["trainer.max_steps=8"])],
+                         ids=["validation", "end-scoring", "end-scoring-at-max-steps"])
 def test_a_signal_during_a_validation_saves_that_step_marked_mid_evaluation_and_resumes_bit_for_bit(
-        n, step, signum, uninterrupted, tmp_path, tiny_model_dir, train_data_dir):
+        n, step, signum, extra, request, tmp_path, tiny_model_dir, train_data_dir):
+    """At ``max_steps`` the resumed fit has nothing left to train (Lightning runs no training hook): the STS
+    callback's ``on_fit_end`` scores the final weights instead of the validation run again."""
+    uninterrupted = request.getfixturevalue("uninterrupted_max_steps" if extra else "uninterrupted")
     out = tmp_path / "run"
-    code, seconds = _signal_in_phase(_command(out, tiny_model_dir, train_data_dir, []), "scoring STS", n, tmp_path,
+    code, seconds = _signal_in_phase(_command(out, tiny_model_dir, train_data_dir, extra), "scoring STS", n, tmp_path,
                                      signum)
     assert code == EXIT_PREEMPTED and seconds < SECONDS_TO_EXIT, _last_line(tmp_path)
     assert _last_line(tmp_path) == (
@@ -159,7 +172,7 @@ def test_a_signal_during_a_validation_saves_that_step_marked_mid_evaluation_and_
     saved = load_checkpoint(out / "checkpoints" / "last.ckpt")
     assert saved["global_step"] == step
     assert not (out / "export").exists() and not (out / "sts_before_after.md").exists()
-    assert_identical(uninterrupted, _resume(out, tiny_model_dir, train_data_dir, tmp_path))
+    assert_identical(uninterrupted, _resume(out, tiny_model_dir, train_data_dir, tmp_path, extra))
     assert leftovers(out) == []
 
 
