@@ -9,6 +9,7 @@ import hydra
 from omegaconf import DictConfig
 
 from sts_lightning.embeddings.errors import run_or_exit
+from sts_lightning.embeddings.stop_request import exit_at_once_if_preempted
 from sts_lightning.runs.early_checks import precheck_train
 from sts_lightning.runs.help_text import register_resolver
 from sts_lightning.runs.overrides import exit_on_bad_overrides
@@ -30,4 +31,8 @@ def main(cfg: DictConfig) -> None:
 
 if __name__ == "__main__":
     exit_on_bad_overrides("train")  # a mistyped group, key or +key: one line before Hydra (runs/overrides.py)
-    main()
+    try:
+        main()
+    except SystemExit as stop:  # a preempted run (75) ends now, not after the interpreter's teardown (seconds)
+        exit_at_once_if_preempted(stop)
+        raise

@@ -24,14 +24,17 @@ class LastCheckpoint(ModelCheckpoint):
         if not self._should_skip_saving_checkpoint(trainer):
             self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
 
-    def save_now(self, trainer) -> str | None:
+    def save_now(self, trainer, again: bool = False) -> str | None:
         """Write ``last.ckpt`` at this step, as the step trigger would (the preemption stop); its path.
 
         ``None`` where this trainer writes no checkpoints (``fast_dev_run``, sanity checking). Called on every rank
-        (the save is collective: rank 0 writes, all wait). Already written at this step: just its path.
+        (the save is collective: rank 0 writes, all wait). Already written at this step: just its path, unless
+        ``again`` (a stop inside a validation writes it anew: the loops' state then differs).
         """
-        if self._last_global_step_saved == trainer.global_step and self.last_model_path:
+        if self._last_global_step_saved == trainer.global_step and self.last_model_path and not again:
             return self.last_model_path
+        if again and self._last_global_step_saved == trainer.global_step:
+            self._last_global_step_saved = -1  # the skip below only means "saved at this step already"
         if self._should_skip_saving_checkpoint(trainer):
             return None
         self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))

@@ -23,6 +23,15 @@ cluster (ranks, addresses, nodes) and holds its ``auto_requeue`` / ``requeue_sig
 on that requeue signal with ``auto_requeue`` on, rank 0 requeues the job (``scontrol requeue``) *after* the
 checkpoint is written (``slurm_requeue=false`` leaves that to the sbatch script). Data loader workers forked after
 ``setup`` inherit the handler, so a signal sent to the whole process group does not kill them mid-epoch.
+
+Between step boundaries (issue 38): the flag is ``embeddings.stop_request``'s, recorded from the start of
+``train()``, and the long loops of every other phase check it between batches (the STS evaluation before training,
+at validation and at the end; the caches built before step 1; the export), raising ``StopRequested``. Lightning
+hands that to :meth:`Preemption.on_exception` on every rank: a stop during the validation after step N writes
+``last.ckpt`` at step N marked "mid-evaluation" (the validation loop's counters say its batch was started, not
+finished), so ``ckpt_path=last`` runs that validation again -- the STS scores, the best checkpoint and the run go on
+exactly as without the stop; before this process's first step there is nothing new to save. Every rank of a DDP
+evaluation checks at the same batches through an all-reduce (:func:`agreement`), so they all stop at the same one.
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ import re
 import signal
 import subprocess
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import lightning as L
@@ -42,7 +51,9 @@ import torch.distributed as dist
 from lightning.fabric.plugins.environments import SLURMEnvironment
 
 from sts_lightning.callbacks.last_checkpoint import LastCheckpoint
+from sts_lightning.embeddings import stop_request
 from sts_lightning.embeddings.errors import ConfigError, Preempted
+from sts_lightning.embeddings.stop_request import StopRequested
 
 log = logging.getLogger(__name__)
 UNCATCHABLE = {signal.SIGKILL, signal.SIGSTOP}
@@ -106,6 +117,54 @@ def _cluster_environment(trainer: L.Trainer):
         getattr(trainer, "_accelerator_connector", None), "cluster_environment", None)
 
 
+def _distributed(trainer: L.Trainer) -> bool:
+    return dist.is_available() and dist.is_initialized() and trainer.world_size > 1
+
+
+def agreement(trainer: L.Trainer) -> Callable[[int], int] | None:
+    """For ``stop_request.stretch``: every rank's signal (all-reduce MAX of 0 / signal), or ``None`` on one process.
+
+    Only for stretches every rank runs in step (an STS evaluation): each call is a collective.
+    """
+    if not _distributed(trainer):
+        return None
+    device = trainer.strategy.root_device
+
+    def agree(local: int) -> int:
+        flag = torch.tensor([local], dtype=torch.int64, device=device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        return int(flag.item())
+
+    return agree
+
+
+def resume_line(run_dir: Path, checkpoint: str | None, started_from: str | None) -> str:
+    """How to continue: ``hydra.run.dir=<run> ckpt_path=last`` (with no checkpoint yet that starts the run again),
+    or only ``hydra.run.dir`` for a run started from another checkpoint than last.ckpt and stopped before saving one."""
+    if checkpoint is None and started_from and str(started_from) != "last" and Path(started_from).name != "last.ckpt":
+        return f"start it again with the same command plus hydra.run.dir={run_dir} (exit code 75)"
+    return f"continue with the same command plus hydra.run.dir={run_dir} ckpt_path=last (exit code 75)"
+
+
+def mark_mid_evaluation(checkpoint: dict) -> None:
+    """Make ``checkpoint`` say that the validation running when it was written had not finished its last batch.
+
+    Why: saved from inside a validation, the loops' counters say "validation done", so ``ckpt_path=last`` would
+    skip it (no STS score, no best-checkpoint ranking at that step). With the last validation batch counted as
+    started but not processed, Lightning's restart logic (``_EvaluationLoop.restarted_mid_evaluation``) runs that
+    validation again before the next training step, as the uninterrupted run did.
+    """
+    loops = checkpoint.get("loops", {}).get("fit_loop", {})
+    progress = loops.get("epoch_loop.val_loop.batch_progress")
+    if not progress or progress["total"]["started"] < 1:
+        return
+    total = progress["total"]
+    total["ready"] = total["started"]
+    total["processed"] = total["completed"] = total["started"] - 1
+    progress["current"] = {"ready": 1, "started": 1, "processed": 0, "completed": 0}
+    progress["is_last_batch"] = False
+
+
 class Preemption(L.Callback):
     """Stop every rank at the optimizer-step boundary after one of ``signals`` reached any rank; ``last.ckpt``; 75.
 
@@ -125,36 +184,40 @@ class Preemption(L.Callback):
             raise ConfigError(f"callbacks.preemption.every_n_steps must be >= 1, got {every_n_steps}")
         self.every_n_steps = int(every_n_steps)
         self.slurm_requeue = bool(slurm_requeue)
-        self.received: int = 0  # the first signal this process received (0: none)
         self._previous: dict[signal.Signals, object] = {}
         self._checked_step: int | None = None
+        self._first_step: int | None = None  # global_step before this process's first training batch
+        self._mid_evaluation = False  # set while the stop's last.ckpt is written from inside a validation
         self._stopping = False
 
-    # --- handlers -------------------------------------------------------------------------------------------
-    def _on_signal(self, signum: int, _frame) -> None:
-        # Only a flag: no logging, I/O or collective here (it interrupts whatever the main thread was doing).
-        if not self.received:
-            self.received = int(signum)
+    @property
+    def received(self) -> int:
+        """The first signal this process received (0: none)."""
+        return stop_request.received()
 
+    @received.setter
+    def received(self, signum: int) -> None:
+        stop_request.clear()
+        if signum:
+            stop_request.request(signum)
+
+    # --- handlers -------------------------------------------------------------------------------------------
     def _install(self) -> None:
         if threading.current_thread() is not threading.main_thread():
             log.warning("preemption: not on the main thread, signal handlers not installed")
             return
-        for sig in self.signals:
-            previous = signal.signal(sig, self._on_signal)
+        for sig, previous in stop_request.install(self.signals).items():
             self._previous.setdefault(sig, previous)
 
     def _restore(self) -> None:
-        if threading.current_thread() is threading.main_thread():
-            for sig, previous in self._previous.items():
-                signal.signal(sig, previous)  # type: ignore[arg-type]
+        stop_request.restore(self._previous)
         self._previous = {}
 
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         if stage != "fit":
             return
-        self.received, self._stopping = 0, False
-        self._install()
+        self._stopping, self._first_step = False, None
+        self._install()  # train() listens from its start already (caches built before this hook); a bare fit too
         connector = getattr(trainer, "_signal_connector", None)  # Lightning registers its handlers after setup
         if connector is not None and not getattr(connector, "_preemption_wrapped", False):
             register = connector.register_signal_handlers
@@ -170,12 +233,23 @@ class Preemption(L.Callback):
         self._restore()
 
     def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
+        if isinstance(exception, StopRequested) and not self._stopping:
+            self._stopping = True
+            self._stop_between_steps(trainer, exception)
         if not self._stopping:  # our own stop keeps the flag-only handler: a second SIGTERM must not cut the exit
             self._restore()
+
+    def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:
+        if self._mid_evaluation:
+            mark_mid_evaluation(checkpoint)
 
     # --- the step boundary ----------------------------------------------------------------------------------
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self._checked_step = trainer.global_step
+
+    def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, batch, batch_idx: int) -> None:
+        if self._first_step is None:
+            self._first_step = trainer.global_step
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch,
                            batch_idx: int) -> None:
@@ -189,11 +263,21 @@ class Preemption(L.Callback):
 
     def _agreed(self, trainer: L.Trainer) -> int:
         """The signal any rank received (0: none): the same answer on every rank, at the same step."""
-        if not (dist.is_available() and dist.is_initialized() and trainer.world_size > 1):
-            return self.received
-        flag = torch.tensor([self.received], dtype=torch.int64, device=trainer.strategy.root_device)
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-        return int(flag.item())
+        agree = agreement(trainer)
+        return self.received if agree is None else agree(self.received)
+
+    def _save(self, trainer: L.Trainer, signum: int) -> str | None:
+        """``last.ckpt`` at this step on every rank (the save is collective); rank 0 then requeues under SLURM."""
+        if trainer.is_global_zero:
+            quiet_launcher_observer()
+        savers = [c for c in trainer.checkpoint_callbacks if isinstance(c, LastCheckpoint)]
+        save = savers[0].save_now if savers else lambda trainer, **_: None
+        path = save(trainer, again=True) if self._mid_evaluation else save(trainer)
+        environment = _cluster_environment(trainer)
+        if (trainer.is_global_zero and self.slurm_requeue and isinstance(environment, SLURMEnvironment)
+                and environment.auto_requeue and signum == environment.requeue_signal):
+            requeue_slurm_job()
+        return path
 
     def _stop(self, trainer: L.Trainer, signum: int) -> None:
         name = signal.Signals(signum).name
@@ -201,14 +285,7 @@ class Preemption(L.Callback):
         origin = "this rank" if self.received else "another rank"
         log.warning("preemption: %s received (on %s): stopping after optimizer step %d", name, origin, step)
         self._stopping = True
-        if trainer.is_global_zero:
-            quiet_launcher_observer()
-        savers = [c for c in trainer.checkpoint_callbacks if isinstance(c, LastCheckpoint)]
-        path = savers[0].save_now(trainer) if savers else None  # every rank: the save is collective
-        environment = _cluster_environment(trainer)
-        if (trainer.is_global_zero and self.slurm_requeue and isinstance(environment, SLURMEnvironment)
-                and environment.auto_requeue and signum == environment.requeue_signal):
-            requeue_slurm_job()
+        path = self._save(trainer, signum)
         rank = f"rank {trainer.global_rank}: " if trainer.world_size > 1 else ""
         if path is None:
             raise Preempted(f"{rank}{name} at step {step}: no checkpoint written (no last_checkpoint callback, or "
@@ -216,3 +293,30 @@ class Preemption(L.Callback):
         run_dir = Path(path).parent.parent
         raise Preempted(f"{rank}{name}: stopped after optimizer step {step}, {path} written; continue with the same "
                         f"command plus hydra.run.dir={run_dir} ckpt_path=last (exit code 75)")
+
+    def _stop_between_steps(self, trainer: L.Trainer, stop: StopRequested) -> None:
+        """A stop raised by a loop's ``check_stop`` (an evaluation, a cache build): save what this process added."""
+        step = trainer.global_step
+        stepped = self._first_step is not None and step > self._first_step
+        rank = f"rank {trainer.global_rank}: " if trainer.world_size > 1 else ""
+        what = f"{rank}{stop.message}"
+        log.warning("preemption: %s: stopping (optimizer step %d)", what, step)
+        path = None
+        if stepped:
+            self._mid_evaluation = bool(trainer.validating and not trainer.sanity_checking)
+            try:
+                path = self._save(trainer, stop.signum)
+            finally:
+                self._mid_evaluation = False
+        run_dir = Path(trainer.default_root_dir)
+        started = getattr(trainer, "ckpt_path", None)
+        if path is not None:
+            again = " (its validation runs again)" if trainer.validating else ""
+            stop.describe(f"{what}: stopped after optimizer step {step}, {path} written{again}; "
+                          f"{resume_line(run_dir, path, started)}")
+        elif step > 0:
+            stop.describe(f"{what}: stopped at optimizer step {step}, nothing new to save since {started}; "
+                          f"{resume_line(run_dir, started, started)}")
+        else:
+            stop.describe(f"{what}: stopped before the first optimizer step, nothing to save; "
+                          f"{resume_line(run_dir, None, started)}")

@@ -31,6 +31,7 @@ import lightning as L
 import numpy as np
 import torch
 
+from sts_lightning.callbacks.preemption import agreement
 from sts_lightning.embeddings.encoders.base import validate_sentences
 from sts_lightning.embeddings.io.atomic import atomic_write
 from sts_lightning.embeddings.isolated_rng import rng_isolated
@@ -39,6 +40,7 @@ from sts_lightning.embeddings.scoring.reading_cache import weights_sha256
 from sts_lightning.embeddings.scoring.reading_store import ReadingStore
 from sts_lightning.embeddings.scoring.scorer import Representation, Scorer, take
 from sts_lightning.embeddings.scoring.shared_pass import share_forward_pass
+from sts_lightning.embeddings.stop_request import check_stop, stretch
 from sts_lightning.sts.geometry import tasks_geometry
 from sts_lightning.sts.scoring import aggregate, main_score
 from sts_lightning.sts.tasks import STSTask, expand_groups, load_tasks
@@ -232,6 +234,17 @@ class STSEvaluationCallback(L.Callback):
         table = before_after_table(start, last)  # train() prints it in the run summary
         atomic_write(Path(trainer.default_root_dir) / "sts_before_after.md", (table + "\n").encode())
 
+    def on_fit_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """A resumed fit with nothing left to train scores the final weights now, unless this run already did.
+
+        Why: a run stopped (SIGTERM) during its final scoring at ``max_steps`` resumes into a fit that Lightning
+        finds finished: no training hook runs, so neither the validation again nor ``on_train_end``. Its table
+        (``sts_before_after.md``, written at the end of every finished fit) says whether the final scoring was done.
+        """
+        table = Path(trainer.default_root_dir) / "sts_before_after.md"
+        if self.last_step is None and trainer.global_step > 0 and self.start_metrics and not table.is_file():
+            self.on_train_end(trainer, pl_module)
+
     # ------------------------------------------------------------------ evaluation
     @rng_isolated  # scoring (a frozen scorer loaded on first use, MC dropout) never shifts the training's random stream
     def evaluate(self, trainer: L.Trainer, pl_module: L.LightningModule) -> dict[str, float]:
@@ -247,7 +260,8 @@ class STSEvaluationCallback(L.Callback):
         modes = [(m, m.training) for m in pl_module.modules()]
         pl_module.eval()
         try:
-            with torch.inference_mode():
+            # a SIGTERM stops the encoding within a batch, on every rank at the same one (callbacks/preemption.py)
+            with stretch("scoring STS", agreement(trainer)), torch.inference_mode():
                 outcome = self._scored(trainer, pl_module, pl_module.scorer())
                 probes = {p: self._scored(trainer, pl_module, pl_module.probe_scorer(p)) for p in self.probe_poolings}
         finally:
@@ -264,6 +278,7 @@ class STSEvaluationCallback(L.Callback):
 
     def _scored(self, trainer: L.Trainer, pl_module: L.LightningModule, scorer: Scorer) -> dict[str, dict]:
         """Collective: one scorer's per-task aggregates, computed on rank 0 and broadcast to every rank."""
+        check_stop()
         rep = self.gather_representation(trainer, pl_module, scorer)
         outcome = self._score(scorer, rep) if trainer.is_global_zero else None
         outcome = trainer.strategy.broadcast(outcome, src=0)

@@ -45,6 +45,7 @@ from sts_lightning.embeddings.io.npy_cache import (
     open_npy_memmap,
 )
 from sts_lightning.embeddings.methods.pooling import get_pooling
+from sts_lightning.embeddings.stop_request import stretch
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 1
@@ -150,7 +151,8 @@ class CachedEmbeddingDataModule(ResumableDataModule):
             return
         if problem != "missing":
             log.warning("feature cache %s is not usable (%s): rebuilding it", path, problem)
-        self._encode_to(path, key)
+        with stretch("caching features"):  # a SIGTERM stops the encoding within a batch; nothing half-written
+            self._encode_to(path, key)
 
     # ------------------------------------------------------------------------------------ loading
     def setup(self, stage: str | None = None) -> None:

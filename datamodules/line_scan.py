@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from sts_lightning.embeddings.io.input_file import require_file
+from sts_lightning.embeddings.stop_request import check_stop
 
 SHOW_LINES = 5
 CHUNK_BYTES = 8 << 20
@@ -111,6 +112,7 @@ def scan_into(path: Path, sink: Callable[[np.ndarray], None], min_words: int = 1
         buf = None
         try:
             while pos < size:
+                check_stop("indexing sentences")  # a SIGTERM: the index is not cached (its writer is atomic)
                 end = _chunk_end(mm, pos, size, chunk_bytes)
                 buf = np.frombuffer(mm, dtype=np.uint8, count=end - pos, offset=pos)
                 starts, ends = _line_bounds(np.flatnonzero(buf == 10), end - pos)

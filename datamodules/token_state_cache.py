@@ -37,6 +37,7 @@ from sts_lightning.embeddings.io.npy_cache import (
     write_sidecar,
 )
 from sts_lightning.embeddings.sources.cache import sentences_digest
+from sts_lightning.embeddings.stop_request import check_stop
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 1
@@ -119,6 +120,7 @@ def build_cache(stem: Path, key: dict, encoder, sentences: Sequence[str], layer:
         with torch.inference_mode():
             for start in progress(range(0, len(order), batch_size), desc=f"caching token states ({encoder.name})",
                                   unit="batch", disable=len(order) < 2000):
+                check_stop("caching token states")  # a SIGTERM: nothing cached, the temporary files removed
                 rows = order[start:start + batch_size]
                 batch = encoder.forward_ids([ids[i] for i in rows])
                 states = batch.hidden_states[layer].float().cpu().numpy()

@@ -287,6 +287,9 @@ class EncoderModule(LightningModule):
         pooling = self.hparams.pooling
         with export_directory(target, needed=payload_bytes(self.export_model().state_dict())) as tmp:
             self.export_model().save_pretrained(tmp)
+            # the tokenizer as every encoding leaves it (truncation at max_length, no padding), so its files are the
+            # same whether or not this process encoded before exporting (a resumed run that only exports; issue 38)
+            self.encoder.tokenize(["."])
             self.encoder.tokenizer.save_pretrained(tmp)
             why_not = write_sentence_transformers_files(tmp, pooling, self.embedding_dim,
                                                         int(self.encoder_model.config.num_hidden_layers),

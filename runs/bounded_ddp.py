@@ -7,6 +7,10 @@ have kept the others waiting for torch's default process-group timeout, 30 minut
 process of rank 0 under Lightning's subprocess launcher) died, Lightning's child-process observer SIGKILLs rank 0
 within 5 s: a race with rank 0's own error, which ended it either with exit 137 and nothing printed or as above.
 
+A peer lost after this rank received a stop signal (``embeddings.stop_request``) is a stop, not a loss: the peer
+stopped alone in a stretch it runs by itself (rank 0 building a cache in ``prepare_data`` while the others wait),
+so this rank exits 75 too.
+
 Here: the process-group timeout is ``trainer.collective_timeout_s`` (every collective, barriers included, fails
 after that long without an answer); rank 0's launcher watches its child ranks with an observer of our own that
 gives rank 0 a few seconds to stop by itself (its next collective fails at once, a dead peer's socket is closed)
@@ -16,8 +20,10 @@ and otherwise prints the line and exits itself; and :func:`stop_on_lost_rank` tu
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -31,7 +37,9 @@ from lightning.fabric.utilities.distributed import _set_num_threads_if_needed
 from lightning.pytorch.strategies import DDPStrategy
 from lightning.pytorch.strategies.launchers.subprocess_script import _SubprocessScriptLauncher
 
-from sts_lightning.embeddings.errors import EXIT_RANK_LOST, RankLostError
+from sts_lightning.embeddings import stop_request
+from sts_lightning.embeddings.errors import EXIT_RANK_LOST, Preempted, RankLostError
+from sts_lightning.embeddings.stop_request import StopRequested
 
 DEFAULT_TIMEOUT_S = 1800.0  # torch's own default: longer than any single-rank stretch (rank 0's STS evaluation, export)
 GRACE_S = 10.0  # how long rank 0 may take to notice a dead child rank by itself before its observer ends it
@@ -80,6 +88,16 @@ class _ChildWatch(threading.Thread):
                   file=sys.stderr, flush=True)
             kill_children(self.procs)
             os._exit(EXIT_RANK_LOST)
+
+
+def wait_for_children(procs: list, grace_s: float = GRACE_S) -> None:
+    """Give the child ranks ``grace_s`` to stop by themselves (a preempted run: they stop at the same batch or step),
+    then SIGKILL those still running (one waiting in a collective for this rank, which stopped alone)."""
+    deadline = time.monotonic() + grace_s
+    for proc in procs:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    kill_children(procs)
 
 
 def kill_children(procs: list) -> None:
@@ -162,10 +180,18 @@ def stop_on_lost_rank(trainer, output_dir: Path) -> Iterator[None]:
         yield
     except RankLostError:
         raise
+    except Preempted:  # rank 0 of Lightning's launcher ends after its child ranks: none left writing behind it
+        wait_for_children(getattr(launcher, "procs", None) or [])
+        raise
     except Exception as err:  # noqa: BLE001 -- re-raised unless it is a lost peer
         cause = _lost_cause(err) if trainer.world_size > 1 else None
         if cause is None:
             raise
+        if stop_request.received():  # this rank was signalled too: the peer stopped first (a stop it did alone)
+            stop = StopRequested(stop_request.received())
+            stop.describe(f"rank {trainer.global_rank}: {stop.signal_name}; another rank stopped first ({cause}). "
+                          f"{resume_hint(output_dir)} (exit code 75)")
+            raise stop from None
         _REPORTED.acquire()  # the observer prints nothing now: this error is the line
         timeout = getattr(strategy, "collective_timeout_s", None)
         watch = getattr(launcher, "watch", None)

@@ -28,12 +28,14 @@ from sts_lightning.embeddings.io.atomic import sweep_orphans
 from sts_lightning.embeddings.io.checkpoint_file import load_checkpoint
 from sts_lightning.embeddings.isolated_rng import rng_isolated
 from sts_lightning.embeddings.scoring.protocols import Exportable
+from sts_lightning.embeddings.stop_request import StopRequested, listening
 from sts_lightning.runs.bounded_ddp import stop_on_lost_rank
 from sts_lightning.runs.checkpoint_io import AtomicCheckpointIO
 from sts_lightning.runs.config_checks import TRAIN_RULES, check_mini_batch_size, check_numbers
 from sts_lightning.runs.first_step import announce_first_step
 from sts_lightning.runs.hub_push import check_hub_push, push_from_config
 from sts_lightning.runs.run_summary import run_summary
+from sts_lightning.runs.stopping import describe_stop, export_on_rank_zero, preemption_signals
 from sts_lightning.runs.trainer_setup import requested_devices, resolve_trainer
 from sts_lightning.runs.training_facts import training_facts
 from sts_lightning.runs.wandb_export import finished_at_end, log_config, log_final
@@ -169,8 +171,18 @@ def train(cfg: DictConfig) -> dict[str, float]:
 
     Side effects under ``cfg.output_dir``: ``checkpoints/`` (ModelCheckpoint), logger files, and
     ``export/`` (Hugging Face + sentence-transformers directory) when ``cfg.export``. A config with a
-    ``pipeline`` block is run by ``runs.launch.launch`` instead.
+    ``pipeline`` block is run by ``runs.launch.launch`` instead. A SIGTERM / SIGUSR1 (``callbacks.preemption``)
+    stops every phase within a batch, exit 75 (``runs.stopping``).
     """
+    with listening(preemption_signals(cfg)):
+        try:
+            return _train(cfg)
+        except StopRequested as stop:  # a stop outside the fit (model build, export): its one line here
+            describe_stop(stop, Path(cfg.output_dir), cfg.get("ckpt_path"))
+            raise
+
+
+def _train(cfg: DictConfig) -> dict[str, float]:
     if cfg.get("pipeline"):
         raise ConfigError("a config with a `pipeline` block runs its stages through runs.launch.launch "
                           "(python train.py experiment=<pipeline>), not train()")
@@ -213,11 +225,9 @@ def train(cfg: DictConfig) -> dict[str, float]:
             trainer.fit(model, datamodule=datamodule, ckpt_path=ckpt_path,
                         weights_only=True)
             check_not_diverged(model, trainer.callback_metrics)  # before anything is exported
-            if cfg.get("export"):
-                if trainer.is_global_zero:  # the model card (README.md) gets what only this run knows
-                    model.export(output_dir / "export", training_facts(
-                        cfg, trainer, datamodule, output_dir, time.monotonic() - started, ckpt_path is not None))
-                trainer.strategy.barrier("export")
+            if cfg.get("export"):  # on rank 0; the model card (README.md) gets what only this run knows
+                export_on_rank_zero(trainer, lambda: model.export(output_dir / "export", training_facts(
+                    cfg, trainer, datamodule, output_dir, time.monotonic() - started, ckpt_path is not None)))
         if trainer.is_global_zero:  # W&B: the STS table and the export as a model artifact
             log_final(trainer, output_dir / "export" if cfg.get("export") else None)
         metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}

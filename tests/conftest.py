@@ -12,12 +12,21 @@ from pathlib import Path
 import pytest
 import torch
 
+from sts_lightning.embeddings import stop_request
 from tests.helpers import NLI_ROWS, NLI_TRIPLET_ROWS, WORDS
 
 os.environ.setdefault("WANDB_MODE", "disabled")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(autouse=True)
+def no_stop_left_over():
+    """A test that records a stop signal in-process (``embeddings.stop_request``) must not stop the next test's
+    encoding: the flag is process-wide, as a signal is."""
+    yield
+    stop_request.clear()
 
 
 @pytest.fixture()

@@ -18,6 +18,7 @@ import torch
 from sts_lightning.embeddings.console import progress
 from sts_lightning.embeddings.encoders.token_batch import TokenBatch
 from sts_lightning.embeddings.errors import DataError
+from sts_lightning.embeddings.stop_request import check_stop
 
 Pooled = torch.Tensor | dict[str, torch.Tensor]
 PoolFn = Callable[[TokenBatch], Pooled]
@@ -116,6 +117,7 @@ class BaseEncoder(ABC):
         self.count_forward(len(unique))
         with torch.inference_mode():
             for start in progress(range(0, len(order), bs), desc=desc, disable=not show_progress, unit="batch"):
+                check_stop()  # a SIGTERM / SIGUSR1 stops a long encoding within a batch (embeddings/stop_request.py)
                 batch = self.forward_ids([ids[i] for i in order[start : start + bs]])
                 chunks.append(pool(batch))
         inverse = torch.empty(len(unique), dtype=torch.long)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from sts_lightning.embeddings.errors import DataError
 from sts_lightning.embeddings.io.atomic import atomic_directory
+from sts_lightning.embeddings.stop_request import check_stop
 
 MANIFEST_FILE = "export_manifest.json"
 MANIFEST_FORMAT = "sts-lightning-export-manifest"
@@ -66,6 +67,7 @@ def export_directory(target: str | os.PathLike, needed: int | None = None) -> It
     """
     with atomic_directory(target, needed=needed) as tmp:
         yield tmp
+        check_stop("writing the export")  # a SIGTERM while the files were written: no export, the copy removed
         write_manifest(tmp)
 
 

@@ -21,7 +21,8 @@ The final metrics go to ``<out>/driver_metrics.json``.
 (Hydra, ``run_or_exit``, its exit code and stderr), after installing the faults the environment asks for:
 ``FAULT_ENOSPC="<match>:<skip>:<nbytes>"`` fills the disk (``tests.disk_quota``), and ``FAULT_RENAMES=<file>``
 appends ``{"target", "sha256"}`` for every file renamed into place, so a test knows the checksum of the last
-whole copy of a file that a full disk then failed to replace.
+whole copy of a file that a full disk then failed to replace; ``FAULT_PAUSE`` holds the run inside a phase until a
+signal arrives (``tests/runs/phase_pause.py``).
 """
 
 from __future__ import annotations
@@ -120,10 +121,12 @@ def record_renames(log_file: Path) -> None:
 def run_script(script: str, args: list[str]) -> None:
     """``python <script> <args>`` in this process, with the environment's faults installed."""
     from tests.disk_quota import install_from_env
+    from tests.runs import phase_pause
 
     if os.environ.get("FAULT_RENAMES"):
         record_renames(Path(os.environ["FAULT_RENAMES"]))
     install_from_env()
+    phase_pause.install_from_env()
     sys.argv = [script, *args]
     runpy.run_path(script, run_name="__main__")
 

@@ -50,3 +50,40 @@ def test_the_line_names_the_rank_how_it_ended_the_step_and_the_resume():
                     "(exit 69). Resume with ...")
     assert lost_rank_message(None, "is gone (x)", 2, 4, None, "").startswith("another rank of 4 is gone (x);")
     assert "\n" not in line
+
+
+def test_a_lost_peer_after_this_rank_was_signalled_is_a_stop_with_exit_75(tmp_path):
+    import signal
+    from types import SimpleNamespace
+
+    import pytest
+
+    from sts_lightning.embeddings import stop_request
+    from sts_lightning.embeddings.errors import EXIT_PREEMPTED
+    from sts_lightning.runs.bounded_ddp import stop_on_lost_rank
+
+    trainer = SimpleNamespace(world_size=2, global_rank=1, global_step=0, strategy=SimpleNamespace())
+    stop_request.request(signal.SIGTERM)
+    try:
+        with pytest.raises(SystemExit) as stopped, stop_on_lost_rank(trainer, tmp_path):
+            raise RuntimeError(GLOO_RESET)
+    finally:
+        stop_request.clear()
+    assert stopped.value.code == EXIT_PREEMPTED
+    assert str(stopped.value).startswith("rank 1: SIGTERM; another rank stopped first (Read error")
+    assert f"hydra.run.dir={tmp_path} ckpt_path=last" in str(stopped.value)
+
+
+def test_rank_0_of_a_preempted_run_waits_for_its_child_ranks_and_kills_one_that_hangs():
+    import subprocess
+    import sys
+    import time
+
+    from sts_lightning.runs.bounded_ddp import wait_for_children
+
+    quick = subprocess.Popen([sys.executable, "-c", "raise SystemExit(75)"])
+    stuck = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    started = time.monotonic()
+    wait_for_children([quick, stuck], grace_s=3)
+    assert quick.returncode == 75 and stuck.wait(timeout=10) == -9
+    assert time.monotonic() - started < 15
