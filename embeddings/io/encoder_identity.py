@@ -45,11 +45,20 @@ def weights_digest(encoder) -> str | None:
         return None
     if any(t.dtype == torch.float16 for _, t in tensors):
         return None
+    return tensors_sha256(tensors, floats_as=torch.bfloat16)
+
+
+def tensors_sha256(tensors, floats_as: torch.dtype | None = None) -> str:
+    """SHA-256 over each ``(name, tensor)``'s name, shape and bytes; floating tensors cast to ``floats_as`` first.
+
+    Why one function: the fitted-on identity hashes bf16-rounded weights (the same model in fp32 and bf16 is the
+    same encoder), the embedding cache the exact bytes (a rounding difference is another computation).
+    """
     digest = hashlib.sha256()
     for name, tensor in tensors:
         t = tensor.detach()
-        if t.is_floating_point():
-            t = t.to(torch.bfloat16)
+        if floats_as is not None and t.is_floating_point():
+            t = t.to(floats_as)
         digest.update(name.encode())
         digest.update(str(tuple(t.shape)).encode())
         digest.update(t.cpu().contiguous().view(torch.uint8).numpy().tobytes())

@@ -43,24 +43,21 @@ from sts_lightning.embeddings.encoders.base import BaseEncoder
 from sts_lightning.embeddings.encoders.precision import key_entry
 from sts_lightning.embeddings.io.atomic import atomic_files
 from sts_lightning.embeddings.io.cache_root import cache_root
+from sts_lightning.embeddings.io.encoder_identity import encoder_precision, tensors_sha256
 from sts_lightning.embeddings.io.npy_cache import key_digest, non_finite_rows, read_sidecar, write_sidecar
 from sts_lightning.embeddings.scoring.reading import LAYER, Reading
 
 log = logging.getLogger(__name__)
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: the weights' digest is encoder_identity.tensors_sha256 (no dtype text)
 FOLDER = "embeddings"
 Row = tuple[np.ndarray, np.ndarray | None]  # (rows of one sentence, special-token mask of a layer reading)
 
 
 def weights_sha256(module: torch.nn.Module | torch.Tensor) -> str:
-    """SHA-256 over the exact bytes of every tensor of ``state_dict`` (names, shapes and dtypes included)."""
+    """SHA-256 over the exact bytes of every tensor of ``state_dict`` (names and shapes included); the precision
+    the weights compute in is a key entry of its own (``ReadingCache.base``)."""
     tensors = [("vectors", module)] if isinstance(module, torch.Tensor) else list(module.state_dict().items())
-    digest = hashlib.sha256()
-    for name, tensor in tensors:
-        t = tensor.detach().cpu().contiguous()
-        digest.update(f"{name}{tuple(t.shape)}{t.dtype}".encode())
-        digest.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-    return digest.hexdigest()
+    return tensors_sha256(tensors)
 
 
 def forward_fingerprint(encoder: BaseEncoder) -> dict | None:
@@ -118,7 +115,7 @@ class ReadingCache:
         self.enabled = fingerprint is not None
         self.base = {"version": CACHE_VERSION, "encoder": fingerprint, "dtype": "float32",
                      "device": torch.device(encoder.device).type, "max_length": getattr(encoder, "max_length", None),
-                     **key_entry(str(getattr(encoder, "precision", None) or "fp32"))}
+                     **key_entry(encoder_precision(encoder))}
         self.folder = self.root / _safe(Path(str(encoder.name)).name)
         self.hits = self.misses = 0
 
