@@ -19,6 +19,7 @@ from sts_lightning.embeddings.encoders.packaged import bert_uncased_tokenizer_di
 from sts_lightning.embeddings.encoders.random_bert import bert_config
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.io.export_manifest import verify_export
+from sts_lightning.embeddings.isolated_rng import isolated_rng
 
 log = logging.getLogger(__name__)
 SCRATCH = {"layers": 4, "hidden": 256, "heads": 4, "intermediate": 1024, "max_positions": 512, "seed": 0}
@@ -61,14 +62,12 @@ def scratch_masked_lm(spec: Mapping[str, int]):
     The encoder is drawn first, exactly as ``make_random_bert`` draws a ``BertModel`` (pooler included), so
     ``from_scratch=true`` trains the packaged ``bert-random-4x256`` encoder with a seeded new head.
     """
-    import torch
     from transformers import AutoTokenizer, BertForMaskedLM, BertModel
 
     tokenizer_dir = bert_uncased_tokenizer_dir()
     config = bert_config(tokenizer_dir, spec["layers"], spec["hidden"], spec["heads"], spec["intermediate"],
                          spec["max_positions"])
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(spec["seed"])
+    with isolated_rng(spec["seed"]):  # seeds the CPU generator only: a CUDA re-seed here would outlive the block
         encoder = BertModel(config)
         model = BertForMaskedLM(config)
     model.base_model.pooler = encoder.pooler
