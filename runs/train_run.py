@@ -32,6 +32,7 @@ from sts_lightning.embeddings.stop_request import StopRequested, listening
 from sts_lightning.runs.bounded_ddp import stop_on_lost_rank
 from sts_lightning.runs.checkpoint_io import AtomicCheckpointIO
 from sts_lightning.runs.config_checks import TRAIN_RULES, check_mini_batch_size, check_numbers
+from sts_lightning.runs.ddp_exit import group_in_use, release_group_at_exit
 from sts_lightning.runs.first_step import announce_first_step
 from sts_lightning.runs.hub_push import check_hub_push, push_from_config
 from sts_lightning.runs.run_summary import run_summary
@@ -174,9 +175,12 @@ def train(cfg: DictConfig) -> dict[str, float]:
     ``pipeline`` block is run by ``runs.launch.launch`` instead. A SIGTERM / SIGUSR1 (``callbacks.preemption``)
     stops every phase within a batch, exit 75 (``runs.stopping``).
     """
+    group_in_use()
     with listening(preemption_signals(cfg)):
         try:
-            return _train(cfg)
+            metrics = _train(cfg)
+            release_group_at_exit()  # multi-rank: the group is destroyed before Python's teardown (runs/ddp_exit.py)
+            return metrics
         except StopRequested as stop:  # a stop outside the fit (model build, export): its one line here
             describe_stop(stop, Path(cfg.output_dir), cfg.get("ckpt_path"))
             raise
