@@ -33,6 +33,7 @@ import torch
 
 from sts_lightning.callbacks.preemption import agreement
 from sts_lightning.embeddings.encoders.base import validate_sentences
+from sts_lightning.embeddings.encoders.token_budget import batching, check_batching
 from sts_lightning.embeddings.io.atomic import atomic_write
 from sts_lightning.embeddings.isolated_rng import rng_isolated
 from sts_lightning.embeddings.scoring.protocols import BatchedScorer, ReadingScorer, Scorable
@@ -100,7 +101,9 @@ class STSEvaluationCallback(L.Callback):
         tasks: task names for ``sts.tasks.load_tasks`` (``+`` joins pools; a group such as ``standard`` stands
             for its tasks).
         data_dir: STS data directory (default: ``$STS_DATA_DIR``).
-        batch_size: sentences per forward pass, passed to ``represent`` via the scorer's ``batch_size``.
+        batch_size: sentences per forward pass, passed to ``represent`` via the scorer's ``batch_size``; ``None``:
+            batches by the token budget ``max_tokens`` (``embeddings.encoders.token_budget``).
+        max_tokens: tokens per forward pass when ``batch_size`` is ``None`` (``None``: the device's default).
         every_n_epochs: evaluate at the validation of every n-th epoch (keep 1 and use the trainer's
             ``check_val_every_n_epoch`` when a checkpoint monitors the metric).
         eval_at_start: also evaluate at train start and send that "before" number to the loggers at step 0.
@@ -111,9 +114,9 @@ class STSEvaluationCallback(L.Callback):
             must offer ``probe_scorer(pooling)`` (every ``EncoderModule`` does).
     """
 
-    def __init__(self, tasks: Sequence[str] = ("stsb-dev",), data_dir: str | None = None, batch_size: int = 64,
+    def __init__(self, tasks: Sequence[str] = ("stsb-dev",), data_dir: str | None = None, batch_size: int | None = 64,
                  every_n_epochs: int = 1, eval_at_start: bool = False, source: str = "local",
-                 probe_poolings: Sequence[str] = ()) -> None:
+                 probe_poolings: Sequence[str] = (), max_tokens: int | None = None) -> None:
         if isinstance(tasks, str):
             tasks = [tasks]
         if not tasks:
@@ -122,7 +125,8 @@ class STSEvaluationCallback(L.Callback):
             raise ValueError(f"every_n_epochs must be >= 1, got {every_n_epochs}")
         self.task_names = expand_groups(tasks)  # a group (tasks=[standard]) stands for its tasks
         self.data_dir = data_dir
-        self.batch_size = int(batch_size)
+        check_batching(batch_size, max_tokens)
+        self.batch_size, self.max_tokens = batch_size, max_tokens
         self.every_n_epochs = int(every_n_epochs)
         self.eval_at_start = bool(eval_at_start)
         self.source = source
@@ -296,7 +300,8 @@ class STSEvaluationCallback(L.Callback):
         if batched:
             scorer.batch_size = self.batch_size
         try:
-            rep = self._represent(scorer, shard, self.batch_size if batched else None)
+            with batching(getattr(scorer, "encoder", None), self.batch_size, self.max_tokens):
+                rep = self._represent(scorer, shard, self.batch_size if batched else None)
         finally:
             if batched:
                 scorer.batch_size = previous

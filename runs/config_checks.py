@@ -30,12 +30,14 @@ TRAIN_RULES: dict[str, Rule] = {
     "trainer.num_nodes": POSITIVE_INT,
     "trainer.accumulate_grad_batches": POSITIVE_INT,
     "trainer.gradient_clip_val": Rule(float, 0, nullable=True),
-    "callbacks.sts_evaluation.batch_size": POSITIVE_INT,
+    "callbacks.sts_evaluation.batch_size": Rule(int, 1, nullable=True),
+    "callbacks.sts_evaluation.max_tokens": Rule(int, 1, nullable=True),
 }
 EVALUATE_RULES: dict[str, Rule] = {
     "seed": Rule(int, 0),
     "threads": Rule(int, 1, nullable=True),
-    "encoder.batch_size": POSITIVE_INT,
+    "encoder.batch_size": Rule(int, 1, nullable=True),  # null: batches by encoder.max_tokens
+    "encoder.max_tokens": Rule(int, 1, nullable=True),
     "encoder.max_length": Rule(int, 1, nullable=True),
     "bootstrap.samples": COUNT,
     "bootstrap.seed": COUNT,

@@ -29,7 +29,7 @@ from sts_lightning.sts.scoring import pair_sentences, score_tasks
 from sts_lightning.sts.tasks import load_tasks
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
-ENCODER_OPTIONS = ("max_length", "batch_size", "device", "precision")
+ENCODER_OPTIONS = ("max_length", "batch_size", "max_tokens", "packing", "device", "precision")
 
 
 def _evaluate_config() -> DictConfig:
@@ -145,7 +145,8 @@ def load(source: str | Path | Mapping, scorer: str | Mapping | None = None, *, e
         source: a packaged short name, model directory, hub name, ``*.ckpt``, an export, or a scorer spec mapping.
         scorer: a scorer spec (name or mapping) replacing the default (``mean``, or the export's own).
         encoder: the encoder of a scorer-spec ``source``.
-        **options: encoder options of ``evaluate.yaml`` (``max_length``, ``batch_size``, ``device``, ``precision``).
+        **options: encoder options of ``evaluate.yaml`` (``max_length``, ``batch_size``, ``max_tokens``, ``packing``,
+            ``device``, ``precision``).
     """
     unknown = set(options) - set(ENCODER_OPTIONS)
     if unknown:

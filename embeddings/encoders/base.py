@@ -1,10 +1,16 @@
 """Encoders turn sentences into all-layer token states (``TokenBatch``).
 
 ``BaseEncoder.encode`` is the one batching loop of the project: it validates, de-duplicates, sorts by
-token length (so padding is minimal), batches, runs a pooling function on each ``TokenBatch`` under
+token length (so padding is minimal), batches by a token budget or a sentence count
+(``embeddings.encoders.token_budget``), runs a pooling function on each ``TokenBatch`` under
 ``torch.inference_mode`` and returns results in the caller's order. Concrete encoders only say how
-to tokenize and how to run one padded batch, so a Hugging Face model, GloVe vectors, or a C engine
-all plug into the same scorers.
+to tokenize and how to run one batch (padded or packed: ``embeddings.encoders.packing``), so a Hugging Face
+model, GloVe vectors, or a C engine all plug into the same scorers.
+
+Off the critical path (``embeddings.encoders.prefetch``): on CUDA the sentences are tokenized in chunks by a
+background thread while the GPU runs the previous chunk's batches, and pooled results stay on the device until
+the end (one copy back, no host sync per batch). On the CPU the forward already keeps every core busy, so the
+list is tokenized once up front and sorted as a whole (the least padding).
 """
 
 from __future__ import annotations
@@ -16,7 +22,9 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 
 from sts_lightning.embeddings.console import progress
+from sts_lightning.embeddings.encoders.prefetch import tokenized_chunks
 from sts_lightning.embeddings.encoders.token_batch import TokenBatch
+from sts_lightning.embeddings.encoders.token_budget import default_max_tokens, plan_batches
 from sts_lightning.embeddings.errors import DataError
 from sts_lightning.embeddings.stop_request import check_stop
 
@@ -53,7 +61,9 @@ class BaseEncoder(ABC):
     """Shared encode loop; subclasses implement ``tokenize`` and ``forward_ids``."""
 
     name: str = "encoder"
-    batch_size: int = 64
+    # Sentences per forward pass when set; ``None``: batches by ``max_tokens`` (None: the device's measured default).
+    batch_size: int | None = 64
+    max_tokens: int | None = None
     device: torch.device = torch.device("cpu")
     # Sentences this encoder ran a forward pass on (``encode``, or a wrapper calling ``forward_ids``): what
     # ``evaluate.py`` reports, so "no forward pass" (a warm embedding cache) is shown, not assumed.
@@ -81,6 +91,17 @@ class BaseEncoder(ABC):
     def forward_ids(self, ids: Sequence[Sequence[int]]) -> TokenBatch:
         """Run one batch of token-id lists (padded here) and return all-layer states."""
 
+    @property
+    def packs_batches(self) -> bool:
+        """Whether ``forward_ids`` packs (padding-free): a token budget then counts real tokens, not padded area."""
+        return False
+
+    def batch_plan(self, lengths: Sequence[int], batch_size: int | None = None) -> list[tuple[int, int]]:
+        """The forward passes over ``lengths`` (longest first): an explicit sentence count wins, else the budget."""
+        size = batch_size or self.batch_size
+        budget = None if size else (self.max_tokens or default_max_tokens(self.device))
+        return plan_batches(lengths, size, budget, padded=not self.packs_batches)
+
     @contextlib.contextmanager
     def stochastic(self) -> Iterator[None]:
         """Context in which forward passes are random (MC dropout). Default: no randomness."""
@@ -99,7 +120,8 @@ class BaseEncoder(ABC):
         Args:
             sentences: non-empty strings.
             pool: maps a ``TokenBatch`` to ``(batch, dim)`` or a dict of such tensors.
-            batch_size: sentences per forward pass (default: the encoder's).
+            batch_size: sentences per forward pass (default: the encoder's ``batch_size``, else its token budget
+                ``max_tokens``).
             show_progress: progress bar; default on for >= 2000 unique sentences.
             desc: progress-bar label.
         """
@@ -108,23 +130,42 @@ class BaseEncoder(ABC):
             raise DataError("nothing to encode: the sentence list is empty")
         unique = list(dict.fromkeys(sentences))
         index_of = {s: i for i, s in enumerate(unique)}
-        ids = self.tokenize(unique)
-        order = sorted(range(len(unique)), key=lambda i: -len(ids[i]))
-        bs = batch_size or self.batch_size
         if show_progress is None:
             show_progress = len(unique) >= PROGRESS_MIN_SENTENCES
+        order: list[int] = []  # the unique sentences in the order their batches run
+        batches, total = self._batches(unique, batch_size, order)
         chunks: list[Pooled] = []
         self.count_forward(len(unique))
         with torch.inference_mode():
-            for start in progress(range(0, len(order), bs), desc=desc, disable=not show_progress, unit="batch"):
+            for ids in progress(batches, desc=desc, total=total, disable=not show_progress, unit="batch"):
                 check_stop()  # a SIGTERM / SIGUSR1 stops a long encoding within a batch (embeddings/stop_request.py)
-                batch = self.forward_ids([ids[i] for i in order[start : start + bs]])
-                chunks.append(pool(batch))
+                chunks.append(pool(self.forward_ids(ids)))
         inverse = torch.empty(len(unique), dtype=torch.long)
         inverse[torch.tensor(order, dtype=torch.long)] = torch.arange(len(unique))
         rows = torch.tensor([index_of[s] for s in sentences], dtype=torch.long)
         gather = inverse[rows]
         return _concat_and_take(chunks, gather)
+
+    def _batches(self, unique: list[str], batch_size: int | None,
+                 order: list[int]) -> tuple[Iterator[list[list[int]]], int | None]:
+        """The token ids of each forward pass, and how many passes (``None`` until every chunk is tokenized).
+
+        Each chunk (``embeddings.encoders.prefetch``: the whole list on the CPU) is sorted longest first and cut
+        by ``batch_plan``; ``order`` receives the chunk's sentence indices as its batches are handed out.
+        """
+        chunks = tokenized_chunks(self, unique)
+
+        def plan(offset: int, ids: list[list[int]]) -> Iterator[list[list[int]]]:
+            local = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+            order.extend(offset + i for i in local)
+            for start, stop in self.batch_plan([len(ids[i]) for i in local], batch_size):
+                yield [ids[i] for i in local[start:stop]]
+
+        if len(chunks) == 1:  # known up front: an exact progress total
+            offset, ids = next(iter(chunks))
+            passes = list(plan(offset, ids))
+            return iter(passes), len(passes)
+        return (batch for offset, ids in chunks for batch in plan(offset, ids)), None
 
 
 def _concat_and_take(chunks: list[Pooled], rows: torch.Tensor) -> Pooled:

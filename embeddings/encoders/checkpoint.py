@@ -18,9 +18,10 @@ from sts_lightning.embeddings.io.checkpoint_file import load_checkpoint
 PREFIXES = {1: "encoder_model.", 2: "encoder2_model."}
 
 
-def encoder_from_checkpoint(path: str | Path, max_length: int | None = None, batch_size: int = 64,
-                            device: str = "cpu", precision: str = "fp32") -> HFEncoder:
-    """The (kept) transformer of a checkpoint written by an ``EncoderModule`` subclass."""
+def encoder_from_checkpoint(path: str | Path, max_length: int | None = None, batch_size: int | None = 64,
+                            device: str = "cpu", precision: str = "fp32", **batching) -> HFEncoder:
+    """The (kept) transformer of a checkpoint written by an ``EncoderModule`` subclass (``batching``:
+    ``max_tokens`` / ``packing`` as for ``HFEncoder``)."""
     path = Path(path)
     ckpt = load_checkpoint(path)
     hp = ckpt.get("hyper_parameters") or {}
@@ -33,7 +34,8 @@ def encoder_from_checkpoint(path: str | Path, max_length: int | None = None, bat
                           f"'{prefix}*' weights); a BERT-flow run is evaluated from its export with "
                           f"scorers=[{{name: flow, path: <export dir>}}]")
     encoder = HFEncoder.from_pretrained(hp["model_name_or_path"], max_length=max_length or hp.get("max_length"),
-                                        batch_size=batch_size, device=device, name=path.name, precision=precision)
+                                        batch_size=batch_size, device=device, name=path.name, precision=precision,
+                                        **batching)
     missing, unexpected = encoder.model.load_state_dict(weights, strict=False)
     if missing or unexpected:
         raise ConfigError(f"{path}: weights do not fit {hp['model_name_or_path']}: missing {missing[:5]}, "

@@ -12,13 +12,19 @@ import torch
 from sts_lightning.embeddings.encoders.backbone_names import packaged_hint
 from sts_lightning.embeddings.encoders.base import BaseEncoder, pad_ids
 from sts_lightning.embeddings.encoders.packaged import resolve_model_path
+from sts_lightning.embeddings.encoders.packing import pack_ids, packed_forward, packing_unsupported, to_device
 from sts_lightning.embeddings.encoders.precision import dtype_of, resolve_precision
-from sts_lightning.embeddings.encoders.token_batch import TokenBatch
+from sts_lightning.embeddings.encoders.token_batch import PackedLayers, TokenBatch
+from sts_lightning.embeddings.encoders.token_budget import check_batching
 from sts_lightning.embeddings.errors import ConfigError, DataError, first_line
 from sts_lightning.embeddings.io.export_manifest import verify_export
 from sts_lightning.embeddings.isolated_rng import rng_isolated
 
 DEFAULT_MAX_LENGTH = 256
+PACKING_MODES = ("auto", "packed", "padded")
+# Where ``packing: auto`` packs: measured slower than the padded path on the CPU (docs/speed.md, "The encode
+# engine"): sorted STS batches have little padding to save there, and attention gathers cost more than it saves.
+AUTO_PACKS_ON = ("cuda",)
 
 
 def sentence_transformers_max_length(path: Path) -> int | None:
@@ -47,21 +53,34 @@ class HFEncoder(BaseEncoder):
         name: label used in tables.
         precision: ``fp32`` | ``bf16`` | ``fp16`` (``embeddings.encoders.precision``): the weights' format;
             the token states handed out are fp32 whatever it is. ``self.precision`` is what is used.
+        max_tokens: the token budget of a forward pass when ``batch_size`` is ``None``
+            (``embeddings.encoders.token_budget``; ``None``: the device's measured default).
+        packing: ``auto`` (packed on CUDA, padded on the CPU where it measured faster), ``packed`` (the
+            padding-free forward, ``embeddings.encoders.packing``; BERT-type models) or ``padded``.
     """
 
-    def __init__(self, model, tokenizer, max_length: int = DEFAULT_MAX_LENGTH, batch_size: int = 64,
-                 device: str | torch.device | None = "cpu", name: str = "hf-encoder", precision: str = "fp32") -> None:
+    def __init__(self, model, tokenizer, max_length: int = DEFAULT_MAX_LENGTH, batch_size: int | None = 64,
+                 device: str | torch.device | None = "cpu", name: str = "hf-encoder", precision: str = "fp32",
+                 max_tokens: int | None = None, packing: str = "auto") -> None:
+        check_batching(batch_size, max_tokens)
+        if packing not in PACKING_MODES:
+            raise ConfigError(f"encoder.packing={packing!r}: use one of {', '.join(PACKING_MODES)}")
         self.device = resolve_device(device)
         self.precision = resolve_precision(precision, self.device)
         self.model = model.to(self.device, dtype_of(self.precision)).eval()
         self.tokenizer = tokenizer
         self.max_length = int(max_length)
-        self.batch_size = int(batch_size)
+        self.batch_size, self.max_tokens = batch_size, max_tokens
+        why_not = packing_unsupported(self.model)
+        if packing == "packed" and why_not:
+            raise ConfigError(f"encoder.packing=packed: {name} cannot run packed: {why_not}; use packing=padded")
+        self.packing = packing
         self.name = name
         # Only sentence-boundary tokens count as special: [UNK] / [MASK] stand for real words.
         boundary = {tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.bos_token_id,
                     tokenizer.eos_token_id, tokenizer.pad_token_id}
         self._special_ids = torch.tensor(sorted(i for i in boundary if i is not None), dtype=torch.long)
+        self._special_on_device = self._special_ids.to(self.device)
         self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
     @classmethod
@@ -109,13 +128,34 @@ class HFEncoder(BaseEncoder):
         """Right-pad to the longest sequence of this batch (dynamic padding)."""
         return pad_ids(ids, self._pad_id)
 
+    @property
+    def packs_batches(self) -> bool:
+        """Whether the next ``forward_ids`` runs packed: ``packing`` and what the model allows right now (inside
+        Sen2Pro's fast MC dropout the attention is its own, so those passes run padded)."""
+        if self.packing == "padded" or (self.packing == "auto" and self.device.type not in AUTO_PACKS_ON):
+            return False
+        return packing_unsupported(self.model) is None
+
     def forward_ids(self, ids: Sequence[Sequence[int]]) -> TokenBatch:
+        """All-layer token states of one batch, padded or packed (``packs_batches``); gradients flow if enabled."""
+        if self.packs_batches:
+            return self._forward_packed(ids)
         input_ids, mask = self.pad(ids)
-        input_ids, mask = input_ids.to(self.device), mask.to(self.device)
+        input_ids, mask = to_device(input_ids, self.device), to_device(mask, self.device)
         out = self.model(input_ids=input_ids, attention_mask=mask, output_hidden_states=True, return_dict=True)
-        special = torch.isin(input_ids, self._special_ids.to(self.device)) & mask.bool()
+        special = torch.isin(input_ids, self._special_on_device) & mask.bool()
         states = tuple(out.hidden_states) if self.precision == "fp32" else tuple(h.float() for h in out.hidden_states)
         return TokenBatch(hidden_states=states, attention_mask=mask, special_tokens_mask=special)
+
+    def _forward_packed(self, ids: Sequence[Sequence[int]]) -> TokenBatch:
+        input_ids, positions, layout = pack_ids(ids, self.device)
+        with packed_forward(self.model, layout):
+            out = self.model(input_ids=input_ids, position_ids=positions, output_hidden_states=True, return_dict=True)
+        rows, longest = len(layout.lengths), layout.longest
+        special = torch.zeros(rows * longest, dtype=torch.bool, device=self.device)
+        special = special.index_copy(0, layout.flat, torch.isin(input_ids[0], self._special_on_device))
+        return TokenBatch(hidden_states=PackedLayers(out.hidden_states, layout.flat, rows, longest),
+                          attention_mask=layout.attention_mask, special_tokens_mask=special.view(rows, longest))
 
     @contextlib.contextmanager
     def stochastic(self) -> Iterator[None]:

@@ -96,7 +96,11 @@ class LayerMemoEncoder(BaseEncoder):
         self.memo = memo if memo is not None else LayerMemo(layer, dtype)
         self.dtype = self.memo.dtype
         self.name = f"{encoder.name}@layer{layer}"
-        self.batch_size, self.device = encoder.batch_size, encoder.device
+        self.batch_size, self.max_tokens, self.device = encoder.batch_size, encoder.max_tokens, encoder.device
+
+    @property
+    def packs_batches(self) -> bool:  # the same batches as the wrapped encoder's
+        return self.encoder.packs_batches
 
     @property
     def hidden_size(self) -> int:
@@ -131,6 +135,11 @@ class RecordingEncoder(BaseEncoder):
     def __init__(self, encoder: BaseEncoder, memos: Sequence[LayerMemo]) -> None:
         self.encoder, self.memos = encoder, list(memos)
         self.name, self.batch_size, self.device = encoder.name, encoder.batch_size, encoder.device
+        self.max_tokens = encoder.max_tokens
+
+    @property
+    def packs_batches(self) -> bool:  # the same batches as the wrapped encoder's
+        return self.encoder.packs_batches
 
     @property
     def hidden_size(self) -> int:

@@ -19,20 +19,25 @@ from sts_lightning.embeddings.encoders.packaged import (
     resolve_model_path,
 )
 from sts_lightning.embeddings.encoders.static import StaticWordEncoder
+from sts_lightning.embeddings.encoders.token_budget import check_batching
 from sts_lightning.embeddings.errors import ConfigError, DataError
 from sts_lightning.embeddings.isolated_rng import rng_isolated
 
 
 @rng_isolated  # loading (a packaged model built on first use, a checkpoint's module) never moves the run's RNG
-def load_encoder(name: str, max_length: int | None = None, batch_size: int = 64,
-                 device: str = "cpu", precision: str = "fp32") -> BaseEncoder:
+def load_encoder(name: str, max_length: int | None = None, batch_size: int | None = 64,
+                 device: str = "cpu", precision: str = "fp32", max_tokens: int | None = None,
+                 packing: str = "auto") -> BaseEncoder:
     """Build the encoder for ``name``.
 
     Args:
         name: a packaged short name (offline), a local model directory (an export of ``train.py``
             included), a training checkpoint ``*.ckpt``, or a hub name (online).
         max_length: truncation in tokens (default: the model's sentence-transformers setting).
-        batch_size: sentences per forward pass.
+        batch_size: sentences per forward pass; ``None``: batches by the token budget ``max_tokens``.
+        max_tokens: tokens per forward pass when ``batch_size`` is ``None`` (``None``: the device's measured
+            default, ``embeddings.encoders.token_budget``).
+        packing: ``auto`` | ``packed`` | ``padded`` (``HFEncoder``; static word vectors have no attention).
         device: ``cpu``, ``cuda`` or ``auto``.
         precision: ``fp32`` | ``bf16`` | ``fp16`` for transformers (``embeddings.encoders.precision``); static
             word vectors are a lookup and stay fp32.
@@ -45,14 +50,17 @@ def load_encoder(name: str, max_length: int | None = None, batch_size: int = 64,
     if name.endswith(".ckpt"):
 
         return encoder_from_checkpoint(name, max_length=max_length, batch_size=batch_size, device=device,
-                                       precision=precision)
+                                       precision=precision, max_tokens=max_tokens, packing=packing)
     packaged = packaged_model(name)
     if packaged is not None and packaged.kind == "static":
-        return StaticWordEncoder.from_package(batch_size=batch_size, device=device, max_length=max_length)
+        check_batching(batch_size, max_tokens)
+        static = StaticWordEncoder.from_package(batch_size=batch_size, device=device, max_length=max_length)
+        static.max_tokens = max_tokens
+        return static
 
     try:
         return HFEncoder.from_pretrained(name, max_length=max_length, batch_size=batch_size, device=device,
-                                         precision=precision)
+                                         precision=precision, max_tokens=max_tokens, packing=packing)
     except DataError:
         raise  # a damaged model directory: its own message names the file
     except (OSError, ValueError) as err:  # ConfigError is a ValueError

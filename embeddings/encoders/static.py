@@ -81,7 +81,7 @@ class StaticWordEncoder(BaseEncoder):
 
     has_cls_token = False
 
-    def __init__(self, vocab: Sequence[str] | Mapping[str, int], vectors, batch_size: int = 64,
+    def __init__(self, vocab: Sequence[str] | Mapping[str, int], vectors, batch_size: int | None = 64,
                  device: str | torch.device | None = "cpu", max_length: int | None = None,
                  name: str = "static-word-vectors") -> None:
         self.index = dict(vocab) if isinstance(vocab, Mapping) else {w: i for i, w in enumerate(vocab)}
@@ -91,7 +91,7 @@ class StaticWordEncoder(BaseEncoder):
             raise ConfigError(f"{name}: vocabulary does not fit a vectors matrix of shape "
                               f"{tuple(self.vectors.shape)}")
         self.zero_id = int(self.vectors.shape[0])  # id of the zero row of a sentence with no known word
-        self.batch_size = int(batch_size)
+        self.batch_size = None if batch_size is None else int(batch_size)  # None: by token budget (base.py)
         self.max_length = max_length
         self.name = name
         self.oov_words: Counter[str] = Counter()

@@ -1,0 +1,191 @@
+"""The padding-free forward: the sentences of a batch packed into ONE sequence, attention kept within each sentence.
+
+Why: a padded batch computes every matmul of every layer on ``rows x longest`` positions; packed, the dense work
+(QKV, output and FFN projections, LayerNorms: nearly all the FLOPs at sentence lengths) runs on the real tokens
+only, so a batch can be cut by a token budget (``embeddings.encoders.token_budget``) without paying for the
+padding of its shortest rows, and a GPU gets large batches of even work.
+
+How (for transformers models on ``sdpa`` attention with absolute learned positions: BERT, MiniLM, e5, ...):
+``input_ids`` is ``(1, N)`` (N = real tokens of the batch), ``position_ids`` restart at 0 for every sentence, and
+for the duration of the call the model's config switches to :data:`PACKED`, an attention function registered with
+transformers (mask built as for ``sdpa``: none here) that keeps each sentence's attention inside its own block.
+
+Which block-diagonal attention, chosen by measurement on this CPU (2 cores, torch 2.13, MiniLM-L6 shapes: 12
+heads x 32, a token-budget batch of 180 STS-B sentences, 2,600 tokens; ``benchmarks/packing_candidates.py``; the
+figures in ``docs/speed.md``):
+
+- gathered SDPA (chosen on CPU, and on CUDA whenever the flash varlen kernel does not apply): each sentence's
+  q / k / v gathered into a ``(batch, heads, longest, dim)`` view, one SDPA with the key-padding mask, the real
+  rows gathered back. Attention costs what the padded path's does (``sum rows x longest^2``), the dense work is
+  padding-free. Fastest here and exact.
+- one SDPA over the packed sequence with a dense block-diagonal ``(N, N)`` mask: ``N^2`` scores where the
+  sentences need ``sum l_i^2`` (~100x at 180 sentences): many times slower on CPU; it is also what
+  transformers' own packed path (``position_ids`` detected by ``find_packed_sequence_indices``) builds for
+  ``sdpa``, so that path was not taken.
+- SDPA over nested jagged tensors: on CPU torch runs it as a per-sentence loop of the math kernel; slower than
+  the gathered SDPA here. On CUDA it reaches the flash / memory-efficient varlen kernels, which
+  ``torch.nn.attention.varlen.varlen_attn`` calls directly with less overhead (below).
+- FlexAttention with a document mask: needs ``torch.compile`` to be fast (eager it materialises the scores and is
+  slower than the dense mask); compiling costs more than one STS evaluation's forward on CPU and a recompile for
+  every new batch shape unless shapes are bucketed. Not taken; the GPU script may measure it later.
+- On CUDA in fp16 / bf16 without attention dropout: ``torch.nn.attention.varlen.varlen_attn`` (the flash varlen
+  kernel: no gather, no padding at all) when this torch has it; if it is missing or refuses the call, the
+  gathered SDPA (recorded once in :data:`VARLEN_STATE`). Correct by construction on CPU tests; its speed is the
+  GPU script's to measure.
+
+Outputs are unpacked into the padded ``TokenBatch`` contract lazily, one layer at a time when a pooling reads it
+(``embeddings.encoders.token_batch.PackedLayers``), so every scorer sees what the padded path gives it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+PACKED = "sts_packed_sdpa"
+PACKABLE_MODEL_TYPES = ("bert",)  # absolute positions from 0, no token-type dependence we would change
+VARLEN_STATE = {"usable": True, "reason": ""}  # set False (with the error) the first time varlen_attn fails
+
+
+@dataclass
+class PackedLayout:
+    """Where each sentence of a packed batch sits, computed once per batch on the host and copied once.
+
+    Attributes:
+        lengths: real tokens per sentence (host ints).
+        longest: the longest sentence.
+        gather: ``(batch, longest)`` packed index of each padded position (0 for padding; masked out).
+        flat: ``(N,)`` index of each packed token in the flattened ``(batch * longest)`` padded grid.
+        key_mask: ``(batch, 1, 1, longest)`` bool, True for real keys; ``None`` when no row is padded.
+        cu_seqlens: ``(batch + 1,)`` int32 cumulative lengths (the varlen kernel's input).
+        attention_mask: ``(batch, longest)`` long, the padded path's mask.
+    """
+
+    lengths: list[int]
+    longest: int
+    gather: torch.Tensor
+    flat: torch.Tensor
+    key_mask: torch.Tensor | None
+    cu_seqlens: torch.Tensor
+    attention_mask: torch.Tensor
+
+    @property
+    def tokens(self) -> int:
+        return int(self.flat.shape[0])
+
+
+def to_device(x: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """Host -> device without a sync: pinned memory and a non-blocking copy on CUDA, as is elsewhere."""
+    if device.type == "cuda":
+        return x.pin_memory().to(device, non_blocking=True)
+    return x.to(device)
+
+
+def pack_ids(ids: Sequence[Sequence[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor, PackedLayout]:
+    """``(input_ids (1, N), position_ids (1, N), layout)`` for token-id lists (built on the host, copied once)."""
+    lengths = [len(x) for x in ids]
+    longest, rows = max(lengths), len(lengths)
+    flat_ids = torch.tensor([t for seq in ids for t in seq], dtype=torch.long)
+    positions = torch.cat([torch.arange(n) for n in lengths])
+    real = torch.arange(longest).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)  # (rows, longest)
+    offsets = torch.tensor([0, *lengths]).cumsum(0)
+    gather = (offsets[:-1].unsqueeze(1) + torch.arange(longest).unsqueeze(0)).where(real, torch.zeros((), dtype=torch.long))
+    flat = real.reshape(-1).nonzero().squeeze(1)
+    padded = min(lengths) < longest
+    layout = PackedLayout(
+        lengths=lengths, longest=longest, gather=to_device(gather, device), flat=to_device(flat, device),
+        key_mask=to_device(real.view(rows, 1, 1, longest), device) if padded else None,
+        cu_seqlens=to_device(offsets.to(torch.int32), device), attention_mask=to_device(real.long(), device))
+    return to_device(flat_ids.unsqueeze(0), device), to_device(positions.unsqueeze(0), device), layout
+
+
+_LAYOUT: contextvars.ContextVar[PackedLayout | None] = contextvars.ContextVar("sts_packed_layout", default=None)
+
+
+def _varlen(query, key, value, layout: PackedLayout, scaling: float | None) -> torch.Tensor | None:
+    """The flash varlen kernel on ``(N, heads, dim)`` views, or ``None`` where it does not apply / failed once."""
+    if not VARLEN_STATE["usable"] or query.device.type != "cuda" or query.dtype not in (torch.float16, torch.bfloat16):
+        return None
+    if scaling is not None and abs(scaling - query.shape[-1] ** -0.5) > 1e-12:
+        return None  # the kernel's default scale only: no keyword whose name changed between torch versions
+    try:
+        from torch.nn.attention.varlen import varlen_attn
+
+        q, k, v = (x[0].transpose(0, 1).contiguous() for x in (query, key, value))
+        return varlen_attn(q, k, v, layout.cu_seqlens, layout.cu_seqlens, layout.longest, layout.longest)
+    except (ImportError, RuntimeError, TypeError, ValueError) as err:
+        VARLEN_STATE.update(usable=False, reason=f"{type(err).__name__}: {err}"[:300])
+        return None
+
+
+def packed_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                     attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
+                     is_causal: bool | None = None, **kwargs) -> tuple[torch.Tensor, None]:
+    """Block-diagonal attention of a packed ``(1, heads, N, dim)`` batch -> ``(1, N, heads, dim)``.
+
+    Calls that are not a packed self-attention of the current layout (another model's, a causal or cross
+    attention) go to transformers' ``sdpa`` unchanged.
+    """
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    layout = _LAYOUT.get()
+    causal = is_causal if is_causal is not None else getattr(module, "is_causal", False)
+    if (layout is None or causal or query.shape[0] != 1 or query.shape[2] != layout.tokens
+            or key.shape[2] != layout.tokens or key.shape[1] != query.shape[1]):
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                      is_causal=is_causal, **kwargs)
+    if dropout == 0.0:
+        out = _varlen(query, key, value, layout, scaling)
+        if out is not None:
+            return out.unsqueeze(0), None
+    heads, dim = query.shape[1], query.shape[-1]
+
+    def padded(x: torch.Tensor) -> torch.Tensor:  # (1, heads, N, dim) -> (batch, heads, longest, dim)
+        return x[0][:, layout.gather].transpose(0, 1)
+
+    out = F.scaled_dot_product_attention(padded(query), padded(key), padded(value), attn_mask=layout.key_mask,
+                                         dropout_p=dropout, scale=scaling)
+    out = out.transpose(1, 2).reshape(-1, heads, dim).index_select(0, layout.flat)
+    return out.unsqueeze(0), None
+
+
+def _register() -> None:
+    from transformers import AttentionInterface, AttentionMaskInterface
+    from transformers.masking_utils import sdpa_mask
+
+    AttentionInterface.register(PACKED, packed_attention)
+    AttentionMaskInterface.register(PACKED, sdpa_mask)
+
+
+def packing_unsupported(model: torch.nn.Module) -> str | None:
+    """Why ``model`` cannot run packed (``None``: it can): the architecture and attention it needs."""
+    config = getattr(model, "config", None)
+    kind = getattr(config, "model_type", None)
+    if kind not in PACKABLE_MODEL_TYPES:
+        return f"model type {kind!r} is not packable (positions / attention of {', '.join(PACKABLE_MODEL_TYPES)} only)"
+    attention = getattr(config, "_attn_implementation", None)
+    if attention not in ("sdpa", PACKED):
+        return f"attention {attention!r} (packing replaces 'sdpa' only)"
+    if getattr(config, "is_decoder", False):
+        return "a decoder (causal attention)"
+    return None
+
+
+@contextlib.contextmanager
+def packed_forward(model: torch.nn.Module, layout: PackedLayout) -> Iterator[None]:
+    """The model's attention is :func:`packed_attention` for ``layout`` inside the block; restored after it."""
+    _register()
+    config = model.config
+    before = config._attn_implementation
+    token = _LAYOUT.set(layout)
+    config._attn_implementation = PACKED
+    try:
+        yield
+    finally:
+        config._attn_implementation = before
+        _LAYOUT.reset(token)
