@@ -114,6 +114,7 @@ class BaseEncoder(ABC):
         batch_size: int | None = None,
         show_progress: bool | None = None,
         desc: str = "encoding",
+        ids: Sequence[Sequence[int]] | None = None,
     ) -> Pooled:
         """Pool every sentence with ``pool``; rows follow ``sentences`` (duplicates share one pass).
 
@@ -124,6 +125,8 @@ class BaseEncoder(ABC):
                 ``max_tokens``).
             show_progress: progress bar; default on for >= 2000 unique sentences.
             desc: progress-bar label.
+            ids: ``tokenize(sentences)`` when the caller has it already (the reading store keys by token ids), so
+                the list is not tokenized twice; must be exactly what ``tokenize`` gives.
         """
         validate_sentences(sentences)
         if len(sentences) == 0:
@@ -133,7 +136,8 @@ class BaseEncoder(ABC):
         if show_progress is None:
             show_progress = len(unique) >= PROGRESS_MIN_SENTENCES
         order: list[int] = []  # the unique sentences in the order their batches run
-        batches, total = self._batches(unique, batch_size, order)
+        known = None if ids is None else dict(zip(sentences, ids, strict=True))
+        batches, total = self._batches(unique, batch_size, order, None if known is None else [known[s] for s in unique])
         chunks: list[Pooled] = []
         self.count_forward(len(unique))
         with torch.inference_mode():
@@ -146,14 +150,14 @@ class BaseEncoder(ABC):
         gather = inverse[rows]
         return _concat_and_take(chunks, gather)
 
-    def _batches(self, unique: list[str], batch_size: int | None,
-                 order: list[int]) -> tuple[Iterator[list[list[int]]], int | None]:
+    def _batches(self, unique: list[str], batch_size: int | None, order: list[int],
+                 ids: list | None = None) -> tuple[Iterator[list[list[int]]], int | None]:
         """The token ids of each forward pass, and how many passes (``None`` until every chunk is tokenized).
 
         Each chunk (``embeddings.encoders.prefetch``: the whole list on the CPU) is sorted longest first and cut
         by ``batch_plan``; ``order`` receives the chunk's sentence indices as its batches are handed out.
         """
-        chunks = tokenized_chunks(self, unique)
+        chunks = tokenized_chunks(self, unique) if ids is None else [(0, ids)]
 
         def plan(offset: int, ids: list[list[int]]) -> Iterator[list[list[int]]]:
             local = sorted(range(len(ids)), key=lambda i: -len(ids[i]))

@@ -10,28 +10,31 @@ How (for transformers models on ``sdpa`` attention with absolute learned positio
 for the duration of the call the model's config switches to :data:`PACKED`, an attention function registered with
 transformers (mask built as for ``sdpa``: none here) that keeps each sentence's attention inside its own block.
 
-Which block-diagonal attention, chosen by measurement on this CPU (2 cores, torch 2.13, MiniLM-L6 shapes: 12
-heads x 32, a token-budget batch of 180 STS-B sentences, 2,600 tokens; ``benchmarks/packing_candidates.py``; the
-figures in ``docs/speed.md``):
+Which block-diagonal attention, chosen by measurement on this CPU (2 cores, torch 2.13; MiniLM-L6 shapes, 12 heads
+x 32; 190 STS-B dev sentences drawn at random, 3,107 tokens; ``python -m benchmarks.encode_engine --attention 3000``;
+the machine was shared, load 11-14, so the ratios count, not the milliseconds: ``docs/speed.md``):
 
 - gathered SDPA (chosen on CPU, and on CUDA whenever the flash varlen kernel does not apply): each sentence's
   q / k / v gathered into a ``(batch, heads, longest, dim)`` view, one SDPA with the key-padding mask, the real
-  rows gathered back. Attention costs what the padded path's does (``sum rows x longest^2``), the dense work is
-  padding-free. Fastest here and exact.
+  rows gathered back. Attention costs what the padded path's does (``rows x longest^2``), the dense work is
+  padding-free. Fastest here (1.0), exact.
 - one SDPA over the packed sequence with a dense block-diagonal ``(N, N)`` mask: ``N^2`` scores where the
-  sentences need ``sum l_i^2`` (~100x at 180 sentences): many times slower on CPU; it is also what
-  transformers' own packed path (``position_ids`` detected by ``find_packed_sequence_indices``) builds for
-  ``sdpa``, so that path was not taken.
-- SDPA over nested jagged tensors: on CPU torch runs it as a per-sentence loop of the math kernel; slower than
-  the gathered SDPA here. On CUDA it reaches the flash / memory-efficient varlen kernels, which
-  ``torch.nn.attention.varlen.varlen_attn`` calls directly with less overhead (below).
-- FlexAttention with a document mask: needs ``torch.compile`` to be fast (eager it materialises the scores and is
-  slower than the dense mask); compiling costs more than one STS evaluation's forward on CPU and a recompile for
-  every new batch shape unless shapes are bucketed. Not taken; the GPU script may measure it later.
+  sentences need ``sum l_i^2``: 4.4x the gathered SDPA's time. It is also what transformers' own packed path
+  (``position_ids`` detected by ``find_packed_sequence_indices``) builds for ``sdpa``, so that path was not taken.
+- SDPA over nested jagged tensors: 5.9x (on CPU torch runs the math kernel sentence by sentence). On CUDA it
+  reaches the flash / memory-efficient varlen kernels, which ``torch.nn.attention.varlen.varlen_attn`` calls
+  directly (below).
+- FlexAttention with a document mask: 55x eager (torch itself says to compile it); compiled, its compile time
+  exceeds one STS evaluation's forward on this CPU and every new batch shape recompiles unless shapes are
+  bucketed. Not taken; the GPU script may measure it compiled.
 - On CUDA in fp16 / bf16 without attention dropout: ``torch.nn.attention.varlen.varlen_attn`` (the flash varlen
   kernel: no gather, no padding at all) when this torch has it; if it is missing or refuses the call, the
-  gathered SDPA (recorded once in :data:`VARLEN_STATE`). Correct by construction on CPU tests; its speed is the
+  gathered SDPA (recorded once in :data:`VARLEN_STATE`, printed by ``benchmarks.encode_engine``). Its speed is the
   GPU script's to measure.
+
+The whole MiniLM-L6 forward on such a random (training-like) batch took 0.56x the padded forward's time; on a
+length-sorted batch (what ``encode`` builds) 1.04x: sorted STS batches have ~4% padding to save, and the gathers
+cost about that. Hence ``packing: auto`` packs on CUDA and stays padded on the CPU (``hf.AUTO_PACKS_ON``).
 
 Outputs are unpacked into the padded ``TokenBatch`` contract lazily, one layer at a time when a pooling reads it
 (``embeddings.encoders.token_batch.PackedLayers``), so every scorer sees what the padded path gives it.

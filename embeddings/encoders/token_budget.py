@@ -6,7 +6,7 @@ ones in oversized ones. A budget gives every pass about the same work. What coun
 computes: on the padded path ``rows x longest`` (the padded area), on the packed path the real tokens (the dense
 work; ``embeddings.encoders.packing``). Sentences come sorted by length (longest first), so the two are close.
 
-Defaults (``DEFAULT_MAX_TOKENS``), chosen by measurement (``benchmarks/encode_budget.py``, numbers in
+Defaults (``DEFAULT_MAX_TOKENS``), chosen by measurement (``benchmarks/encode_engine.py``, numbers in
 ``docs/speed.md``): on the CPU the budget that encoded STS-B dev fastest with all-MiniLM-L6-v2 on this 2-core
 machine; on CUDA a PROVISIONAL figure, to be measured by the GPU script (``benchmarks/gpu_checklist.sh``).
 """

@@ -86,8 +86,9 @@ class ReadingStore:
                 return torch.zeros(batch.attention_mask.shape[0], 1)
             return {r.key: r.fn(batch) for r in pooled}
 
-        out = runner.encode(sentences, pool_all, batch_size=batch_size,
-                            desc=desc or f"{self.encoder.name}: {', '.join(r.key for r in readings)}")
+        out = runner.encode(sentences, pool_all, batch_size=batch_size,  # tokenized once: the ids it keys by
+                            desc=desc or f"{self.encoder.name}: {', '.join(r.key for r in readings)}",
+                            ids=[self.ids_of[s] for s in sentences])
         for r in pooled:
             table = self.vectors[r]
             for row, s in enumerate(sentences):

@@ -65,3 +65,11 @@ def test_bad_sentences(tiny_encoder, bad, message):
 def test_unknown_pooling():
     with pytest.raises(ConfigError, match="unknown pooling 'avg'.*mean"):
         get_pooling("avg")
+
+
+def test_encode_takes_token_ids_it_was_given(tiny_encoder, monkeypatch):
+    """The reading store hands the ids it keys by: the same vectors, no second tokenization."""
+    ids = tiny_encoder.tokenize(SENTENCES)
+    expected = tiny_encoder.encode(SENTENCES, mean_pool)
+    monkeypatch.setattr(tiny_encoder, "tokenize", lambda xs: pytest.fail("tokenized again"))
+    torch.testing.assert_close(tiny_encoder.encode(SENTENCES, mean_pool, ids=ids), expected)
