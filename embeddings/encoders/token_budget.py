@@ -20,8 +20,11 @@ import torch
 
 from sts_lightning.embeddings.errors import ConfigError
 
-# device type -> tokens per forward pass when neither ``batch_size`` nor ``max_tokens`` is set.
-DEFAULT_MAX_TOKENS = {"cpu": 4096, "cuda": 65536}  # cuda: provisional (not measured yet)
+# device type -> tokens per forward pass when neither ``batch_size`` nor ``max_tokens`` is set. cpu: the fastest of
+# 2048 / 4096 / 8192 / 16384 on STS-B dev with all-MiniLM-L6-v2 (1.98x 64 sentences a batch, docs/speed.md).
+# cuda: PROVISIONAL, not measured by us: issue 39's padded bf16 BERT-base forward on an H200 peaked at batch 2,048
+# (~65k tokens); the GPU script (benchmarks.encode_engine --device cuda) is to measure it.
+DEFAULT_MAX_TOKENS = {"cpu": 4096, "cuda": 65536}
 
 
 def default_max_tokens(device: torch.device) -> int:
