@@ -80,7 +80,7 @@ class HFEncoder(BaseEncoder):
         boundary = {tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.bos_token_id,
                     tokenizer.eos_token_id, tokenizer.pad_token_id}
         self._special_ids = torch.tensor(sorted(i for i in boundary if i is not None), dtype=torch.long)
-        self._special_on_device = self._special_ids.to(self.device)
+        self._special_on_device = self._special_ids
         self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
     @classmethod
@@ -136,6 +136,13 @@ class HFEncoder(BaseEncoder):
             return False
         return packing_unsupported(self.model) is None
 
+    def _special_ids_on(self, device: torch.device) -> torch.Tensor:
+        """The boundary-token ids on ``device``, copied once per device (a module may move the model later and set
+        ``device``; a copy per batch would be one more host-to-device transfer each pass)."""
+        if self._special_on_device.device != device:
+            self._special_on_device = self._special_ids.to(device)
+        return self._special_on_device
+
     def forward_ids(self, ids: Sequence[Sequence[int]]) -> TokenBatch:
         """All-layer token states of one batch, padded or packed (``packs_batches``); gradients flow if enabled."""
         if self.packs_batches:
@@ -143,7 +150,7 @@ class HFEncoder(BaseEncoder):
         input_ids, mask = self.pad(ids)
         input_ids, mask = to_device(input_ids, self.device), to_device(mask, self.device)
         out = self.model(input_ids=input_ids, attention_mask=mask, output_hidden_states=True, return_dict=True)
-        special = torch.isin(input_ids, self._special_on_device) & mask.bool()
+        special = torch.isin(input_ids, self._special_ids_on(input_ids.device)) & mask.bool()
         states = tuple(out.hidden_states) if self.precision == "fp32" else tuple(h.float() for h in out.hidden_states)
         return TokenBatch(hidden_states=states, attention_mask=mask, special_tokens_mask=special)
 
@@ -153,7 +160,7 @@ class HFEncoder(BaseEncoder):
             out = self.model(input_ids=input_ids, position_ids=positions, output_hidden_states=True, return_dict=True)
         rows, longest = len(layout.lengths), layout.longest
         special = torch.zeros(rows * longest, dtype=torch.bool, device=self.device)
-        special = special.index_copy(0, layout.flat, torch.isin(input_ids[0], self._special_on_device))
+        special = special.index_copy(0, layout.flat, torch.isin(input_ids[0], self._special_ids_on(input_ids.device)))
         return TokenBatch(hidden_states=PackedLayers(out.hidden_states, layout.flat, rows, longest),
                           attention_mask=layout.attention_mask, special_tokens_mask=special.view(rows, longest))
 
