@@ -61,7 +61,11 @@ class ReadingStore:
             else:
                 self.vectors.setdefault(r, {})
         unique = list(dict.fromkeys(sentences))
-        self._ids(unique)
+        # Token ids key the disk cache and the layer memos; pooled readings in memory are keyed by text, so without
+        # those the encoder tokenizes itself (on CUDA in a thread, overlapped with the forward: encoders/prefetch.py).
+        keyed = self.cache is not None or any(r.kind == LAYER for r in readings)
+        if keyed:
+            self._ids(unique)
         if self.cache is not None:
             for r in readings:
                 self._load(r, [s for s in unique if not self._has(r, s)])
@@ -70,13 +74,14 @@ class ReadingStore:
             return
         todo = [s for s in unique if any(not self._has(r, s) for r in lacking)]
         new = {r: [s for s in todo if not self._has(r, s)] for r in lacking}
-        self._encode(lacking, todo, batch_size, desc)
+        self._encode(lacking, todo, batch_size, desc, keyed)
         self.computed += len(todo)
         if self.cache is not None:
             for r in lacking:
                 self.cache.save(r, {row_digest(self.ids_of[s], s): self._row(r, s) for s in new[r]})
 
-    def _encode(self, readings: list[Reading], sentences: list[str], batch_size: int | None, desc: str | None) -> None:
+    def _encode(self, readings: list[Reading], sentences: list[str], batch_size: int | None, desc: str | None,
+                keyed: bool = True) -> None:
         pooled = [r for r in readings if r.kind != LAYER]
         memos = [self.memos[r] for r in readings if r.kind == LAYER]
         runner = RecordingEncoder(self.encoder, memos) if memos else self.encoder
@@ -88,7 +93,7 @@ class ReadingStore:
 
         out = runner.encode(sentences, pool_all, batch_size=batch_size,  # tokenized once: the ids it keys by
                             desc=desc or f"{self.encoder.name}: {', '.join(r.key for r in readings)}",
-                            ids=[self.ids_of[s] for s in sentences])
+                            ids=[self.ids_of[s] for s in sentences] if keyed else None)
         for r in pooled:
             table = self.vectors[r]
             for row, s in enumerate(sentences):
@@ -128,4 +133,5 @@ class ReadingStore:
         """Whether every sentence's reading is in memory (so serving it runs no pass)."""
         if reading not in self.vectors and reading not in self.memos:
             return False
-        return all(s in self.ids_of and self._has(reading, s) for s in sentences)
+        layer = reading.kind == LAYER
+        return all((not layer or s in self.ids_of) and self._has(reading, s) for s in sentences)

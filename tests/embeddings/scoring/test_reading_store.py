@@ -49,3 +49,14 @@ def test_strings_that_tokenise_alike_keep_their_own_rows(tiny_encoder):
     sentences = [*SENTENCES, *pair]
     assert tiny_encoder.tokenize(pair[:1]) == tiny_encoder.tokenize(pair[1:])
     assert torch.equal(ReadingStore(tiny_encoder).pooled(MEAN, sentences), tiny_encoder.encode(sentences, MEAN.fn))
+
+
+def test_each_sentence_is_tokenized_once(tiny_encoder, monkeypatch):
+    """Memory-only pooled readings: the encoder tokenizes (on CUDA ahead, in a thread); keyed by token ids (a layer
+    reading, the disk cache): the store tokenizes and hands the ids to ``encode``. Never both."""
+    calls = []
+    tokenize = tiny_encoder.tokenize
+    monkeypatch.setattr(tiny_encoder, "tokenize", lambda xs: calls.append(len(xs)) or tokenize(xs))
+    ReadingStore(tiny_encoder).fill([MEAN], SENTENCES)
+    ReadingStore(tiny_encoder).fill([MEAN, layer_reading(-1, tiny_encoder.num_layers)], SENTENCES)
+    assert calls == [len(SENTENCES), len(SENTENCES)]
