@@ -13,6 +13,7 @@ from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.io.export_note import evaluate_command, write_loading_note
 from sts_lightning.runs.evaluate_run import evaluate
 from tests.paths import CONFIG_DIR
+from tests.tolerance import TINY_BERT
 
 
 def _evaluate_py(tmp_path, encoder: str, scorer: str, data_dir, extra=()) -> dict:
@@ -85,3 +86,15 @@ def test_load_keeps_the_callers_hydra_app(tiny_model_dir, tmp_path):
         assert GlobalHydra.instance().is_initialized()
         assert compose(config_name="mine").value == 7
     assert not GlobalHydra.instance().is_initialized()
+
+
+def test_batching_and_packing_options_reach_the_encoder(tiny_model_dir):
+    """``max_tokens`` / ``packing`` as in evaluate.yaml: the default batches by tokens; packed equals padded."""
+    default = sl.load(str(tiny_model_dir))
+    assert default.encoder.batch_size is None and default.encoder.packing == "auto"
+    packed = sl.load(str(tiny_model_dir), max_tokens=32, packing="packed")
+    assert (packed.encoder.max_tokens, packed.encoder.packs_batches) == (32, True)
+    sentences = ["a man plays a guitar .", "a dog runs ."]
+    torch.testing.assert_close(packed.encode(sentences), default.encode(sentences), **TINY_BERT)
+    with pytest.raises(ConfigError, match="encoder.packing='fast'"):
+        sl.load(str(tiny_model_dir), packing="fast")
