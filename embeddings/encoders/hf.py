@@ -14,7 +14,7 @@ from sts_lightning.embeddings.encoders.base import BaseEncoder, pad_ids
 from sts_lightning.embeddings.encoders.packaged import resolve_model_path
 from sts_lightning.embeddings.encoders.packing import pack_ids, packed_forward, packing_unsupported, to_device
 from sts_lightning.embeddings.encoders.precision import dtype_of, resolve_precision
-from sts_lightning.embeddings.encoders.token_batch import PackedLayers, TokenBatch
+from sts_lightning.embeddings.encoders.token_batch import TokenBatch, unpack_layers
 from sts_lightning.embeddings.encoders.token_budget import check_batching
 from sts_lightning.embeddings.errors import ConfigError, DataError, first_line
 from sts_lightning.embeddings.io.export_manifest import verify_export
@@ -22,8 +22,10 @@ from sts_lightning.embeddings.isolated_rng import rng_isolated
 
 DEFAULT_MAX_LENGTH = 256
 PACKING_MODES = ("auto", "packed", "padded")
-# Where ``packing: auto`` packs: measured slower than the padded path on the CPU (docs/speed.md, "The encode
-# engine"): sorted STS batches have little padding to save there, and attention gathers cost more than it saves.
+# Where ``packing: auto`` packs in training mode too. On the CPU it packs inference passes only (eval mode: encode,
+# evaluation, the STS callback): measured 1.12x / 1.22x the padded path there at the same token budget
+# (docs/speed.md, "The encode engine"); training steps on the CPU stay padded, so their dropout draws, their
+# numbers and the CPU training ratios of docs/speed.md are what they were (packed training is not measured there).
 AUTO_PACKS_ON = ("cuda",)
 
 
@@ -55,8 +57,8 @@ class HFEncoder(BaseEncoder):
             the token states handed out are fp32 whatever it is. ``self.precision`` is what is used.
         max_tokens: the token budget of a forward pass when ``batch_size`` is ``None``
             (``embeddings.encoders.token_budget``; ``None``: the device's measured default).
-        packing: ``auto`` (packed on CUDA, padded on the CPU where it measured faster), ``packed`` (the
-            padding-free forward, ``embeddings.encoders.packing``; BERT-type models) or ``padded``.
+        packing: ``auto`` (packed on CUDA; on the CPU packed for inference, padded in training mode), ``packed``
+            (the padding-free forward, ``embeddings.encoders.packing``; BERT-type models) or ``padded``.
     """
 
     def __init__(self, model, tokenizer, max_length: int = DEFAULT_MAX_LENGTH, batch_size: int | None = 64,
@@ -132,7 +134,8 @@ class HFEncoder(BaseEncoder):
     def packs_batches(self) -> bool:
         """Whether the next ``forward_ids`` runs packed: ``packing`` and what the model allows right now (inside
         Sen2Pro's fast MC dropout the attention is its own, so those passes run padded)."""
-        if self.packing == "padded" or (self.packing == "auto" and self.device.type not in AUTO_PACKS_ON):
+        if self.packing == "padded" or (self.packing == "auto" and self.device.type not in AUTO_PACKS_ON
+                                         and self.model.training):
             return False
         return packing_unsupported(self.model) is None
 
@@ -161,7 +164,7 @@ class HFEncoder(BaseEncoder):
         rows, longest = len(layout.lengths), layout.longest
         special = torch.zeros(rows * longest, dtype=torch.bool, device=self.device)
         special = special.index_copy(0, layout.flat, torch.isin(input_ids[0], self._special_ids_on(input_ids.device)))
-        return TokenBatch(hidden_states=PackedLayers(out.hidden_states, layout.flat, rows, longest),
+        return TokenBatch(hidden_states=unpack_layers(out.hidden_states, layout.flat, rows, longest),
                           attention_mask=layout.attention_mask, special_tokens_mask=special.view(rows, longest))
 
     @contextlib.contextmanager

@@ -20,13 +20,13 @@ class TokenBatch:
     Attributes:
         hidden_states: one ``(batch, tokens, hidden)`` float tensor per layer; index 0 is the
             embedding output, index -1 the last layer (the Hugging Face ``hidden_states`` order).
-            Static word-vector encoders return a single layer. A packed forward hands a ``PackedLayers``: the
-            same tensors, each unpacked when first read.
+            Static word-vector encoders return a single layer. A packed forward hands the same padded layout
+            (``unpack_layers``).
         attention_mask: ``(batch, tokens)`` with 1 for real tokens, 0 for padding.
         special_tokens_mask: ``(batch, tokens)`` bool, True for [CLS]/[SEP]-like tokens.
     """
 
-    hidden_states: Sequence[torch.Tensor]
+    hidden_states: tuple[torch.Tensor, ...]
     attention_mask: torch.Tensor
     special_tokens_mask: torch.Tensor
 
@@ -43,28 +43,15 @@ class TokenBatch:
         return self.attention_mask.sum(dim=1)
 
 
-class PackedLayers(Sequence):
-    """The layers of a packed forward (``(1, N, hidden)`` each) seen as padded ``(batch, longest, hidden)`` tensors.
+def unpack_layers(packed: Sequence[torch.Tensor], flat: torch.Tensor, rows: int, longest: int) -> tuple[torch.Tensor, ...]:
+    """The layers of a packed forward (``(1, N, hidden)`` each) as padded float32 ``(rows, longest, hidden)`` tensors.
 
-    Why lazy: a pooling reads one or two layers (mean: the last), SBERT-WK a few; unpacking all 13 of a BERT-base
-    on every batch would copy what nobody reads. A layer is unpacked (and cast to float32) on first access and
-    kept, so it is a plain tensor from then on; padding positions are zeros (every pooling masks them).
+    Padding positions are zeros (every pooling masks them). A plain tuple, as the padded path gives: scorers and
+    benchmarks hand ``hidden_states`` to ``torch.stack`` / ``torch.cat``, which take tuples and lists only (a lazy
+    sequence was tried and refused there). One ``index_copy`` per layer: ~1% of a forward.
     """
-
-    def __init__(self, packed: Sequence[torch.Tensor], flat: torch.Tensor, rows: int, longest: int) -> None:
-        self._packed, self._flat, self._shape = tuple(packed), flat, (rows, longest)
-        self._done: dict[int, torch.Tensor] = {}
-
-    def __len__(self) -> int:
-        return len(self._packed)
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return tuple(self[i] for i in range(*index.indices(len(self))))
-        i = range(len(self))[index]  # negative indices, and IndexError past the end
-        if i not in self._done:
-            states = self._packed[i][0]
-            rows, longest = self._shape
-            grid = states.new_zeros(rows * longest, states.shape[-1], dtype=torch.float32)
-            self._done[i] = grid.index_copy(0, self._flat, states.float()).view(rows, longest, -1)  # autograd-safe
-        return self._done[i]
+    out = []
+    for states in packed:
+        grid = states.new_zeros(rows * longest, states.shape[-1], dtype=torch.float32)
+        out.append(grid.index_copy(0, flat, states[0].float()).view(rows, longest, -1))  # autograd-safe
+    return tuple(out)

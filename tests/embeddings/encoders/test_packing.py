@@ -44,7 +44,7 @@ def test_every_layer_and_mask_equal(pair):
         torch.testing.assert_close(b.hidden_states[layer][real], a.hidden_states[layer][real], **TINY_BERT)
         assert not b.hidden_states[layer][~real].any()
     torch.testing.assert_close(b.stacked(1)[:, real], a.stacked(1)[:, real], **TINY_BERT)
-    assert b.hidden_states[-1] is b.hidden_states[a.num_layers - 1]  # unpacked once, then kept
+    assert isinstance(b.hidden_states, tuple)  # torch.stack / torch.cat take it as they take the padded one
 
 
 @pytest.mark.parametrize("name", sorted(POOLINGS))
@@ -134,3 +134,12 @@ def test_config_restored_after_packed_forward(pair):
     _, packed = pair
     _batches(pair, SENTENCES[:2])
     assert packed.model.config._attn_implementation == "sdpa" != PACKED
+
+
+def test_auto_on_the_cpu_packs_inference_only(tiny_model_dir):
+    """CPU: packed in eval mode (measured faster), padded in training mode (CPU training unchanged)."""
+    encoder = HFEncoder.from_pretrained(str(tiny_model_dir), packing="auto")
+    assert encoder.packs_batches
+    with encoder.stochastic():
+        assert not encoder.packs_batches
+    assert not HFEncoder.from_pretrained(str(tiny_model_dir), packing="padded").packs_batches
