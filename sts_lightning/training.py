@@ -1,0 +1,109 @@
+"""The Python training API: ``sl.train("simcse", ["trainer.max_steps=100"])`` is ``sts-train model=simcse ...``.
+
+Why Hydra's own run, not a composed config handed to ``train(cfg)``: the run must be the one ``sts-train`` makes
+for the same overrides -- the same composition (``configs/train.yaml``, the model's data group, experiments, a
+user's config folders), the same run directory (``hydra.run.dir``, ``.hydra/`` with the config and overrides,
+``train.log``), the same checks and the same job (``sts_lightning.train.run``). So this composes and runs through
+Hydra exactly as ``@hydra.main`` does (``Hydra.run``), inside :func:`process_state.kept_process_state`, which puts
+back what a run changes in a process, so a notebook can train twice. Errors raise (``ConfigError`` for bad input,
+with the same one-line message the command prints) instead of exiting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hydra import initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from omegaconf import DictConfig
+
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.io.package_files import CONFIG_DIR
+from sts_lightning.process_state import kept_process_state
+from sts_lightning.runs.overrides import check_command_line
+from sts_lightning.train import run as job  # the command's own job (importing it registers ${run_id:} & co.)
+
+SUMMARY_FILE = "sts_before_after.md"  # runs/run_summary.py: the STS table before / after training
+
+
+@dataclass(frozen=True)
+class Run:
+    """A finished training run.
+
+    Attributes:
+        dir: the run directory (``sts-train``'s ``hydra.run.dir``): checkpoints, logs, ``.hydra/``, ``export/``.
+        metrics: the final metrics as floats (``val/<task>_spearman``, ``train/loss``, ...; the seeds' means).
+        config: the composed job config, as ``<dir>/.hydra/config.yaml`` holds it.
+    """
+
+    dir: Path
+    metrics: dict[str, float]
+    config: DictConfig = field(repr=False)
+
+    @property
+    def export(self) -> Path | None:
+        """The exported model directory (``sl.load(run.export)``), or ``None`` for ``export=false``."""
+        path = self.dir / "export"
+        return path if path.is_dir() else None
+
+    @property
+    def table(self) -> str:
+        """The STS table before / after training (markdown), as the command printed it; ``""`` if none."""
+        path = self.dir / SUMMARY_FILE
+        return path.read_text() if path.is_file() else ""
+
+    def load(self, **options: Any):
+        """The export as a ``SentenceModel``, scored as its ``LOADING.md`` says (``sl.load(run.export)``)."""
+        from sts_lightning.api import load  # deferred: the API loads torch and the encoders
+
+        if self.export is None:
+            raise ConfigError(f"{self.dir} has no export (trained with export=false)")
+        return load(self.export, **options)
+
+
+def command_line(model: str | None, overrides: Sequence[str], experiment: str | None,
+                 config_dirs: Sequence[str | Path]) -> list[str]:
+    """The ``sts-train`` arguments of a call: ``model=``, ``experiment=``, the overrides, ``hydra.searchpath``."""
+    if isinstance(overrides, str):
+        overrides = [overrides]
+    args = [f"model={model}"] if model else []
+    args += [f"experiment={experiment}"] if experiment else []
+    args += [str(o) for o in overrides]
+    if config_dirs:
+        args.append("hydra.searchpath=[" + ",".join(f"file://{Path(d).expanduser().resolve()}" for d in config_dirs)
+                    + "]")
+    return args
+
+
+def train(model: str | None = None, overrides: Sequence[str] = (), *, experiment: str | None = None,
+          config_dir: str | Path | Sequence[str | Path] | None = None) -> Run:
+    """Train as ``sts-train`` would with the same arguments; returns the :class:`Run`.
+
+    Examples:
+        >>> run = train("simcse", ["trainer.max_steps=100"])        # sts-train model=simcse trainer.max_steps=100
+        >>> run = train(experiment="quickstart")                       # sts-train experiment=quickstart
+        >>> run = train("my_model", config_dir="conf")                 # a model of your own (conf/model/my_model.yaml)
+        >>> run.dir, run.metrics["val/stsb-dev_spearman"], run.load().similarity("a cat", "a dog")
+
+    Args:
+        model: a ``configs/model`` name (``model=``); ``None`` keeps train.yaml's (or the experiment's) choice.
+        overrides: further ``key=value`` overrides, as on the command line.
+        experiment: an experiment (``experiment=``), e.g. ``quickstart`` or ``flow/minilm_l6``.
+        config_dir: your own config folder(s), searched after the package's (``hydra.searchpath``): experiments,
+            models and data groups of your own, which may extend ours through their defaults lists.
+    """
+    dirs = [config_dir] if isinstance(config_dir, str | Path) else list(config_dir or [])
+    args = command_line(model, overrides, experiment, dirs)
+    check_command_line("train", args)  # a mistyped group, key or +key: ConfigError with the command's line
+    metrics: dict[str, float] = {}
+
+    def task(cfg: DictConfig) -> None:
+        metrics.update(job(cfg) or {})
+
+    with kept_process_state():
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3", job_name="train"):
+            done = GlobalHydra.instance().hydra.run(config_name="train", task_function=task, overrides=args)
+    return Run(Path(done.hydra_cfg.hydra.runtime.output_dir), metrics, done.cfg)
