@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
@@ -104,11 +105,27 @@ def _join_user_configs(loader, config_dir: str | None, overrides) -> None:
         loader.config_search_path.prepend(provider="command-line", path=f"file://{os.path.abspath(config_dir)}",
                                           anchor=SearchPathQuery(provider="schema"))
     listed = copy.deepcopy(loader.config_search_path)
+    folders = [config_dir] if config_dir is not None else []
     for override in overrides:
         if override.get_key_element() == "hydra.searchpath" and isinstance(override.value(), list):
             for path in override.value():
                 listed.append(provider="hydra.searchpath in command-line", path=str(path))
+                if str(path).startswith("file://") or "://" not in str(path):  # a folder, not pkg://
+                    folders.append(str(path).removeprefix("file://"))
     loader.repository.initialize_sources(listed)
+    for folder in folders:
+        _refuse_shadowed(Path(folder))
+
+
+def _refuse_shadowed(folder: Path) -> None:
+    """A user's file named like one of ours would be ignored without a word (Hydra reads the package's first)."""
+    for path in sorted(folder.rglob("*.yaml")) if folder.is_dir() else []:
+        name = path.relative_to(folder)
+        if (CONFIG_DIR / name).is_file():
+            stem = name.with_suffix("").as_posix()
+            raise ConfigError(f"{path} has the name of a packaged config ({stem}), which Hydra reads first, so yours "
+                              f"would be ignored: name it differently (e.g. {name.parent / ('my_' + name.name)}, "
+                              f"with `defaults: [{name.stem}]` to start from ours)")
 
 
 def _first_value(override) -> str:
