@@ -34,30 +34,34 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobRuntime
 from hydra.initialize import get_gh_backup, restore_gh_from_backup
+from hydra.version import VersionBase
 
 from sts_lightning.embeddings.isolated_rng import isolated_rng
 
-_FIELD = {JobRuntime: "conf", HydraConfig: "cfg"}  # where each Hydra runtime singleton keeps its state
+_RUNTIME = (JobRuntime, HydraConfig, VersionBase)  # Hydra's singletons besides GlobalHydra that a run changes
 
 
 @contextmanager
 def fresh_hydra() -> Iterator[None]:
-    """Hydra with no app initialised inside the block; the caller's Hydra state (if any) restored after it."""
+    """Hydra with no app initialised inside the block; the caller's Hydra state (if any) restored after it.
+
+    Hydra keeps its state in singletons: the initialised app (``GlobalHydra``) and, changed in place by every
+    initialisation and job, the job name (``JobRuntime``), the running job's config (``HydraConfig``) and the
+    ``version_base`` (``VersionBase``). Each is set aside as it was (a copy) and put back.
+    """
     backup = get_gh_backup()
-    runtime = {kind: Singleton._instances.get(kind) for kind in (JobRuntime, HydraConfig)}
-    # JobRuntime's job name is set in place by each initialisation: a copy, not a reference
-    runtime_cfg = {kind: copy.deepcopy(getattr(obj, _FIELD[kind], None)) for kind, obj in runtime.items()}
+    kept = {kind: (obj, copy.deepcopy(vars(obj))) for kind in _RUNTIME if (obj := Singleton._instances.get(kind))}
     GlobalHydra.instance().clear()
     try:
         yield
     finally:
         restore_gh_from_backup(backup)
-        for kind, obj in runtime.items():
-            if obj is None:
-                Singleton._instances.pop(kind, None)
-            else:
-                Singleton._instances[kind] = obj
-                setattr(obj, _FIELD[kind], runtime_cfg[kind])
+        for kind in _RUNTIME:
+            Singleton._instances.pop(kind, None)
+        for kind, (obj, state) in kept.items():
+            vars(obj).clear()
+            vars(obj).update(state)
+            Singleton._instances[kind] = obj
 
 
 def _loggers() -> list[logging.Logger]:

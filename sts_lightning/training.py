@@ -4,7 +4,7 @@ Why Hydra's own run, not a composed config handed to ``train(cfg)``: the run mus
 for the same overrides -- the same composition (``configs/train.yaml``, the model's data group, experiments, a
 user's config folders), the same run directory (``hydra.run.dir``, ``.hydra/`` with the config and overrides,
 ``train.log``), the same checks and the same job (``sts_lightning.train.run``). So this composes and runs through
-Hydra exactly as ``@hydra.main`` does (``Hydra.run``), inside :func:`process_state.kept_process_state`, which puts
+Hydra exactly as ``@hydra.main`` does (the same search path, ``config_dir`` as ``--config-dir``; ``Hydra.run``), inside :func:`process_state.kept_process_state`, which puts
 back what a run changes in a process, so a notebook can train twice. Errors raise (``ConfigError`` for bad input,
 with the same one-line message the command prints) instead of exiting.
 """
@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hydra import initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
+from hydra import version
+from hydra._internal.hydra import Hydra
+from hydra._internal.utils import create_config_search_path
+from hydra.core.config_search_path import ConfigSearchPath, SearchPathQuery
 from omegaconf import DictConfig
 
 from sts_lightning.embeddings.errors import ConfigError
@@ -64,18 +66,22 @@ class Run:
         return load(self.export, **options)
 
 
-def command_line(model: str | None, overrides: Sequence[str], experiment: str | None,
-                 config_dirs: Sequence[str | Path]) -> list[str]:
-    """The ``sts-train`` arguments of a call: ``model=``, ``experiment=``, the overrides, ``hydra.searchpath``."""
+def command_line(model: str | None, overrides: Sequence[str], experiment: str | None) -> list[str]:
+    """The ``sts-train`` overrides of a call: ``model=``, ``experiment=``, then the overrides as given."""
     if isinstance(overrides, str):
         overrides = [overrides]
     args = [f"model={model}"] if model else []
     args += [f"experiment={experiment}"] if experiment else []
-    args += [str(o) for o in overrides]
-    if config_dirs:
-        args.append("hydra.searchpath=[" + ",".join(f"file://{Path(d).expanduser().resolve()}" for d in config_dirs)
-                    + "]")
-    return args
+    return args + [str(o) for o in overrides]
+
+
+def search_path(config_dirs: Sequence[Path]) -> ConfigSearchPath:
+    """The package's configs, then the user's folders where ``--config-dir`` puts one (before the schema entry):
+    the run, and the stages a pipeline composes inside it, see the user's configs as ``sts-train`` does."""
+    path = create_config_search_path(str(CONFIG_DIR))
+    for folder in config_dirs:
+        path.prepend(provider="command-line", path=f"file://{folder}", anchor=SearchPathQuery(provider="schema"))
+    return path
 
 
 def train(model: str | None = None, overrides: Sequence[str] = (), *, experiment: str | None = None,
@@ -92,18 +98,24 @@ def train(model: str | None = None, overrides: Sequence[str] = (), *, experiment
         model: a ``configs/model`` name (``model=``); ``None`` keeps train.yaml's (or the experiment's) choice.
         overrides: further ``key=value`` overrides, as on the command line.
         experiment: an experiment (``experiment=``), e.g. ``quickstart`` or ``flow/minilm_l6``.
-        config_dir: your own config folder(s), searched after the package's (``hydra.searchpath``): experiments,
+        config_dir: your own config folder(s), searched after the package's as ``--config-dir`` is: experiments,
             models and data groups of your own, which may extend ours through their defaults lists.
     """
-    dirs = [config_dir] if isinstance(config_dir, str | Path) else list(config_dir or [])
-    args = command_line(model, overrides, experiment, dirs)
-    check_command_line("train", args)  # a mistyped group, key or +key: ConfigError with the command's line
+    given = [config_dir] if isinstance(config_dir, str | Path) else list(config_dir or [])
+    dirs = [Path(d).expanduser().resolve() for d in given]
+    missing = [str(d) for d in dirs if not d.is_dir()]
+    if missing:
+        raise ConfigError(f"config_dir {missing[0]} is not a directory")
+    args = command_line(model, overrides, experiment)
+    listed = [f"hydra.searchpath=[{','.join(f'file://{d}' for d in dirs)}]"] if dirs else []
+    check_command_line("train", [*args, *listed])  # a mistyped group, key or +key: ConfigError, the command's line
     metrics: dict[str, float] = {}
 
     def task(cfg: DictConfig) -> None:
         metrics.update(job(cfg) or {})
 
-    with kept_process_state():
-        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3", job_name="train"):
-            done = GlobalHydra.instance().hydra.run(config_name="train", task_function=task, overrides=args)
+    with kept_process_state():  # as @hydra.main: version base, the app (Hydra.create_main_hydra2), its run
+        version.setbase("1.3")
+        hydra = Hydra.create_main_hydra2(task_name="train", config_search_path=search_path(dirs))
+        done = hydra.run(config_name="train", task_function=task, overrides=args)
     return Run(Path(done.hydra_cfg.hydra.runtime.output_dir), metrics, done.cfg)

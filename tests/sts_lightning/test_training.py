@@ -72,9 +72,10 @@ def test_a_mistake_is_the_commands_one_line(tmp_path):
 
 
 def test_the_call_as_a_command_line(tmp_path):
-    assert command_line("ct", "trainer.max_steps=3", None, []) == ["model=ct", "trainer.max_steps=3"]
-    assert command_line(None, [], "flow/minilm_l6", [tmp_path]) == [
-        "experiment=flow/minilm_l6", f"hydra.searchpath=[file://{tmp_path}]"]
+    assert command_line("ct", "trainer.max_steps=3", None) == ["model=ct", "trainer.max_steps=3"]
+    assert command_line(None, [], "flow/minilm_l6") == ["experiment=flow/minilm_l6"]
+    with pytest.raises(ConfigError, match="is not a directory"):
+        sl.train("simcse", config_dir=tmp_path / "nowhere")
 
 
 def test_the_command_module_once_imported_still_calls_the_api(monkeypatch):
