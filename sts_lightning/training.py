@@ -4,9 +4,10 @@ Why Hydra's own run, not a composed config handed to ``train(cfg)``: the run mus
 for the same overrides -- the same composition (``configs/train.yaml``, the model's data group, experiments, a
 user's config folders), the same run directory (``hydra.run.dir``, ``.hydra/`` with the config and overrides,
 ``train.log``), the same checks and the same job (``sts_lightning.train.run``). So this composes and runs through
-Hydra exactly as ``@hydra.main`` does (the same search path, ``config_dir`` as ``--config-dir``; ``Hydra.run``), inside :func:`process_state.kept_process_state`, which puts
-back what a run changes in a process, so a notebook can train twice. Errors raise (``ConfigError`` for bad input,
-with the same one-line message the command prints) instead of exiting.
+Hydra exactly as ``@hydra.main`` does (the same search path, ``config_dir`` joining it as ``--config-dir`` does;
+``Hydra.run``), inside :func:`process_state.kept_process_state`, which puts back what a run changes in a process,
+so a notebook can train twice. Errors raise (``ConfigError`` for bad input, with the same one-line message the
+command prints) instead of exiting.
 """
 
 from __future__ import annotations
