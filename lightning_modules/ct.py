@@ -51,6 +51,7 @@ from sts_lightning.embeddings.methods.ct.objective import (
     in_batch_tension_loss,
     make_ct_pairs,
     pair_rng,
+    per_label_losses,
     split_views,
 )
 from sts_lightning.embeddings.methods.pooling import PoolingScorer
@@ -200,7 +201,7 @@ class ContrastiveTensionModule(EncoderModule):
     def embed2_ids(self, ids: list[list[int]]) -> Tensor:
         """``embed2`` of tokenized sentences (both copies share one tokenizer: the loader's workers made the ids)."""
         self.encoder2.device = self.device
-        return embed_length_buckets(self.encoder2, self.pool, ids, self.length_buckets)
+        return embed_length_buckets(self.encoder2, self.pool, ids, self.forward_groups())
 
     def view2(self, ids: list[list[int]]) -> EncoderView:
         """Tokenized sentences as ``embed2_ids`` sees them (``view`` is model 1)."""
@@ -244,12 +245,11 @@ class ContrastiveTensionModule(EncoderModule):
                                          span_words=hp.span_words)
         ids1, ids2 = self.pair_ids(batch, texts1, texts2)
         logits = ct_logits(self.embed_ids(ids1).float(), self.embed2_ids(ids2).float())  # fp32: unbounded dots
-        labels = labels.to(logits.device)
+        labels = labels.to(logits.device, non_blocking=True)  # no stream sync on a GPU
         loss = ct_loss(logits, labels)
-        with torch.no_grad():
-            per_pair = ct_loss(logits, labels, reduction="none")
-            self.log("train/pos_loss", per_pair[labels == 1].mean(), batch_size=pairs)
-            self.log("train/neg_loss", per_pair[labels == 0].mean(), batch_size=pairs)
+        pos_loss, neg_loss = per_label_losses(logits.detach(), labels)
+        self.log("train/pos_loss", pos_loss, batch_size=pairs)
+        self.log("train/neg_loss", neg_loss, batch_size=pairs)
         self.log("train/loss", loss, prog_bar=True, batch_size=pairs)
         return loss
 

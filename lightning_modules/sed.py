@@ -72,7 +72,7 @@ class SEDModule(EncoderModule):
 
     def embed_train_ids(self, ids: Sequence[Sequence[int]]) -> Tensor:
         """``embed_train`` of tokenized sentences (the training step's come from the loader's workers)."""
-        return embed_length_buckets(self._live_encoder(), self.train_pool, ids, self.length_buckets)
+        return embed_length_buckets(self._live_encoder(), self.train_pool, ids, self.forward_groups())
 
     def on_fit_start(self) -> None:
         """Compare sizes before the first step when the datamodule knows its target size."""
