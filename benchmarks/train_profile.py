@@ -17,32 +17,20 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import time
 
 os.environ.setdefault("WANDB_MODE", "disabled")
 
 import torch  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
-from benchmarks.device_timing import device_line, synchronize  # noqa: E402
-from benchmarks.train_speed import make_batches, make_optimizer  # noqa: E402
+from benchmarks.device_timing import device_line  # noqa: E402
+from benchmarks.train_speed import Ours, make_batches  # noqa: E402
 from sts_lightning.datamodules.nli_readers import load_source  # noqa: E402
 from sts_lightning.embeddings.encoders.packaged import resolve_model_path  # noqa: E402
-from sts_lightning.lightning_modules.ct import ContrastiveTensionModule  # noqa: E402
-from sts_lightning.lightning_modules.sbert_nli import SBERTNLIModule  # noqa: E402
-from sts_lightning.lightning_modules.simcse import SimCSEModule  # noqa: E402
 
 MAX_LENGTH = {"nli": 128, "ct": 75, "simcse": 32}
 ATTENTION_OPS = ("cudnn_attention", "flash_attention", "efficient_attention", "_scaled_dot_product_attention_math")
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaMemcpy", "cudaEventSynchronize")
-
-
-def build(method: str, path: str, batch_size: int):
-    if method == "nli":
-        return SBERTNLIModule(path, pooling="mean", max_length=MAX_LENGTH[method])
-    if method == "simcse":
-        return SimCSEModule(path, pooling="mean", mlp="none", max_length=MAX_LENGTH[method], dropout=0.1)
-    return ContrastiveTensionModule(path, pooling="mean", max_length=MAX_LENGTH[method], pairs=batch_size, positives=2)
 
 
 def tokenized(module, batches: list[dict]) -> list[dict]:
@@ -51,38 +39,20 @@ def tokenized(module, batches: list[dict]) -> list[dict]:
     return [tokenizer(batch) for batch in batches]
 
 
-class Step:
-    """One training step of ``module`` in ``precision`` with ``groups`` forward passes per embedded list."""
-
-    def __init__(self, module, method: str, precision: str, groups: int, device: torch.device):
-        self.module, self.device, self.autocast = module, device, precision != "32"
-        module.forward_groups = lambda: groups  # instance attribute: the module's own choice, overridden
-        self.opt = make_optimizer(method, module)  # train_speed's: AdamW for NLI / SimCSE, RMSprop for CT
-
-    def __call__(self, batch: dict) -> dict[str, float]:
-        synchronize(self.device)
-        t0 = time.perf_counter()
-        batch = {k: v.to(self.device, non_blocking=True) if torch.is_tensor(v) else v for k, v in batch.items()}
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
-            loss = self.module.training_step(batch, 0)
-        synchronize(self.device)
-        t1 = time.perf_counter()
-        loss.backward()
-        synchronize(self.device)
-        t2 = time.perf_counter()
-        self.opt.step()
-        self.opt.zero_grad(set_to_none=True)
-        synchronize(self.device)
-        t3 = time.perf_counter()
-        return {"forward+loss": t1 - t0, "backward": t2 - t1, "optimizer": t3 - t2, "total": t3 - t0}
+def side(method: str, path: str, batch_size: int, precision: str, groups: int, device: torch.device) -> Ours:
+    """train_speed's side of ours (same module, optimizer and timed phases), with ``groups`` forward passes."""
+    torch.manual_seed(0)  # every setting starts from the same weights
+    ours = Ours(method, path, MAX_LENGTH[method], batch_size, autocast=precision != "32", device=device)
+    ours.module.forward_groups = lambda: groups  # instance attribute: the module's own choice, overridden
+    return ours
 
 
-def op_table(step: Step, batches: list[dict], device: torch.device, rows: int) -> tuple[str, dict[str, float]]:
+def op_table(step, batches: list[dict], device: torch.device, rows: int) -> tuple[str, dict[str, float]]:
     """The profiler's table over ``batches`` (whole steps) and per-step counts: kernels, host syncs, attention ops."""
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     with profile(activities=activities) as prof:
-        for batch in batches:
-            step(batch)
+        for i, batch in enumerate(batches):
+            step(batch, i)
     events = prof.key_averages()
     per_step = len(batches)
     counts = {"kernels": sum(e.count for e in events if e.key in ("cudaLaunchKernel", "cuLaunchKernel",
@@ -118,22 +88,19 @@ def main() -> None:
     data = load_source(args.nli_source, args.data_dir)
     n = args.warmup + args.steps + args.profile_steps
     raw = make_batches(args.method, data, n, args.batch_size)
-    torch.manual_seed(0)
-    module = build(args.method, path, args.batch_size).to(device)
-    module.log = lambda *a, **k: None  # no trainer
-    module.train()
-    batches = tokenized(module, raw)
-    own = module.length_buckets if device.type == "cpu" else 1
+    own = side(args.method, path, args.batch_size, "32", 1, device).module
+    batches = tokenized(own, raw)
+    own = own.length_buckets if device.type == "cpu" else 1
     groups = [int(g) for g in args.groups.split(",")] if args.groups else [own]
     print(f"{args.method}, model {args.model}, batch {args.batch_size}, max length {MAX_LENGTH[args.method]}, "
           f"{device_line(device)}, threads {args.threads}, torch {torch.__version__}; the module's own groups here: {own}")
     summary = []
     for precision in args.precisions.split(","):
         for g in groups:
-            step = Step(module, args.method, precision, g, device)
-            for batch in batches[:args.warmup]:
-                step(batch)
-            times = [step(batch) for batch in batches[args.warmup:args.warmup + args.steps]]
+            step = side(args.method, path, args.batch_size, precision, g, device).step
+            for i, batch in enumerate(batches[:args.warmup]):
+                step(batch, i)
+            times = [step(batch, i) for i, batch in enumerate(batches[args.warmup:args.warmup + args.steps])]
             table, counts = op_table(step, batches[args.warmup + args.steps:], device, args.rows)
             med = {k: 1000 * statistics.median(t[k] for t in times) for k in times[0]}
             summary.append((precision, g, med, counts))
