@@ -3,7 +3,7 @@
 Why (issue 39): on an H200 SBERT-NLI's step got SLOWER in bf16-mixed (209 ms against 82.6 ms in fp32) and CT's
 forward + loss took 66 ms against sentence-transformers' 29. A step time alone does not say why; this prints,
 for each setting, the phases of a step (forward + loss, backward, optimizer), the kernels launched and the host
-syncs a step makes (on a GPU), which attention kernel ran, and the profiler's op table sorted by self time
+syncs a step makes (on a GPU), the operators it dispatches and autocast's casts among them, which attention kernel ran, and the profiler's op table sorted by self time
 (device time on a GPU, CPU time on a CPU). Batches come tokenized, as the DataLoader's workers make them, so the
 step holds no tokenizer time. ``--groups`` forces the length-sorted forward passes per embedded list (our
 modules pick ``length_buckets`` on a CPU and 1 on a GPU: ``EncoderModule.forward_groups``).
@@ -57,7 +57,10 @@ def op_table(step, batches: list[dict], device: torch.device, rows: int) -> tupl
     per_step = len(batches)
     counts = {"kernels": sum(e.count for e in events if e.key in ("cudaLaunchKernel", "cuLaunchKernel",
                                                                    "cudaLaunchKernelExC")) / per_step,
-              "host syncs": sum(e.count for e in events if e.key.startswith(SYNC_CALLS)) / per_step}
+              "host syncs": sum(e.count for e in events if e.key.startswith(SYNC_CALLS)) / per_step,
+              # operators dispatched (every level), and autocast's casts among them: what a host-bound step pays for
+              "aten calls": sum(e.count for e in events if e.key.startswith("aten::")) / per_step,
+              "casts": sum(e.count for e in events if e.key == "aten::_to_copy") / per_step}
     for e in events:
         for name in ATTENTION_OPS:
             if name in e.key and e.key.startswith("aten::"):
@@ -105,7 +108,7 @@ def main() -> None:
             med = {k: 1000 * statistics.median(t[k] for t in times) for k in times[0]}
             summary.append((precision, g, med, counts))
             print(f"\n=== {precision}, {g} forward group(s): op table over {args.profile_steps} steps ===\n{table}")
-    print("\n| precision | groups | step ms | forward+loss | backward | optimizer | per step: kernels, host syncs, attention ops |")
+    print("\n| precision | groups | step ms | forward+loss | backward | optimizer | per step: kernels, host syncs, aten calls, casts, attention ops |")
     print("|---|---|---|---|---|---|---|")
     for precision, g, med, counts in summary:
         extra = ", ".join(f"{k} {v:g}" for k, v in counts.items())
