@@ -8,9 +8,10 @@ timed runs and these two from one more run of the same work.
   CPU-side tracing) and ``wall`` the host's clock from the call to the device's last kernel. Only a union length is
   needed, so the device's and the host's clocks never have to be aligned. What is left is the time the GPU waited
   for the host: tokenization, padding, Python, kernel launches. On a CPU the idea does not apply: ``None`` ("n/a").
-* Peak memory: CUDA ``max_memory_allocated`` during the pass (the model's weights included); on a CPU the growth of
-  the resident set over its level at the start, sampled every 2 ms (memory the allocator already held from earlier
-  work is reused and does not show).
+* Peak memory: what the pass allocated above its start, so the other side's model, resident in the same process,
+  does not count, nor this side's weights: CUDA ``max_memory_allocated`` minus ``memory_allocated`` at the start
+  (activations, workspaces, outputs); on a CPU the growth of the resident set over its level at the start, sampled
+  every 2 ms (memory the allocator already held from earlier work is reused and does not show).
 """
 
 from __future__ import annotations
@@ -114,11 +115,12 @@ def metered(fn: Callable[[], object], device: torch.device | str) -> Meter:
 
     synchronize(device)
     torch.cuda.reset_peak_memory_stats(device)
+    start = torch.cuda.memory_allocated(device)
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         t0 = time.perf_counter()
         fn()
         synchronize(device)
         wall = time.perf_counter() - t0
     busy = union_length(device_intervals_ns(prof)) / 1e9
-    return Meter(idle_fraction(busy, wall), torch.cuda.max_memory_allocated(device) / MIB,
-                 "CUDA max_memory_allocated")
+    return Meter(idle_fraction(busy, wall), (torch.cuda.max_memory_allocated(device) - start) / MIB,
+                 "CUDA peak allocated above the pass's start")

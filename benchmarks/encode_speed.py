@@ -2,7 +2,7 @@
 
 Like for like by default: sentence-transformers runs in the SAME precision as ours (``model.bfloat16()`` /
 ``model.half()`` for bf16 / fp16; ``--peer-precision`` changes it), at its best batch size of ``--peer-batch-sizes``
-(each timed once on the same sentences; the fastest is its reference), ours at its defaults (``--batch-size`` and
+(each timed once on the first ``--peer-search-sentences`` of them; the fastest is its reference), ours at its defaults (``--batch-size`` and
 ``--ours-kwargs``, e.g. ``max_tokens=8192,packed=true``, are passed to ``HFEncoder.from_pretrained`` as given).
 ``--extra-fp32-peer`` adds sentence-transformers in fp32 as an extra, labelled line (not the comparison).
 
@@ -118,7 +118,8 @@ def compare(precision: str, path: str, label: str, task, speed_sets: list, args)
     run_ours, run_st = encoders(ours, st, sizes[0])
     main_set = speed_sets[-1][1]
     run_ours(main_set[:256]), run_st(main_set[:256])  # warm-up: kernels, allocator, thread pools
-    st_batch, search = best_batch(run_st, main_set, sizes, device) if len(sizes) > 1 else (sizes[0], {})
+    search_set = main_set[: args.peer_search_sentences]
+    st_batch, search = best_batch(run_st, search_set, sizes, device) if len(sizes) > 1 else (sizes[0], {})
     run_ours, run_st = encoders(ours, st, st_batch)
     fns = {"st": run_st, "ours": run_ours}
     if args.extra_fp32_peer and peer_precision != "fp32":
@@ -162,7 +163,8 @@ def report(r: dict, rows: list[dict], search: dict, args) -> None:
     ours_opts = f" {r['ours_kwargs']}" if r["ours_kwargs"] else ""
     print(f"\nmodel {r['model']}, {r['device']}, threads {args.threads}, ours {r['precision']} (batch "
           f"{r['ours_batch_size']}{ours_opts}) vs sentence-transformers {r['peer_precision']} (batch {r['st_batch']}"
-          + (f", best of {', '.join(f'{b}: {s:.2f} s' for b, s in search.items())}" if search else "")
+          + (f", best of {', '.join(f'{b}: {s:.2f} s' for b, s in search.items())} on "
+             f"{min(r['sentences'], args.peer_search_sentences)} sentences" if search else "")
           + f"), median of {args.repeats} alternating runs")
     print("| input | sentences | tokens | ours sent/s | ours tokens/s | sentence-transformers sent/s | "
           "sentence-transformers tokens/s | ratio (ours/ST) | max abs diff |")
@@ -203,6 +205,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ours-kwargs", default="", help="options for our encoder, e.g. max_tokens=8192,packed=true")
     parser.add_argument("--reference-kwargs", default="", help="ours for the Spearman reference, e.g. packed=false")
     parser.add_argument("--peer-batch-sizes", default="32,128,512", help="sentence-transformers: its best of these")
+    parser.add_argument("--peer-search-sentences", type=int, default=5000, help="time each batch size on this many")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--precision", default="fp32", help="ours: fp32 | bf16 | fp16, or a list (fp32,bf16,fp16)")

@@ -34,11 +34,11 @@ export STS_DATA_DIR=$PWD/$B/data STS_CACHE_DIR=$R/cache STS_BENCH_MODELS=$R/mode
 TOK=$PWD/$B/tok; [ -f "$TOK/vocab.txt" ] || TOK=$($PY -c "from sts_lightning.embeddings.encoders.packaged import bert_uncased_tokenizer_dir as t; print(t())")
 REC=$R/records; CHECKS_FILE=$OUT/checks.jsonl; : > "$CHECKS_FILE"
 if [ "$DEV" = cuda ]; then
-  TR="trainer=gpu trainer.precision=bf16-mixed"; BASE=bert-base; MINI=minilm-l6; PRECS=fp32,bf16,fp16; WIKI=20000
+  TR="trainer=gpu trainer.precision=bf16-mixed"; BASE=bert-base; MINI=minilm-l6; PRECS=bf16,fp16,fp32; WIKI=20000
   WIKI_MINI=10000; REP=3; TRAIN="--batch-size 64 --steps 20 --warmup 3"; QS_STEPS=200; E2E_STEPS=150; STEPS=398
   SHORT=100; HALF=fp16
 else  # the rehearsal: the same commands on a tiny model, a few sentences and steps
-  TR=trainer=cpu; BASE=tiny; MINI=tiny; PRECS=fp32,bf16; WIKI=200; WIKI_MINI=100; REP=1
+  TR=trainer=cpu; BASE=tiny; MINI=tiny; PRECS=bf16,fp32; WIKI=200; WIKI_MINI=100; REP=1
   TRAIN="--batch-size 8 --steps 2 --warmup 1 --meter-steps 1"; QS_STEPS=14; E2E_STEPS=14; STEPS=12; SHORT=6; HALF=bf16
 fi
 wanted() { [[ ",$CHECKS," == *",$1,"* ]]; }
