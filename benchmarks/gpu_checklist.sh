@@ -12,7 +12,7 @@
 #   encode_minilm     the encode comparison at MiniLM-L6 size (6x384), 10,000 sentences
 # Older checks, by name only: quickstart_gpu, evaluate, mixed_precision, resume, quickstart_auto (and budget_probe).
 # Each check runs under its own time budget (cut when over it: the log says so, the rest go on), all of them under
-# GPU_TOTAL_S (default 450 s); every figure goes to $OUT/gpu_figures.md and .json (benchmarks/gpu_figures.py).
+# GPU_TOTAL_S (default 460 s); every figure goes to $OUT/gpu_figures.md and .json (benchmarks/gpu_figures.py).
 # GPU_CHECK_DEVICE=cpu rehearses the whole script on a CPU (tiny model, few steps, no fp16; budgets x8).
 set -u
 OUT=${OUT:-/tmp/gpu_checklist_out}; mkdir -p "$OUT"
@@ -20,7 +20,7 @@ exec > >(tee -a "$OUT/checklist.log") 2>&1
 B=${GPU_BUNDLE:-.gpu}; R=${GPU_RUNS:-/tmp/gpu_runs}; rm -rf "$R"; mkdir -p "$R/records"
 DEV=${GPU_CHECK_DEVICE:-cuda}; PY=${PYTHON:-python3}; START=$SECONDS
 # a CPU rehearsal runs the same checks far slower (2 loaded cores): its budgets are scaled up, not its work
-if [ "$DEV" = cuda ]; then SCALE=${GPU_BUDGET_SCALE:-1}; TOTAL=${GPU_TOTAL_S:-450}; else SCALE=${GPU_BUDGET_SCALE:-8}; TOTAL=${GPU_TOTAL_S:-3600}; fi
+if [ "$DEV" = cuda ]; then SCALE=${GPU_BUDGET_SCALE:-1}; TOTAL=${GPU_TOTAL_S:-460}; else SCALE=${GPU_BUDGET_SCALE:-8}; TOTAL=${GPU_TOTAL_S:-3600}; fi
 CHECKS=${GPU_CHECKS:-machine,encode_bert_base,train_steps,e2e_quickstart,e2e_simcse,e2e_mlm,encode_minilm}
 if [ -d "$B/whl" ] && [ "${SKIP_WHEELS:-0}" != 1 ]; then
   $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "${GPU_SITE:-/tmp/site}" "$B"/whl/*.whl
@@ -35,7 +35,7 @@ TOK=$PWD/$B/tok; [ -f "$TOK/vocab.txt" ] || TOK=$($PY -c "from sts_lightning.emb
 REC=$R/records; CHECKS_FILE=$OUT/checks.jsonl; : > "$CHECKS_FILE"
 if [ "$DEV" = cuda ]; then
   TR="trainer=gpu trainer.precision=bf16-mixed"; BASE=bert-base; MINI=minilm-l6; PRECS=bf16,fp16,fp32; WIKI=20000
-  WIKI_MINI=10000; REP=3; TRAIN="--batch-size 64 --steps 20 --warmup 3"; QS_STEPS=200; E2E_STEPS=150; STEPS=398
+  WIKI_MINI=10000; REP=3; TRAIN="--batch-size 64 --steps 20 --warmup 3"; QS_STEPS=150; E2E_STEPS=150; STEPS=398
   SHORT=100; HALF=fp16
 else  # the rehearsal: the same commands on a tiny model, a few sentences and steps
   TR=trainer=cpu; BASE=tiny; MINI=tiny; PRECS=bf16,fp32; WIKI=200; WIKI_MINI=100; REP=1
@@ -79,11 +79,11 @@ if wanted e2e_quickstart || wanted quickstart_gpu || wanted resume || wanted qui
   $PY -c "from sts_lightning.embeddings.encoders.random_bert import make_random_bert as m; m('$R/rb', '$TOK', layers=4, hidden=256, heads=4, seed=0)"
 fi
 QS="experiment=quickstart model.model_name_or_path=$R/rb callbacks.progress_log.every_s=0.2"
-check e2e_quickstart 40 $PY train.py $QS $TR trainer.max_steps=$QS_STEPS $ONE $METER +callbacks.step_meter.run=quickstart hydra.run.dir=$R/e2e_qs
+check e2e_quickstart 55 $PY train.py $QS $TR trainer.max_steps=$QS_STEPS $ONE $METER +callbacks.step_meter.run=quickstart hydra.run.dir=$R/e2e_qs
 check e2e_simcse 40 $PY train.py model=simcse model.model_name_or_path=$M_BASE $TR trainer.max_steps=$E2E_STEPS data.batch_size=64 model.max_length=32 $ONE $METER +callbacks.step_meter.run=simcse hydra.run.dir=$R/e2e_simcse
 check e2e_mlm 40 $PY train.py model=mlm model.model_name_or_path=$M_BASE $TR trainer.max_steps=$E2E_STEPS data.batch_size=64 model.max_length=128 $ONE $METER +callbacks.step_meter.run=mlm hydra.run.dir=$R/e2e_mlm
 if wanted encode_minilm; then M_MINI=$(model $MINI); echo "MiniLM-L6 size: $M_MINI"; fi
-check encode_minilm 75 $PY -m benchmarks.encode_speed --size $MINI --precision $PRECS --wiki $WIKI_MINI $ENC
+check encode_minilm 70 $PY -m benchmarks.encode_speed --size $MINI --precision $PRECS --wiki $WIKI_MINI $ENC
 
 check budget_probe 1 sleep 4   # by name only: shows that a check over its budget is cut and the rest go on
 
