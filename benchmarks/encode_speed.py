@@ -81,7 +81,9 @@ def load_peer(path: str, device: torch.device, precision: str, max_length: int):
 
     st = SentenceTransformer(path, device=str(device))
     st.max_seq_length = max_length
-    return {"fp32": st, "bf16": st.bfloat16(), "fp16": st.half()}[precision]
+    if precision == "bf16":
+        return st.bfloat16()  # in place, as nn.Module casts are: never build the three in one dict
+    return st.half() if precision == "fp16" else st
 
 
 def encoders(ours: HFEncoder, st, batch_size: int):

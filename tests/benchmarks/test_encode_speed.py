@@ -44,3 +44,13 @@ def test_ours_kwargs_reach_the_encoder_and_bad_ones_say_so(monkeypatch, capsys, 
     with pytest.raises(ConfigError, match="no_such_option"):
         run_main(encode_speed, ["--model", str(tiny_model_dir), "--data-dir", str(tiny_data_dir), "--ours-kwargs",
                                 "no_such_option=1"], monkeypatch, capsys)
+
+
+def test_the_peer_runs_in_the_precision_asked_and_no_other(tiny_model_dir):
+    import torch
+
+    from benchmarks.encode_speed import load_peer
+
+    for precision, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+        st = load_peer(str(tiny_model_dir), torch.device("cpu"), precision, 16)
+        assert {p.dtype for p in st.parameters()} == {dtype}, precision
