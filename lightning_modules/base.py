@@ -14,9 +14,10 @@ memory bounded by the mini-batch (``embeddings.methods.shared.grad_cache``); ``g
 each layer in the backward pass (``lightning_modules.activation_checkpointing``). A method adopts caching
 by computing its loss through ``embed_and_loss``; e.g. SimCSE (both dropout views of the batch in one list)::
 
-    loss = self.embed_and_loss([*batch, *batch], lambda emb: simcse_loss(emb[:n], emb[n:]))
+    ids = self.batch_ids(batch, "sentences")  # tokenized by the DataLoader's workers (``text_fields``)
+    loss = self.embed_and_loss([*ids, *ids], lambda emb: simcse_loss(emb[:n], emb[n:]))
 
-Uncached (``mini_batch_size=None``) that is exactly ``loss_fn(self.embed(texts))``.
+Uncached (``mini_batch_size=None``) that is exactly ``loss_fn(self.embed_ids(ids))``.
 """
 
 from __future__ import annotations
@@ -39,10 +40,15 @@ from sts_lightning.embeddings.io.export_note import EXPORT, LoadingNote, evaluat
 from sts_lightning.embeddings.io.model_card import MethodInfo, ModelCard, TrainingFacts
 from sts_lightning.embeddings.io.st_export import write_sentence_transformers_files
 from sts_lightning.embeddings.methods.pooling import PoolingScorer, get_pooling
+from sts_lightning.embeddings.methods.shared.batch_tokens import (
+    BatchTokenizer,
+    TextTokenizer,
+    batch_token_ids,
+)
 from sts_lightning.embeddings.methods.shared.grad_cache import (
     EncoderView,
     cached_loss,
-    chunk_view,
+    chunk_ids,
 )
 from sts_lightning.embeddings.scoring.scorer import Scorer
 from sts_lightning.lightning_modules.activation_checkpointing import enable_gradient_checkpointing
@@ -68,16 +74,16 @@ def check_finite(loss: Tensor, step: int) -> None:
         )
 
 
-def embed_length_buckets(encoder: HFEncoder, pool, sentences: Sequence[str], buckets: int = 2) -> Tensor:
-    """Pool ``sentences`` (input order) from ``buckets`` forward passes over length-sorted groups.
+def embed_length_buckets(encoder: HFEncoder, pool, ids: Sequence[Sequence[int]], buckets: int = 2) -> Tensor:
+    """Pool the sentences of token ``ids`` (input order) from ``buckets`` forward passes over length-sorted groups.
 
     Why: one padded pass pads every sentence to the batch's longest; NLI batches mix long premises with
     short hypotheses and CT pairs random sentences, so a single pass spends a large share of its FLOPs on
     padding. Sorting by length and running two groups cuts that padding (benchmarks/train_speed.py) at the
     same arithmetic per real token; attention masks make the pooled vectors equal up to float rounding.
     Groups smaller than 8 sentences are not split further (tiny matmuls lose more than padding costs).
+    The ids come tokenized (``EncoderModule.batch_ids``: by the DataLoader's workers).
     """
-    ids = encoder.tokenize(sentences)
     n = len(ids)
     groups = max(1, min(int(buckets), n // 8))
     if groups == 1:
@@ -149,8 +155,11 @@ class EncoderModule(LightningModule):
     cached_loss: ClassVar[bool] = False
     # The ``scheduler`` values this method accepts (``lightning_modules.optimizers.SCHEDULES``; CT adds ``step``).
     schedulers: ClassVar[tuple[str, ...]] = SCHEDULERS
-    # Training forward passes split a batch into this many length-sorted groups (see embed_length_buckets).
+    # Training forward passes on a CPU split a batch into this many length-sorted groups (see embed_length_buckets
+    # and ``forward_groups``: one pass on an accelerator).
     length_buckets: int = 2
+    # The batch keys whose text the method embeds: tokenized in the DataLoader's workers (``batch_tokenizer``).
+    text_fields: ClassVar[tuple[str, ...]] = ()
     # What the export's model card names (README.md); every method of lightning_modules/ sets its own.
     method_info: ClassVar[MethodInfo] = MethodInfo("encoder", "Fine-tuned encoder")
 
@@ -179,34 +188,70 @@ class EncoderModule(LightningModule):
         self.encoder.device = self.device
         return self.encoder
 
+    # ------------------------------------------------------------------------------ token ids, embedding
+    def batch_tokenizer(self) -> BatchTokenizer | None:
+        """What the training loader's workers add to each batch: the token ids of ``text_fields`` (``None``: none).
+
+        Why here: the encoder owns its tokenizer and truncation, the method knows which fields it embeds; the
+        datamodule calls this (``datamodules.loader.ResumableDataModule``) and runs it in its ``collate_fn``.
+        Only the tokenizer and two scalars travel to the workers, never the model.
+        """
+        if not self.text_fields:
+            return None
+        return BatchTokenizer(self.text_fields, TextTokenizer(self.encoder.tokenizer, self.encoder.max_length))
+
+    def tokenize(self, sentences: Sequence[str]) -> list[list[int]]:
+        """Token ids as the encoder makes them (for text that no worker tokenized)."""
+        return self._live_encoder().tokenize(sentences)
+
+    def batch_ids(self, batch: dict, field: str) -> list[list[int]]:
+        """The token ids of ``batch[field]``: made by the loader's workers, or here for a hand-built batch."""
+        return batch_token_ids(batch, field, self.tokenize)
+
+    def forward_groups(self) -> int:
+        """Length-sorted forward passes per embedded list: ``length_buckets`` on a CPU, one on a GPU.
+
+        Why by device: a CPU is bound by arithmetic, so padding saved is time saved (CT 1.00x -> 1.02x, NLI 0.95x ->
+        1.06x of sentence-transformers, docs/speed.md). A GPU at these batch sizes (64 pairs) is bound by kernel
+        launches and host work, not arithmetic (issue 39: an H200 waits on launches at batch 128): each group is
+        another full set of launches for every layer, autocast's casts included, while the padding it saves is
+        arithmetic the card has spare. CT ran 4 passes a step there (2 groups x 2 copies) against
+        sentence-transformers' 2: forward + loss 66 vs 29 ms.
+        """
+        return self.length_buckets if self.device.type == "cpu" else 1
+
+    def embed_ids(self, ids: Sequence[Sequence[int]]) -> Tensor:
+        """Pooled ``(batch, dim)`` vectors WITH gradients of tokenized sentences (training)."""
+        return embed_length_buckets(self._live_encoder(), self.pool, ids, self.forward_groups())
+
     def embed(self, sentences: Sequence[str]) -> Tensor:
         """Pooled ``(batch, dim)`` vectors WITH gradients (training); ``scorer()`` is for inference."""
-        return embed_length_buckets(self._live_encoder(), self.pool, sentences, self.length_buckets)
+        return self.embed_ids(self.tokenize(sentences))
 
-    def view(self, sentences: Sequence[str]) -> EncoderView:
-        """``sentences`` as ``embed`` sees them: the live encoder and the module's pooling.
+    def view(self, ids: Sequence[Sequence[int]]) -> EncoderView:
+        """Tokenized sentences as ``embed_ids`` sees them: the live encoder and the module's pooling.
 
-        A subclass whose ``embed`` adds something (a projection head) overrides this too, folding it into
+        A subclass whose ``embed_ids`` adds something (a projection head) overrides this too, folding it into
         ``pool``, so the cached path embeds what the uncached one does.
         """
-        return EncoderView(self._live_encoder(), self.pool, sentences)
+        return EncoderView(self._live_encoder(), self.pool, ids)
 
-    def embed_and_loss(self, sentences: Sequence[str], loss_fn: Callable[[Tensor], Tensor]) -> Tensor:
-        """``loss_fn(self.embed(sentences))``, cached (GradCache) when ``mini_batch_size`` is set."""
+    def embed_and_loss(self, ids: Sequence[Sequence[int]], loss_fn: Callable[[Tensor], Tensor]) -> Tensor:
+        """``loss_fn(self.embed_ids(ids))``, cached (GradCache) when ``mini_batch_size`` is set."""
         if self.hparams.mini_batch_size is None:
-            return loss_fn(self.embed(sentences))
-        return self.views_and_loss([self.view(sentences)], loss_fn)
+            return loss_fn(self.embed_ids(ids))
+        return self.views_and_loss([self.view(ids)], loss_fn)
 
     def views_and_loss(self, views: Sequence[EncoderView], loss_fn: Callable[..., Tensor]) -> Tensor:
         """``loss_fn(*embeddings of views)``: uncached, or the GradCache surrogate (same value and gradients).
 
         Why views: a loss may take several lists embedded by different encoders (CT: model 1 and model 2).
-        Uncached, each view is embedded as ``embed`` does (``embed_length_buckets``), in order.
+        Uncached, each view is embedded as ``embed_ids`` does (``embed_length_buckets``), in order.
         """
         size = self.hparams.mini_batch_size
         if size is None:
-            return loss_fn(*(embed_length_buckets(v.encoder, v.pool, v.texts, self.length_buckets) for v in views))
-        chunks = [chunk_view(v.encoder, v.pool, v.texts, size) for v in views]
+            return loss_fn(*(embed_length_buckets(v.encoder, v.pool, v.ids, self.forward_groups()) for v in views))
+        chunks = [chunk_ids(v.encoder, v.pool, v.ids, size) for v in views]
         return cached_loss(chunks, loss_fn, list(self.parameters()))
 
     def scorer(self) -> Scorer:

@@ -50,6 +50,8 @@ class CoSENTModule(EncoderModule):
             the GradCache surrogate (``embeddings.methods.shared.grad_cache``) over both sides.
     """
 
+    text_fields = ("sentences1", "sentences2")  # tokenized in the DataLoader's workers
+
     def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", *, objective: str = "cosent",
                  scale: float = 20.0, gather: bool = True, **base) -> None:
         check_options(objective, scale)
@@ -60,10 +62,14 @@ class CoSENTModule(EncoderModule):
     def forward(self, sentences1: list[str], sentences2: list[str]) -> tuple[Tensor, Tensor]:
         """Pooled vectors of both sides, from ONE pass over the concatenated sentences (shared dropout
         distribution, one tokenisation, length-sorted groups as ``EncoderModule.embed`` makes them)."""
-        n = len(sentences1)
-        if n != len(sentences2):
-            raise ValueError(f"sentence lists differ in length: {n} vs {len(sentences2)}")
-        emb = self.embed([*sentences1, *sentences2])
+        return self.embed_pairs(self.tokenize(sentences1), self.tokenize(sentences2))
+
+    def embed_pairs(self, ids1: list[list[int]], ids2: list[list[int]]) -> tuple[Tensor, Tensor]:
+        """``forward`` of tokenized pairs (the training step's ids come from the DataLoader's workers)."""
+        n = len(ids1)
+        if n != len(ids2):
+            raise ValueError(f"sentence lists differ in length: {n} vs {len(ids2)}")
+        emb = self.embed_ids([*ids1, *ids2])
         return emb[:n], emb[n:]
 
     def loss(self, u: Tensor, v: Tensor, scores: Tensor) -> Tensor:
@@ -78,7 +84,7 @@ class CoSENTModule(EncoderModule):
         if "scores" not in batch:
             raise ConfigError(f"model=cosent needs scored-pair batches (data=scored_pairs), got batch keys "
                               f"{sorted(batch)}")
-        u, v = self(batch["sentences1"], batch["sentences2"])
+        u, v = self.embed_pairs(self.batch_ids(batch, "sentences1"), self.batch_ids(batch, "sentences2"))
         scores = batch["scores"].to(u.device)
         loss = self.loss(u, v, scores)
         self.log("train/loss", loss, prog_bar=True, batch_size=len(scores))

@@ -51,6 +51,7 @@ from sts_lightning.embeddings.methods.ct.objective import (
     in_batch_tension_loss,
     make_ct_pairs,
     pair_rng,
+    per_label_losses,
     split_views,
 )
 from sts_lightning.embeddings.methods.pooling import PoolingScorer
@@ -195,13 +196,25 @@ class ContrastiveTensionModule(EncoderModule):
 
     def embed2(self, sentences: list[str]) -> Tensor:
         """Pooled vectors of model 2 WITH gradients (``embed`` is model 1)."""
-        self.encoder2.device = self.device
-        return embed_length_buckets(self.encoder2, self.pool, sentences, self.length_buckets)
+        return self.embed2_ids(self.tokenize(sentences))
 
-    def view2(self, sentences: list[str]) -> EncoderView:
-        """``sentences`` as ``embed2`` sees them (``view`` is model 1)."""
+    def embed2_ids(self, ids: list[list[int]]) -> Tensor:
+        """``embed2`` of tokenized sentences (both copies share one tokenizer: the loader's workers made the ids)."""
         self.encoder2.device = self.device
-        return EncoderView(self.encoder2, self.pool, sentences)
+        return embed_length_buckets(self.encoder2, self.pool, ids, self.forward_groups())
+
+    def view2(self, ids: list[list[int]]) -> EncoderView:
+        """Tokenized sentences as ``embed2_ids`` sees them (``view`` is model 1)."""
+        self.encoder2.device = self.device
+        return EncoderView(self.encoder2, self.pool, ids)
+
+    def pair_ids(self, batch: dict, texts1: list[str], texts2: list[str]) -> tuple[list, list]:
+        """Token ids of both sides: looked up in the pool's worker-made ids (identical views), or tokenized here
+        (``views=halves`` / ``mixed_halves`` cut sentences per step, so their text exists only in the step)."""
+        if self.hparams.views != "identical":
+            return self.tokenize(texts1), self.tokenize(texts2)
+        known = dict(zip(batch["sentences"], self.batch_ids(batch, "sentences"), strict=True))
+        return [known[t] for t in texts1], [known[t] for t in texts2]
 
     def scorers(self) -> dict[str, Scorer]:
         """Both copies as scorers, e.g. to compare them outside training."""
@@ -217,29 +230,32 @@ class ContrastiveTensionModule(EncoderModule):
         return self._copy_scorer(self._eval_copy or int(self.selected_copy))
 
     # ------------------------------------------------------------------------------------ training
+    text_fields = ("sentences",)  # the pool the pairs are drawn from, tokenized in the DataLoader's workers
+
     def training_step(self, batch: dict, batch_idx: int) -> Tensor:
         hp = self.hparams
         self._set_dropout()  # Lightning may have switched modes (e.g. after validation): enforce it per step
         if hp.objective == "in_batch":
-            return self._in_batch_step(batch["sentences"], pair_rng(hp.seed, self.global_rank, self.global_step))
+            return self._in_batch_step(batch, pair_rng(hp.seed, self.global_rank, self.global_step))
         pairs, positives = per_device_layout(hp.pairs, hp.positives, self._trainer.world_size if self._trainer is not None else 1)
         rng = pair_rng(hp.seed, self.global_rank, self.global_step)
         texts1, texts2, labels = make_ct_pairs(batch["sentences"], rng, batch_size=pairs, positives=positives)
         if hp.views != "identical":
             texts1, texts2 = split_views(texts1, texts2, rng, mixed=hp.views == "mixed_halves",
                                          span_words=hp.span_words)
-        logits = ct_logits(self.embed(texts1).float(), self.embed2(texts2).float())  # fp32: unbounded dots
-        labels = labels.to(logits.device)
+        ids1, ids2 = self.pair_ids(batch, texts1, texts2)
+        logits = ct_logits(self.embed_ids(ids1).float(), self.embed2_ids(ids2).float())  # fp32: unbounded dots
+        labels = labels.to(logits.device, non_blocking=True)  # no stream sync on a GPU
         loss = ct_loss(logits, labels)
-        with torch.no_grad():
-            per_pair = ct_loss(logits, labels, reduction="none")
-            self.log("train/pos_loss", per_pair[labels == 1].mean(), batch_size=pairs)
-            self.log("train/neg_loss", per_pair[labels == 0].mean(), batch_size=pairs)
+        pos_loss, neg_loss = per_label_losses(logits.detach(), labels)
+        self.log("train/pos_loss", pos_loss, batch_size=pairs)
+        self.log("train/neg_loss", neg_loss, batch_size=pairs)
         self.log("train/loss", loss, prog_bar=True, batch_size=pairs)
         return loss
 
-    def _in_batch_step(self, sentences: list[str], rng: np.random.Generator) -> Tensor:
+    def _in_batch_step(self, batch: dict, rng: np.random.Generator) -> Tensor:
         """Both copies embed the same sentences (or their two halves); the rest of the global batch are negatives."""
+        sentences = batch["sentences"]
         if len(sentences) < 2:
             raise ConfigError("objective=in_batch needs at least 2 sentences per device batch (data.batch_size)")
         views = self.hparams.views
@@ -253,7 +269,8 @@ class ContrastiveTensionModule(EncoderModule):
             emb1, emb2 = emb1.float(), emb2.float()
             return torch.stack([in_batch_tension_loss(emb1[g], emb2[g], scale=scale) for g in groups]).mean()
 
-        loss = self.views_and_loss([self.view(texts1), self.view2(texts2)], loss_fn)
+        ids1, ids2 = self.pair_ids(batch, texts1, texts2)
+        loss = self.views_and_loss([self.view(ids1), self.view2(ids2)], loss_fn)
         self.log("train/loss", loss, prog_bar=True, batch_size=len(sentences))
         return loss
 

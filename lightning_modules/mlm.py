@@ -43,6 +43,11 @@ from sts_lightning.embeddings.methods.mlm.objective import (
     masked_lm_loss,
     masker,
 )
+from sts_lightning.embeddings.methods.shared.batch_tokens import (
+    BatchTokenizer,
+    TextTokenizer,
+    batch_token_ids,
+)
 from sts_lightning.lightning_modules.arg_rules import POSITIVE_INT, check_args, check_value
 from sts_lightning.lightning_modules.base import EncoderModule
 from sts_lightning.lightning_modules.metrics import accuracy
@@ -109,14 +114,23 @@ class MLMModule(EncoderModule):
         return (scratch_label(spec),) if spec else super().base_models()
 
     # ------------------------------------------------------------------------------------ rows, loss
+    text_fields = ("sentences",)  # tokenized in the DataLoader's workers (with piece offsets for whole words)
+
+    def text_tokenizer(self) -> TextTokenizer:
+        """Ids (and, for whole-word masking, each piece's character span) per sentence."""
+        return TextTokenizer(self.encoder.tokenizer, self.hparams.max_length, offsets=self.hparams.whole_word_mask)
+
+    def batch_tokenizer(self) -> BatchTokenizer:
+        return BatchTokenizer(self.text_fields, self.text_tokenizer())
+
     def rows(self, sentences: list[str]) -> Rows:
+        return self.rows_of(self.text_tokenizer()(sentences))
+
+    def rows_of(self, tokens) -> Rows:
+        """Rows of ``text_tokenizer``'s output (ids, or ids and offsets)."""
         tokenizer, hp = self.encoder.tokenizer, self.hparams
-        encoded = tokenizer(list(sentences), truncation=True, max_length=hp.max_length, add_special_tokens=True,
-                            return_attention_mask=False, return_token_type_ids=False,
-                            return_offsets_mapping=hp.whole_word_mask)
-        offsets = encoded.get("offset_mapping") if hp.whole_word_mask else None
-        return build_rows(encoded["input_ids"], tokenizer.all_special_ids, tokenizer.pad_token_id or 0,
-                          hp.max_length, hp.pack, offsets)
+        ids, offsets = tokens if hp.whole_word_mask else (tokens, None)
+        return build_rows(ids, tokenizer.all_special_ids, tokenizer.pad_token_id or 0, hp.max_length, hp.pack, offsets)
 
     def masked_loss(self, rows: Rows, generator: torch.Generator) -> tuple[Tensor, Tensor, Tensor]:
         """(loss, predicted ids, true ids) of the masked positions of ``rows``."""
@@ -129,7 +143,7 @@ class MLMModule(EncoderModule):
         if "sentences" not in batch:
             raise ConfigError("model=mlm needs plain sentences (data=sentences); got batches with keys "
                               f"{sorted(batch)}")
-        rows = self.rows(batch["sentences"])
+        rows = self.rows_of(batch_token_ids(batch, "sentences", self.text_tokenizer()))
         trainer = self._trainer  # None when a benchmark calls the step by hand
         micro = batch_idx % max(int(trainer.accumulate_grad_batches), 1) if trainer is not None else 0
         loss, preds, targets = self.masked_loss(

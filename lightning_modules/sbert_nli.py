@@ -46,6 +46,7 @@ class SBERTNLIModule(EncoderModule):
     method_info = METHOD.card()
 
     cached_loss = True  # mnrl
+    text_fields = ("sentences1", "sentences2", "anchors", "positives", "negatives")  # tokenized in the loader's workers
 
     def __init__(self, model_name_or_path: str = "all-MiniLM-L6-v2", *, num_labels: int = 3,
                  objective: str = "softmax", scale: float = 20.0, **base) -> None:
@@ -67,12 +68,16 @@ class SBERTNLIModule(EncoderModule):
         Both sides share ONE padded forward pass (same encoder, same dropout distribution as two
         passes), which is cheaper than encoding premises and hypotheses separately.
         """
+        return self.logits(self.tokenize(sentences1), self.tokenize(sentences2))
+
+    def logits(self, ids1: list[list[int]], ids2: list[list[int]]) -> Tensor:
+        """``forward`` of tokenized pairs (the training step's ids come from the DataLoader's workers)."""
         if self.classifier is None:
             raise ConfigError("objective=mnrl has no NLI classifier; forward() is the softmax objective's")
-        n = len(sentences1)
-        if n != len(sentences2):
-            raise ValueError(f"sentence lists differ in length: {n} vs {len(sentences2)}")
-        emb = self.embed([*sentences1, *sentences2])
+        n = len(ids1)
+        if n != len(ids2):
+            raise ValueError(f"sentence lists differ in length: {n} vs {len(ids2)}")
+        emb = self.embed_ids([*ids1, *ids2])
         return self.classifier(sbert_softmax_logits_input(emb[:n], emb[n:]))
 
     def training_step(self, batch: dict, batch_idx: int) -> Tensor:
@@ -82,7 +87,7 @@ class SBERTNLIModule(EncoderModule):
                               f"(got batch keys {sorted(batch)})")
         if objective == "mnrl":
             return self._mnrl_step(batch)
-        logits = self(batch["sentences1"], batch["sentences2"])
+        logits = self.logits(self.batch_ids(batch, "sentences1"), self.batch_ids(batch, "sentences2"))
         labels = batch["labels"]
         loss = sbert_nli_loss(logits, labels)
         self.train_accuracy(logits.detach().argmax(-1), labels)
@@ -93,7 +98,8 @@ class SBERTNLIModule(EncoderModule):
     def _mnrl_step(self, batch: dict) -> Tensor:
         """One padded pass over anchors, positives and negatives (cached: mini-batches); loss against the global batch."""
         n, scale = len(batch["anchors"]), self.hparams.scale
-        loss = self.embed_and_loss([*batch["anchors"], *batch["positives"], *batch["negatives"]],
+        ids = [*self.batch_ids(batch, "anchors"), *self.batch_ids(batch, "positives"), *self.batch_ids(batch, "negatives")]
+        loss = self.embed_and_loss(ids,
                                    lambda emb: multiple_negatives_ranking_loss(emb[:n], emb[n:2 * n], emb[2 * n:],
                                                                                scale=scale))
         self.log("train/loss", loss, prog_bar=True, batch_size=n)

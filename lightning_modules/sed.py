@@ -64,9 +64,15 @@ class SEDModule(EncoderModule):
         super().__init__(model_name_or_path, pooling=pooling, lr=lr, weight_decay=weight_decay, **base)
         self.train_pool = get_pooling(train_pooling)
 
+    text_fields = ("sentences",)  # tokenized in the DataLoader's workers
+
     def embed_train(self, sentences: Sequence[str]) -> Tensor:
         """Student vectors WITH gradients under the TRAINING pooling (``embed`` uses the eval pooling)."""
-        return embed_length_buckets(self._live_encoder(), self.train_pool, sentences, self.length_buckets)
+        return self.embed_train_ids(self.tokenize(sentences))
+
+    def embed_train_ids(self, ids: Sequence[Sequence[int]]) -> Tensor:
+        """``embed_train`` of tokenized sentences (the training step's come from the loader's workers)."""
+        return embed_length_buckets(self._live_encoder(), self.train_pool, ids, self.forward_groups())
 
     def on_fit_start(self) -> None:
         """Compare sizes before the first step when the datamodule knows its target size."""
@@ -78,7 +84,7 @@ class SEDModule(EncoderModule):
     def training_step(self, batch: dict, batch_idx: int) -> Tensor:
         sentences, target = batch["sentences"], batch["targets"]
         check_dims(self.embedding_dim, target.shape[-1])  # a shape compare: cheap at every step
-        student = self.embed_train(sentences).float()  # fp32 loss under mixed precision
+        student = self.embed_train_ids(self.batch_ids(batch, "sentences")).float()  # fp32 loss under mixed precision
         target = target.to(device=student.device, dtype=torch.float32)
         loss = sed_loss(student, target)
         with torch.no_grad():

@@ -19,7 +19,7 @@ Recipe defaults (paper Appendix A / ``run_unsup_example.sh``): batch 64, lr 3e-5
 no warm-up, linear decay, no weight decay, STS-B dev every 125 steps with the best checkpoint kept; supervised:
 batch 512, lr 5e-5, 3 epochs (configs/model/simcse_sup.yaml).
 
-Each training step is ``texts -> embed (encoder + pooling + head) -> loss_fn(emb)``: ``training_texts``
+Each training step is ``ids -> embed_ids (encoder + pooling + head) -> loss_fn(emb)``: ``training_ids``
 flattens the batch into one list (both views of a sentence in ONE padded pass; dropout draws a fresh mask
 per row), and ``loss_fn`` scores the whole global batch, so a gradient-caching step can replace the middle.
 """
@@ -118,18 +118,21 @@ class SimCSEModule(EncoderModule):
         # mlp=none has no head at all: a parameter without gradients would need DDP's unused-parameter search
         self.mlp = None if mlp == "none" else mlp_head(self.embedding_dim, init_std)
 
+    # token ids made in the DataLoader's workers (unsupervised: sentences; supervised: the triplet's three fields)
+    text_fields = ("sentences", "anchors", "positives", "negatives")
+
     # ------------------------------------------------------------------------------ representation
-    def embed(self, sentences: list[str]) -> Tensor:
+    def embed_ids(self, ids: Sequence[Sequence[int]]) -> Tensor:
         """Pooled vectors through the head (when training uses one), WITH gradients."""
-        emb = super().embed(sentences)
+        emb = super().embed_ids(ids)
         return emb if self.mlp is None else self.mlp(emb)
 
-    def view(self, sentences: Sequence[str]) -> EncoderView:
-        """What ``embed`` computes, for the cached loss (``model.mini_batch_size``): the head folded into the pooling."""
+    def view(self, ids: Sequence[Sequence[int]]) -> EncoderView:
+        """What ``embed_ids`` computes, for the cached loss (``model.mini_batch_size``): the head folded into the pooling."""
         if self.mlp is None:
-            return super().view(sentences)
+            return super().view(ids)
         mlp, pool = self.mlp, self.pool
-        return EncoderView(self._live_encoder(), lambda batch: mlp(pool(batch)), sentences)
+        return EncoderView(self._live_encoder(), lambda batch: mlp(pool(batch)), ids)
 
     def scorer(self) -> Scorer:
         """The evaluated vector: the pooling, through the head only with ``mlp=always``."""
@@ -141,17 +144,24 @@ class SimCSEModule(EncoderModule):
     # ------------------------------------------------------------------------------------ training
     def training_texts(self, batch: dict) -> list[str]:
         """The flat list one forward pass embeds: ``[s; s]`` (two dropout views) or ``[anchors; pos; neg]``."""
+        return self._flat(batch, lambda field: list(batch[field]))
+
+    def training_ids(self, batch: dict) -> list[list[int]]:
+        """``training_texts`` as token ids, from the DataLoader's workers (``text_fields``)."""
+        return self._flat(batch, lambda field: self.batch_ids(batch, field))
+
+    def _flat(self, batch: dict, get) -> list:
         objective = self.hparams.objective
         if BATCH_KEY[objective] not in batch:
             raise ConfigError(f"model.objective={objective} needs {DATA_OF[objective]}; got batches with keys "
                               f"{sorted(batch)}: set data / data.format accordingly")
         if objective == "unsupervised":
-            sentences = list(batch["sentences"])
+            sentences = get("sentences")
             return [*sentences, *sentences]
-        return [*batch["anchors"], *batch["positives"], *batch["negatives"]]
+        return [*get("anchors"), *get("positives"), *get("negatives")]
 
     def loss_fn(self, emb: Tensor) -> Tensor:
-        """SimCSE's loss of ``embed(training_texts(batch))``, against the candidates of every rank."""
+        """SimCSE's loss of ``embed_ids(training_ids(batch))``, against the candidates of every rank."""
         views = emb.chunk(VIEWS[self.hparams.objective], dim=0)
         return simcse_loss(views[0], views[1], views[2] if len(views) == 3 else None,
                            temperature=self.hparams.temperature,
@@ -160,10 +170,10 @@ class SimCSEModule(EncoderModule):
     def training_step(self, batch: dict, batch_idx: int) -> Tensor:
         if not self.encoder_model.training:  # dropout is the unsupervised objective's only noise: enforce it
             self.encoder_model.train()
-        texts = self.training_texts(batch)
-        n = len(texts) // VIEWS[self.hparams.objective]
+        ids = self.training_ids(batch)
+        n = len(ids) // VIEWS[self.hparams.objective]
         # a last batch of ONE sentence (unsupervised) has no negative: loss 0, no update; not worth an error
-        loss = self.embed_and_loss(texts, self.loss_fn)  # cached (GradCache) when model.mini_batch_size is set
+        loss = self.embed_and_loss(ids, self.loss_fn)  # cached (GradCache) when model.mini_batch_size is set
         self.log("train/loss", loss, prog_bar=True, batch_size=n)
         return loss
 

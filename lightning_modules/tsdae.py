@@ -42,6 +42,8 @@ class TSDAEModule(EncoderModule):
             truncation sentence-transformers' TSDAE applies to both the noisy input and the decoded target).
     """
 
+    text_fields = ("sentences",)  # the decoder's targets, tokenized in the DataLoader's workers
+
     def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", *, deletion_ratio: float = 0.6,
                  tie_decoder: bool = True, seed: int = 0, pooling: str = "cls",
                  lr: float = 3e-5, weight_decay: float = 0.0, warmup_ratio: float = 0.0,
@@ -67,14 +69,20 @@ class TSDAEModule(EncoderModule):
 
     def loss(self, noisy: Sequence[str], originals: Sequence[str]) -> Tensor:
         """TSDAE's loss of one batch: encode ``noisy``, decode ``originals`` from the pooled vectors."""
-        vectors = self.embed(noisy)
-        encoder = self._live_encoder()
-        target_ids, target_mask = encoder.pad(encoder.tokenize(originals))
+        return self.loss_ids(self.tokenize(noisy), self.tokenize(originals))
+
+    def loss_ids(self, noisy: Sequence[Sequence[int]], originals: Sequence[Sequence[int]]) -> Tensor:
+        """``loss`` of tokenized sentences."""
+        vectors = self.embed_ids(noisy)
+        target_ids, target_mask = self._live_encoder().pad(originals)
         return decoder_loss(self.decoder, vectors, target_ids.to(self.device), target_mask.to(self.device))
 
     def training_step(self, batch: dict, batch_idx: int) -> Tensor:
         originals = list(batch["sentences"])
-        loss = self.loss(self.noisy(originals), originals)
+        # The targets come tokenized from the loader's workers; the noisy input is drawn per step (seed, rank,
+        # step) and so is tokenized here: the one tokenizer call left in a training step (docs/training.md).
+        noisy = self.tokenize(self.noisy(originals))
+        loss = self.loss_ids(noisy, self.batch_ids(batch, "sentences"))
         self.log("train/loss", loss, prog_bar=True, batch_size=len(originals))
         return loss
 

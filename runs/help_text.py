@@ -16,13 +16,13 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from sts_lightning.embeddings.encoders.packaged import PACKAGED_MODELS
+from sts_lightning.embeddings.io.package_files import CONFIG_DIR
 from sts_lightning.embeddings.methods.registry import scorer_groups, trained_methods
 from sts_lightning.embeddings.sources.names import E5_NAMES
 from sts_lightning.sts.hub import HUB_TASKS
 from sts_lightning.sts.tasks import DATA_DIR_ENV, LOCAL_TASKS, MTEB_TASKS, TASK_GROUPS
 
 RESOLVER = "sts_help"
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 WIDTH = 110
 GROUP_NOTES = {"standard": "the papers' 7 tasks (their average is reported when all are run): ",
                "default": "the local default set: ", "mteb": "MTEB's 7 English STS tasks, under MTEB's names: "}

@@ -26,9 +26,9 @@ from omegaconf import OmegaConf
 
 from sts_lightning.embeddings.encoders.load import load_encoder
 from sts_lightning.embeddings.errors import ConfigError, DataError, run_or_exit
+from sts_lightning.embeddings.io.package_files import CONFIG_DIR
 from sts_lightning.embeddings.scoring.mteb_adapter import MTEBScorerModel, model_name, require_mteb
 from sts_lightning.embeddings.scoring.registry import ENCODER_FREE, build_scorer
-from sts_lightning.runs.help_text import CONFIG_DIR
 from sts_lightning.sts.mteb_tasks import mteb_sts_task, pooled_pairs, task_sentences
 from sts_lightning.sts.scoring import score_tasks
 from sts_lightning.sts.tasks import load_task

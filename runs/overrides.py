@@ -18,16 +18,17 @@ A valid command line costs one extra composition; the run itself is composed aga
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from sts_lightning.embeddings.errors import ConfigError, did_you_mean, first_line, run_or_exit
+from sts_lightning.embeddings.io.package_files import CONFIG_DIR
 from sts_lightning.runs.target_args import target_args
 
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
-_SKIP = ("help", "hydra_help", "info", "shell_completion", "experimental_rerun", "config_dir", "config_path")
+_SKIP = ("help", "hydra_help", "info", "shell_completion", "experimental_rerun", "config_path")
 
 
 def exit_on_bad_overrides(app: str, argv: list[str] | None = None) -> None:
@@ -46,7 +47,9 @@ def check_command_line(app: str, argv: list[str]) -> None:
 
     args, _ = get_args_parser().parse_known_args(argv)
     if any(getattr(args, flag, None) for flag in _SKIP) or not args.overrides:
-        return  # help, other config dirs, shell completion: Hydra's business
+        return  # help, another primary config, shell completion: Hydra's business
+    if args.config_dir is not None and not os.path.isdir(args.config_dir):
+        return  # Hydra's own one-line error names the missing folder
     try:
         overrides = OverridesParser.create().parse_overrides(args.overrides)
     except HydraException as err:
@@ -58,6 +61,7 @@ def check_command_line(app: str, argv: list[str]) -> None:
                           "a sweep (one job per value) needs --multirun")
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3", job_name=app):
         loader = GlobalHydra.instance().config_loader()
+        _join_user_configs(loader, args.config_dir, overrides)
         groups = _all_groups(loader)
         config = args.config_name or app
         for override in overrides:
@@ -87,6 +91,41 @@ def check_command_line(app: str, argv: list[str]) -> None:
                 _check_key(base, override)
         if failed is not None:
             raise ConfigError(first_line(failed))
+
+
+def _join_user_configs(loader, config_dir: str | None, overrides) -> None:
+    """A user's config folders join the search path where Hydra puts them: ``--config-dir`` (for composing, too) and
+    ``hydra.searchpath`` (compose adds it itself; here for the group options), so their own experiments and models
+    are valid choices and their mistakes get the same one line."""
+    import copy
+
+    from hydra.core.config_search_path import SearchPathQuery
+
+    if config_dir is not None:
+        loader.config_search_path.prepend(provider="command-line", path=f"file://{os.path.abspath(config_dir)}",
+                                          anchor=SearchPathQuery(provider="schema"))
+    listed = copy.deepcopy(loader.config_search_path)
+    folders = [config_dir] if config_dir is not None else []
+    for override in overrides:
+        if override.get_key_element() == "hydra.searchpath" and isinstance(override.value(), list):
+            for path in override.value():
+                listed.append(provider="hydra.searchpath in command-line", path=str(path))
+                if str(path).startswith("file://") or "://" not in str(path):  # a folder, not pkg://
+                    folders.append(str(path).removeprefix("file://"))
+    loader.repository.initialize_sources(listed)
+    for folder in folders:
+        _refuse_shadowed(Path(folder))
+
+
+def _refuse_shadowed(folder: Path) -> None:
+    """A user's file named like one of ours would be ignored without a word (Hydra reads the package's first)."""
+    for path in sorted(folder.rglob("*.yaml")) if folder.is_dir() else []:
+        name = path.relative_to(folder)
+        if (CONFIG_DIR / name).is_file():
+            stem = name.with_suffix("").as_posix()
+            raise ConfigError(f"{path} has the name of a packaged config ({stem}), which Hydra reads first, so yours "
+                              f"would be ignored: name it differently (e.g. {name.parent / ('my_' + name.name)}, "
+                              f"with `defaults: [{name.stem}]` to start from ours)")
 
 
 def _first_value(override) -> str:

@@ -26,6 +26,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from sts_lightning.embeddings.encoders.load import load_encoder
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.io.atomic import atomic_write
+from sts_lightning.embeddings.io.package_files import CONFIG_DIR
 from sts_lightning.embeddings.methods.meta.scorer import MeanEnsembleScorer
 from sts_lightning.embeddings.methods.pooling import PoolingScorer
 from sts_lightning.embeddings.sources.build import build_source
@@ -62,8 +63,7 @@ def _compose(overrides: list[str]) -> DictConfig:
 
     if GlobalHydra.instance().is_initialized():
         return compose(config_name="train", overrides=overrides)
-    config_dir = Path(__file__).resolve().parent.parent / "configs"
-    with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         return compose(config_name="train", overrides=overrides)
 
 

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sts_lightning.embeddings.io import package_files
 from sts_lightning.embeddings.io.export_note import EXPORT, NOTE_FILE
+
+
+def command(script: str) -> str:
+    """``python evaluate.py`` in a checkout; ``sts-evaluate`` for an installed package, which has no such file."""
+    return f"python {script}.py" if package_files.CHECKOUT is not None else f"sts-{script}"
 
 
 def evaluate_command(export: Path) -> str:
@@ -18,8 +24,8 @@ def evaluate_command(export: Path) -> str:
     if note.is_file():
         for line in note.read_text().splitlines():
             if line.strip().startswith("python evaluate.py"):
-                return line.strip().replace(EXPORT, str(export))
-    return f"python evaluate.py 'encoders=[{export}]'"
+                return line.strip().replace(EXPORT, str(export)).replace("python evaluate.py", command("evaluate"), 1)
+    return f"{command('evaluate')} 'encoders=[{export}]'"
 
 
 def run_summary(output_dir: Path, elapsed_s: float, best_checkpoint: str | None = None,
@@ -43,7 +49,7 @@ def run_summary(output_dir: Path, elapsed_s: float, best_checkpoint: str | None 
             lines.append(f"  loads with SentenceTransformer({str(export)!r}) and AutoModel.from_pretrained(...)")
         steps = [(evaluate_command(export), "score the export on the STS tasks"),
                  (f"python -m sts_lightning.runs.compare_runs {output_dir} <other runs>", "one table + PNG of several runs"),
-                 ("python train.py --help", "every method and the data it brings")]
+                 (f"{command('train')} --help", "every method and the data it brings")]
         width = max(len(command) for command, _ in steps)
         lines += ["next:", *(f"  {command:<{width}}  # {why}" for command, why in steps)]
     return "\n".join(lines)

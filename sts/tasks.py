@@ -21,18 +21,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sts_lightning.embeddings.errors import ConfigError, DataError, unknown_choice
+from sts_lightning.embeddings.io.package_files import CHECKOUT
 from sts_lightning.sts.hub import load_hub_task
 from sts_lightning.sts.readers import STSPairs, read_semeval_dir, read_sick, read_stsb
 
 DATA_DIR_ENV = "STS_DATA_DIR"
-# ``../shared/data`` beside the checkout: the default when neither paths.data_dir nor $STS_DATA_DIR is set.
-CHECKOUT_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
+# ``../shared/data`` beside a checkout: the default when neither paths.data_dir nor $STS_DATA_DIR is set. An installed
+# package has no such default (embeddings.io.package_files): $STS_DATA_DIR or paths.data_dir says where the data is.
+CHECKOUT_DATA_DIR = CHECKOUT.parent / "shared" / "data" if CHECKOUT is not None else None
 STANDARD_TASKS = ["sts12", "sts13", "sts14", "sts15", "sts16", "stsb-test", "sick-test"]
 LOCAL_DEFAULT_TASKS = ["sts12", "sts16", "stsb-dev", "sick-train+sick-trial"]
 
 DATA_DIR_HELP = f"""\
 Provide the STS data directory with `paths.data_dir=/path/to/data` or the environment variable
-{DATA_DIR_ENV} (default: ../shared/data beside the checkout, where it exists). It must contain the original files, for example:
+{DATA_DIR_ENV} (default: ../shared/data beside a checkout, where it exists;
+none for an installed package). It must contain the original files, for example:
   stsb/sts-dev.csv                      (STS Benchmark, tab-separated)
   sick/SICK_trial.txt, sick/SICK_train.txt
   sts/STS2012-en-test/STS.input.MSRpar.txt + STS.gs.MSRpar.txt (and the other subsets)
@@ -63,7 +66,8 @@ class MissingTaskError(DataError):
 
 def default_data_dir() -> str | Path | None:
     """``$STS_DATA_DIR``, else ``../shared/data`` beside the checkout where it exists, else ``None``."""
-    return os.environ.get(DATA_DIR_ENV) or (CHECKOUT_DATA_DIR if CHECKOUT_DATA_DIR.is_dir() else None)
+    checkout_default = CHECKOUT_DATA_DIR if CHECKOUT_DATA_DIR is not None and CHECKOUT_DATA_DIR.is_dir() else None
+    return os.environ.get(DATA_DIR_ENV) or checkout_default
 
 
 def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path:

@@ -14,38 +14,31 @@ from typing import Any
 
 import torch
 from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.initialize import get_gh_backup, restore_gh_from_backup
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from sts_lightning.embeddings.encoders.load import load_encoder
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.io.export_note import NOTE_FILE, read_loading_command
+from sts_lightning.embeddings.io.package_files import CONFIG_DIR
 from sts_lightning.embeddings.scoring.registry import build_scorer, check_scorer_spec
 from sts_lightning.embeddings.scoring.scorer import Representation, Scorer
 from sts_lightning.embeddings.scoring.shared_pass import share_forward_pass
+from sts_lightning.process_state import fresh_hydra
 from sts_lightning.sts.scoring import pair_sentences, score_tasks
 from sts_lightning.sts.tasks import load_tasks
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 ENCODER_OPTIONS = ("max_length", "batch_size", "device", "precision")
 
 
 def _evaluate_config() -> DictConfig:
-    """``configs/evaluate.yaml`` as ``evaluate.py`` composes it (without a run directory)."""
-    if not (CONFIG_DIR / "evaluate.yaml").is_file():
-        raise ConfigError(f"{CONFIG_DIR}/evaluate.yaml not found: the API reads the checkout's configs; install "
-                          "sts-lightning from its repository (`pip install -e .`), not as a bare wheel")
-    # A caller's own Hydra app (a notebook's ``initialize``, a ``@hydra.main`` job calling ``load``) keeps its state:
-    # Hydra allows one initialisation at a time, so it is set aside and restored, not cleared.
-    backup = get_gh_backup()
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-            return compose(config_name="evaluate")
-    finally:
-        restore_gh_from_backup(backup)
+    """``configs/evaluate.yaml`` as ``evaluate.py`` composes it (without a run directory), from the package's configs.
+
+    A caller's own Hydra app (a notebook's ``initialize``, a ``@hydra.main`` job calling ``load``) keeps its state:
+    Hydra allows one initialisation at a time, so it is set aside and restored, not cleared (``fresh_hydra``).
+    """
+    with fresh_hydra(), initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return compose(config_name="evaluate")
 
 
 def _parse_spec(text: str) -> str | dict:

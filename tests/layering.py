@@ -30,7 +30,8 @@ LAYERS: dict[str, int] = {
 }
 TOP_LEVEL = {"benchmarks", "train", "evaluate", "runs", "sts_lightning"}
 IMPORT_NAME = "sts_lightning."  # the folders are installed as its sub-packages (setup.py); imports spell it
-ENTRY_POINTS = {"train.py", "evaluate.py"}  # may defer their runs.* import (fast --help)
+# may defer their runs.* import (fast --help): the commands (sts_lightning/) and the checkout's scripts calling them
+ENTRY_POINTS = {"train.py", "evaluate.py", "sts_lightning/train.py", "sts_lightning/evaluate.py"}
 LIGHTNING_FREE = {"embeddings", "sts"}
 LIGHTNING = {"lightning", "pytorch_lightning"}
 

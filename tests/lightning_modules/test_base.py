@@ -1,6 +1,9 @@
-"""``EncoderModule.export``: the same files whatever the process did before exporting (issue 38)."""
+"""``EncoderModule``: the same export files whatever the process did before exporting (issue 38); length-sorted
+forward groups on a CPU only (issue 39)."""
 
 from __future__ import annotations
+
+import torch
 
 
 def test_the_exported_tokenizer_does_not_depend_on_whether_the_process_encoded_before(tmp_path, tiny_model_dir):
@@ -14,3 +17,19 @@ def test_the_exported_tokenizer_does_not_depend_on_whether_the_process_encoded_b
     module.export(tmp_path / "used")  # a run that scored STS just before
     fresh, used = ((tmp_path / d / "tokenizer.json").read_bytes() for d in ("fresh", "used"))
     assert fresh == used
+
+
+def test_length_groups_on_a_cpu_one_pass_on_a_gpu(tiny_model_dir, monkeypatch):
+    """A CPU saves padding arithmetic with length-sorted groups; a GPU is launch-bound: one pass (issue 39)."""
+    from sts_lightning.lightning_modules import base
+    from sts_lightning.lightning_modules.sbert_nli import SBERTNLIModule
+
+    module = SBERTNLIModule(str(tiny_model_dir), max_length=16)
+    assert module.forward_groups() == module.length_buckets == 2
+    seen = []
+    monkeypatch.setattr(base, "embed_length_buckets", lambda encoder, pool, ids, groups: seen.append(groups))
+    module.embed_ids([[2, 9, 3]] * 16)
+    module._device = torch.device("cuda", 0)  # where Lightning moved the module (no card needed to ask)
+    assert module.forward_groups() == 1
+    module.embed_ids([[2, 9, 3]] * 16)
+    assert seen == [2, 1]

@@ -65,6 +65,24 @@ def test_experiment_typo_lists_the_recipes_in_subfolders():
 
 
 
+@pytest.mark.parametrize("how", ["--config-dir", "hydra.searchpath"])
+def test_a_users_own_config_folder_is_checked_with_ours(tmp_path, how):
+    """Their experiments are valid choices (and compose), their typos get the closest of theirs and ours."""
+    (tmp_path / "experiment").mkdir()
+    (tmp_path / "experiment" / "mine.yaml").write_text("# @package _global_\ntrainer:\n  max_steps: 2\n")
+    folder = ["--config-dir", str(tmp_path)] if how == "--config-dir" else [f"hydra.searchpath=[file://{tmp_path}]"]
+    check_command_line("train", [*folder, "experiment=mine", "trainer.max_steps=3"])
+    check_command_line("train", [*folder, "experiment=quickstart"])
+    with pytest.raises(ConfigError, match=r"unknown experiment 'mien'; did you mean 'mine'\?"):
+        check_command_line("train", [*folder, "experiment=mien"])
+    with pytest.raises(ConfigError, match="unknown experiment 'mine'"):
+        check_command_line("train", ["experiment=mine"])  # without the folder: not ours
+    (tmp_path / "experiment" / "quickstart.yaml").write_text("# @package _global_\n")
+    with pytest.raises(ConfigError, match=r"quickstart.yaml has the name of a packaged config \(experiment/quickstart\), "
+                                          r"which Hydra reads first, so yours would be ignored: name it differently"):
+        check_command_line("train", [*folder, "experiment=mine"])
+
+
 @pytest.mark.parametrize(("script", "argv", "line"), [
     ("train.py", ["model=simcs"], "error: unknown model 'simcs'; did you mean 'simcse'?"),
     ("train.py", ["model=simcse", "+model.temprature=0.1"], "error: SimCSEModule (model=simcse) takes no argument"),

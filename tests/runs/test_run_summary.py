@@ -28,3 +28,16 @@ def test_next_command_follows_the_exports_loading_note(tmp_path):
     write_loading_note(tmp_path / "export", "a meta-embedding", evaluate_command(["none"], "{name:meta,path:<export>}"))
     text = run_summary(tmp_path, 1.0, exported=True)
     assert f"scorers=[{{name:meta,path:{tmp_path / 'export'}}}]" in text and "encoders=[none]" in text
+
+
+def test_an_installed_package_names_its_commands(tmp_path, monkeypatch):
+    """No checkout (a wheel): no train.py / evaluate.py to run, so the next commands are sts-evaluate / sts-train."""
+    from sts_lightning.embeddings.io import package_files
+    from sts_lightning.embeddings.io.export_note import evaluate_command, write_loading_note
+
+    monkeypatch.setattr(package_files, "CHECKOUT", None)
+    (tmp_path / "export").mkdir()
+    write_loading_note(tmp_path / "export", "a CLS encoder", evaluate_command(["<export>"], "cls"))
+    text = run_summary(tmp_path, 1.0, exported=True)
+    assert f"sts-evaluate 'encoders=[{tmp_path / 'export'}]' 'scorers=[cls]'" in text
+    assert "sts-train --help" in text and "python evaluate.py" not in text and "python train.py" not in text

@@ -31,6 +31,7 @@ __all__ = [
     "in_batch_tension_loss",
     "make_ct_pairs",
     "pair_rng",
+    "per_label_losses",
     "split_views",
 ]
 
@@ -91,6 +92,18 @@ def _group_size(batch_size: int, positives: int) -> int:
             "and at least one negative pair"
         )
     return batch_size // positives
+
+
+def per_label_losses(logits: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
+    """Mean BCE of the identical pairs and of the different pairs (CT logs them as ``train/pos_loss`` / ``neg_loss``).
+
+    Masked sums, not ``loss[labels == 1].mean()``: boolean indexing needs the count on the host, one GPU stream
+    sync each, twice a step (issue 39).
+    """
+    per_pair = ct_loss(logits, labels, reduction="none")
+    positive = labels.to(per_pair.dtype)
+    negative = 1.0 - positive
+    return (per_pair * positive).sum() / positive.sum(), (per_pair * negative).sum() / negative.sum()
 
 
 def ct_batch_labels(batch_size: int = 16, positives: int = 2) -> Tensor:

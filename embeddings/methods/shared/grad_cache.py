@@ -21,7 +21,7 @@ work unchanged, with no ``no_sync`` juggling. The cost: one gradient-sized buffe
 
 The forward passes of step 1 and step 3 see identical inputs (the same token ids of the same mini-batch),
 so with the RNG replayed the gradient equals that of one graph over the same mini-batch passes, up to
-float rounding. Mini-batches are cut from the LENGTH-SORTED list (``chunk_view``): least padding.
+float rounding. Mini-batches are cut from the LENGTH-SORTED list (``chunk_ids``): least padding.
 Pure torch (no Lightning), shared by every method with an in-batch loss (``model.mini_batch_size``):
 ``lightning_modules.base.EncoderModule.views_and_loss`` wires it.
 """
@@ -38,11 +38,11 @@ from torch import Tensor
 
 
 class EncoderView(NamedTuple):
-    """Texts to embed with one encoder (an ``HFEncoder``) and pooling: one argument of an in-batch loss."""
+    """Tokenized sentences to embed with one encoder (an ``HFEncoder``) and pooling: one argument of an in-batch loss."""
 
     encoder: object
     pool: Callable
-    texts: Sequence[str]
+    ids: Sequence[Sequence[int]]
 
 
 class Chunked(NamedTuple):
@@ -66,15 +66,19 @@ def _forward_chunk(encoder, pool: Callable, ids: list[list[int]]) -> Tensor:
 
 
 def chunk_view(encoder, pool: Callable, texts: Sequence[str], mini_batch_size: int) -> Chunked:
-    """Tokenize ``texts`` once, sort by length, cut into forward passes of ``mini_batch_size`` sentences.
+    """``chunk_ids`` of ``encoder.tokenize(texts)``."""
+    return chunk_ids(encoder, pool, encoder.tokenize(texts), mini_batch_size)
+
+
+def chunk_ids(encoder, pool: Callable, ids: Sequence[Sequence[int]], mini_batch_size: int) -> Chunked:
+    """Sort tokenized sentences by length, cut into forward passes of ``mini_batch_size`` sentences.
 
     Why sorted: each pass pads to its own longest sentence, so neighbours in length waste the least
-    (this replaces ``embed_length_buckets``' two groups). ``encoder``: an ``HFEncoder`` (``tokenize``,
-    ``forward_ids``); ``pool``: token states -> ``(batch, dim)``.
+    (this replaces ``embed_length_buckets``' two groups). ``encoder``: an ``HFEncoder`` (``forward_ids``);
+    ``pool``: token states -> ``(batch, dim)``; ``ids``: token ids per sentence (the loader's workers made them).
     """
     if mini_batch_size < 1:
         raise ValueError(f"mini_batch_size must be >= 1, got {mini_batch_size}")
-    ids = encoder.tokenize(texts)
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     forwards = [partial(_forward_chunk, encoder, pool, [ids[i] for i in order[start:start + mini_batch_size]])
                 for start in range(0, len(ids), mini_batch_size)]

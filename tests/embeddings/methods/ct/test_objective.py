@@ -13,6 +13,7 @@ from sts_lightning.embeddings.methods.ct.objective import (
     ct_loss,
     in_batch_tension_loss,
     make_ct_pairs,
+    per_label_losses,
 )
 from tests.helpers import WORDS
 
@@ -34,6 +35,15 @@ def test_ct_logits_and_loss_by_hand():
     assert ct_loss(logits, labels).item() == pytest.approx(np.mean(by_hand), abs=1e-12)
     assert ct_loss(logits, labels, reduction="sum").item() == pytest.approx(np.sum(by_hand), abs=1e-12)
     assert ct_loss(logits, labels, reduction="none").tolist() == pytest.approx(by_hand, abs=1e-12)
+
+
+def test_per_label_losses_are_the_masked_means_without_boolean_indexing():
+    logits = torch.tensor([3.0, -0.5, -1.5, 0.25, 2.0, -4.0], dtype=torch.float64)
+    labels = ct_batch_labels(6, 2)
+    per_pair = ct_loss(logits, labels, reduction="none")
+    pos, neg = per_label_losses(logits, labels)
+    torch.testing.assert_close(pos, per_pair[labels == 1].mean(), rtol=0, atol=1e-15)
+    torch.testing.assert_close(neg, per_pair[labels == 0].mean(), rtol=0, atol=1e-15)
 
 
 def test_ct_batch_labels_layout():

@@ -40,7 +40,7 @@ def _step(module, kind: str, sentences: list[str]):
         return module._mnrl_step({"anchors": sentences[:n], "positives": sentences[n:2 * n],
                                   "negatives": sentences[2 * n:]})
     module._set_dropout()
-    return module._in_batch_step(sentences, None)
+    return module._in_batch_step({"sentences": sentences}, None)
 
 
 def _reference(module, kind: str, sentences: list[str], size: int):

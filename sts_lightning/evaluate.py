@@ -1,0 +1,41 @@
+"""``sts-evaluate`` / ``python -m sts_lightning.evaluate`` / the checkout's ``evaluate.py``: score STS tasks.
+
+``sts-evaluate encoders=[all-MiniLM-L6-v2] scorers=[mean,sbert_wk]``. A thin Hydra wrapper around
+:func:`runs.evaluate_run.evaluate`; see ``configs/evaluate.yaml``. In the package for the reason
+``sts_lightning.train`` gives: one module for the console script, ``python -m`` and the checkout's script.
+"""
+
+from __future__ import annotations
+
+import hydra
+from omegaconf import DictConfig
+
+from sts_lightning.embeddings.errors import run_or_exit
+from sts_lightning.embeddings.io.package_files import CONFIG_DIR
+from sts_lightning.runs.early_checks import precheck_evaluate
+from sts_lightning.runs.help_text import register_resolver
+from sts_lightning.runs.overrides import exit_on_bad_overrides
+from sts_lightning.runs.run_id import register_run_id
+
+register_run_id()  # ${run_id:} in configs/hydra/default.yaml: one directory per run
+register_resolver()  # `--help` fills configs/hydra/help/evaluate.yaml from the code and configs
+
+
+@hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="evaluate")
+def main(cfg: DictConfig) -> None:
+    run_or_exit(precheck_evaluate, cfg)  # config errors in one line before torch loads (runs/early_checks.py)
+    from sts_lightning.runs.evaluate_run import (
+        evaluate,  # deferred: `--help` must not load torch (see tests/layering.py)
+    )
+
+    run_or_exit(evaluate, cfg)
+
+
+def cli() -> None:
+    """The command: overrides checked (one line for a mistake), then Hydra."""
+    exit_on_bad_overrides("evaluate")  # a mistyped group, key or +key: one line before Hydra (runs/overrides.py)
+    main()
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,139 @@
+"""What a run changes in its process, put back afterwards: ``sl.train`` twice in one notebook, or inside a caller's app.
+
+Why: ``sts-train`` is a process of its own and whatever a run leaves behind ends with it. ``sl.train`` runs the same
+program inside the caller's process (a notebook, a script training several models, a caller's own Hydra app), where
+leftovers would change the next run or the caller's code:
+
+- Hydra's singletons: a second ``initialize`` raises while one is active, and a caller's own Hydra app must keep
+  its state (:func:`fresh_hydra` sets it aside and puts it back, as ``sl.load`` always did);
+- logging: Hydra points the root logger at the run's ``train.log`` (the next run would log into the last run's
+  file); the handlers, levels and filters of every logger are put back and the run's own handlers closed;
+- environment variables (``PL_GLOBAL_SEED`` from Lightning's ``seed_everything``, ``TQDM_DISABLE``, W&B's
+  ``WANDB_MODE`` which ``WandbLogger(offline=True)`` sets for the whole process), the working directory, warning
+  filters, torch's thread count;
+- signal handlers (Lightning's and the run's own SIGTERM / SIGUSR1 recorders);
+- a process group a run started (torch.distributed), destroyed;
+- the random streams (``embeddings.isolated_rng``): the caller's draws continue as if no run had happened, and each
+  run draws only from its own seed, as a separate ``sts-train`` process does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+import os
+import signal
+import threading
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.singleton import Singleton
+from hydra.core.utils import JobRuntime
+from hydra.initialize import get_gh_backup, restore_gh_from_backup
+from hydra.version import VersionBase
+
+from sts_lightning.embeddings.isolated_rng import isolated_rng
+
+_RUNTIME = (JobRuntime, HydraConfig, VersionBase)  # Hydra's singletons besides GlobalHydra that a run changes
+
+
+@contextmanager
+def fresh_hydra() -> Iterator[None]:
+    """Hydra with no app initialised inside the block; the caller's Hydra state (if any) restored after it.
+
+    Hydra keeps its state in singletons: the initialised app (``GlobalHydra``) and, changed in place by every
+    initialisation and job, the job name (``JobRuntime``), the running job's config (``HydraConfig``) and the
+    ``version_base`` (``VersionBase``). Each is set aside as it was (a copy) and put back.
+    """
+    backup = get_gh_backup()
+    kept = {kind: (obj, copy.deepcopy(vars(obj))) for kind in _RUNTIME if (obj := Singleton._instances.get(kind))}
+    GlobalHydra.instance().clear()
+    try:
+        yield
+    finally:
+        restore_gh_from_backup(backup)
+        for kind in _RUNTIME:
+            Singleton._instances.pop(kind, None)
+        for kind, (obj, state) in kept.items():
+            vars(obj).clear()
+            vars(obj).update(state)
+            Singleton._instances[kind] = obj
+
+
+def _loggers() -> list[logging.Logger]:
+    return [logging.getLogger(), *(x for x in list(logging.Logger.manager.loggerDict.values())
+                                   if isinstance(x, logging.Logger))]
+
+
+@contextmanager
+def _kept_logging() -> Iterator[None]:
+    saved = {lg: (lg.level, list(lg.handlers), lg.propagate, lg.disabled, list(lg.filters)) for lg in _loggers()}
+    before = {id(h) for state in saved.values() for h in state[1]}
+    try:
+        yield
+    finally:
+        added = {id(h): h for lg in _loggers() for h in lg.handlers if id(h) not in before}
+        for lg, (level, handlers, propagate, disabled, filters) in saved.items():
+            lg.setLevel(level)
+            lg.handlers[:] = handlers
+            lg.propagate, lg.disabled = propagate, disabled
+            lg.filters[:] = filters
+        for handler in added.values():  # the run's train.log and console handlers
+            with contextlib.suppress(Exception):
+                handler.flush()
+                handler.close()
+
+
+@contextmanager
+def _kept_environment() -> Iterator[None]:
+    saved, cwd = dict(os.environ), os.getcwd()
+    try:
+        yield
+    finally:
+        for key in [k for k in os.environ if k not in saved]:
+            del os.environ[key]
+        for key, value in saved.items():
+            if os.environ.get(key) != value:
+                os.environ[key] = value
+        os.chdir(cwd)
+
+
+@contextmanager
+def _kept_signals() -> Iterator[None]:
+    main = threading.current_thread() is threading.main_thread()  # only the main thread may set handlers
+    saved = {s: signal.getsignal(s) for s in signal.valid_signals()} if main else {}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            if handler is not None and signal.getsignal(sig) is not handler:
+                signal.signal(sig, handler)
+
+
+@contextmanager
+def _kept_torch() -> Iterator[None]:
+    import torch
+    import torch.distributed as dist
+
+    threads, matmul = torch.get_num_threads(), torch.get_float32_matmul_precision()
+    had_group = dist.is_available() and dist.is_initialized()
+    try:
+        with isolated_rng():
+            yield
+    finally:
+        if dist.is_available() and dist.is_initialized() and not had_group:
+            dist.destroy_process_group()
+        torch.set_num_threads(threads)
+        torch.set_float32_matmul_precision(matmul)
+
+
+@contextmanager
+def kept_process_state() -> Iterator[None]:
+    """Run the block (one training run) and put back everything the module docstring lists."""
+    with _kept_signals(), _kept_environment(), _kept_logging(), warnings.catch_warnings(), _kept_torch(), \
+            fresh_hydra():
+        yield

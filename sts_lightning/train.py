@@ -1,0 +1,72 @@
+"""``sts-train`` / ``python -m sts_lightning.train`` / the checkout's ``train.py``: train a method.
+
+``sts-train model=sbert_nli data=nli trainer=gpu``. A thin Hydra wrapper around :func:`runs.launch.launch` (one run,
+a pipeline of runs, or one per seed); see ``configs/train.yaml``. Why it lives in the package: an installed wheel
+has no checkout, so the console script, ``python -m`` and the checkout's script must all be this one module, which
+reads the configs where the package keeps them (``embeddings.io.package_files``, an absolute path: Hydra then finds
+them in a wheel and in a checkout alike). A user's own configs join with ``--config-dir`` or ``hydra.searchpath``.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import hydra
+from omegaconf import DictConfig
+
+from sts_lightning.embeddings.errors import run_or_exit
+from sts_lightning.embeddings.io.package_files import CONFIG_DIR
+from sts_lightning.embeddings.stop_request import exit_at_once_if_preempted
+from sts_lightning.runs.early_checks import precheck_train
+from sts_lightning.runs.help_text import register_resolver
+from sts_lightning.runs.overrides import exit_on_bad_overrides
+from sts_lightning.runs.run_id import register_run_id
+
+register_run_id()  # ${run_id:} in configs/hydra/default.yaml: one directory per run
+register_resolver()  # `--help` fills configs/hydra/help/train.yaml from the code and configs
+
+
+def run(cfg: DictConfig) -> dict[str, float]:
+    """The job in its run directory (``sl.train`` runs this too): the final metrics; ``ConfigError`` for bad input."""
+    precheck_train(cfg)  # config errors in one line before torch loads (runs/early_checks.py)
+    from sts_lightning.runs.launch import (
+        launch,  # deferred: `--help` must not load torch (see tests/layering.py)
+    )
+
+    return launch(cfg)
+
+
+@hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")
+def main(cfg: DictConfig) -> None:
+    run_or_exit(run, cfg)  # a bad input: one line, exit 2 (embeddings/errors.py)
+
+
+def cli() -> None:
+    """The command: overrides checked, then Hydra; a preempted run (exit 75) ends at once."""
+    exit_on_bad_overrides("train")  # a mistyped group, key or +key: one line before Hydra (runs/overrides.py)
+    try:
+        main()
+    except SystemExit as stop:  # a preempted run (75) ends now, not after the interpreter's teardown (seconds)
+        exit_at_once_if_preempted(stop)
+        raise
+
+
+class _CallableModule(types.ModuleType):
+    """``sl.train(...)`` calls the Python API even after this module was imported.
+
+    Why: importing ``sts_lightning.train`` (the console script does, so does ``train.py``) makes Python set the
+    package's attribute ``train`` to this module, shadowing the API function ``sts_lightning.train`` that a
+    notebook calls. Calling the module therefore calls the API: ``sl.train`` works whichever came first.
+    """
+
+    def __call__(self, *args, **kwargs):
+        from sts_lightning.training import train
+
+        return train(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
+
+if __name__ == "__main__":
+    cli()
