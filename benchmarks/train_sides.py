@@ -3,7 +3,8 @@
 Why its own file: ``benchmarks/train_speed.py`` is the loop and the report; what one optimizer step of each side is
 lives here, method by method (``benchmarks/train_batches.py`` has the batches):
 
-* ours:   ``module.training_step(batch, i)`` (tokenization, padding, forward, loss; CT's pair sampling) +
+* ours:   the loader's collate (``module.batch_tokenizer()``: token ids, timed as tokenize, as with
+          ``data.num_workers=0``) + ``module.training_step(batch, i)`` (padding, forward, loss; CT's pair sampling) +
           ``backward`` + ``opt.step()`` + ``opt.zero_grad()``, under ``torch.autocast(bf16)`` for ``bf16-mixed`` (what
           Lightning's ``trainer.precision=bf16-mixed`` does: fp32 master weights, the backward outside autocast).
 * theirs: ``st.tokenize`` of each column + ``batch_to_device`` + the sentence-transformers loss + ``backward`` + the
@@ -114,13 +115,18 @@ class Ours:
         else:
             self.opt = make_optimizer(kind, self.module)
         self.module.train()
+        # the training loader's collate tokenizes (EncoderModule.batch_tokenizer): timed as tokenize, as with
+        # data.num_workers=0 (the default); with workers it runs beside the step, off its critical path
+        tokenizer = getattr(self.module, "batch_tokenizer", lambda: None)()
+        self.collate = self.clock.wrap(tokenizer) if tokenizer is not None else None
 
     def step(self, batch: dict, i: int) -> dict[str, float]:
         self.clock.split.clear()
         out = {}
 
         def forward():
-            data = {k: v.to(self.device) if torch.is_tensor(v) else v for k, v in batch.items()}  # as Lightning does
+            data = self.collate(batch) if self.collate is not None else batch  # a loader's collate (workers: 0)
+            data = {k: v.to(self.device) if torch.is_tensor(v) else v for k, v in data.items()}  # as Lightning does
             with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
                 out["loss"] = self.module.training_step(data, i)
 
