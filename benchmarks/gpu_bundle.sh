@@ -2,10 +2,13 @@
 # Builds .gpu/ (git-ignored through .git/info/exclude), what benchmarks/gpu_checklist.sh needs on a lent GPU machine
 # that has torch, lightning, transformers and sentence-transformers but not our other pure-Python dependencies, no
 # network and no ../shared: the wheels (Python 3.12), the data the checks read, the bert-base-uncased tokenizer.
+# Models travel as seeds: benchmarks/bench_models.py builds them there (BERT-base and MiniLM-L6 size, the quickstart's).
 set -eu
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}; DATA=${STS_DATA_DIR:-../shared/data}; B=.gpu
-mkdir -p .git/info && (grep -qx "/$B/" .git/info/exclude 2>/dev/null || echo "/$B/" >> .git/info/exclude)
+[ -x "$PY" ] || PY=python3   # from a git worktree: PYTHON=<the project venv>
+EXCLUDE=$(git rev-parse --git-path info/exclude)   # .git/info/exclude, also from a worktree
+mkdir -p "$(dirname "$EXCLUDE")" && (grep -qx "/$B/" "$EXCLUDE" 2>/dev/null || echo "/$B/" >> "$EXCLUDE")
 rm -rf $B && mkdir -p $B/whl $B/data/nli $B/data/sts $B/data/wiki $B/tok
 $PY -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_17_x86_64 -d $B/whl hydra-core==1.3.8 omegaconf==2.3.1

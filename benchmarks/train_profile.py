@@ -24,8 +24,8 @@ import torch  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
 from benchmarks.device_timing import device_line  # noqa: E402
-from benchmarks.train_speed import Ours, make_batches  # noqa: E402
-from sts_lightning.datamodules.nli_readers import load_source  # noqa: E402
+from benchmarks.train_batches import make_batches  # noqa: E402
+from benchmarks.train_sides import Ours  # noqa: E402
 from sts_lightning.embeddings.encoders.packaged import resolve_model_path  # noqa: E402
 
 MAX_LENGTH = {"nli": 128, "ct": 75, "simcse": 32}
@@ -88,9 +88,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     path = resolve_model_path(args.model)
-    data = load_source(args.nli_source, args.data_dir)
     n = args.warmup + args.steps + args.profile_steps
-    raw = make_batches(args.method, data, n, args.batch_size)
+    raw = make_batches(args.method, args.data_dir, args.nli_source, n, args.batch_size, wiki=False)
     own = side(args.method, path, args.batch_size, "32", 1, device).module
     batches = tokenized(own, raw)
     own = own.length_buckets if device.type == "cpu" else 1

@@ -30,7 +30,8 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 import torch  # noqa: E402
 
 from benchmarks.cpu_features import cpu_line  # noqa: E402
-from benchmarks.train_speed import param_groups, wiki_sentences  # noqa: E402
+from benchmarks.train_batches import wiki_sentences  # noqa: E402
+from benchmarks.train_sides import param_groups  # noqa: E402
 from sts_lightning.embeddings.encoders.packaged import resolve_model_path  # noqa: E402
 from sts_lightning.embeddings.methods.tsdae import objective  # noqa: E402
 from sts_lightning.embeddings.methods.tsdae.objective import add_noise, noise_rng  # noqa: E402
