@@ -58,12 +58,12 @@ def model_from_args(args) -> tuple[str, str]:
 
 
 def parse_kwargs(text: str | None) -> dict:
-    """``"max_tokens=8192,packed=true"`` -> ``{"max_tokens": 8192, "packed": True}`` (Python literals or strings)."""
+    """``"max_tokens=8192,packing=packed"`` -> ``{"max_tokens": 8192, "packing": "packed"}`` (Python literals or strings)."""
     out: dict = {}
     for item in filter(None, (part.strip() for part in (text or "").split(","))):
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(f"expected key=value, got {item!r} (e.g. --ours-kwargs max_tokens=8192,packed=true)")
+            raise ConfigError(f"expected key=value, got {item!r} (e.g. --ours-kwargs max_tokens=8192,packing=packed)")
         value = value.strip()
         lowered = {"true": True, "false": False, "none": None, "null": None}
         if value.lower() in lowered:

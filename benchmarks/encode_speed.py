@@ -3,7 +3,7 @@
 Like for like by default: sentence-transformers runs in the SAME precision as ours (``model.bfloat16()`` /
 ``model.half()`` for bf16 / fp16; ``--peer-precision`` changes it), at its best batch size of ``--peer-batch-sizes``
 (each timed once on the first ``--peer-search-sentences`` of them; the fastest is its reference), ours at its defaults (``--batch-size`` and
-``--ours-kwargs``, e.g. ``max_tokens=8192,packed=true``, are passed to ``HFEncoder.from_pretrained`` as given).
+``--ours-kwargs``, e.g. ``max_tokens=8192,packing=packed``, are passed to ``HFEncoder.from_pretrained`` as given).
 ``--extra-fp32-peer`` adds sentence-transformers in fp32 as an extra, labelled line (not the comparison).
 
 Prints, per precision: sentences/s and real tokens/s of each side and the ratio (ours / theirs) on the raw list
@@ -37,6 +37,7 @@ from benchmarks.mfu import dtype_of, forward_flops, matmul_peak, peak_label
 from benchmarks.train_batches import wiki_sentences
 from sts_lightning.embeddings.encoders.hf import HFEncoder, resolve_device
 from sts_lightning.embeddings.encoders.precision import resolve_precision
+from sts_lightning.embeddings.encoders.token_budget import default_max_tokens
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.methods.pooling import mean_pool
 from sts_lightning.sts.tasks import load_task
@@ -112,7 +113,7 @@ def best_batch(run_st, xs: list[str], sizes: list[int], device: torch.device) ->
 def compare(precision: str, path: str, label: str, task, speed_sets: list, args) -> dict:
     """One precision: ours vs sentence-transformers on every speed set; prints the block, returns the record."""
     device = resolve_device(args.device)
-    batch = {"batch_size": args.batch_size} if args.batch_size else {}
+    batch = {"batch_size": args.batch_size}  # None: the token budget evaluate.py encodes with (encoder.max_tokens)
     ours = load_ours(path, precision, args.device, {**batch, **parse_kwargs(args.ours_kwargs)})
     peer_precision = resolve_precision(ours.precision if args.peer_precision == "same" else args.peer_precision, device)
     st = load_peer(path, device, peer_precision, ours.max_length)
@@ -148,7 +149,7 @@ def compare(precision: str, path: str, label: str, task, speed_sets: list, args)
               "ours_sps": main["sentences"] / t["ours"], "st_sps": main["sentences"] / t["st"],
               "ours_tps": main["tokens"] / t["ours"], "st_tps": main["tokens"] / t["st"], "ratio": t["st"] / t["ours"],
               "st_batch": st_batch, "st_batch_search_s": search, "ours_kwargs": args.ours_kwargs or "",
-              "ours_batch_size": ours.batch_size, "mfu_ours": flops / t["ours"] / peak, "mfu_st": flops / t["st"] / peak,
+              "ours_batch_size": ours.batch_size, "ours_max_tokens": None if ours.batch_size else (ours.max_tokens or default_max_tokens(ours.device)), "mfu_ours": flops / t["ours"] / peak, "mfu_st": flops / t["st"] / peak,
               "peak_tflops": peak / 1e12, "peak": peak_label(device, dtype_of(ours.precision)),
               "idle_ours": meters["ours"].idle_fraction,
               "idle_st": meters["st"].idle_fraction, "mem_ours_mib": meters["ours"].peak_mib,
@@ -164,7 +165,7 @@ def compare(precision: str, path: str, label: str, task, speed_sets: list, args)
 def report(r: dict, rows: list[dict], search: dict, args) -> None:
     ours_opts = f" {r['ours_kwargs']}" if r["ours_kwargs"] else ""
     print(f"\nmodel {r['model']}, {r['device']}, threads {args.threads}, ours {r['precision']} (batch "
-          f"{r['ours_batch_size']}{ours_opts}) vs sentence-transformers {r['peer_precision']} (batch {r['st_batch']}"
+          f"{r['ours_batch_size'] or 'by max_tokens ' + str(r.get('ours_max_tokens'))}{ours_opts}) vs sentence-transformers {r['peer_precision']} (batch {r['st_batch']}"
           + (f", best of {', '.join(f'{b}: {s:.2f} s' for b, s in search.items())} on "
              f"{min(r['sentences'], args.peer_search_sentences)} sentences" if search else "")
           + f"), median of {args.repeats} alternating runs")
@@ -203,9 +204,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-dir", default=None, help="STS data dir (default: $STS_DATA_DIR)")
     parser.add_argument("--task", default="stsb-dev", help="the Spearman task (and the speed sentences without --wiki)")
     parser.add_argument("--wiki", type=int, default=0, help="time N distinct Wikipedia sentences instead of the task's")
-    parser.add_argument("--batch-size", type=int, default=None, help="ours (default: the encoder's default)")
-    parser.add_argument("--ours-kwargs", default="", help="options for our encoder, e.g. max_tokens=8192,packed=true")
-    parser.add_argument("--reference-kwargs", default="", help="ours for the Spearman reference, e.g. packed=false")
+    parser.add_argument("--batch-size", type=int, default=None, help="ours (default: none, the token budget evaluate.py uses: encoder.max_tokens)")
+    parser.add_argument("--ours-kwargs", default="", help="options for our encoder, e.g. max_tokens=8192,packing=packed")
+    parser.add_argument("--reference-kwargs", default="", help="ours for the Spearman reference, e.g. packing=padded")
     parser.add_argument("--peer-batch-sizes", default="32,128,512", help="sentence-transformers: its best of these")
     parser.add_argument("--peer-search-sentences", type=int, default=5000, help="time each batch size on this many")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())

@@ -10,6 +10,8 @@
 #                     (len 128), MLM packed (len 128), CT; both sides bf16 autocast; MFU, idle, memory
 #   e2e_quickstart / e2e_simcse / e2e_mlm   train.py end to end (benchmarks/step_meter.py): steps/s, tokens/s, MFU
 #   encode_minilm     the encode comparison at MiniLM-L6 size (6x384), 10,000 sentences
+# By name only (a second call): encode_engine (packed vs padded and token budgets, which attention kernel ran),
+# train_profile (SBERT-NLI and CT, fp32 vs bf16-mixed, one vs two length groups: kernels, syncs, casts).
 # Older checks, by name only: quickstart_gpu, evaluate, mixed_precision, resume, quickstart_auto (and budget_probe).
 # Each check runs under its own time budget (cut when over it: the log says so, the rest go on), all of them under
 # GPU_TOTAL_S (default 460 s); every figure goes to $OUT/gpu_figures.md and .json (benchmarks/gpu_figures.py).
@@ -59,9 +61,8 @@ check() {  # check <name> <budget s> <command...>: run it within its budget and 
   echo "{\"check\": \"$name\", \"rc\": $rc, \"seconds\": $((SECONDS - t0)), \"budget\": $limit}" >> "$CHECKS_FILE"
 }
 model() { $PY -c "from benchmarks.bench_models import sized_model as m; print(m('$1', tokenizer_dir='$TOK'))"; }
-# the padded path to compare the Spearman of ours with, once the encoder has a packed forward
-M_BASE=; M_MINI=; REF=
-wanted encode_bert_base || wanted encode_minilm && REF=$($PY -c "import inspect; from sts_lightning.embeddings.encoders.hf import HFEncoder as H; print('packed=false' if 'packed' in inspect.signature(H.__init__).parameters else '')" 2>/dev/null)
+# the padded path (embeddings/encoders/packing.py) to compare the Spearman of ours (packing=auto: packed on CUDA) with
+M_BASE=; M_MINI=; REF=packing=padded
 ENC="--device $DEV --tokenizer $TOK --json $REC/encode.jsonl --repeats $REP --extra-fp32-peer ${REF:+--reference-kwargs $REF}"
 METER="+callbacks.step_meter._target_=benchmarks.step_meter.StepMeter +callbacks.step_meter.out=$REC/e2e.jsonl"
 ONE="callbacks.sts_evaluation.tasks=[stsb-dev] callbacks.sts_evaluation.eval_at_start=false"
@@ -84,6 +85,13 @@ check e2e_simcse 40 $PY train.py model=simcse model.model_name_or_path=$M_BASE $
 check e2e_mlm 40 $PY train.py model=mlm model.model_name_or_path=$M_BASE $TR trainer.max_steps=$E2E_STEPS data.batch_size=64 model.max_length=128 $ONE $METER +callbacks.step_meter.run=mlm hydra.run.dir=$R/e2e_mlm
 if wanted encode_minilm; then M_MINI=$(model $MINI); echo "MiniLM-L6 size: $M_MINI"; fi
 check encode_minilm 70 $PY -m benchmarks.encode_speed --size $MINI --precision $PRECS --wiki $WIKI_MINI $ENC
+
+if wanted encode_engine || wanted train_profile; then [ -n "$M_BASE" ] || M_BASE=$(model $BASE); fi
+check encode_engine 120 $PY -m benchmarks.encode_engine --device $DEV --precision ${PRECS%%,*} --model $M_BASE --budgets 16384 32768 65536 131072
+for m in nli ct; do
+  wanted train_profile || continue
+  CHECKS=$CHECKS,train_profile_$m check "train_profile_$m" 90 $PY -m benchmarks.train_profile --method $m --device $DEV --model $M_BASE ${TRAIN%% --meter*} --groups 1,2
+done
 
 check budget_probe 1 sleep 4   # by name only: shows that a check over its budget is cut and the rest go on
 
