@@ -22,7 +22,7 @@ from sts_lightning.embeddings.isolated_rng import rng_isolated
 
 DEFAULT_MAX_LENGTH = 256
 PACKING_MODES = ("auto", "packed", "padded")
-# Where ``packing: auto`` packs in training mode too. On the CPU it packs inference passes only (eval mode: encode,
+# Where ``packing: auto`` packs in training mode too. On the CPU it packs inference passes only (no gradients: encode,
 # evaluation, the STS callback): measured 1.12x / 1.22x the padded path there at the same token budget
 # (docs/speed.md, "The encode engine"); training steps on the CPU stay padded, so their dropout draws, their
 # numbers and the CPU training ratios of docs/speed.md are what they were (packed training is not measured there).
@@ -135,7 +135,11 @@ class HFEncoder(BaseEncoder):
         """Whether the next ``forward_ids`` runs packed: ``packing`` and what the model allows right now (inside
         Sen2Pro's fast MC dropout the attention is its own, so those passes run padded)."""
         if self.packing == "padded" or (self.packing == "auto" and self.device.type not in AUTO_PACKS_ON
-                                         and self.model.training):
+                                         and (self.model.training or torch.is_grad_enabled())):
+            return False
+        if getattr(self.model, "is_gradient_checkpointing", False) and torch.is_grad_enabled():
+            # the backward pass recomputes each layer outside ``packed_forward``'s block (the packed attention and its
+            # layout are gone by then): a padded pass is the one a recomputation reproduces exactly
             return False
         return packing_unsupported(self.model) is None
 

@@ -137,9 +137,32 @@ def test_config_restored_after_packed_forward(pair):
 
 
 def test_auto_on_the_cpu_packs_inference_only(tiny_model_dir):
-    """CPU: packed in eval mode (measured faster), padded in training mode (CPU training unchanged)."""
+    """CPU: packed without gradients (measured faster), padded in training mode and whenever gradients flow (a
+    method that trains in eval mode, CT without dropout: CPU training unchanged)."""
     encoder = HFEncoder.from_pretrained(str(tiny_model_dir), packing="auto")
-    assert encoder.packs_batches
-    with encoder.stochastic():
+    with torch.inference_mode():
+        assert encoder.packs_batches
+        with encoder.stochastic():
+            assert not encoder.packs_batches
+    assert not encoder.packs_batches  # eval mode, gradients on
+    with torch.inference_mode():
+        assert not HFEncoder.from_pretrained(str(tiny_model_dir), packing="padded").packs_batches
+
+
+def test_gradient_checkpointing_runs_padded_and_its_backward_works(pair):
+    """The backward pass recomputes each layer outside the packed block: with checkpointing on, a pass with
+    gradients runs padded (found by CI: CT with gradient_checkpointing failed torch's recomputation check)."""
+    padded, packed = pair
+    grads = []
+    for encoder in pair:
+        encoder.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        encoder.model.train()
         assert not encoder.packs_batches
-    assert not HFEncoder.from_pretrained(str(tiny_model_dir), packing="padded").packs_batches
+        encoder.model.zero_grad()
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            get_pooling("mean")(encoder.forward_ids(encoder.tokenize(SENTENCES))).square().sum().backward()
+        grads.append(encoder.model.embeddings.word_embeddings.weight.grad.clone())
+        with torch.inference_mode():
+            assert encoder.packs_batches == (encoder is packed)  # no gradients, nothing to recompute: packed again
+    torch.testing.assert_close(grads[1], grads[0], **TINY_BERT)
