@@ -37,7 +37,6 @@ from benchmarks.mfu import dtype_of, forward_flops, matmul_peak, peak_label
 from benchmarks.train_batches import wiki_sentences
 from sts_lightning.embeddings.encoders.hf import HFEncoder, resolve_device
 from sts_lightning.embeddings.encoders.precision import resolve_precision
-from sts_lightning.embeddings.encoders.token_budget import default_max_tokens
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.methods.pooling import mean_pool
 from sts_lightning.sts.tasks import load_task
@@ -149,7 +148,7 @@ def compare(precision: str, path: str, label: str, task, speed_sets: list, args)
               "ours_sps": main["sentences"] / t["ours"], "st_sps": main["sentences"] / t["st"],
               "ours_tps": main["tokens"] / t["ours"], "st_tps": main["tokens"] / t["st"], "ratio": t["st"] / t["ours"],
               "st_batch": st_batch, "st_batch_search_s": search, "ours_kwargs": args.ours_kwargs or "",
-              "ours_batch_size": ours.batch_size, "ours_max_tokens": None if ours.batch_size else (ours.max_tokens or default_max_tokens(ours.device)), "mfu_ours": flops / t["ours"] / peak, "mfu_st": flops / t["st"] / peak,
+              "ours_batch_size": ours.batch_size, "ours_max_tokens": ours.token_budget(), "mfu_ours": flops / t["ours"] / peak, "mfu_st": flops / t["st"] / peak,
               "peak_tflops": peak / 1e12, "peak": peak_label(device, dtype_of(ours.precision)),
               "idle_ours": meters["ours"].idle_fraction,
               "idle_st": meters["st"].idle_fraction, "mem_ours_mib": meters["ours"].peak_mib,

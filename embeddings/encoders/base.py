@@ -96,11 +96,15 @@ class BaseEncoder(ABC):
         """Whether ``forward_ids`` packs (padding-free): a token budget then counts real tokens, not padded area."""
         return False
 
+    def token_budget(self, batch_size: int | None = None) -> int | None:
+        """Tokens per forward pass: ``None`` when a sentence count is set (it wins), else ``max_tokens`` or the
+        device's measured default."""
+        return None if (batch_size or self.batch_size) else (self.max_tokens or default_max_tokens(self.device))
+
     def batch_plan(self, lengths: Sequence[int], batch_size: int | None = None) -> list[tuple[int, int]]:
         """The forward passes over ``lengths`` (longest first): an explicit sentence count wins, else the budget."""
-        size = batch_size or self.batch_size
-        budget = None if size else (self.max_tokens or default_max_tokens(self.device))
-        return plan_batches(lengths, size, budget, padded=not self.packs_batches)
+        return plan_batches(lengths, batch_size or self.batch_size, self.token_budget(batch_size),
+                            padded=not self.packs_batches)
 
     @contextlib.contextmanager
     def stochastic(self) -> Iterator[None]:
