@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"<!--list:([a-z_]+)-->(.*?)<!--/list-->", re.DOTALL)
 
 
-def _ticked(names) -> str:
-    return ", ".join(f"`{n}`" for n in names)
+def _ticked(names, sep: str = ", ") -> str:
+    return sep.join(f"`{n}`" for n in names)
 
 
 def _scorers() -> str:
@@ -38,7 +38,7 @@ def _scorers() -> str:
             parts.append(f"{_ticked(group.names)} (with `model`)")
         else:
             plain.extend(group.names)
-    return ", ".join([_ticked(plain), " / ".join(f"`{n}`" for n in fitted) + " (with `path`)", *parts])
+    return ", ".join([_ticked(plain), _ticked(fitted, " / ") + " (with `path`)", *parts])
 
 
 def _trained_titles() -> str:
@@ -63,7 +63,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "trained": lambda: _ticked(m.name for m in trained_methods()),
     "trained_titles": _trained_titles,
     "st_exports": lambda: _ticked(m.name for m in trained_methods() if m.export == ST_EXPORT),
-    "fitted_scorers": lambda: " / ".join(f"`{n}`" for g in scorer_groups() if "path" in g.required for n in g.names),
+    "fitted_scorers": lambda: _ticked((n for g in scorer_groups() if "path" in g.required for n in g.names), " / "),
     "modules": _modules,
     "methods": lambda: _ticked(m.name for m in methods()),
 }
