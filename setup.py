@@ -16,10 +16,12 @@ from setuptools import find_namespace_packages, find_packages, setup
 
 FOLDERS = ("embeddings", "sts", "lightning_modules", "datamodules", "callbacks", "runs")
 CONFIGS = "configs"
+PLUGIN = "hydra_plugins.sts_lightning_defaults"  # in Hydra's plugin namespace (runs/constructor_defaults.py)
 
 packages = ["sts_lightning"]
 for folder in FOLDERS:
     packages += [f"sts_lightning.{folder}"] + [f"sts_lightning.{folder}.{sub}" for sub in find_packages(folder)]
+packages += [PLUGIN]  # Hydra imports it when it looks for plugins: it registers the constructors' defaults
 packages += [f"sts_lightning.{CONFIGS}"] + [f"sts_lightning.{CONFIGS}.{sub}" for sub in find_namespace_packages(CONFIGS)]
 package_dir = {f"sts_lightning.{folder}": folder for folder in (*FOLDERS, CONFIGS)}
 config_packages = [name for name in packages if name.startswith(f"sts_lightning.{CONFIGS}")]

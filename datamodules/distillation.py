@@ -131,7 +131,7 @@ class DistillationDataModule(ResumableDataModule):
     data_unit = "sentences"  # model card: one training item
 
     def __init__(self, data_dir: str | None = None, files: Sequence[str] | str = ("wiki/wiki_sentences_100k.txt",),
-                 teachers: Sequence[Any] | None = None, max_sentences: int | None = None, batch_size: int = 32,
+                 *, teachers: Sequence[Any], max_sentences: int | None = None, batch_size: int = 32,
                  cache_dir: str | None = None, num_workers: int = 0, seed: int = 0, shuffle: bool = True,
                  min_words: int = 1, max_words: int | None = None, encode_batch_size: int = 64,
                  encode_device: str = "cpu", align_to: Any = None) -> None:

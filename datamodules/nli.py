@@ -83,7 +83,7 @@ class NLIDataModule(ResumableDataModule):
             negative: n}`` (``datamodules.table_files.COLUMNS``); unused by named sources.
     """
 
-    def __init__(self, data_dir: str | None = None, sources: Sequence[str] | str = ("snli:dev",),
+    def __init__(self, data_dir: str | None = None, sources: Sequence[str] | str = ("snli:dev", "snli:test"),
                  batch_size: int = 64, num_workers: int = 0, seed: int = 0, shuffle: bool = True,
                  drop_last: bool = False, max_malformed_fraction: float = 0.01, format: str = "pairs",
                  columns: Mapping[str, str] | None = None):

@@ -44,7 +44,8 @@ class SourceViewsDataModule(ResumableDataModule):
     data_unit = "sentences"  # model card: one training item
 
     def __init__(self, sources: Sequence, data_dir: str | None = None,
-                 files: Sequence[str] | str = ("onebillion/1b_benchmark.dev.tokens",), batch_size: int = 10000,
+                 files: Sequence[str] | str = ("onebillion/1b_benchmark.dev.tokens",
+                                               "onebillion/1b_benchmark.test.tokens"), batch_size: int = 10000,
                  max_sentences: int | None = None, min_words: int = 1, max_words: int | None = 59,
                  cache_dir: str | None = None, num_workers: int = 0, seed: int = 0, shuffle: bool = True,
                  encode_batch_size: int = 64, encode_device: str = "cpu") -> None:

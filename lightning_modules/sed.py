@@ -44,6 +44,9 @@ class SEDModule(EncoderModule):
         eval_layers: 1, 2 or 3 final layers averaged (then mean over tokens) for ``scorer()`` and export
             (paper: 2; here 1, which measured better on paraphrase-MiniLM-L3-v2: configs/model/sed.yaml). Sets the
             base's ``pooling`` hyper-parameter.
+        pooling: ``None`` (the default: from ``eval_layers``), or the pooling ``eval_layers`` makes (a checkpoint's
+            hyper-parameters hold it); named here, not left to ``**base``, so the configs' node
+            (``runs/constructor_defaults.py``) does not offer the base's ``mean`` default for it.
         lr: 1e-4 (paper: 2e-5, which barely moves the L3 student; configs/model/sed.yaml has the measurements).
         weight_decay: 0, as the paper's Adam.
         base: ``EncoderModule``'s other arguments (no ``mini_batch_size``: the MSE is per sentence, so
@@ -53,14 +56,16 @@ class SEDModule(EncoderModule):
     method_info = METHOD.card()
 
     def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", *, train_pooling: str = "mean",
-                 eval_layers: int = 1, lr: float = 1e-4, weight_decay: float = 0.0, **base) -> None:
+                 eval_layers: int = 1, lr: float = 1e-4, weight_decay: float = 0.0, pooling: str | None = None,
+                 **base) -> None:
         if eval_layers not in EVAL_POOLING:
             raise ConfigError(f"eval_layers must be 1, 2 or 3 (final layers averaged at evaluation), got {eval_layers!r}")
         get_pooling(train_pooling)
-        pooling = EVAL_POOLING[int(eval_layers)]
-        if base.pop("pooling", pooling) != pooling:  # a checkpoint's hparams hold the pooling eval_layers made
-            raise ConfigError(f"SED sets its pooling from model.eval_layers ({eval_layers} -> {pooling}): "
+        derived = EVAL_POOLING[int(eval_layers)]
+        if pooling not in (None, derived):  # a checkpoint's hparams hold the pooling eval_layers made
+            raise ConfigError(f"SED sets its pooling from model.eval_layers ({eval_layers} -> {derived}): "
                               "set eval_layers, not pooling")
+        pooling = derived  # the hyper-parameters (read from this frame by save_hyperparameters) hold the derived one
         super().__init__(model_name_or_path, pooling=pooling, lr=lr, weight_decay=weight_decay, **base)
         self.train_pool = get_pooling(train_pooling)
 

@@ -29,6 +29,7 @@ from sts_lightning.embeddings.errors import ConfigError, DataError, run_or_exit
 from sts_lightning.embeddings.io.package_files import CONFIG_DIR
 from sts_lightning.embeddings.scoring.mteb_adapter import MTEBScorerModel, model_name, require_mteb
 from sts_lightning.embeddings.scoring.registry import ENCODER_FREE, build_scorer
+from sts_lightning.runs.constructor_defaults import nodes as constructor_nodes
 from sts_lightning.sts.mteb_tasks import mteb_sts_task, pooled_pairs, task_sentences
 from sts_lightning.sts.scoring import score_tasks
 from sts_lightning.sts.tasks import load_task
@@ -37,9 +38,13 @@ log = logging.getLogger(__name__)
 
 
 def evaluate_defaults() -> tuple[dict, dict]:
-    """``encoder`` and ``scorer_options`` of ``configs/evaluate.yaml``, their interpolations (Sen2Pro's ``seed:
-    ${seed}``) resolved against the file's own top-level keys, as ``evaluate.py`` resolves them."""
-    cfg = OmegaConf.load(CONFIG_DIR / "evaluate.yaml")
+    """``encoder`` and ``scorer_options`` as ``evaluate.py`` composes them: the constructors' defaults
+    (``runs/constructor_defaults.py``) under what ``configs/evaluate.yaml`` writes, its interpolations (Sen2Pro's
+    ``seed: ${seed}``) resolved against the file's own top-level keys."""
+    written = OmegaConf.load(CONFIG_DIR / "evaluate.yaml")
+    defaults = constructor_nodes()
+    cfg = OmegaConf.merge({"encoder": defaults["encoder_options"], "scorer_options": defaults["scorer_options"]},
+                          written)
     return (OmegaConf.to_container(cfg.encoder, resolve=True),  # type: ignore[return-value]
             OmegaConf.to_container(cfg.scorer_options, resolve=True))
 

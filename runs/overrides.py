@@ -26,6 +26,9 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from sts_lightning.embeddings.errors import ConfigError, did_you_mean, first_line, run_or_exit
 from sts_lightning.embeddings.io.package_files import CONFIG_DIR
+from sts_lightning.runs.constructor_defaults import GROUP as CONSTRUCTOR_GROUP
+from sts_lightning.runs.constructor_defaults import nodes as constructor_nodes
+from sts_lightning.runs.constructor_defaults import register as register_constructor_defaults
 from sts_lightning.runs.target_args import target_args
 
 _SKIP = ("help", "hydra_help", "info", "shell_completion", "experimental_rerun", "config_path")
@@ -45,6 +48,7 @@ def check_command_line(app: str, argv: list[str]) -> None:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
+    register_constructor_defaults()  # the configs' defaults lists name these nodes (runs/constructor_defaults.py)
     args, _ = get_args_parser().parse_known_args(argv)
     if any(getattr(args, flag, None) for flag in _SKIP) or not args.overrides:
         return  # help, another primary config, shell completion: Hydra's business
@@ -218,7 +222,7 @@ def _in_other_options(parts: list[str], choice: str | None) -> tuple[str, str] |
     found: dict[str, list[str]] = {}
     for path in sorted(folder.rglob("*.yaml")):
         text = path.read_text(encoding="utf-8")
-        data = OmegaConf.to_container(OmegaConf.create(text)) if text.strip() else {}
+        data = _with_constructor_nodes(OmegaConf.to_container(OmegaConf.create(text)) if text.strip() else {})
         inner = parts if "@package _global_" in text else parts[1:]
         node = data
         for part in inner[:-1]:
@@ -232,6 +236,25 @@ def _in_other_options(parts: list[str], choice: str | None) -> tuple[str, str] |
         return None
     best = did_you_mean(".".join(parts), found, cutoff=0) or next(iter(found))
     return best, ", ".join(found[best])
+
+
+def _with_constructor_nodes(data: dict) -> dict:
+    """A config file's own keys plus those of the ``/constructor@<package>: <Class>`` nodes its defaults list names
+    (``runs/constructor_defaults.py``): the keys the file offers once composed, without composing it."""
+    known = constructor_nodes()
+    for entry in data.get("defaults") or []:
+        if not isinstance(entry, dict):
+            continue
+        for key, name in entry.items():
+            group, _, package = str(key).partition("@")
+            if group.strip("/") != CONSTRUCTOR_GROUP or name not in known:
+                continue
+            node = known[name]
+            if package in ("", "_here_"):
+                data = {**node, **data}
+            else:
+                data[package] = {**node, **(data.get(package) or {})}
+    return data
 
 
 def _check_appended(cfg: DictConfig, override) -> None:

@@ -31,6 +31,7 @@ from sts_lightning.embeddings.methods.meta.scorer import MeanEnsembleScorer
 from sts_lightning.embeddings.methods.pooling import PoolingScorer
 from sts_lightning.embeddings.sources.build import build_source
 from sts_lightning.runs import train_run
+from sts_lightning.runs.constructor_defaults import register as register_constructor_defaults
 from sts_lightning.sts.scoring import main_score, score_tasks
 from sts_lightning.sts.tasks import expand_groups, load_task
 
@@ -61,6 +62,7 @@ def _compose(overrides: list[str]) -> DictConfig:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
+    register_constructor_defaults()  # the defaults the configs depart from (runs/constructor_defaults.py)
     if GlobalHydra.instance().is_initialized():
         return compose(config_name="train", overrides=overrides)
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):

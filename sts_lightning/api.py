@@ -25,6 +25,7 @@ from sts_lightning.embeddings.scoring.registry import build_scorer, check_scorer
 from sts_lightning.embeddings.scoring.scorer import Representation, Scorer
 from sts_lightning.embeddings.scoring.shared_pass import share_forward_pass
 from sts_lightning.process_state import fresh_hydra
+from sts_lightning.runs.constructor_defaults import register as register_constructor_defaults
 from sts_lightning.sts.scoring import pair_sentences, score_tasks
 from sts_lightning.sts.tasks import load_tasks
 
@@ -37,6 +38,7 @@ def _evaluate_config() -> DictConfig:
     A caller's own Hydra app (a notebook's ``initialize``, a ``@hydra.main`` job calling ``load``) keeps its state:
     Hydra allows one initialisation at a time, so it is set aside and restored, not cleared (``fresh_hydra``).
     """
+    register_constructor_defaults()  # scorer_options are the scorers' own defaults (runs/constructor_defaults.py)
     with fresh_hydra(), initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         return compose(config_name="evaluate")
 

@@ -12,11 +12,13 @@ from omegaconf import DictConfig
 
 from sts_lightning.embeddings.errors import run_or_exit
 from sts_lightning.embeddings.io.package_files import CONFIG_DIR
+from sts_lightning.runs.constructor_defaults import register as register_constructor_defaults
 from sts_lightning.runs.early_checks import precheck_evaluate
 from sts_lightning.runs.help_text import register_resolver
 from sts_lightning.runs.overrides import exit_on_bad_overrides
 from sts_lightning.runs.run_id import register_run_id
 
+register_constructor_defaults()  # constructor/<Class>: the defaults the configs depart from
 register_run_id()  # ${run_id:} in configs/hydra/default.yaml: one directory per run
 register_resolver()  # `--help` fills configs/hydra/help/evaluate.yaml from the code and configs
 

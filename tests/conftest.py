@@ -13,8 +13,10 @@ import pytest
 import torch
 
 from sts_lightning.embeddings import stop_request
+from sts_lightning.runs.constructor_defaults import register as register_constructor_defaults
 from tests.helpers import NLI_ROWS, NLI_TRIPLET_ROWS, WORDS
 
+register_constructor_defaults()  # the nodes configs/ departs from, for every compose() of the tests
 os.environ.setdefault("WANDB_MODE", "disabled")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

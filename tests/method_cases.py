@@ -78,7 +78,7 @@ def export_cases(extra: tuple[str, ...] = ()) -> list:
         cases.append(pytest.param(name, {}, id=name))
         if "eval_layers" in model:
             cases += [pytest.param(name, {"eval_layers": k}, id=f"{name}-eval_layers{k}") for k in (1, 2, 3)]
-        if "pooling" in model:
+        if model.get("pooling") is not None:  # SED's is None: derived from eval_layers
             cases += [pytest.param(name, {"pooling": p}, id=f"{name}-{p}") for p in POOLINGS if p != model.pooling]
     return cases
 

@@ -25,7 +25,7 @@ from sts_lightning.embeddings.isolated_rng import rng_isolated
 
 
 @rng_isolated  # loading (a packaged model built on first use, a checkpoint's module) never moves the run's RNG
-def load_encoder(name: str, max_length: int | None = None, batch_size: int | None = 64,
+def load_encoder(name: str, max_length: int | None = None, batch_size: int | None = None,
                  device: str = "cpu", precision: str = "fp32", max_tokens: int | None = None,
                  packing: str = "auto") -> BaseEncoder:
     """Build the encoder for ``name``.

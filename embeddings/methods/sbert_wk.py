@@ -220,7 +220,7 @@ class SBERTWKScorer(VectorScorer):
 
     name = "sbert_wk"
 
-    def __init__(self, encoder: BaseEncoder, layer_start: int | str = 4, window: int = 2, omega: float = 0.5,
+    def __init__(self, encoder: BaseEncoder, layer_start: int | str = "auto", window: int = 2, omega: float = 0.5,
                  variant: str = "code", batch_size: int | None = None) -> None:
         if layer_start == "auto":
             # The paper's 4 where the model has room (>= 6 layers), else the deepest start that still

@@ -19,21 +19,20 @@ import pytest
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
-from omegaconf import OmegaConf
 
 from sts_lightning.datamodules.loader import ResumableDataModule, per_device_batch_size
 from sts_lightning.datamodules.nli import NLIDataModule
 from sts_lightning.datamodules.source_views import SourceViewsDataModule
 from sts_lightning.datamodules.token_states import TokenStateDataModule
 from sts_lightning.embeddings.errors import ConfigError
-from tests.helpers import SENTEVAL_PAIRS, write_senteval
+from tests.helpers import SENTEVAL_PAIRS, compose_train, write_senteval
 from tests.paths import CONFIG_DIR
 
 DATA_CONFIGS = sorted((CONFIG_DIR / "data").glob("*.yaml"))
 
 
 def _target(config: Path) -> type:
-    module, _, name = str(OmegaConf.load(config)["_target_"]).rpartition(".")
+    module, _, name = str(compose_train([f"data={config.stem}"]).data._target_).rpartition(".")
     return getattr(importlib.import_module(module), name)
 
 

@@ -3,11 +3,9 @@ run stopped by ``trainer.max_steps`` mid-epoch still ends scored (final val/ met
 before/after table) and exported. The models are the declared trained methods (``embeddings.methods.registry``),
 never listed by hand, and each model file agrees with its declaration (data group, LightningModule).
 
-Defaults once: a method's model yaml and its constructor cannot disagree. The yaml of a method's own recipe
-(``configs/model/<name>.yaml`` whose ``_target_`` lives in ``lightning_modules/<name>.py``) lists the options a user
-overrides on the command line (Hydra refuses ``model.k=256`` for a key the file does not hold), each with the
-constructor's default, so ``XModule()`` in Python trains what ``python train.py model=<name>`` trains; a second
-recipe of the same class (``simcse_sup``) writes only values that differ.
+Defaults once: a model file departs from its constructor's signature (``runs/constructor_defaults.py``, tested
+in ``tests/runs/test_constructor_defaults.py``), so ``XModule()`` in Python trains what ``python train.py model=<name>``
+trains; within the code, a subclass restates no default of its base (below).
 """
 
 from __future__ import annotations
@@ -79,31 +77,6 @@ def test_model_defaults_run_and_end_scored(model, tmp_path, tiny_model_dir, trai
     assert (run / "sts_before_after.md").is_file()
     assert list((run / "checkpoints").glob("best-step3.ckpt")), list((run / "checkpoints").iterdir())
     assert (run / "export").is_dir() and any((run / "export").iterdir())
-
-
-def _model_keys(model: str) -> dict:
-    """The model node as the file writes it, minus ``_target_`` and interpolations (wiring such as ``${seed}``)."""
-    node = yaml.safe_load((CONFIG_DIR / "model" / f"{model}.yaml").read_text())["model"]
-    return {k: v for k, v in node.items() if k != "_target_" and not (isinstance(v, str) and "${" in v)}
-
-
-@pytest.mark.parametrize("model", MODELS)
-def test_model_yaml_and_constructor_agree(model):
-    """A method's own yaml writes the constructor's defaults (no other value); a second recipe, which composes its
-    method's yaml first (``defaults: [simcse, ...]``), writes only what it changes."""
-    cls = target_class(model)
-    defaults = constructor_defaults(cls)
-    composed = OmegaConf.to_container(compose_train([f"model={model}"]).model, resolve=True)
-    unknown = sorted(set(composed) - {"_target_", *defaults})
-    assert not unknown, f"model={model} sets model.{unknown}, which {cls.__name__}() does not take"
-    written = _model_keys(model)
-    differ = {k: (composed[k], defaults[k]) for k in written if composed[k] != defaults[k]}
-    if cls.__module__.rsplit(".", 1)[-1] == model:  # the method's own recipe
-        assert not differ, (f"configs/model/{model}.yaml and {cls.__name__}() disagree on {differ} (yaml, code): "
-                            "change the constructor's default, or the yaml to it")
-    else:
-        same = sorted(set(written) - set(differ))
-        assert differ and not same, f"configs/model/{model}.yaml (a second recipe of {cls.__name__}) repeats {same}"
 
 
 def test_a_subclass_names_a_base_argument_only_to_change_its_default():

@@ -61,7 +61,7 @@ def test_an_export_is_scored_as_its_loading_note_says(tmp_path, tiny_model_dir, 
 
 
 def test_a_scorer_spec_takes_evaluate_yamls_scorer_options(tmp_path, tiny_model_dir, tiny_data_dir):
-    # evaluate.yaml sets sbert_wk's layer_start to auto; the class default is 4: the API must agree with the script.
+    # sbert_wk's layer_start is auto (its class default, written once): the API and the script agree.
     model = sl.load({"name": "sbert_wk"}, encoder=str(tiny_model_dir))
     _same_scores(model.evaluate(["stsb-dev", "sts16"], data_dir=tiny_data_dir),
                  _evaluate_py(tmp_path, str(tiny_model_dir), "sbert_wk", tiny_data_dir))

@@ -165,7 +165,7 @@ def test_config_errors(six_layer_encoder, kwargs, match):
 
 def test_encoder_with_too_few_layers(tiny_encoder):
     with pytest.raises(ConfigError, match="outside"):
-        SBERTWKScorer(tiny_encoder)  # 3 hidden states, default layer_start=4
+        SBERTWKScorer(tiny_encoder, layer_start=4)  # 3 hidden states
     one_layer = TokenBatch((torch.randn(1, 4, 8),), torch.ones(1, 4), torch.zeros(1, 4, dtype=torch.bool))
     with pytest.raises(ConfigError, match="static word vectors"):
         sbert_wk_pool(one_layer, layer_start=0)
