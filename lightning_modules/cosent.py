@@ -60,7 +60,7 @@ class CoSENTModule(EncoderModule):
         cosine_w, ibn_w, angle_w: ``angle_full``'s weights of its CoSENT, in-batch-negatives and angle terms
             (the authors' w1, w2, w3; a term of weight 0 is skipped).
         cosine_tau, ibn_tau, angle_tau: their inverse temperatures (the authors' 20, 20, 1).
-        gather: under DDP, rank the pairs of all ranks together (``cosent`` / ``angle``; see
+        gather: under DDP, rank the pairs of all ranks together (``cosent`` / ``angle`` / ``angle_full``; see
             ``embeddings.methods.cosent.objective``). ``false`` ranks within each rank's share only.
         base: ``EncoderModule``'s arguments (its defaults are sentence-transformers' STS-B recipe). No cached
             ``mini_batch_size`` yet: the recipe's batch of 16 pairs fits anywhere; a large ranking batch would need
