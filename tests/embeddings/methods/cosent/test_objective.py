@@ -93,7 +93,7 @@ def test_gradients_match_sentence_transformers():
 def test_losses_under_bf16_autocast_are_computed_in_fp32():
     torch.manual_seed(0)
     u, v, gold = torch.randn(8, 32).bfloat16(), torch.randn(8, 32).bfloat16(), torch.rand(8)
-    for fn in (cosine_similarity_loss, cosent_loss, angle_loss):
+    for fn in (cosine_similarity_loss, cosent_loss, angle_loss, angle_full_loss):
         with torch.autocast("cpu", dtype=torch.bfloat16):
             got = fn(u, v, gold)
         assert got.dtype == torch.float32
