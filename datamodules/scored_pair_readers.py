@@ -5,6 +5,9 @@ Sources are named ``"<corpus>:<split>"`` and read from the one data directory (`
 
     stsb:train -> stsb/sts-train.csv      (score column 0-5; also stsb:dev, stsb:test)
     sick:train -> sick/SICK_train.txt     (relatedness_score 1-5; also sick:trial, sick:test)
+    nli:snli:train -> any NLI source of ``datamodules.nli_readers`` (nli:sick:train, nli:hub:snli:train,
+                  nli:my/nli.tsv) read as AnglE reads NLI (SeanLee97/AnglE examples/NLI/train_nli.py):
+                  entailment 1, contradiction 0, neutral pairs dropped
     my/sts.csv -> your own file (.tsv, .csv, .jsonl, .json, .parquet) or a folder of them, columns sentence1 /
                   sentence2 / score (or data.columns), found as in ``datamodules.table_files``; scores on the
                   scale ``data.score_scale`` (default: already in [0, 1])
@@ -34,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sts_lightning.datamodules.malformed_rows import MalformedRows
-from sts_lightning.datamodules.nli_readers import _read_lines
+from sts_lightning.datamodules.nli_readers import LABELS, SENTEVAL_DIRS, _read_lines, load_source
 from sts_lightning.datamodules.table_files import (
     Table,
     check_extension,
@@ -53,6 +56,8 @@ log = logging.getLogger(__name__)
 SPLITS = {"stsb": ("train", "dev", "test"), "sick": ("train", "trial", "test")}
 SCALES = {"stsb": STS_SCALE, "sick": SICK_SCALE}
 UNIT_SCALE = (0.0, 1.0)  # your own files' scale when data.score_scale is not set
+NLI_PREFIX = "nli:"  # nli:<NLI source>: labelled NLI pairs as scored pairs (load_nli_as_scored)
+NLI_SCORES = {LABELS["entailment"]: 1.0, LABELS["contradiction"]: 0.0}  # neutral: dropped (AnglE's NLI recipe)
 
 
 @dataclass
@@ -203,6 +208,8 @@ def load_scored_source(spec: str, data_dir: str | os.PathLike | None = None, max
 
     ``columns`` and ``score_scale`` apply to file sources only (a named source has its own columns and scale).
     """
+    if str(spec).startswith(NLI_PREFIX):
+        return load_nli_as_scored(spec, data_dir, max_malformed_fraction, columns)
     if is_file_source(spec):
         path, tables = read_tables(spec, data_dir, hint="; or name a source such as stsb:train, sick:train")
         return read_scored_tables(tables, str(path), check_roles(columns, ("scored",)), score_scale,
@@ -216,11 +223,43 @@ def load_scored_source(spec: str, data_dir: str | os.PathLike | None = None, max
     return reader(found, max_malformed_fraction)
 
 
+def load_nli_as_scored(spec: str, data_dir: str | os.PathLike | None = None, max_malformed_fraction: float = 0.01,
+                       columns: dict[str, str] | None = None) -> ScoredPairs:
+    """``nli:<source>``: NLI pairs as AnglE's NLI recipe reads them, entailment 1.0, contradiction 0.0, neutral dropped.
+
+    Why: AnglE's full objective trains on NLI through the same scored-pair batches (their "format A"): the ranking
+    terms order entailments above contradictions, the in-batch term takes each entailment as a positive.
+    """
+    pairs = load_source(spec[len(NLI_PREFIX):], data_dir, max_malformed_fraction, columns)
+    out = ScoredPairs(source=pairs.source, skipped=pairs.skipped)
+    for a, b, label in zip(pairs.premises, pairs.hypotheses, pairs.labels, strict=True):
+        if label in NLI_SCORES:
+            out.sentences1.append(a)
+            out.sentences2.append(b)
+            out.scores.append(NLI_SCORES[label])
+    if not out.scores:
+        raise DataError(f"{spec}: no entailment or contradiction pairs found")
+    return out
+
+
+def check_nli_name(spec: str) -> None:
+    """An ``nli:`` source names an NLI corpus or a file the NLI readers take (no file read)."""
+    inner = spec[len(NLI_PREFIX):]
+    if is_file_source(inner):
+        return check_extension(inner)
+    if inner.split(":")[0] not in (*SENTEVAL_DIRS, "sick", "hub"):
+        raise unknown_choice("NLI source in", spec, ["nli:snli:train", "nli:multinli:train", "nli:sick:train",
+                                                     "nli:hub:snli:train", "nli:my/nli.tsv"])
+
+
 def check_sources(sources: list[str]) -> None:
     """Every source name (and file type) valid and the list non-empty: one ``ConfigError`` line before any read."""
     if not sources:
         raise ConfigError("data.sources is empty: name at least one scored-pair source, e.g. [stsb:train]")
     for spec in sources:
+        if str(spec).startswith(NLI_PREFIX):
+            check_nli_name(spec)
+            continue
         if is_file_source(spec):
             check_extension(spec)
         else:

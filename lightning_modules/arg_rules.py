@@ -76,6 +76,8 @@ MODEL_RULES: dict[str, Rule] = {
     "min_lr": POSITIVE,
     "beta_warmup_ratio": Rule(float, 0, 1, low_open=True),
     "mlm_probability": Rule(float, 0, 1, low_open=True),  # MLM: share of the tokens predicted
+    **{f"{term}_w": Rule(float, 0) for term in ("cosine", "ibn", "angle")},  # AnglE's full objective (cosent)
+    **{f"{term}_tau": POSITIVE for term in ("cosine", "ibn", "angle")},
 }
 
 

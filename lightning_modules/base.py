@@ -50,6 +50,11 @@ from sts_lightning.embeddings.methods.shared.grad_cache import (
     cached_loss,
     chunk_ids,
 )
+from sts_lightning.embeddings.methods.shared.matryoshka import (
+    check_matryoshka,
+    check_matryoshka_fits,
+    matryoshka_loss,
+)
 from sts_lightning.embeddings.scoring.scorer import Scorer
 from sts_lightning.lightning_modules.activation_checkpointing import enable_gradient_checkpointing
 from sts_lightning.lightning_modules.arg_rules import check_args
@@ -121,13 +126,17 @@ class EncoderModule(LightningModule):
             Only methods whose loss goes through ``embed_and_loss`` / ``views_and_loss`` accept it.
         gradient_checkpointing: recompute each transformer layer in the backward pass (less memory, ~1
             more forward pass of compute).
+        matryoshka_dims, matryoshka_weights: train each prefix of the vector as an embedding (largest first, e.g.
+            ``[384, 128, 64]``; weights 1 each by default): ``embeddings.methods.shared.matryoshka``. Only methods
+            whose loss goes through ``with_matryoshka`` (``matryoshka_ok``) accept them.
     """
 
     def __init__(self, model_name_or_path: str, pooling: str = "mean",
                  max_length: int | None = None, lr: float = 2e-5, weight_decay: float = 0.01,
                  warmup_ratio: float = 0.1, optimizer: str = "adamw", scheduler: str = "linear",
                  eval_batch_size: int = 64, mini_batch_size: int | None = None,
-                 gradient_checkpointing: bool = False) -> None:
+                 gradient_checkpointing: bool = False, matryoshka_dims: Sequence[int] | None = None,
+                 matryoshka_weights: Sequence[float] | None = None) -> None:
         super().__init__()
         self.save_hyperparameters()
         check_args({"lr": lr, "weight_decay": weight_decay, "warmup_ratio": warmup_ratio, "max_length": max_length,
@@ -135,6 +144,10 @@ class EncoderModule(LightningModule):
         if mini_batch_size is not None and not self.cached_loss:
             raise ConfigError(f"model.mini_batch_size={mini_batch_size!r} is not allowed: {type(self).__name__} has "
                               "no in-batch loss to cache (use trainer.accumulate_grad_batches)")
+        self.matryoshka = check_matryoshka(matryoshka_dims, matryoshka_weights)
+        if self.matryoshka and not self.matryoshka_ok:
+            raise ConfigError(f"model.matryoshka_dims is not allowed: {type(self).__name__} has no one-vector loss "
+                              "to apply to each prefix")
         get_pooling(pooling)  # fail now, not after the first epoch
         if optimizer not in OPTIMIZERS:
             raise unknown_choice("optimizer", optimizer, OPTIMIZERS)
@@ -142,6 +155,8 @@ class EncoderModule(LightningModule):
             raise unknown_choice("scheduler", scheduler, self.schedulers)
         self.encoder = self.load_encoder(str(model_name_or_path), max_length, eval_batch_size)
         self.encoder_model = self.encoder.model  # the one registered copy of the weights
+        if self.matryoshka:
+            check_matryoshka_fits(self.matryoshka[0], self.embedding_dim)
         self.encoder_model.train()  # HFEncoder loads for inference; Lightning no longer forces train mode
         if getattr(self.encoder_model, "pooler", None) is not None:
             # BERT's pooler feeds no pooling of ours (nor sentence-transformers'): frozen, it gets no
@@ -153,6 +168,8 @@ class EncoderModule(LightningModule):
 
     # Whether the method's loss goes through ``embed_and_loss`` / ``views_and_loss``, i.e. ``mini_batch_size`` applies.
     cached_loss: ClassVar[bool] = False
+    # Whether the method's loss goes through ``with_matryoshka``, i.e. ``matryoshka_dims`` applies.
+    matryoshka_ok: ClassVar[bool] = False
     # The ``scheduler`` values this method accepts (``lightning_modules.optimizers.SCHEDULES``; CT adds ``step``).
     schedulers: ClassVar[tuple[str, ...]] = SCHEDULERS
     # Training forward passes on a CPU split a batch into this many length-sorted groups (see embed_length_buckets
@@ -253,6 +270,10 @@ class EncoderModule(LightningModule):
             return loss_fn(*(embed_length_buckets(v.encoder, v.pool, v.ids, self.forward_groups()) for v in views))
         chunks = [chunk_ids(v.encoder, v.pool, v.ids, size) for v in views]
         return cached_loss(chunks, loss_fn, list(self.parameters()))
+
+    def with_matryoshka(self, loss_fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+        """``loss_fn`` of embeddings, summed over the ``matryoshka_dims`` prefixes when set (else itself)."""
+        return loss_fn if self.matryoshka is None else matryoshka_loss(loss_fn, *self.matryoshka)
 
     def scorer(self) -> Scorer:
         """Cosine over pooled vectors of the live model (the STS callback switches eval mode)."""

@@ -8,6 +8,10 @@ by cosine, is the sentence embedding that is evaluated and exported.
   higher gold score (Su 2022; Huang et al., TASLP 2024). Recommended by sentence-transformers over ``cosine``.
 * ``angle``: the same ranking on AnglE's angle similarity (Li & Li 2023, arXiv 2309.12871), whose gradient
   does not vanish near cosine +-1 (the saturation zones of the cosine).
+* ``angle_full``: AnglE's whole objective, ``cosine_w`` x CoSENT + ``ibn_w`` x in-batch negatives + ``angle_w`` x
+  the angle ranking, with the authors' weights and temperatures as defaults (``objective.angle_full_loss``); the
+  in-batch term takes the pairs of score 1 as positives, so on NLI (``data.sources=[nli:snli:train]``: entailment
+  1, contradiction 0, neutral dropped, as their recipe reads NLI) every entailment is a positive.
 * ``cosine``: SBERT's regression of the cosine onto the gold score (Reimers & Gurevych 2019, Sec. 3).
 
 Recipe (sentence-transformers' ``training_stsbenchmark.py``): batch 16, AdamW lr 2e-5, weight decay 0.01,
@@ -22,28 +26,41 @@ from torch import Tensor
 
 from sts_lightning.embeddings.errors import ConfigError, unknown_choice
 from sts_lightning.embeddings.methods.cosent import METHOD
-from sts_lightning.embeddings.methods.cosent.objective import angle_loss, cosent_loss, cosine_similarity_loss
+from sts_lightning.embeddings.methods.cosent.objective import (
+    angle_full_loss,
+    angle_loss,
+    cosent_loss,
+    cosine_similarity_loss,
+)
 from sts_lightning.lightning_modules.arg_rules import check_args
 from sts_lightning.lightning_modules.base import EncoderModule
 
-OBJECTIVES = tuple(METHOD.variants)  # cosent | angle | cosine: each names its paper on the card
+OBJECTIVES = tuple(METHOD.variants)  # cosent | angle | angle_full | cosine: each names its paper on the card
+# angle_full's weights and temperatures (defaults: the authors', in the constructor; objective.angle_full_loss)
+ANGLE_FULL = ("cosine_w", "ibn_w", "angle_w", "cosine_tau", "ibn_tau", "angle_tau")
 
 
-def check_options(objective: str, scale: float) -> None:
-    """Unknown objective or a scale that is not a positive number: one ``ConfigError`` line, before any model loads."""
+def check_options(objective: str, scale: float, angle_full: dict[str, float]) -> None:
+    """Unknown objective, a scale or temperature that is not a positive number, a negative weight, or three zero
+    weights: one ``ConfigError`` line naming the key, before any model loads."""
     if objective not in OBJECTIVES:
         raise unknown_choice("model.objective", objective, OBJECTIVES)
-    check_args({"scale": scale})  # the inverse temperature of the cosent / angle ranking
+    check_args({"scale": scale, **angle_full})  # scale: the inverse temperature of the cosent / angle ranking
+    if not any(angle_full[k] for k in ("cosine_w", "ibn_w", "angle_w")):
+        raise ConfigError("model.cosine_w, model.ibn_w and model.angle_w are all 0: objective=angle_full needs one > 0")
 
 
 class CoSENTModule(EncoderModule):
     """A siamese encoder trained on scored pairs (batches from ``datamodules.scored_pairs``).
 
     Args:
-        objective: ``cosent`` (default), ``angle`` or ``cosine`` (see the module docstring).
+        objective: ``cosent`` (default), ``angle``, ``angle_full`` or ``cosine`` (see the module docstring).
         scale: inverse temperature of the ``cosent`` / ``angle`` ranking (sentence-transformers' 20);
-            ``cosine`` has none.
-        gather: under DDP, rank the pairs of all ranks together (``cosent`` / ``angle``; see
+            ``cosine`` has none, ``angle_full`` its three ``*_tau``.
+        cosine_w, ibn_w, angle_w: ``angle_full``'s weights of its CoSENT, in-batch-negatives and angle terms
+            (the authors' w1, w2, w3; a term of weight 0 is skipped).
+        cosine_tau, ibn_tau, angle_tau: their inverse temperatures (the authors' 20, 20, 1).
+        gather: under DDP, rank the pairs of all ranks together (``cosent`` / ``angle`` / ``angle_full``; see
             ``embeddings.methods.cosent.objective``). ``false`` ranks within each rank's share only.
         base: ``EncoderModule``'s arguments (its defaults are sentence-transformers' STS-B recipe). No cached
             ``mini_batch_size`` yet: the recipe's batch of 16 pairs fits anywhere; a large ranking batch would need
@@ -51,10 +68,14 @@ class CoSENTModule(EncoderModule):
     """
 
     text_fields = ("sentences1", "sentences2")  # tokenized in the DataLoader's workers
+    matryoshka_ok = True  # model.matryoshka_dims: the objective on each prefix of u and v
 
     def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", *, objective: str = "cosent",
-                 scale: float = 20.0, gather: bool = True, **base) -> None:
-        check_options(objective, scale)
+                 scale: float = 20.0, gather: bool = True, cosine_w: float = 1.0, ibn_w: float = 1.0,
+                 angle_w: float = 1.0, cosine_tau: float = 20.0, ibn_tau: float = 20.0, angle_tau: float = 1.0,
+                 **base) -> None:
+        check_options(objective, scale, {"cosine_w": cosine_w, "ibn_w": ibn_w, "angle_w": angle_w,
+                                         "cosine_tau": cosine_tau, "ibn_tau": ibn_tau, "angle_tau": angle_tau})
         super().__init__(model_name_or_path, **base)
         # the card names the objective's paper (the declaration's variants); the key stays the method's name
         self.method_info = METHOD.card(objective)
@@ -77,6 +98,8 @@ class CoSENTModule(EncoderModule):
         hp = self.hparams
         if hp.objective == "cosine":
             return cosine_similarity_loss(u, v, scores)
+        if hp.objective == "angle_full":
+            return angle_full_loss(u, v, scores, gather=bool(hp.gather), **{k: float(hp[k]) for k in ANGLE_FULL})
         ranking = cosent_loss if hp.objective == "cosent" else angle_loss
         return ranking(u, v, scores, scale=float(hp.scale), gather=bool(hp.gather))
 
@@ -86,6 +109,6 @@ class CoSENTModule(EncoderModule):
                               f"{sorted(batch)}")
         u, v = self.embed_pairs(self.batch_ids(batch, "sentences1"), self.batch_ids(batch, "sentences2"))
         scores = batch["scores"].to(u.device)
-        loss = self.loss(u, v, scores)
+        loss = self.with_matryoshka(lambda u, v: self.loss(u, v, scores))(u, v)
         self.log("train/loss", loss, prog_bar=True, batch_size=len(scores))
         return loss

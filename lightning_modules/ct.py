@@ -133,6 +133,7 @@ class ContrastiveTensionModule(EncoderModule):
     schedulers = CT_SCHEDULERS
 
     cached_loss = True  # in_batch
+    matryoshka_ok = True  # model.matryoshka_dims: both objectives on each (normalised) prefix, as sentence-transformers
 
     def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", *, pairs: int = 16, positives: int = 2,
                  seed: int = 0, dropout: bool = False, final_lr: float = 2e-6, lr_step_every: int = 500,
@@ -244,9 +245,11 @@ class ContrastiveTensionModule(EncoderModule):
             texts1, texts2 = split_views(texts1, texts2, rng, mixed=hp.views == "mixed_halves",
                                          span_words=hp.span_words)
         ids1, ids2 = self.pair_ids(batch, texts1, texts2)
-        logits = ct_logits(self.embed_ids(ids1).float(), self.embed2_ids(ids2).float())  # fp32: unbounded dots
+        emb1, emb2 = self.embed_ids(ids1).float(), self.embed2_ids(ids2).float()  # fp32: unbounded dots
+        logits = ct_logits(emb1, emb2)
         labels = labels.to(logits.device, non_blocking=True)  # no stream sync on a GPU
-        loss = ct_loss(logits, labels)
+        loss = ct_loss(logits, labels) if self.matryoshka is None else \
+            self.with_matryoshka(lambda e1, e2: ct_loss(ct_logits(e1, e2), labels))(emb1, emb2)
         pos_loss, neg_loss = per_label_losses(logits.detach(), labels)
         self.log("train/pos_loss", pos_loss, batch_size=pairs)
         self.log("train/neg_loss", neg_loss, batch_size=pairs)
@@ -270,7 +273,7 @@ class ContrastiveTensionModule(EncoderModule):
             return torch.stack([in_batch_tension_loss(emb1[g], emb2[g], scale=scale) for g in groups]).mean()
 
         ids1, ids2 = self.pair_ids(batch, texts1, texts2)
-        loss = self.views_and_loss([self.view(ids1), self.view2(ids2)], loss_fn)
+        loss = self.views_and_loss([self.view(ids1), self.view2(ids2)], self.with_matryoshka(loss_fn))
         self.log("train/loss", loss, prog_bar=True, batch_size=len(sentences))
         return loss
 

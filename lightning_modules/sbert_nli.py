@@ -46,6 +46,7 @@ class SBERTNLIModule(EncoderModule):
     method_info = METHOD.card()
 
     cached_loss = True  # mnrl
+    matryoshka_ok = True  # mnrl only: softmax's classifier reads the full vector (refused in the constructor)
     text_fields = ("sentences1", "sentences2", "anchors", "positives", "negatives")  # tokenized in the loader's workers
 
     def __init__(self, model_name_or_path: str = "all-MiniLM-L6-v2", *, num_labels: int = 3,
@@ -56,6 +57,9 @@ class SBERTNLIModule(EncoderModule):
         if mini_batch_size is not None and objective != "mnrl":
             raise ConfigError(f"model.mini_batch_size={mini_batch_size!r} applies to objective=mnrl only (the softmax "
                               "objective has no in-batch negatives: use trainer.accumulate_grad_batches)")
+        if base.get("matryoshka_dims") is not None and objective != "mnrl":
+            raise ConfigError("model.matryoshka_dims applies to objective=mnrl only (the softmax classifier reads the "
+                              "whole vector)")
         super().__init__(model_name_or_path, **base)
         # mnrl has no classifier: a parameter without gradients would need DDP's unused-parameter search
         self.classifier = nn.Linear(3 * self.embedding_dim, int(num_labels)) if objective == "softmax" else None
@@ -99,8 +103,7 @@ class SBERTNLIModule(EncoderModule):
         """One padded pass over anchors, positives and negatives (cached: mini-batches); loss against the global batch."""
         n, scale = len(batch["anchors"]), self.hparams.scale
         ids = [*self.batch_ids(batch, "anchors"), *self.batch_ids(batch, "positives"), *self.batch_ids(batch, "negatives")]
-        loss = self.embed_and_loss(ids,
-                                   lambda emb: multiple_negatives_ranking_loss(emb[:n], emb[n:2 * n], emb[2 * n:],
-                                                                               scale=scale))
+        loss = self.embed_and_loss(ids, self.with_matryoshka(
+            lambda emb: multiple_negatives_ranking_loss(emb[:n], emb[n:2 * n], emb[2 * n:], scale=scale)))
         self.log("train/loss", loss, prog_bar=True, batch_size=n)
         return loss

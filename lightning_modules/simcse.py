@@ -95,6 +95,7 @@ class SimCSEModule(EncoderModule):
     length_buckets = 1
 
     cached_loss = True
+    matryoshka_ok = True  # model.matryoshka_dims: InfoNCE on each prefix of the (head's) vectors
 
     def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", *, objective: str = "unsupervised",
                  temperature: float = 0.05, mlp: str = "train", dropout: float = 0.1, hard_negative_weight: float = 0.0,
@@ -173,7 +174,7 @@ class SimCSEModule(EncoderModule):
         ids = self.training_ids(batch)
         n = len(ids) // VIEWS[self.hparams.objective]
         # a last batch of ONE sentence (unsupervised) has no negative: loss 0, no update; not worth an error
-        loss = self.embed_and_loss(ids, self.loss_fn)  # cached (GradCache) when model.mini_batch_size is set
+        loss = self.embed_and_loss(ids, self.with_matryoshka(self.loss_fn))  # cached (GradCache) when model.mini_batch_size is set
         self.log("train/loss", loss, prog_bar=True, batch_size=n)
         return loss
 

@@ -5,6 +5,8 @@ Per encoder, every scorer that reads a pooled vector or a layer's token states i
 (``share_forward_pass``), read back from the on-disk embedding cache when an earlier run computed it
 (``embedding_cache``, ``embeddings.scoring.reading_cache``); the sentences each encoder really encoded are logged
 and written to ``results.json`` (``meta.forward_passes``), so a pass that did not run is shown, not assumed.
+``dims=[384,128]`` adds, after each scorer's row, one row per dimension (``mean@384``, ``mean@128``): the same
+vectors cut to their first d numbers (``embeddings.scoring.truncated``; Matryoshka-trained models), no new pass.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from sts_lightning.embeddings.scoring.reading_cache import ReadingCache
 from sts_lightning.embeddings.scoring.reading_store import ReadingStore
 from sts_lightning.embeddings.scoring.registry import build_scorer, check_scorer_spec
 from sts_lightning.embeddings.scoring.shared_pass import PrecomputedScorer, share_forward_pass
+from sts_lightning.embeddings.scoring.truncated import check_dims, truncate
 from sts_lightning.runs.early_checks import precheck_evaluate
 from sts_lightning.runs.wandb_report import log_results
 from sts_lightning.sts.bootstrap import Bootstrap
@@ -54,6 +57,7 @@ def evaluate(cfg: DictConfig) -> list[dict]:
     specs = [OmegaConf.to_container(s, resolve=True) if not isinstance(s, str) else s for s in _as_list(cfg.scorers)]
     for spec in specs:  # a misspelt or incomplete scorer: one line before any data or model loads
         check_scorer_spec(spec, scorer_defaults)
+    dims = check_dims(cfg.get("dims"))
     tasks = load_tasks(_as_list(cfg.tasks), cfg.paths.data_dir, cfg.data_source)  # groups: tasks=standard
     sentences = pair_sentences(tasks)  # score_pairs' order: the shared pass batches as each scorer would
     log.info("tasks: %s (%d pairs)", ", ".join(f"{t.name}={t.num_pairs}" for t in tasks),
@@ -71,7 +75,7 @@ def evaluate(cfg: DictConfig) -> list[dict]:
             encoder, ReadingCache(encoder, cfg.get("embedding_cache_dir")) if use_cache else None)
         start = encoder.sentences_encoded if encoder is not None else 0
         results.extend(_evaluate_encoder(str(enc_name), encoder, specs, scorer_defaults, tasks, sentences, store,
-                                         bootstrap_of(cfg)))
+                                         bootstrap_of(cfg), dims))
         if store is not None:
             passes[str(enc_name)] = _forward_passes(str(enc_name), encoder.sentences_encoded - start, store)
     out_dir = Path(cfg.output_dir)
@@ -98,6 +102,15 @@ def _label(spec: Any) -> str:
     return spec if isinstance(spec, str) else str(spec.get("label", spec["name"]))
 
 
+def _truncated(scorer, dim: int, sentences: list) -> Any:
+    """The scorer at ``dim`` dimensions, or why it has none (an n/a row: not a vector, or fewer numbers)."""
+    try:
+        return truncate(scorer, dim, probe=sentences[0])
+    except UnsupportedError as err:
+        log.warning("%s", err)
+        return str(err)
+
+
 def _forward_passes(enc_name: str, encoded: int, store: ReadingStore) -> dict:
     """What ran: sentences the encoder encoded (every pass, Sen2Pro's included), rows read back from the cache."""
     cache = store.cache
@@ -109,8 +122,10 @@ def _forward_passes(enc_name: str, encoded: int, store: ReadingStore) -> dict:
 
 
 def _evaluate_encoder(enc_name: str, encoder, specs: list, defaults: dict, tasks: list, sentences: list,
-                      store: ReadingStore | None = None, bootstrap: Bootstrap | None = None) -> list[dict]:
-    """All scorers of one encoder, in spec order; undefined combinations become n/a rows."""
+                      store: ReadingStore | None = None, bootstrap: Bootstrap | None = None,
+                      dims: tuple[int, ...] = ()) -> list[dict]:
+    """All scorers of one encoder, in spec order, each followed by its ``dims`` rows; undefined combinations
+    become n/a rows."""
     built: dict[int, Any] = {}
     unsupported: dict[int, str] = {}
     for i, spec in enumerate(specs):
@@ -124,14 +139,19 @@ def _evaluate_encoder(enc_name: str, encoder, specs: list, defaults: dict, tasks
         else list(built.values())
     shared_seconds = time.perf_counter() - t0
     built = dict(zip(built, shared, strict=True))
-    rows = []
+    entries: list[tuple[str, Any]] = []  # (label, scorer or the reason it is n/a)
     for i, spec in enumerate(specs):
-        if i in unsupported:
+        entries.append((_label(spec), built.get(i, unsupported.get(i))))
+        for dim in dims:
+            entries.append((f"{_label(spec)}@{dim}", _truncated(built[i], dim, sentences) if i in built
+                            else unsupported[i]))
+    rows = []
+    for label, scorer in entries:
+        if isinstance(scorer, str):
             nan = {"spearman": float("nan"), "pearson": float("nan")}
-            rows.append({"encoder": enc_name, "scorer": _label(spec), "seconds": 0.0,
-                         "unsupported": unsupported[i], "tasks": {t.name: {"all": nan} for t in tasks}})
+            rows.append({"encoder": enc_name, "scorer": label, "seconds": 0.0,
+                         "unsupported": scorer, "tasks": {t.name: {"all": nan} for t in tasks}})
             continue
-        scorer = built[i]
         t1 = time.perf_counter()
         encoded = encoder.sentences_encoded if encoder is not None else 0
         scores = score_tasks(scorer, tasks, bootstrap)

@@ -24,6 +24,7 @@ from sts_lightning.embeddings.io.package_files import CONFIG_DIR
 from sts_lightning.embeddings.scoring.registry import build_scorer, check_scorer_spec
 from sts_lightning.embeddings.scoring.scorer import Representation, Scorer
 from sts_lightning.embeddings.scoring.shared_pass import share_forward_pass
+from sts_lightning.embeddings.scoring.truncated import TruncatedScorer, check_dims, truncate
 from sts_lightning.process_state import fresh_hydra
 from sts_lightning.runs.constructor_defaults import register as register_constructor_defaults
 from sts_lightning.sts.scoring import pair_sentences, score_tasks
@@ -87,7 +88,7 @@ class SentenceModel:
 
     def __init__(self, encoder, scorer: Scorer, config: DictConfig) -> None:
         self.encoder = encoder
-        self.scorer = scorer
+        self.scorer = scorer  # a TruncatedScorer when loaded with ``dim``
         self._config = config
 
     def __repr__(self) -> str:
@@ -120,13 +121,15 @@ class SentenceModel:
         names = list(self._config.tasks) if tasks is None else ([tasks] if isinstance(tasks, str) else list(tasks))
         loaded = load_tasks(names, data_dir if data_dir is not None else self._config.paths.data_dir, source)
         sentences = pair_sentences(loaded)  # evaluate.py's order: the same batches, the same numbers
-        scorer = share_forward_pass(self.encoder, [self.scorer], sentences)[0] if self.encoder is not None \
-            else self.scorer
+        full = self.scorer.inner if isinstance(self.scorer, TruncatedScorer) else self.scorer
+        scorer = share_forward_pass(self.encoder, [full], sentences)[0] if self.encoder is not None else full
+        if full is not self.scorer:  # evaluate.py's `dims` row: the shared pass's vectors, cut
+            scorer = TruncatedScorer(scorer, self.scorer.dim)
         return score_tasks(scorer, loaded)
 
 
 def load(source: str | Path | Mapping, scorer: str | Mapping | None = None, *, encoder: str | None = None,
-         **options: Any) -> SentenceModel:
+         dim: int | None = None, **options: Any) -> SentenceModel:
     """Load anything ``evaluate.py`` accepts.
 
     Examples:
@@ -135,11 +138,14 @@ def load(source: str | Path | Mapping, scorer: str | Mapping | None = None, *, e
         >>> m = load("all-MiniLM-L6-v2", scorer="sbert_wk")     # any scorer of evaluate.py
         >>> m = load({"name": "flow", "path": "outputs/flow/export"}, encoder="all-MiniLM-L6-v2")
         >>> m.similarity(["a man plays guitar"], ["someone plays music"])
+        >>> m = load("outputs/matryoshka/export", dim=128)       # the first 128 numbers (evaluate.py dims=[128])
 
     Args:
         source: a packaged short name, model directory, hub name, ``*.ckpt``, an export, or a scorer spec mapping.
         scorer: a scorer spec (name or mapping) replacing the default (``mean``, or the export's own).
         encoder: the encoder of a scorer-spec ``source``.
+        dim: use the first ``dim`` numbers of each vector (a Matryoshka-trained model; vector scorers only), as
+            ``evaluate.py dims=[dim]`` scores it.
         **options: encoder options of ``evaluate.yaml`` (``max_length``, ``batch_size``, ``max_tokens``, ``packing``,
             ``device``, ``precision``).
     """
@@ -152,6 +158,8 @@ def load(source: str | Path | Mapping, scorer: str | Mapping | None = None, *, e
         cfg.encoder = OmegaConf.merge(cfg.encoder, {**note_options, **options})
     scorer_defaults = OmegaConf.to_container(cfg.scorer_options, resolve=True)
     check_scorer_spec(spec, scorer_defaults)  # a misspelt scorer: one line before a model loads
+    (dim,) = check_dims(dim, "load(dim)") or (None,)
     enc_opts = OmegaConf.to_container(cfg.encoder, resolve=True)
     built_encoder = None if encoder_name == "none" else load_encoder(encoder_name, **enc_opts)
-    return SentenceModel(built_encoder, build_scorer(spec, built_encoder, scorer_defaults), cfg)
+    built = build_scorer(spec, built_encoder, scorer_defaults)
+    return SentenceModel(built_encoder, built if dim is None else truncate(built, dim), cfg)

@@ -14,7 +14,7 @@ from lightning.fabric.utilities.distributed import DistributedSamplerWrapper
 from sts_lightning.datamodules.scored_pair_readers import load_scored_source
 from sts_lightning.datamodules.scored_pairs import ScoredPairsDataModule, collate_scored_pairs
 from sts_lightning.embeddings.errors import ConfigError, DataError
-from tests.helpers import assert_resumes_mid_epoch
+from tests.helpers import assert_resumes_mid_epoch, write_senteval
 
 PAIRS = [(f"sentence {i} one .", f"sentence {i} two .") for i in range(20)]
 
@@ -77,10 +77,26 @@ def test_undecodable_and_wrong_column_count_in_sick(tmp_path):
 
 @pytest.mark.parametrize("sources, match", [(["stsb:dev", "snli:dev"], "unknown scored-pair source 'snli:dev'"),
                                              (["stsb:validation"], "stsb:dev, stsb:test, stsb:train"),
+                                             (["nli:stsb:train"], "unknown NLI source in 'nli:stsb:train'"),
+                                             (["nli:my/nli.xlsx"], "xlsx"),
                                              ([], "data.sources is empty")])
 def test_bad_source_names_fail_before_reading(sources, match):
     with pytest.raises(ConfigError, match=match):
         ScoredPairsDataModule("/nonexistent", sources)
+
+
+def test_nli_reads_as_angles_recipe(tmp_path):
+    """``nli:<source>``: entailment 1, contradiction 0, neutral dropped (AnglE's examples/NLI/train_nli.py)."""
+    rows = [("a man sleeps .", "a person rests .", "entailment"), ("a dog barks .", "a cat meows .", "contradiction"),
+            ("a girl runs .", "she is late .", "neutral"), ("two men talk .", "people speak .", "entailment")]
+    write_senteval(tmp_path, "dev", rows)
+    pairs = load_scored_source("nli:snli:dev", tmp_path)
+    assert pairs.sentences1 == ["a man sleeps .", "a dog barks .", "two men talk ."]
+    assert pairs.sentences2 == ["a person rests .", "a cat meows .", "people speak ."]
+    assert pairs.scores == [1.0, 0.0, 1.0]
+    write_senteval(tmp_path / "neutral", "dev", rows[2:3])
+    with pytest.raises(DataError, match="no entailment or contradiction"):
+        load_scored_source("nli:snli:dev", tmp_path / "neutral")
 
 
 def test_missing_file_names_it(tmp_path):

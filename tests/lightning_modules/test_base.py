@@ -1,8 +1,10 @@
 """``EncoderModule``: the same export files whatever the process did before exporting (issue 38); length-sorted
-forward groups on a CPU only (issue 39)."""
+forward groups on a CPU only (issue 39); ``matryoshka_dims`` refused, before the model loads, by a method that has no
+one-vector loss to apply to each prefix (issue 41)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 
@@ -33,3 +35,16 @@ def test_length_groups_on_a_cpu_one_pass_on_a_gpu(tiny_model_dir, monkeypatch):
     assert module.forward_groups() == 1
     module.embed_ids([[2, 9, 3]] * 16)
     assert seen == [2, 1]
+
+
+@pytest.mark.parametrize("module, options", [("sed:SEDModule", {}), ("tsdae:TSDAEModule", {}),
+                                             ("sbert_nli:SBERTNLIModule", {"objective": "softmax"})])
+def test_matryoshka_is_refused_where_no_one_vector_loss_takes_it(module, options):
+    import importlib
+
+    from sts_lightning.embeddings.errors import ConfigError
+
+    name, cls = module.split(":")
+    klass = getattr(importlib.import_module(f"sts_lightning.lightning_modules.{name}"), cls)
+    with pytest.raises(ConfigError, match="model.matryoshka_dims"):
+        klass("/nonexistent/model", matryoshka_dims=[16], **options)  # the path would fail next: checked first

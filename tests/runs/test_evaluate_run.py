@@ -48,6 +48,24 @@ def test_shared_pass_gives_same_numbers_as_separate_runs(tmp_path, tiny_model_di
         alone[0]["tasks"]["stsb-dev"]["all"]["spearman"], abs=1e-9)
 
 
+def test_dims_add_a_row_per_dimension_from_the_same_vectors(tmp_path, tiny_model_dir, tiny_data_dir):
+    """``dims=[16,8]``: ``mean@16`` and ``mean@8`` after ``mean`` (the first d numbers, by cosine), no further pass;
+    a scorer without one vector (Sen2Pro) and a dimension above the model's 32 are n/a rows, not a failed run."""
+    from sts_lightning.runs.evaluate_run import evaluate
+
+    base = [f"encoders=[{tiny_model_dir}]", f"paths.data_dir={tiny_data_dir}", "tasks=[stsb-dev]", "bootstrap.samples=0",
+            "embedding_cache=false"]
+    rows = evaluate(compose_evaluate_config(tmp_path, [*base, "scorers=[mean,sen2pro]", "dims=[16,8,64]"]))
+    assert [r["scorer"] for r in rows] == ["mean", "mean@16", "mean@8", "mean@64", "sen2pro", "sen2pro@16",
+                                           "sen2pro@8", "sen2pro@64"]
+    assert "larger than mean's 32-d" in rows[3]["unsupported"] and "cannot be truncated" in rows[5]["unsupported"]
+    assert rows[1]["sentences_encoded"] == rows[2]["sentences_encoded"] == 0
+    import sts_lightning as sl  # load(dim=8) scores as the mean@8 row
+
+    api = sl.load(str(tiny_model_dir), dim=8).evaluate(["stsb-dev"], data_dir=tiny_data_dir)
+    assert api["stsb-dev"]["all"]["spearman"] == pytest.approx(rows[2]["tasks"]["stsb-dev"]["all"]["spearman"], abs=1e-6)
+
+
 def _forward_passes(tmp_path) -> dict:
     return next(iter(json.loads((tmp_path / "out" / "results.json").read_text())["meta"]["forward_passes"].values()))
 
@@ -92,6 +110,8 @@ def test_the_embedding_cache_switch(tmp_path, tiny_model_dir, tiny_data_dir):
         ("scorers=[meen]", ConfigError, "unknown scorer 'meen'"),
         ("scorers=[{name: mean, windw: 3}]", ConfigError, r"unknown option\(s\) \['windw'\]"),
         ("tasks=[sts99]", ConfigError, "unknown STS task 'sts99'"),
+        ("dims=[16,0]", ConfigError, r"dims=\[16, 0\] must be a list of integers > 0"),
+        ("dims=[16,16]", ConfigError, "repeats a dimension"),
     ],
 )
 def test_bad_config_values_are_clear(tmp_path, tiny_model_dir, tiny_data_dir, override, error, message):

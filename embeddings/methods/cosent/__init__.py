@@ -15,13 +15,15 @@ ANGLE = Paper("AnglE-optimized Text Embeddings", "Xianming Li, Jing Li", "ACL 20
 
 METHOD = MethodDeclaration(
     name="cosent", title="CoSENT (supervised STS)", kind="trained",
-    summary="supervised STS on scored pairs: CoSENT, AnglE (`model.objective=angle`) or SBERT's CosineSimilarityLoss "
-            "(`cosine`), each equal to sentence-transformers' loss",
+    summary="supervised STS on scored pairs: CoSENT, AnglE (`model.objective=angle`; its full objective, angle + CoSENT "
+            "+ in-batch negatives: `angle_full`) or SBERT's CosineSimilarityLoss (`cosine`), each equal to its "
+            "reference loss",
     paper=COSENT, export=ST_EXPORT, data="scored_pairs", module="sts_lightning.lightning_modules.cosent:CoSENTModule",
     variants={"cosent": ("CoSENT (supervised STS)", COSENT), "angle": ("AnglE (supervised STS)", ANGLE),
+              "angle_full": ("AnglE, full objective (supervised STS)", ANGLE),
               "cosine": ("Sentence-BERT CosineSimilarityLoss (supervised STS)", SBERT)},
     tiny=Tiny(data=("data.sources=[stsb:train,sick:trial]", "data.batch_size=4"),
-              options=(("model.objective=angle",),
+              options=(("model.objective=angle",), ("model.objective=angle_full", "model.matryoshka_dims=[32,16]"),
                        ("model.objective=cosine", "model.optimizer=rmsprop", "model.scheduler=constant")),
               ddp={"": ()}),  # the CoSENT ranking gathers the similarities of both ranks (a collective every step)
 )

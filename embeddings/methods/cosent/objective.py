@@ -13,6 +13,9 @@ cosent/test_objective.py runs those classes):
 * :func:`angle_loss`: ``AnglELoss`` (Li & Li 2023, arXiv 2309.12871): the same ranking, with
   :func:`pairwise_angle_sim` in place of the cosine. (The paper trains AnglE together with a cosine and an
   in-batch-negatives term; this is the angle term alone, as sentence-transformers offers it.)
+* :func:`angle_full_loss`: AnglE's whole objective (the authors' ``AngleLoss`` on format-A pairs):
+  ``cosine_w * CoSENT(cosine_tau) + ibn_w * in-batch negatives(ibn_tau) + angle_w * angle ranking(angle_tau)``,
+  see :func:`in_batch_negative_loss` for which pairs count as positives.
 
 The two ranking losses compare every pair of pairs in the batch, so they are NOT row-separable and NOT a
 mean over rows: with ``gather`` (the default) every rank gathers the n scalar similarities and scores of all
@@ -33,7 +36,7 @@ from torch import Tensor
 from sts_lightning.embeddings.methods.shared.in_batch import gather_with_grad
 from sts_lightning.embeddings.methods.shared.precision import in_fp32
 
-__all__ = ["angle_loss", "cosent_loss", "cosine_similarity_loss", "pairwise_angle_sim", "ranking_loss"]
+__all__ = ["angle_full_loss", "angle_loss", "cosent_loss", "in_batch_negative_loss", "cosine_similarity_loss", "pairwise_angle_sim", "ranking_loss"]
 
 
 def _check(u: Tensor, v: Tensor, scores: Tensor) -> None:
@@ -99,3 +102,54 @@ def angle_loss(u: Tensor, v: Tensor, scores: Tensor, scale: float = 20.0, gather
     """``AnglELoss``: :func:`ranking_loss` over :func:`pairwise_angle_sim`."""
     _check(u, v, scores)
     return ranking_loss(pairwise_angle_sim(u, v), scores, scale=scale, gather=gather)
+
+
+@in_fp32
+def in_batch_negative_loss(u: Tensor, v: Tensor, positive: Tensor, scale: float = 20.0) -> Tensor:
+    """AnglE's in-batch negatives: each side of a positive pair must pick its partner among all 2n sentences.
+
+    The 2n vectors ``[u; v]`` are compared by cosine x ``scale``, a sentence never with itself; a row whose pair
+    is positive is the cross-entropy of its partner, a row of a negative pair adds 0 but still counts in the mean
+    over the 2n rows (the authors' ``in_batch_negative_loss``: ``categorical_crossentropy(...).mean()``). The
+    sentences of negative pairs stay in every row's candidates. No gather here: :func:`angle_full_loss` gathers
+    once for its three terms.
+
+    Args:
+        u, v: ``(n, d)`` the two sides of the pairs.
+        positive: ``(n,)`` bool, which pairs are positives (their code: ``int(label) != 0``).
+        scale: inverse temperature (their ``ibn_tau``, 20).
+    """
+    n = u.shape[0]
+    emb = F.normalize(torch.cat([u, v]), p=2, dim=-1)
+    itself = torch.eye(2 * n, dtype=torch.bool, device=emb.device)
+    sims = (emb @ emb.T * scale).masked_fill(itself, float("-inf"))
+    partner = torch.cat([torch.arange(n, 2 * n), torch.arange(n)]).to(u.device)
+    picked = torch.log_softmax(sims, dim=-1).gather(1, partner[:, None])[:, 0]
+    return -(picked * positive.repeat(2).to(picked.dtype)).sum() / (2 * n)
+
+
+@in_fp32
+def angle_full_loss(u: Tensor, v: Tensor, scores: Tensor, *, cosine_w: float = 1.0, ibn_w: float = 1.0,
+                    angle_w: float = 1.0, cosine_tau: float = 20.0, ibn_tau: float = 20.0, angle_tau: float = 1.0,
+                    gather: bool = True) -> Tensor:
+    """AnglE's full objective (Li & Li 2023, Sec. 3): CoSENT + in-batch negatives + angle ranking, weighted.
+
+    The defaults are the authors' (``w1 = w2 = w3 = 1``, ``cosine_tau = ibn_tau = 20``, ``angle_tau = 1``:
+    ``AngleLoss`` when the paper appeared and ``examples/NLI/train_nli.py`` still). A term of weight 0 is skipped,
+    as theirs is. Positives of the in-batch term are the pairs whose gold score truncates to a non-zero integer,
+    as their ``make_target_matrix`` reads labels (``y_true.int()``): with scores in [0, 1] (``data=scored_pairs``)
+    that is a score of 1, e.g. NLI read as ``entailment = 1, contradiction = 0`` (their recipe; see
+    ``datamodules.scored_pair_readers``); the two ranking terms use only the order of the scores.
+    With ``gather`` (DDP) the three terms see the global batch, as :func:`ranking_loss` does.
+    """
+    _check(u, v, scores)
+    if gather:
+        u, v, scores = gather_with_grad(u)[0], gather_with_grad(v)[0], gather_with_grad(scores.float())[0]
+    loss = u.new_zeros(())
+    if cosine_w > 0:
+        loss = loss + cosine_w * ranking_loss(F.cosine_similarity(u, v, dim=-1), scores, cosine_tau, gather=False)
+    if ibn_w > 0:
+        loss = loss + ibn_w * in_batch_negative_loss(u, v, scores.int() != 0, ibn_tau)
+    if angle_w > 0:
+        loss = loss + angle_w * ranking_loss(pairwise_angle_sim(u, v), scores, angle_tau, gather=False)
+    return loss

@@ -13,6 +13,7 @@ import torch.multiprocessing as mp
 import torch.nn.functional as F
 
 from sts_lightning.embeddings.methods.cosent.objective import (
+    angle_full_loss,
     angle_loss,
     cosent_loss,
     cosine_similarity_loss,
@@ -92,11 +93,14 @@ def test_gradients_match_sentence_transformers():
 def test_losses_under_bf16_autocast_are_computed_in_fp32():
     torch.manual_seed(0)
     u, v, gold = torch.randn(8, 32).bfloat16(), torch.randn(8, 32).bfloat16(), torch.rand(8)
-    for fn in (cosine_similarity_loss, cosent_loss, angle_loss):
+    for fn in (cosine_similarity_loss, cosent_loss, angle_loss, angle_full_loss):
         with torch.autocast("cpu", dtype=torch.bfloat16):
             got = fn(u, v, gold)
         assert got.dtype == torch.float32
         torch.testing.assert_close(got, fn(u.float(), v.float(), gold))
+
+
+RANKED = (("cosent", cosent_loss), ("angle", angle_loss), ("angle_full", angle_full_loss))  # batch-wide losses
 
 
 def _rank_grads(rank: int, world: int, init_file: str, u, v, gold, out) -> None:
@@ -106,7 +110,7 @@ def _rank_grads(rank: int, world: int, init_file: str, u, v, gold, out) -> None:
         rows = slice(rank * n, (rank + 1) * n)
         a, b = (t[rows].clone().requires_grad_(True) for t in (u, v))
         losses = {}
-        for name, fn in (("cosent", cosent_loss), ("angle", angle_loss)):
+        for name, fn in RANKED:
             a.grad = b.grad = None
             loss = fn(a, b, gold[rows])
             loss.backward()
@@ -125,7 +129,7 @@ def test_gathered_ranking_loss_matches_single_device(tmp_path):
     u, v, gold = torch.randn(8, 5), torch.randn(8, 5), torch.randint(0, 6, (8,)).float() / 5
     out = mp.Manager().dict()
     mp.spawn(_rank_grads, args=(2, str(tmp_path / "init"), u, v, gold, out), nprocs=2)
-    for name, fn in (("cosent", cosent_loss), ("angle", angle_loss)):
+    for name, fn in RANKED:
         full = [t.clone().requires_grad_(True) for t in (u, v)]
         single = fn(*full, gold)
         single.backward()

@@ -85,9 +85,10 @@ def test_cached_gradients_with_dropout_match_one_graph(kind, checkpointing, tiny
     assert _max_diff(got, _grads(module)) > 1e3 * GRADIENT_TOL
 
 
+@pytest.mark.parametrize("matryoshka", [None, [32, 8]], ids=["full", "matryoshka"])  # the cache takes each prefix too
 @pytest.mark.parametrize("kind", ["mnrl", "ct"])
-def test_cached_matches_uncached_without_dropout(kind, tiny_model_dir, one_thread):
-    module = _module(kind, tiny_model_dir, dropout=False)
+def test_cached_matches_uncached_without_dropout(kind, matryoshka, tiny_model_dir, one_thread):
+    module = _module(kind, tiny_model_dir, dropout=False, matryoshka_dims=matryoshka)
     sentences = GRADIENT_SENTENCES if kind == "mnrl" else GRADIENT_SENTENCES[:16]
     uncached = _step(module, kind, sentences)
     uncached.backward()

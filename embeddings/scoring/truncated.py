@@ -1,0 +1,54 @@
+"""A vector scorer read at fewer dimensions: the first ``dim`` numbers of each vector, compared by cosine.
+
+Why: a Matryoshka-trained model (``model.matryoshka_dims``) is meant to be used truncated, so ``evaluate.py dims=[...]``
+scores every cosine-of-one-vector scorer at each dimension too (rows ``<scorer>@<dim>``), and
+``sts_lightning.load(..., dim=128)`` gives the model a user would deploy. Cosine normalises, so truncating is all
+sentence-transformers' ``truncate_dim`` does as well. Scorers with another representation (Sen2Pro's mean and
+variance, Latte-Mix's mixture) have no "first d numbers": an ``UnsupportedError`` (an n/a row in evaluate.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sts_lightning.embeddings.errors import ConfigError, UnsupportedError
+from sts_lightning.embeddings.scoring.mteb_adapter import scores_by_cosine
+from sts_lightning.embeddings.scoring.scorer import Representation, Scorer, VectorScorer
+
+__all__ = ["TruncatedScorer", "check_dims", "truncate"]
+
+
+def check_dims(dims: object, key: str = "dims") -> tuple[int, ...]:
+    """``dims`` (``null``, one integer or a list of them) as a tuple of distinct integers > 0; one ``ConfigError``
+    line naming ``key`` otherwise (checked before any model loads)."""
+    if dims is None:
+        return ()
+    values = [dims] if isinstance(dims, int) and not isinstance(dims, bool) else dims
+    if isinstance(values, str) or not isinstance(values, Sequence) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in values):
+        raise ConfigError(f"{key}={dims!r} must be a list of integers > 0, e.g. [384,128,64] (null: full vectors only)")
+    if len(set(values)) != len(values):
+        raise ConfigError(f"{key}={list(values)!r} repeats a dimension")
+    return tuple(values)
+
+
+class TruncatedScorer(VectorScorer):
+    """``inner``'s vectors cut to their first ``dim`` numbers (cosine, as ``VectorScorer``)."""
+
+    def __init__(self, inner: Scorer, dim: int) -> None:
+        self.inner, self.dim = inner, int(dim)
+        self.name = f"{inner.name}@{self.dim}"
+
+    def represent(self, sentences: Sequence[str]) -> Representation:
+        return {"embedding": self.inner.represent(sentences)["embedding"][:, :self.dim]}
+
+
+def truncate(scorer: Scorer, dim: int, probe: str = "a") -> TruncatedScorer:
+    """``scorer`` at ``dim`` dimensions; ``UnsupportedError`` when it is no cosine of one vector or has fewer than
+    ``dim`` numbers (read from one ``probe`` sentence: a served scorer answers it from its stored vectors)."""
+    if not scores_by_cosine(scorer):
+        raise UnsupportedError(f"dims: {scorer.name} does not compare one vector by cosine, it cannot be truncated")
+    width = scorer.represent([probe])["embedding"].shape[-1]
+    if dim > width:
+        raise UnsupportedError(f"dims: {dim} is larger than {scorer.name}'s {width}-d vectors")
+    return TruncatedScorer(scorer, dim)
