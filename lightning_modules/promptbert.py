@@ -31,7 +31,7 @@ from torch import Tensor
 from sts_lightning.embeddings.errors import ConfigError, unknown_choice
 from sts_lightning.embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
 from sts_lightning.embeddings.methods.promptbert import PROMPTBERT
-from sts_lightning.embeddings.methods.promptbert.head import head_for, save_head
+from sts_lightning.embeddings.methods.promptbert.head import head_for, write_prompt_export
 from sts_lightning.embeddings.methods.promptbert.objective import prompt_vectors, promptbert_loss
 from sts_lightning.embeddings.methods.promptbert.scorer import PromptScorer
 from sts_lightning.embeddings.methods.promptbert.states import mask_pooling, template_states
@@ -176,9 +176,11 @@ class PromptBERTModule(EncoderModule):
 
     # -------------------------------------------------------------------------------------- export
     def write_export_files(self, folder: Path) -> str | None:
-        """The supervised head beside the encoder; never sentence-transformers files (``NO_ST``)."""
-        if self.hparams.head == "transform":
-            save_head(self.head, folder)
+        """``promptbert_config.json`` (the evaluated settings) and the supervised head beside the encoder; never
+        sentence-transformers files (``NO_ST``)."""
+        hp = self.hparams
+        write_prompt_export(folder, {"template": hp.template, "denoise": hp.eval_denoise, "max_length": hp.max_length},
+                            self.head if hp.head == "transform" else None)
         return NO_ST
 
     def loading_note(self, why_not: str | None) -> LoadingNote:
@@ -188,7 +190,7 @@ class PromptBERTModule(EncoderModule):
             (f",head:{EXPORT}}}" if hp.head == "transform" else "}")
         what = (f"{type(self).__name__}: a Hugging Face encoder (`AutoModel.from_pretrained`); sentence vector = the "
                 f"last-layer state of the mask token in the template `{hp.template}` around the sentence"
-                + (" through the exported BERT-transform head (`prompt_head.safetensors`)" if hp.head == "transform"
+                + (" through the exported BERT-transform head (`promptbert_head.safetensors`)" if hp.head == "transform"
                    else "") + (", minus the template's own state (template denoising)" if hp.eval_denoise else "")
                 + ", compared by cosine.")
         return LoadingNote(what, evaluate_command([EXPORT], spec, self.encoder.max_length), why_not)

@@ -6,7 +6,6 @@ The trained method's export is the encoder plus, for the supervised recipe, its 
 """
 
 from sts_lightning.embeddings.methods.declaration import (
-    HF_EXPORT,
     MethodDeclaration,
     Paper,
     ScorerGroup,
@@ -32,7 +31,7 @@ PROMPTBERT = MethodDeclaration(
     name="promptbert", title="PromptBERT", kind="trained",
     summary="two templates around each sentence are its positive pair: their denoised [MASK] states, InfoNCE over "
             "the batch (or NLI triplets, `model.objective=supervised`); evaluated by the prompt scorer",
-    paper=PAPER, export=HF_EXPORT, data="sentences", module="sts_lightning.lightning_modules.promptbert:PromptBERTModule",
+    paper=PAPER, export="sts-lightning/promptbert", data="sentences", module="sts_lightning.lightning_modules.promptbert:PromptBERTModule",
     tiny=Tiny(data=("data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8", "data.cache_dir={cache_dir}"),
               model=("model.template='the [X] is [MASK] .'", "model.template2='a [X] is [MASK] .'"),
               options=(("model.denoise=false", "model.head=none"),

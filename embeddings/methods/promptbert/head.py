@@ -1,5 +1,5 @@
 """PromptBERT's supervised head: BERT's MLM transform (``Linear -> act -> LayerNorm``) over the [MASK] state, kept at
-evaluation, saved beside an export.
+evaluation, saved beside an export; and the export's own file.
 
 Why this head: the supervised recipe (``run.sh sup-bert``: ``--mask_embedding_sentence_org_mlp``) trains
 ``BertPredictionHeadTransform`` on the [MASK] state and the template's denoising state alike, and evaluates through
@@ -15,8 +15,11 @@ from pathlib import Path
 from torch import nn
 
 from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.io.export_dir import ExportFormat, load_export, load_export_config
+from sts_lightning.embeddings.methods.promptbert import PROMPTBERT
 
-HEAD_WEIGHTS, HEAD_CONFIG = "prompt_head.safetensors", "prompt_head.json"
+# The export's own file (always: its format tag and the evaluated settings) and the head's weights (supervised only).
+EXPORT_FORMAT = ExportFormat(PROMPTBERT.export, 1, "promptbert_config.json", "promptbert_head.safetensors", "PromptBERT")
 
 
 def transform_head(hidden: int, act: str = "gelu", eps: float = 1e-12, init_std: float = 0.02) -> nn.Sequential:
@@ -30,7 +33,7 @@ def transform_head(hidden: int, act: str = "gelu", eps: float = 1e-12, init_std:
     head = nn.Sequential(nn.Linear(hidden, hidden), ACT2FN[act], nn.LayerNorm(hidden, eps=eps))
     nn.init.normal_(head[0].weight, std=init_std)
     nn.init.zeros_(head[0].bias)
-    head.act_name = act  # what save_head records
+    head.act_name = act  # what write_prompt_export records
     return head
 
 
@@ -41,27 +44,34 @@ def head_for(config) -> nn.Sequential:
                           float(getattr(config, "initializer_range", 0.02)))
 
 
-def save_head(head: nn.Sequential, folder: str | Path) -> None:
-    """The head's weights and what rebuilds it, beside an export's encoder."""
+def write_prompt_export(folder: str | Path, settings: dict, head: nn.Sequential | None) -> None:
+    """``promptbert_config.json`` (format tag, version, the evaluated ``settings``, the head's shape or ``null``) and
+    the head's weights, into an export directory being written (``EncoderModule.export``'s temporary directory)."""
     from safetensors.torch import save_file
 
     folder = Path(folder)
-    linear, _, norm = head
-    spec = {"hidden": linear.in_features, "act": head.act_name, "eps": norm.eps}
-    save_file({k: v.detach().cpu().contiguous() for k, v in head.state_dict().items()}, str(folder / HEAD_WEIGHTS))
-    (folder / HEAD_CONFIG).write_text(json.dumps(spec, indent=2) + "\n")
+    spec = None
+    if head is not None:
+        linear, _, norm = head
+        spec = {"hidden": linear.in_features, "act": head.act_name, "eps": norm.eps}
+        save_file({k: v.detach().cpu().contiguous() for k, v in head.state_dict().items()},
+                  str(folder / EXPORT_FORMAT.weights_file))
+    meta = {"format": EXPORT_FORMAT.tag, "version": EXPORT_FORMAT.version, **settings, "head": spec}
+    (folder / EXPORT_FORMAT.config_file).write_text(json.dumps(meta, indent=2) + "\n")
 
 
 def load_head(folder: str | Path) -> nn.Sequential:
-    """The head ``save_head`` wrote into ``folder`` (eval mode, CPU); one line if it is not there."""
-    from safetensors.torch import load_file
-
-    folder = Path(folder).expanduser()
-    if not (folder / HEAD_CONFIG).is_file() or not (folder / HEAD_WEIGHTS).is_file():
-        raise ConfigError(f"scorer prompt: head={str(folder)!r} holds no PromptBERT head ({HEAD_CONFIG}, {HEAD_WEIGHTS}): "
-                          "give the export directory of model=promptbert model.objective=supervised")
-    spec = json.loads((folder / HEAD_CONFIG).read_text())
+    """The head of a supervised PromptBERT export (eval mode, CPU); one line where ``folder`` holds none."""
+    config, tensors = load_export(folder, EXPORT_FORMAT) if _has_head(folder) else (load_export_config(
+        folder, EXPORT_FORMAT), None)
+    if config.get("head") is None or tensors is None:
+        raise ConfigError(f"scorer prompt: head={str(folder)!r}: {EXPORT_FORMAT.describe(folder)} holds no head "
+                          "(only model.head=transform exports one)")
+    spec = config["head"]
     head = transform_head(int(spec["hidden"]), str(spec["act"]), float(spec["eps"]))
-    head.load_state_dict(load_file(str(folder / HEAD_WEIGHTS)))
+    head.load_state_dict(tensors)
     return head.eval()
 
+
+def _has_head(folder: str | Path) -> bool:
+    return (Path(folder).expanduser() / EXPORT_FORMAT.weights_file).is_file()

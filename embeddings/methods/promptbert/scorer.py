@@ -69,7 +69,7 @@ class PromptScorer(VectorScorer):
         encoder: a transformer whose tokenizer has a mask token (BERT ``[MASK]``, RoBERTa ``<mask>``).
         template: one ``[X]`` and one ``[MASK]`` (see ``embeddings.methods.promptbert.template``); the paper's default.
         denoise: subtract the template's own [MASK] state (template denoising).
-        head: an export directory holding a supervised PromptBERT head (``prompt_head.safetensors``), or the head
+        head: an export directory holding a supervised PromptBERT head (``promptbert_head.safetensors``), or the head
             module itself, applied to the [MASK] state (and to the denoising state) before anything else.
         add_period: the authors' evaluation rule (a final period where the sentence lacks one); ``false`` puts the
             sentence in as given.

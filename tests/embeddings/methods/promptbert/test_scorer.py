@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from sts_lightning.embeddings.errors import ConfigError, UnsupportedError
-from sts_lightning.embeddings.methods.promptbert.head import head_for, load_head, save_head
+from sts_lightning.embeddings.methods.promptbert.head import head_for, load_head, write_prompt_export
 from sts_lightning.embeddings.methods.promptbert.scorer import PromptScorer
 from sts_lightning.embeddings.scoring.registry import build_scorer, check_scorer_spec
 
@@ -68,12 +68,16 @@ def test_equals_the_authors_evaluation(encoder, denoise, their_filled, one_threa
 def test_the_supervised_head_is_applied_to_both_states(encoder, tmp_path, their_filled, one_thread):
     torch.manual_seed(3)
     head = head_for(encoder.model.config)
-    save_head(head, tmp_path)
+    write_prompt_export(tmp_path, {}, head)
     ours = PromptScorer(encoder, denoise=True, head=str(tmp_path)).represent(SENTENCES)["embedding"]
     theirs = their_vectors(their_filled, encoder.model, encoder.tokenizer, SENTENCES, True, mlp=load_head(tmp_path))
     torch.testing.assert_close(ours, theirs, atol=TOL, rtol=0)
-    with pytest.raises(ConfigError, match="holds no PromptBERT head"):
+    with pytest.raises(ConfigError, match="is not a PromptBERT export: no such directory"):
         PromptScorer(encoder, head=str(tmp_path / "missing"))
+    (tmp_path / "unsup").mkdir()
+    write_prompt_export(tmp_path / "unsup", {}, None)  # an unsupervised export: settings, no head
+    with pytest.raises(ConfigError, match="holds no head"):
+        PromptScorer(encoder, head=str(tmp_path / "unsup"))
 
 
 def test_duplicates_and_order(encoder, one_thread):
