@@ -46,3 +46,21 @@ def _their_filled(tokenizer, template: str, sentences) -> list[str]:
 def their_filled():
     """The authors' evaluation strings, as a function ``(tokenizer, template, sentences) -> list[str]``."""
     return _their_filled
+
+
+@pytest.fixture(scope="session")
+def roberta_tokenizer():
+    """A tiny byte-level BPE tokenizer built as RoBERTa's (``<s> ... </s>``, ``<mask>`` stripping the space before it),
+    trained here on a few lines: BPE pieces depend on the spaces around them, which WordPiece ignores."""
+    from tokenizers import AddedToken, ByteLevelBPETokenizer
+    from tokenizers.processors import RobertaProcessing
+    from transformers import RobertaTokenizerFast
+
+    bpe = ByteLevelBPETokenizer()
+    lines = [" ".join(WORDS), "This sentence : ' a man ' means.", 'the cat said "hi" .'] * 5
+    bpe.train_from_iterator(lines, vocab_size=400, min_frequency=1,
+                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    bpe._tokenizer.post_processor = RobertaProcessing(("</s>", bpe.token_to_id("</s>")), ("<s>", bpe.token_to_id("<s>")))
+    return RobertaTokenizerFast(tokenizer_object=bpe._tokenizer, bos_token="<s>", eos_token="</s>", sep_token="</s>",
+                                cls_token="<s>", unk_token="<unk>", pad_token="<pad>",
+                                mask_token=AddedToken("<mask>", lstrip=True, rstrip=False))

@@ -102,3 +102,13 @@ def test_bad_options_are_one_line_before_any_model(options, says):
 def test_an_encoder_without_a_mask_token_is_unsupported():
     with pytest.raises(UnsupportedError, match="needs a transformer encoder whose tokenizer has a mask token"):
         PromptScorer(types.SimpleNamespace(name="glove"))
+
+
+def test_the_python_api_takes_it(prompt_model_dir, encoder, one_thread):
+    from sts_lightning.api import load
+
+    model = load(str(prompt_model_dir), scorer={"name": "prompt", "denoise": True}, batch_size=2)
+    torch.testing.assert_close(model.encode(SENTENCES), PromptScorer(encoder, denoise=True).represent(SENTENCES)[
+        "embedding"], atol=TOL, rtol=0)
+    with pytest.raises(ConfigError, match="scorer prompt: template='x': needs exactly one"):
+        load(str(prompt_model_dir), scorer={"name": "prompt", "template": "x"})

@@ -42,11 +42,12 @@ def their_delta_template(tokenizer, template: str):
     return ids, bs_length
 
 
-def their_train_ids(tokenizer, template: str, sentences, max_seq_length: int):
-    """train.py: bs / es from the template split, ``bs + encode(s)[:max_seq_length] + es``."""
+def their_train_ids(tokenizer, template: str, sentences, max_seq_length: int, roberta: bool = False):
+    """train.py: bs / es from the template split (bs stripped for a RoBERTa model), ``bs + encode(s)[:max] + es``."""
     template = template.replace("*mask*", tokenizer.mask_token).replace("*sep+*", "").replace("*cls*", "") \
         .replace("*sent_0*", " ").split(" ")
-    bs = tokenizer.encode(template[0].replace("_", " "))[:-1]
+    bs = template[0].replace("_", " ")
+    bs = tokenizer.encode(bs.strip() if roberta else bs)[:-1]
     es = tokenizer.encode(template[1].replace("_", " "))[1:]
     return [bs + tokenizer.encode(s, add_special_tokens=False)[:max_seq_length] + es for s in sentences]
 
@@ -72,6 +73,20 @@ def test_the_cap_cuts_the_sentence_not_the_mask(tokenizer):
     ids, lengths = eval_ids(tokenizer, Template(DEFAULT), SENTENCES, max_length=3)
     assert max(lengths) == 3 and all(row[-3] == tokenizer.mask_token_id for row in ids)
     assert eval_ids(tokenizer, Template(DEFAULT), ["a dog runs"], None, add_period=False)[1] == [3]
+
+
+def test_roberta_ids_are_the_authors(roberta_tokenizer, their_filled):
+    """run.sh unsup-roberta's template, where spaces are tokens: ``'_*sent_0*_'`` is ``' [X] '`` here."""
+    tokenizer, theirs = roberta_tokenizer, "*cls*_This_sentence_:_'_*sent_0*_'_means*mask*.*sep+*"
+    template = Template("This sentence : ' [X] ' means[MASK].")
+    ids, lengths = eval_ids(tokenizer, template, SENTENCES, max_length=None)
+    assert ids == tokenizer(their_filled(tokenizer, theirs, SENTENCES))["input_ids"]
+    only, bs_length = their_delta_template(tokenizer, theirs)
+    assert template_only(tokenizer, template) == only and prefix_length(tokenizer, template) == bs_length
+    assert lengths == [len(x) - len(only) for x in ids]
+    assert train_ids(tokenizer, template, SENTENCES, 4) == their_train_ids(tokenizer, theirs, SENTENCES, 4, roberta=True)
+    slot = mask_slot(tokenizer, template)
+    assert tokenizer.mask_token == "<mask>" and all(row[slot] == tokenizer.mask_token_id for row in ids)
 
 
 @pytest.mark.parametrize(("text", "says"), [
