@@ -17,21 +17,21 @@ PAPER = Paper("PromptBERT: Improving BERT Sentence Embeddings with Prompts",
               "Denvy Deng, Qi Zhang", "EMNLP 2022", 2022, "https://arxiv.org/abs/2201.04337")
 
 PROMPT = MethodDeclaration(
-    name="prompt", title="Prompt-based sentence vector (PromptBERT, training-free)", kind="training-free",
-    summary="the last-layer state of [MASK] in a template around the sentence (`This sentence : \"[X]\" "
-            "means[MASK].`), optionally minus the template's own state (template denoising); cosine",
+    name="prompt", title="PromptBERT prompt vector (training-free)", kind="training-free",
+    summary="the [MASK] state of a template around the sentence, optionally template-denoised; cosine",
     paper=PAPER,
     scorers=(ScorerGroup(("prompt",), "sts_lightning.embeddings.methods.promptbert.scorer:PromptScorer",
                          "The [MASK] state of a template around the sentence (PromptBERT), compared by cosine; "
                          "any encoder whose tokenizer has a mask token.",
                          options=("template", "denoise", "head", "add_period", "batch_size")),),
-    evaluate="python evaluate.py encoders=[paraphrase-MiniLM-L3-v2] 'scorers=[cls,mean,prompt,{name:prompt,denoise:true}]'",
+    evaluate="python evaluate.py 'scorers=[prompt,{name:prompt,denoise:true}]'",
 )
 PROMPTBERT = MethodDeclaration(
     name="promptbert", title="PromptBERT", kind="trained",
-    summary="two templates around each sentence are its positive pair: their denoised [MASK] states, InfoNCE over "
-            "the batch (or NLI triplets, `model.objective=supervised`); evaluated by the prompt scorer",
-    paper=PAPER, export="sts-lightning/promptbert", data="sentences", module="sts_lightning.lightning_modules.promptbert:PromptBERTModule",
+    summary="a sentence in two templates is the positive pair: denoised [MASK] states, InfoNCE (NLI: "
+            "`model.objective=supervised`)",
+    paper=PAPER, export="sts-lightning/promptbert", data="sentences",
+    module="sts_lightning.lightning_modules.promptbert:PromptBERTModule",
     tiny=Tiny(data=("data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8", "data.cache_dir={cache_dir}"),
               model=("model.template='the [X] is [MASK] .'", "model.template2='a [X] is [MASK] .'"),
               options=(("model.denoise=false", "model.head=none"),
