@@ -46,6 +46,12 @@ class Row:
 SIMCSE_T5 = "SimCSE Table 5, BERT-base, 7 tasks"
 SBERT_T1 = "SBERT Table 1, BERT-base, 7 tasks"
 SEN2PRO_T2 = "Sen2Pro Table 2, BERT-base, STS12-16 only"
+PROMPT_RUN = "kongds/Prompt-BERT run.sh bert-prompt, bert-base-uncased, 7 tasks"
+PROMPT_README = "kongds/Prompt-BERT README, BERT-base, 7 tasks"
+# run.sh sup-bert: one template, NLI triplets, BERT's MLM transform head kept, denoised evaluation, lr 5e-5, batch 512
+PROMPTBERT_SUP = ("model.objective=supervised", "data=nli", "data.format=triplets", "model.template2=null",
+                  "model.head=transform", "model.eval_denoise=true", "model.lr=5e-5", "data.batch_size=512",
+                  "trainer.max_epochs=3")
 
 ROWS: tuple[Row, ...] = (
     Row("cls", "CLS pooling", "pool", scorer="cls", seeded=False, paper=29.19, paper_note=SBERT_T1),
@@ -72,6 +78,15 @@ ROWS: tuple[Row, ...] = (
         base="whitening", paper=70.39, paper_note=f"{SEN2PRO_T2} (69.21 without)"),
     Row("sen2pro_simcse", "Sen2Pro on unsup. SimCSE", "on", scorer="{name:sen2pro,pooling:cls}", base="simcse",
         encoder_is_export=True, paper=75.44, paper_note=f"{SEN2PRO_T2} (75.11 without)"),
+    # PromptBERT (issue 41): training-free on the backbone, then both trained recipes
+    Row("prompt", "prompt [MASK] (training-free)", "pool", scorer="prompt", seeded=False, paper=67.85,
+        paper_note=PROMPT_RUN),
+    Row("prompt_denoise", "prompt [MASK] + template denoising", "pool", scorer="{name:prompt,denoise:true}",
+        seeded=False, paper_note="no training-free BERT-base figure with denoising in the paper's code"),
+    Row("promptbert", "unsup. PromptBERT", "train", ("model=promptbert",), paper=78.54,
+        paper_note=f"{PROMPT_README} (+- 0.15 over seeds)"),
+    Row("promptbert_sup", "sup. PromptBERT", "train", ("model=promptbert", *PROMPTBERT_SUP), paper=81.97,
+        paper_note=PROMPT_README),
 )
 
 # SimCSE's seven tasks, where the data directory holds them; otherwise the local default evaluation set.

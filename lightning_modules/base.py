@@ -36,7 +36,7 @@ from sts_lightning.embeddings.encoders.hf import HFEncoder
 from sts_lightning.embeddings.errors import ConfigError, DivergedError, unknown_choice
 from sts_lightning.embeddings.io.disk_full import payload_bytes
 from sts_lightning.embeddings.io.export_manifest import export_directory
-from sts_lightning.embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
+from sts_lightning.embeddings.io.export_note import EXPORT, NOTE_FILE, LoadingNote, evaluate_command
 from sts_lightning.embeddings.io.model_card import MethodInfo, ModelCard, TrainingFacts
 from sts_lightning.embeddings.io.st_export import write_sentence_transformers_files
 from sts_lightning.embeddings.methods.pooling import PoolingScorer, get_pooling
@@ -330,6 +330,17 @@ class EncoderModule(LightningModule):
         sentence-transformers ``Dense`` module; ``None`` (the default): the pooled vector itself."""
         return None
 
+    def write_export_files(self, folder: Path) -> str | None:
+        """What ``export`` adds beside the Hugging Face weights: the sentence-transformers files of the pooling (and
+        ``export_head``). Returns ``None`` when written, else why there is no sentence-transformers form.
+
+        Why a hook: a method whose representation sentence-transformers cannot reproduce (PromptBERT's [MASK] state of
+        a template) writes its own files here instead and says why, with the rest of ``export`` shared.
+        """
+        return write_sentence_transformers_files(folder, self.hparams.pooling, self.embedding_dim,
+                                                 int(self.encoder_model.config.num_hidden_layers),
+                                                 self.encoder.max_length, dense=self.export_head())
+
     def loading_note(self, why_not: str | None) -> LoadingNote:
         """``LOADING.md`` / the card's loading section; ``why_not``: why there are no sentence-transformers files."""
         pooling = self.hparams.pooling
@@ -350,19 +361,16 @@ class EncoderModule(LightningModule):
         written last, so no ``save_pretrained`` / sentence-transformers writer can replace it.
         """
         target = Path(path)
-        pooling = self.hparams.pooling
         with export_directory(target, needed=payload_bytes(self.export_model().state_dict())) as tmp:
             self.export_model().save_pretrained(tmp)
             # the tokenizer as every encoding leaves it (truncation at max_length, no padding), so its files are the
             # same whether or not this process encoded before exporting (a resumed run that only exports; issue 38)
             self.encoder.tokenize(["."])
             self.encoder.tokenizer.save_pretrained(tmp)
-            why_not = write_sentence_transformers_files(tmp, pooling, self.embedding_dim,
-                                                        int(self.encoder_model.config.num_hidden_layers),
-                                                        self.encoder.max_length, dense=self.export_head())
+            why_not = self.write_export_files(tmp)
             if why_not is not None:
-                log.warning("%s: no sentence-transformers files (%s); load it with evaluate.py scorers=[%s]",
-                            target, why_not, pooling)
+                log.warning("%s: no sentence-transformers files (%s); load it with the evaluate.py line of its %s",
+                            target, why_not, NOTE_FILE)
             note = self.loading_note(why_not)
             card = ModelCard(self.method_info, self.base_models(), note, training)
             card.write(tmp, shown_as=target)

@@ -91,7 +91,10 @@ def _lookup(module: str, name: str) -> tuple[str, ast.AST] | None:
 
 
 def _value(expr: ast.expr, module: str, where: str) -> Any:
-    """A default's value: a literal, or a module constant bound to one (tuples become lists, as in a yaml)."""
+    """A default's value: a literal, a module constant bound to one, or an item of such a constant (``NAMES[0]``);
+    tuples become lists, as in a yaml."""
+    if isinstance(expr, ast.Subscript):
+        return _plain(_value(expr.value, module, where)[_value(expr.slice, module, where)])
     try:
         value = ast.literal_eval(expr)
     except ValueError:

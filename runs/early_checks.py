@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from sts_lightning.embeddings.encoders.backbone_names import backbone_problem
 from sts_lightning.embeddings.errors import ConfigError, unknown_choice
+from sts_lightning.embeddings.methods.promptbert.template import Template
 from sts_lightning.embeddings.methods.registry import scorer_classes
 from sts_lightning.embeddings.sources.names import E5_NAMES
 from sts_lightning.runs.config_checks import EVALUATE_RULES, TRAIN_RULES, check_mini_batch_size, check_numbers
@@ -30,6 +31,7 @@ def precheck_train(cfg: DictConfig) -> None:
         return  # each stage is its own train() call, checked there
     check_numbers(cfg, TRAIN_RULES)
     check_backbones(cfg)
+    check_templates(cfg)
     devices = OmegaConf.select(cfg, "trainer.devices", default=1)
     nodes = OmegaConf.select(cfg, "trainer.num_nodes", default=1)
     if isinstance(devices, int) and devices > 0 and isinstance(nodes, int) and nodes > 0:
@@ -54,6 +56,8 @@ def check_scorer_and_task_names(cfg: DictConfig) -> None:
         name = spec.get("name") if isinstance(spec, (dict, DictConfig)) else spec
         if name is not None and str(name) not in scorers:
             raise unknown_choice("scorer", name, scorers)
+        if name == "prompt" and "template" in spec:
+            Template(spec["template"], "scorer prompt: template")
     source = cfg.get("data_source", "local")
     if source not in ("local", "hub"):
         raise unknown_choice("data source", source, ["local", "hub"])
@@ -63,6 +67,15 @@ def check_scorer_and_task_names(cfg: DictConfig) -> None:
         for part in [task] if task in MTEB_TASKS else task.split("+"):
             if part not in known:
                 raise unknown_choice("STS task", part, known)
+
+
+def check_templates(cfg: DictConfig) -> None:
+    """PromptBERT's ``model.template`` / ``model.template2`` (``null``: the first): one line for an empty template or
+    one without its ``[X]`` / ``[MASK]``, before the model loads."""
+    for key in ("model.template", "model.template2"):
+        value = OmegaConf.select(cfg, key, default=None)
+        if value is not None or (key == "model.template" and "template" in (cfg.get("model") or {})):
+            Template(value, key)
 
 
 def check_backbones(cfg: DictConfig) -> None:

@@ -1,9 +1,10 @@
 """Scorers by name, built from plain config values; the names come from the methods' declarations.
 
 A scorer spec is a name (``"mean"``) or a mapping ``{name: sbert_wk, label: wk_paper, variant: paper}``
-whose extra keys override the per-scorer defaults. Unknown names, unknown option keys and a missing
-required option (``path`` of an export scorer) raise a one-line ``ConfigError`` that names the scorer and
-the option, instead of a ``TypeError`` from a constructor.
+whose extra keys override the per-scorer defaults. Unknown names, unknown option keys, a missing
+required option (``path`` of an export scorer) and a value a scorer class refuses in its ``check_options`` (the
+prompt scorer's template) raise a one-line ``ConfigError`` that names the scorer and the option, instead of a
+``TypeError`` from a constructor.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ def check_scorer_spec(spec: str | Mapping[str, Any], defaults: Mapping[str, Mapp
     missing = [k for k in required_options(cls) if k not in options]
     if missing:
         raise ConfigError(missing_options_message(name, missing))
+    if callable(getattr(cls, "check_options", None)):  # a scorer's own values (the prompt scorer's template)
+        cls.check_options(options)
     return name, label, cls, options
 
 

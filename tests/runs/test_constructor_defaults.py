@@ -149,8 +149,9 @@ def test_a_default_that_is_not_a_literal_is_refused_by_name(tmp_path, monkeypatc
     (package / "__init__.py").write_text("")
     (package / "thing.py").write_text(textwrap.dedent("""
         LIMIT = 3
+        NAMES = ("p", "q")
         class Thing:
-            def __init__(self, a: int = LIMIT, b=(1, 2), *, c: str = "x", d=object()):
+            def __init__(self, a: int = LIMIT, b=(1, 2), *, c: str = NAMES[1], d=object()):
                 pass
     """))
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -158,7 +159,7 @@ def test_a_default_that_is_not_a_literal_is_refused_by_name(tmp_path, monkeypatc
         cd.signature_defaults("sts_lightning_plant.thing.Thing")
     (package / "thing.py").write_text((package / "thing.py").read_text().replace(", d=object()", ""))
     cd._module_source.cache_clear()
-    assert cd.signature_defaults("sts_lightning_plant.thing.Thing") == {"a": 3, "b": [1, 2], "c": "x"}
+    assert cd.signature_defaults("sts_lightning_plant.thing.Thing") == {"a": 3, "b": [1, 2], "c": "q"}
 
 
 def test_hydra_finds_the_nodes_in_a_fresh_process():

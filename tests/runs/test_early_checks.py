@@ -21,6 +21,8 @@ from tests.paths import ROOT
     ("evaluate.py", "scorers=[]", "no scorers configured"),
     ("evaluate.py", "bootstrap.samples=-1", "bootstrap.samples=-1 is not allowed"),
     ("train.py", "seeds=[0,0]", "seeds lists a seed twice"),
+    ("evaluate.py", "scorers=[{name:prompt,template:'it means [MASK] .'}]",
+     "scorer prompt: template='it means [MASK] .': needs exactly one [X]"),
 ])
 def test_config_error_is_one_line_before_torch_loads(script, override, message, tmp_path):
     done = subprocess.run([sys.executable, "-c", ENTRY_PROBE, script, override, f"hydra.run.dir={tmp_path}"],
@@ -78,3 +80,18 @@ def test_scorer_task_and_source_names_are_checked_before_torch(override, message
     with pytest.raises(ConfigError) as caught:
         precheck_evaluate(OmegaConf.merge(cfg, override))
     assert str(caught.value).startswith(message)
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("template", "", "model.template='': the template is empty"),
+    ("template", "the [X] is good .", "model.template='the [X] is good .': needs exactly one [MASK]"),
+    ("template2", "it means [MASK] .", "model.template2='it means [MASK] .': needs exactly one [X]"),
+    ("template", None, "model.template=None: a template is a string"),
+])
+def test_promptbert_templates_are_checked_before_torch(key, value, message):
+    cfg = OmegaConf.create({"model": {"template": 'This sentence : "[X]" means[MASK].', "template2": None}})
+    precheck_train(cfg)  # template2=null: the first template for every view
+    cfg.model[key] = value
+    with pytest.raises(ConfigError) as caught:
+        precheck_train(cfg)
+    assert str(caught.value).startswith(message) and "\n" not in str(caught.value)

@@ -1,0 +1,42 @@
+"""PromptBERT (Jiang et al. 2022): the training-free prompt scorer and ``model=promptbert``, the two declarations of
+this folder (``embeddings.methods.declaration``).
+
+The trained method's export is the encoder plus, for the supervised recipe, its head; it is evaluated by the same
+``prompt`` scorer with the template it was trained with (sentence-transformers has no [MASK]-state pooling).
+"""
+
+from sts_lightning.embeddings.methods.declaration import (
+    MethodDeclaration,
+    Paper,
+    ScorerGroup,
+    Tiny,
+)
+
+PAPER = Paper("PromptBERT: Improving BERT Sentence Embeddings with Prompts",
+              "Ting Jiang, Jian Jiao, Shaohan Huang, Zihan Zhang, Deqing Wang, Fuzhen Zhuang, Furu Wei, Haizhen Huang, "
+              "Denvy Deng, Qi Zhang", "EMNLP 2022", 2022, "https://arxiv.org/abs/2201.04337")
+
+PROMPT = MethodDeclaration(
+    name="prompt", title="PromptBERT prompt vector (training-free)", kind="training-free",
+    summary="the [MASK] state of a template around the sentence, optionally template-denoised; cosine",
+    paper=PAPER,
+    scorers=(ScorerGroup(("prompt",), "sts_lightning.embeddings.methods.promptbert.scorer:PromptScorer",
+                         "The [MASK] state of a template around the sentence (PromptBERT), compared by cosine; "
+                         "any encoder whose tokenizer has a mask token.",
+                         options=("template", "denoise", "head", "add_period", "batch_size")),),
+    evaluate="python evaluate.py 'scorers=[prompt,{name:prompt,denoise:true}]'",
+)
+PROMPTBERT = MethodDeclaration(
+    name="promptbert", title="PromptBERT", kind="trained",
+    summary="a sentence in two templates is the positive pair: denoised [MASK] states, InfoNCE (NLI: "
+            "`model.objective=supervised`)",
+    paper=PAPER, export="sts-lightning/promptbert", data="sentences",
+    module="sts_lightning.lightning_modules.promptbert:PromptBERTModule",
+    tiny=Tiny(data=("data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8", "data.cache_dir={cache_dir}"),
+              model=("model.template='the [X] is [MASK] .'", "model.template2='a [X] is [MASK] .'"),
+              options=(("model.denoise=false", "model.head=none"),
+                       ("data=nli", "data.format=triplets", "model.objective=supervised", "model.head=transform",
+                        "model.eval_denoise=true", "model.template2=null")),
+              ddp={"": ()}),
+)
+METHODS = (PROMPT, PROMPTBERT)
