@@ -46,6 +46,7 @@ class Row:
 SIMCSE_T5 = "SimCSE Table 5, BERT-base, 7 tasks"
 SBERT_T1 = "SBERT Table 1, BERT-base, 7 tasks"
 SEN2PRO_T2 = "Sen2Pro Table 2, BERT-base, STS12-16 only"
+RANKCSE = "RankCSE (Liu et al. 2023), BERT-base, 7 tasks; teachers SimCSE-large + DiffCSE-base (ours: L6 + e5)"
 
 ROWS: tuple[Row, ...] = (
     Row("cls", "CLS pooling", "pool", scorer="cls", seeded=False, paper=29.19, paper_note=SBERT_T1),
@@ -58,6 +59,9 @@ ROWS: tuple[Row, ...] = (
     Row("simcse", "unsup. SimCSE", "train", ("model=simcse",), paper=76.25, paper_note=SIMCSE_T5),
     Row("sbert_nli", "SBERT-NLI", "train", ("model=sbert_nli",), paper=74.89, paper_note=SIMCSE_T5),
     Row("simcse_sup", "sup. SimCSE", "train", ("model=simcse_sup",), paper=81.57, paper_note=SIMCSE_T5),
+    Row("rankcse", "RankCSE (ListMLE)", "train", ("model=rankcse",), paper=80.36, paper_note=RANKCSE),
+    Row("rankcse_listnet", "RankCSE (ListNet)", "train", ("model=rankcse", "model.ranking_loss=listnet"), paper=80.05,
+        paper_note=RANKCSE),
     Row("cosent", "CoSENT (STS-B train)", "train", ("model=cosent",), paper_note="no BERT-base 7-task figure"),
     Row("sen2pro_first_last", "Sen2Pro on first-last avg", "pool", scorer="sen2pro", paper=66.70,
         paper_note=f"{SEN2PRO_T2} (63.69 without)"),

@@ -176,6 +176,11 @@ class DistillationDataModule(ResumableDataModule):
         self.teacher_names: list[str] = []  # for logging; filled by prepare_data / setup
         self.teacher_dims: list[int] = []  # combine="each": each teacher's size; filled by prepare_data / setup
 
+    @property
+    def _user(self) -> str:
+        """Who reads these vectors, for the progress lines: SED (the mean) or RankCSE (each teacher's)."""
+        return "SED" if self.combine == "mean" else "RankCSE"
+
     # ---------------------------------------------------------------------------------- the cache
     def _paths(self) -> list[Path]:
         return source_paths(self.files, self.data_dir, self.cache_dir, self.max_sentences)
@@ -216,7 +221,7 @@ class DistillationDataModule(ResumableDataModule):
         index = self._index()
         sentences = [index.sentence(i) for i in range(len(index))]
         specs = [*self.teachers, *([self.align_to] if self.align_to is not None else [])]
-        return [("SED teacher vectors", _model_of(spec), len(sentences), mean_chars(sentences))
+        return [(f"{self._user} teacher vectors", _model_of(spec), len(sentences), mean_chars(sentences))
                 for spec in pending_sources(specs, sentences, self.cache_dir / "distillation")]
 
     def prepare_data(self) -> None:
@@ -258,7 +263,7 @@ class DistillationDataModule(ResumableDataModule):
         reference = None
         sources = len(self.teachers) + (self.align_to is not None)
         # one counter over every teacher's pass (a cached teacher counts as done): embeddings.console.phase
-        with phase(f"SED teacher vectors ({sources} x {len(sentences):,} sentences)", sources * len(sentences)) as counter:
+        with phase(f"{self._user} teacher vectors ({sources} x {len(sentences):,} sentences)", sources * len(sentences)) as counter:
             if self.align_to is not None:
                 with counter.part(len(sentences)):
                     reference = cached_source_vectors(reference_source, sentences, self.cache_dir / "distillation")

@@ -195,3 +195,40 @@ def test_combined_loss_weights_and_paper_consistency():
     sharper = rankcse_loss(z1, z2, teacher, ranking_loss="listnet", rank_temperature=TEMP / 2)
     torch.testing.assert_close(sharper["distillation"], ref_listnet(teacher.clone(), logits.clone() * 2, 1.0),
                                rtol=1e-5, atol=1e-5)
+
+
+def _rank_grads(rank: int, world: int, init_file: str, tensors, teachers, distillation, out) -> None:
+    from sts_lightning.embeddings.methods.shared.in_batch import gather_with_grad
+
+    torch.distributed.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    try:
+        n = tensors[0].shape[0] // world
+        parts = [t[rank * n:(rank + 1) * n].clone().requires_grad_(True) for t in tensors]
+        gathered = [gather_with_grad(t[rank * n:(rank + 1) * n])[0] for t in teachers]  # as RankCSEModule.teacher_list
+        teacher = teacher_scores(gathered, [1.0, 2.0], TAU2, offset=rank * n, rows=n)
+        loss = rankcse_loss(*parts, teacher, ranking_loss=distillation)["loss"]
+        loss.backward()
+        out[rank] = (loss.detach(), [p.grad.clone() for p in parts])
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+@pytest.mark.slow  # 2 spawned DDP ranks: 8-18 s on 2 shared cores
+@pytest.mark.parametrize("distillation", ["listnet", "listmle"])
+def test_two_rank_gather_gives_the_single_device_loss_and_gradient(distillation, tmp_path):
+    """Each rank's rows of every list (InfoNCE, consistency, the teachers' and the student's lists) against the
+    gathered candidates: DDP's average equals the global batch's loss and gradient."""
+    import torch.multiprocessing as mp
+
+    torch.manual_seed(0)
+    tensors = [torch.randn(8, 5) for _ in range(2)]
+    teachers = [torch.randn(8, 6), torch.randn(8, 3)]
+    full = [t.clone().requires_grad_(True) for t in tensors]
+    single = rankcse_loss(*full, teacher_scores(teachers, [1.0, 2.0], TAU2), ranking_loss=distillation)["loss"]
+    single.backward()
+    out = mp.Manager().dict()
+    mp.spawn(_rank_grads, args=(2, str(tmp_path / "init"), tensors, teachers, distillation, out), nprocs=2)
+    torch.testing.assert_close((out[0][0] + out[1][0]) / 2, single.detach(), rtol=1e-5, atol=1e-6)
+    for r in range(2):
+        for got, want in zip(out[r][1], (t.grad[r * 4:(r + 1) * 4] for t in full), strict=True):
+            torch.testing.assert_close(got / 2, want, rtol=1e-5, atol=1e-6)
