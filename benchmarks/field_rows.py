@@ -52,6 +52,7 @@ PROMPT_README = "kongds/Prompt-BERT README, BERT-base, 7 tasks"
 PROMPTBERT_SUP = ("model.objective=supervised", "data=nli", "data.format=triplets", "model.template2=null",
                   "model.head=transform", "model.eval_denoise=true", "model.lr=5e-5", "data.batch_size=512",
                   "trainer.max_epochs=3")
+RANKCSE = "RankCSE (Liu et al. 2023), BERT-base, 7 tasks; teachers SimCSE-large + DiffCSE-base (ours: L6 + e5)"
 
 ROWS: tuple[Row, ...] = (
     Row("cls", "CLS pooling", "pool", scorer="cls", seeded=False, paper=29.19, paper_note=SBERT_T1),
@@ -64,6 +65,9 @@ ROWS: tuple[Row, ...] = (
     Row("simcse", "unsup. SimCSE", "train", ("model=simcse",), paper=76.25, paper_note=SIMCSE_T5),
     Row("sbert_nli", "SBERT-NLI", "train", ("model=sbert_nli",), paper=74.89, paper_note=SIMCSE_T5),
     Row("simcse_sup", "sup. SimCSE", "train", ("model=simcse_sup",), paper=81.57, paper_note=SIMCSE_T5),
+    Row("rankcse", "RankCSE (ListMLE)", "train", ("model=rankcse",), paper=80.36, paper_note=RANKCSE),
+    Row("rankcse_listnet", "RankCSE (ListNet)", "train", ("model=rankcse", "model.ranking_loss=listnet"), paper=80.05,
+        paper_note=RANKCSE),
     Row("cosent", "CoSENT (STS-B train)", "train", ("model=cosent",), paper_note="no BERT-base 7-task figure"),
     # AnglE's BERT NLI recipe (SeanLee97/AnglE examples/NLI/README.md): NLI as entailment 1 / contradiction 0,
     # ibn_w 30, cosine_w 0, angle_w 1, angle_tau 20, CLS pooling, lr 5e-5 (their batch 128 x 16 accumulation x 8 GPUs

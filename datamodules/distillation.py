@@ -22,6 +22,11 @@ their plain mean mixes unrelated axes and is dominated by the longest vectors; t
 teacher's centred geometry and puts every teacher on the student's axes, scale and mean, so the target
 starts near the student (measured on L3 + L6 + e5: STS avg 79.97 plain, 81.70 mapped).
 
+``combine="each"`` keeps every teacher's own vectors instead of their mean (RankCSE distils each teacher's
+similarity LIST of a batch, so sizes may differ and nothing is averaged or mapped): the cache holds them side by
+side in one ``(N, sum d_k)`` array, its sidecar their sizes, and batches carry ``"teachers"``, one ``(B, d_k)``
+tensor per teacher (same teachers, same per-teacher cache as SED).
+
 Batches are ``{"sentences": list[str], "targets": (B, D)}`` from a map-style dataset; shuffling is
 ``EpochShuffleSampler`` (resumable mid-epoch), which Lightning wraps in a distributed sampler under DDP.
 """
@@ -48,7 +53,7 @@ from sts_lightning.datamodules.loader import (
 )
 from sts_lightning.datamodules.sentence_files import SentenceIndex, mean_chars, source_paths
 from sts_lightning.embeddings.console import phase
-from sts_lightning.embeddings.errors import ConfigError, DataError
+from sts_lightning.embeddings.errors import ConfigError, DataError, unknown_choice
 from sts_lightning.embeddings.io.cache_root import cache_dir_or_root
 from sts_lightning.embeddings.io.npy_cache import inspect_npy_cache, key_digest, save_npy_cache
 from sts_lightning.embeddings.methods.meta.projections import orthogonal_procrustes
@@ -57,6 +62,7 @@ from sts_lightning.embeddings.sources.cache import cached_source_vectors, pendin
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 1
+COMBINE = ("mean", "each")  # SED's mean target | every teacher's own vectors (RankCSE)
 
 
 def _plain_spec(spec: Any) -> str | dict:
@@ -109,6 +115,18 @@ def collate_distillation(rows: Sequence[tuple[str, torch.Tensor]]) -> dict[str, 
     return {"sentences": [r[0] for r in rows], "targets": torch.stack([r[1] for r in rows]).float()}
 
 
+class CollateTeachers:
+    """``combine="each"``: raw strings and ``"teachers"``, the side-by-side row split back into one ``(B, d_k)``
+    tensor per teacher (a class, not a closure: loader workers pickle it)."""
+
+    def __init__(self, dims: Sequence[int]) -> None:
+        self.dims = [int(d) for d in dims]
+
+    def __call__(self, rows: Sequence[tuple[str, torch.Tensor]]) -> dict[str, list]:
+        stacked = torch.stack([r[1] for r in rows]).float()
+        return {"sentences": [r[0] for r in rows], "teachers": list(stacked.split(self.dims, dim=1))}
+
+
 class DistillationDataModule(ResumableDataModule):
     """Training batches ``{"sentences", "targets"}``: sentences and their teachers' mean embedding.
 
@@ -126,6 +144,7 @@ class DistillationDataModule(ResumableDataModule):
         num_workers, seed, shuffle: the DataLoader (the permutation of epoch ``e`` depends on ``(seed, e)``).
         min_words, max_words: line filters, as in ``SentenceDataModule``.
         encode_batch_size, encode_device: the one-off teacher passes (``auto``: CUDA when available).
+        combine: ``mean`` (SED's target) or ``each`` (every teacher's own vectors, any sizes; RankCSE).
     """
 
     data_unit = "sentences"  # model card: one training item
@@ -134,8 +153,14 @@ class DistillationDataModule(ResumableDataModule):
                  *, teachers: Sequence[Any], max_sentences: int | None = None, batch_size: int = 32,
                  cache_dir: str | None = None, num_workers: int = 0, seed: int = 0, shuffle: bool = True,
                  min_words: int = 1, max_words: int | None = None, encode_batch_size: int = 64,
-                 encode_device: str = "cpu", align_to: Any = None) -> None:
+                 encode_device: str = "cpu", align_to: Any = None, combine: str = "mean") -> None:
         super().__init__()
+        if combine not in COMBINE:
+            raise unknown_choice("data.combine", combine, COMBINE)
+        if combine == "each" and align_to not in (None, ""):
+            raise ConfigError("data.align_to maps teachers onto one space for their mean; data.combine=each keeps "
+                              "each teacher's own space: set data.align_to=null")
+        self.combine = combine
         if isinstance(teachers, (str, Mapping)):
             teachers = [teachers]
         self.teachers = [_plain_spec(t) for t in (teachers or [])]
@@ -149,6 +174,12 @@ class DistillationDataModule(ResumableDataModule):
         self.cache_dir = cache_dir_or_root(cache_dir)
         self.dataset: DistillationDataset | None = None
         self.teacher_names: list[str] = []  # for logging; filled by prepare_data / setup
+        self.teacher_dims: list[int] = []  # combine="each": each teacher's size; filled by prepare_data / setup
+
+    @property
+    def _user(self) -> str:
+        """Who reads these vectors, for the progress lines: SED (the mean) or RankCSE (each teacher's)."""
+        return "SED" if self.combine == "mean" else "RankCSE"
 
     # ---------------------------------------------------------------------------------- the cache
     def _paths(self) -> list[Path]:
@@ -168,6 +199,8 @@ class DistillationDataModule(ResumableDataModule):
                "max_sentences": self.max_sentences, "min_words": self.min_words, "max_words": self.max_words}
         if self.align_to is not None:  # only when set: the plain means cached before the option keep their names
             key["align_to"] = {"spec": self.align_to, "model": model_fingerprint(_model_of(self.align_to))}
+        if self.combine != "mean":  # likewise
+            key["combine"] = self.combine
         return key
 
     def targets_path(self, key: dict | None = None) -> Path:
@@ -188,7 +221,7 @@ class DistillationDataModule(ResumableDataModule):
         index = self._index()
         sentences = [index.sentence(i) for i in range(len(index))]
         specs = [*self.teachers, *([self.align_to] if self.align_to is not None else [])]
-        return [("SED teacher vectors", _model_of(spec), len(sentences), mean_chars(sentences))
+        return [(f"{self._user} teacher vectors", _model_of(spec), len(sentences), mean_chars(sentences))
                 for spec in pending_sources(specs, sentences, self.cache_dir / "distillation")]
 
     def prepare_data(self) -> None:
@@ -211,7 +244,7 @@ class DistillationDataModule(ResumableDataModule):
             dims.append(source.dim)
             fingerprints.append(source.fingerprint())
             del source
-        if len(set(dims)) > 1 and self.align_to is None:
+        if len(set(dims)) > 1 and self.align_to is None and self.combine == "mean":
             raise ConfigError(f"SED averages its teachers' vectors, so they must have one size; got "
                               f"{', '.join(f'{n}: {d}-d' for n, d in zip(names, dims, strict=True))} "
                               f"(or map them onto the student's space first: data.align_to=<student>)")
@@ -220,7 +253,7 @@ class DistillationDataModule(ResumableDataModule):
         if self.align_to is not None:
             reference_source = self._build(self.align_to)
             full["align_to"] = reference_source.fingerprint()
-        self.teacher_names = names
+        self.teacher_names, self.teacher_dims = names, dims
         _, problem = inspect_npy_cache(path, full)
         if not problem:
             log.info("using cached SED targets %s (teachers %s)", path, names)
@@ -230,21 +263,24 @@ class DistillationDataModule(ResumableDataModule):
         reference = None
         sources = len(self.teachers) + (self.align_to is not None)
         # one counter over every teacher's pass (a cached teacher counts as done): embeddings.console.phase
-        with phase(f"SED teacher vectors ({sources} x {len(sentences):,} sentences)", sources * len(sentences)) as counter:
+        with phase(f"{self._user} teacher vectors ({sources} x {len(sentences):,} sentences)", sources * len(sentences)) as counter:
             if self.align_to is not None:
                 with counter.part(len(sentences)):
                     reference = cached_source_vectors(reference_source, sentences, self.cache_dir / "distillation")
                 del reference_source
-            total = None
+            total, parts = None, []
             for spec, fingerprint in zip(self.teachers, fingerprints, strict=True):
                 # running sum: one teacher and one array in memory at a time
                 with counter.part(len(sentences)):
                     vectors = cached_source_vectors(self._build(spec), sentences, self.cache_dir / "distillation")
                 if reference is not None and fingerprint != full["align_to"]:
                     vectors = map_onto(vectors, reference)
+                if self.combine == "each":
+                    parts.append(np.asarray(vectors, np.float32))
+                    continue
                 total = vectors.astype(np.float64) if total is None else total + vectors
-        target = (total / len(self.teachers)).astype(np.float32)
-        extra = {}
+        target = np.concatenate(parts, axis=1) if parts else (total / len(self.teachers)).astype(np.float32)
+        extra = {"dims": dims} if parts else {}
         if reference is not None:
             extra["start_cosine"] = mean_cosine(reference, target)
             log.info("teachers mapped onto %s; its mean cosine to the targets: %.4f", _model_of(self.align_to),
@@ -265,6 +301,7 @@ class DistillationDataModule(ResumableDataModule):
         index = self._index()
         self.dataset = DistillationDataset(index, torch.from_numpy(np.load(path, mmap_mode="c")))
         self.teacher_names = list(info.get("teachers", []))
+        self.teacher_dims = [int(d) for d in info.get("dims", [])]
         log.info("SED data: %d sentences (%s skipped), %d-d targets from %s", len(index), index.skipped,
                  self.target_dim, self.teacher_names)
 
@@ -282,5 +319,6 @@ class DistillationDataModule(ResumableDataModule):
         world = self.trainer.world_size if self.trainer is not None else 1
         sampler = EpochShuffleSampler(len(self.dataset), self.seed) if self.shuffle else None
         return ResumableLoader(self.dataset, batch_size=per_device_batch_size(self.batch_size, world),
-                               sampler=sampler, num_workers=self.num_workers, collate_fn=collate_distillation,
+                               sampler=sampler, num_workers=self.num_workers,
+                               collate_fn=CollateTeachers(self.teacher_dims) if self.combine == "each" else collate_distillation,
                                persistent_workers=self.num_workers > 0, datamodule=self)

@@ -11,10 +11,11 @@ constructor that has them. No torch here: the entry points import this before to
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.errors import ConfigError, unknown_choice
+from sts_lightning.embeddings.methods.rankcse import CONSISTENCY, RANKING_LOSSES
 
 
 class Rule(NamedTuple):
@@ -25,6 +26,7 @@ class Rule(NamedTuple):
     high_open: bool = False
     nullable: bool = False  # None allowed (e.g. max_length: the model's own)
     also: tuple = ()        # extra allowed values outside the range (e.g. -1 = unlimited)
+    each: bool = False      # a non-empty list of such numbers (e.g. RankCSE's teacher_weights), checked item by item
 
     def describe(self) -> str:
         what = "an integer" if self.kind is int else "a number"
@@ -51,7 +53,17 @@ def _as_number(value: object, kind: type) -> float | None:
 
 
 def check_value(key: str, value: object, rule: Rule) -> None:
-    """One ``ConfigError`` line naming ``key`` and what ``rule`` allows, unless ``value`` is allowed."""
+    """One ``ConfigError`` line naming ``key`` and what ``rule`` allows, unless ``value`` is allowed.
+
+    A list rule (``each``) names the offending item: ``model.teacher_weights[1]=0``.
+    """
+    if rule.each and not (value is None and rule.nullable):
+        if not isinstance(value, Sequence) or isinstance(value, str) or not len(value):
+            raise ConfigError(f"{key}={value!r} is not allowed: it must be a non-empty list, each item "
+                              f"{rule._replace(each=False, nullable=False).describe()}" + (", or null" if rule.nullable else ""))
+        for i, item in enumerate(value):
+            check_value(f"{key}[{i}]", item, rule._replace(each=False, nullable=False))
+        return
     if not rule.allows(value):
         raise ConfigError(f"{key}={value!r} is not allowed: it must be {rule.describe()}")
 
@@ -78,7 +90,25 @@ MODEL_RULES: dict[str, Rule] = {
     "mlm_probability": Rule(float, 0, 1, low_open=True),  # MLM: share of the tokens predicted
     **{f"{term}_w": Rule(float, 0) for term in ("cosine", "ibn", "angle")},  # AnglE's full objective (cosent)
     **{f"{term}_tau": POSITIVE for term in ("cosine", "ibn", "angle")},
+    "teacher_weights": Rule(float, 0, low_open=True, nullable=True, each=True),  # RankCSE: one per teacher
+    "teacher_temperature": POSITIVE,                   # RankCSE's tau2
+    "rank_temperature": Rule(float, 0, low_open=True, nullable=True),  # RankCSE: the student list's
+    "distillation_weight": Rule(float, 0),             # RankCSE: 0 turns the term off
+    "consistency_weight": Rule(float, 0),
 }
+
+
+# Options that take one of a few names, checked by the constructors and, as ``model.<name>``, before torch loads.
+MODEL_CHOICES: dict[str, tuple[str, ...]] = {
+    "ranking_loss": RANKING_LOSSES,  # RankCSE
+    "consistency": CONSISTENCY,      # RankCSE
+}
+
+
+def check_choice(key: str, value: object, choices: tuple[str, ...]) -> None:
+    """One ``ConfigError`` line naming ``key`` and the valid names, unless ``value`` is one."""
+    if value not in choices:
+        raise unknown_choice(key, value, choices)
 
 
 def check_args(values: Mapping[str, object]) -> None:

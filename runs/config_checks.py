@@ -14,7 +14,14 @@ from collections.abc import Mapping
 from omegaconf import DictConfig, OmegaConf
 
 from sts_lightning.embeddings.errors import ConfigError
-from sts_lightning.lightning_modules.arg_rules import MODEL_RULES, POSITIVE_INT, Rule, check_value
+from sts_lightning.lightning_modules.arg_rules import (
+    MODEL_CHOICES,
+    MODEL_RULES,
+    POSITIVE_INT,
+    Rule,
+    check_choice,
+    check_value,
+)
 
 _ABSENT = object()
 COUNT = Rule(int, 0)
@@ -67,3 +74,19 @@ def check_mini_batch_size(cfg: DictConfig, world_size: int) -> None:
     if per_device % size:
         raise ConfigError(f"model.mini_batch_size={size} must divide the per-device batch {per_device} "
                           f"(data.batch_size={batch} over {world_size} device(s))")
+
+
+def check_model_options(cfg: DictConfig) -> None:
+    """Named options (``MODEL_CHOICES``) are known names and ``model.teacher_weights`` (RankCSE) holds one weight
+    per ``data.teachers`` entry, before any teacher or model loads."""
+    for name, choices in MODEL_CHOICES.items():
+        value = OmegaConf.select(cfg, f"model.{name}", default=_ABSENT)
+        if value is not _ABSENT:
+            check_choice(f"model.{name}", value, choices)
+    weights = OmegaConf.select(cfg, "model.teacher_weights", default=None)
+    teachers = OmegaConf.select(cfg, "data.teachers", default=None)
+    if weights is None or not OmegaConf.is_list(weights) or not OmegaConf.is_list(teachers):
+        return  # unset (equal weights), or a bad value the number rules name
+    if len(weights) != len(teachers):
+        raise ConfigError(f"model.teacher_weights has {len(weights)} weight(s) for {len(teachers)} teacher(s) "
+                          f"(data.teachers): give one weight per teacher, or model.teacher_weights=null (equal)")

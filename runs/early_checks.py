@@ -16,7 +16,13 @@ from sts_lightning.embeddings.errors import ConfigError, unknown_choice
 from sts_lightning.embeddings.methods.promptbert.template import Template
 from sts_lightning.embeddings.methods.registry import scorer_classes
 from sts_lightning.embeddings.sources.names import E5_NAMES
-from sts_lightning.runs.config_checks import EVALUATE_RULES, TRAIN_RULES, check_mini_batch_size, check_numbers
+from sts_lightning.runs.config_checks import (
+    EVALUATE_RULES,
+    TRAIN_RULES,
+    check_mini_batch_size,
+    check_model_options,
+    check_numbers,
+)
 from sts_lightning.runs.seed_table import check_seeds
 from sts_lightning.sts.hub import HUB_TASKS
 from sts_lightning.sts.tasks import LOCAL_TASKS, MTEB_TASKS, TASK_GROUPS, expand_groups
@@ -30,6 +36,7 @@ def precheck_train(cfg: DictConfig) -> None:
     if cfg.get("pipeline"):
         return  # each stage is its own train() call, checked there
     check_numbers(cfg, TRAIN_RULES)
+    check_model_options(cfg)
     check_backbones(cfg)
     check_templates(cfg)
     devices = OmegaConf.select(cfg, "trainer.devices", default=1)

@@ -31,7 +31,12 @@ from sts_lightning.embeddings.scoring.protocols import Exportable
 from sts_lightning.embeddings.stop_request import StopRequested, listening
 from sts_lightning.runs.bounded_ddp import stop_on_lost_rank
 from sts_lightning.runs.checkpoint_io import AtomicCheckpointIO
-from sts_lightning.runs.config_checks import TRAIN_RULES, check_mini_batch_size, check_numbers
+from sts_lightning.runs.config_checks import (
+    TRAIN_RULES,
+    check_mini_batch_size,
+    check_model_options,
+    check_numbers,
+)
 from sts_lightning.runs.ddp_exit import group_in_use, release_group_at_exit
 from sts_lightning.runs.first_step import announce_first_step
 from sts_lightning.runs.hub_push import check_hub_push, push_from_config
@@ -193,6 +198,7 @@ def _train(cfg: DictConfig) -> dict[str, float]:
     started = time.monotonic()
     configure_console()
     check_numbers(cfg, TRAIN_RULES)  # one line naming a bad number, before anything loads
+    check_model_options(cfg)
     check_hub_push(cfg)  # push_to_hub: repo id, offline, token, hub reachable: one line before anything loads
     resolve_trainer(cfg.trainer)  # devices / precision checked before anything heavy loads
     gpus = torch.cuda.device_count() if cfg.trainer.accelerator == "gpu" else 1

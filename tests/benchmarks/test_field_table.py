@@ -57,9 +57,9 @@ def test_a_pooling_row_and_a_trained_row_end_to_end(tmp_path, tiny_model_dir, tr
 
 # --- the papers table (issue 29): rows vs their references, ensemble rows, verdicts -------------------------------
 
-FIELD_KEYS = ["cls", "mean", "first_last", "flow", "whitening", "ct", "simcse", "sbert_nli", "simcse_sup", "cosent",
-              "angle_nli", "sen2pro_first_last", "sen2pro_whitening", "sen2pro_simcse", "prompt", "prompt_denoise",
-              "promptbert", "promptbert_sup"]
+FIELD_KEYS = ["cls", "mean", "first_last", "flow", "whitening", "ct", "simcse", "sbert_nli", "simcse_sup", "rankcse",
+              "rankcse_listnet", "cosent", "angle_nli", "sen2pro_first_last", "sen2pro_whitening", "sen2pro_simcse",
+              "prompt", "prompt_denoise", "promptbert", "promptbert_sup"]
 PAPER_KEYS = ["cls", "mean", "first_last", "sbert_wk", "sbert_wk_paper", "sen2pro_first_last", "latte_mix",
               "latte_mix_js", "flow", "whitening", "ct", "simcse", "tsdae", "sbert_nli", "sed_ct", "gcca_ct",
               "cross_view_ae_ct"]

@@ -1,0 +1,161 @@
+"""RankCSE's objective (Liu et al., ACL 2023, arXiv 2305.16726) as pure functions on tensors.
+
+RankCSE keeps unsupervised SimCSE's InfoNCE over two dropout views and adds two listwise terms on the in-batch
+similarity lists (row ``i``: anchor ``i``'s view 1 against every view 2 of the batch):
+
+* ranking distillation (weight ``gamma``): the student's list learns the TEACHERS' ranking of the same batch,
+  either as ListNet (cross-entropy between the teacher's and the student's top-1 distributions, the anchor's own
+  positive left out of both) or as ListMLE (Plackett-Luce likelihood of the teacher's order, the positive kept);
+* ranking consistency (weight ``beta``): the lists of the two dropout views (view 1 against view 2, and view 2
+  against view 1) should agree, by their Jensen-Shannon divergence (the paper).
+
+Reference implementation: perceptiveshawty/RankCSE (a community implementation; the authors released none),
+``rankcse/models.py`` (``ListNet``, ``ListMLE``, ``Divergence``, ``cl_forward``) and ``rankcse/trainers.py``
+(the teachers' lists) at commit 17c5226be5962803f893b80f63e409eea20f27a3. What it does, and so what this does:
+
+- teachers' lists are ``cos(t_i, t_j) / tau2`` of each frozen teacher's vectors of the batch sentences (eval mode,
+  so both "views" of a teacher are one vector), combined as a weighted average (its ``alpha * T1 + (1 - alpha) * T2``;
+  here any number of teachers, weights normalised to sum 1);
+- the student's list is the InfoNCE logits themselves, ``cos / temperature`` (its ``ListNet`` builds a ``tau / 2``
+  similarity but never uses it; ``rank_temperature`` can set another one);
+- ListMLE shuffles the columns before the (descending) sort of the teacher's list, so tied teacher scores are
+  ordered at random, and adds 1e-7 inside the log; its ``y_true == -1`` padding mask (from allRank) is left out:
+  a teacher logit of exactly -1 is not padding here;
+- its ``Divergence`` takes the log of the mixture and THEN clamps it at 1e-7, which turns every log-mixture into
+  the constant 1e-7: the term it trains with is minus the mean entropy of the two lists (less 1e-7), not a
+  divergence. ``consistency="jsd"`` (default) is the paper's divergence; ``consistency="repo"`` is that formula,
+  for runs that must match the repository's training.
+
+DDP: as SimCSE here (``embeddings.methods.simcse.objective``), each rank scores its own anchors against the
+candidates of every rank gathered WITH gradients, so a rank's rows of every list are the single-device rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from sts_lightning.embeddings.methods.rankcse import CONSISTENCY, RANKING_LOSSES
+from sts_lightning.embeddings.methods.shared.in_batch import gather_with_grad
+from sts_lightning.embeddings.methods.shared.precision import in_fp32
+
+__all__ = ["CONSISTENCY", "RANKING_LOSSES", "consistency_loss", "listmle_loss", "listnet_loss", "rankcse_loss",
+           "teacher_scores"]
+
+LISTMLE_EPS = 1e-7  # the repository's eps inside ListMLE's log
+PROB_FLOOR = 1e-7  # the repository's clamp of both lists' probabilities in the consistency term
+
+
+def _own_columns(scores: Tensor, offset: int) -> Tensor:
+    """Boolean ``(n, N)``: row ``i``'s own positive, column ``offset + i`` (this rank's rows of the global list)."""
+    rows = torch.arange(scores.shape[0], device=scores.device)
+    mask = torch.zeros_like(scores, dtype=torch.bool)
+    mask[rows, rows + offset] = True
+    return mask
+
+
+@in_fp32
+def teacher_scores(teachers: Sequence[Tensor], weights: Sequence[float], temperature: float, offset: int = 0,
+                   rows: int | None = None) -> Tensor:
+    """The teachers' combined list ``sum_k w_k cos(T_k[rows], T_k) / temperature`` (weights normalised).
+
+    Args:
+        teachers: per teacher, ``(N, d_k)`` vectors of the global batch (constants; sizes may differ).
+        weights: one positive weight per teacher (the repository's ``alpha``, ``1 - alpha`` for two).
+        temperature: ``tau2``.
+        offset, rows: this rank's anchors are rows ``offset .. offset + rows`` (default: all).
+    """
+    if len(teachers) != len(weights) or not teachers:
+        raise ValueError(f"{len(teachers)} teachers but {len(weights)} weights")
+    total = float(sum(weights))
+    out = None
+    for vectors, weight in zip(teachers, weights, strict=True):
+        unit = F.normalize(vectors.float(), dim=-1)
+        anchors = unit[offset:offset + (rows if rows is not None else unit.shape[0])]
+        part = anchors @ unit.T * (float(weight) / total / temperature)
+        out = part if out is None else out + part
+    return out
+
+
+def listnet_loss(teacher: Tensor, student: Tensor, offset: int = 0) -> Tensor:
+    """ListNet: ``-sum_j q_ij log p_ij`` averaged over rows, own positive left out of both distributions.
+
+    ``q = softmax(teacher)``, ``p = softmax(student)`` over each row's other candidates (the repository fills the
+    diagonal with -inf and ``nansum``s; the same numbers without NaNs).
+    """
+    own = _own_columns(student, offset)
+    log_p = F.log_softmax(student.masked_fill(own, float("-inf")), dim=-1)
+    q = F.softmax(teacher.masked_fill(own, float("-inf")), dim=-1)
+    return -(q * log_p.masked_fill(own, 0.0)).sum() / q.sum()
+
+
+def listmle_loss(teacher: Tensor, student: Tensor, generator: torch.Generator | None = None) -> Tensor:
+    """ListMLE: minus the Plackett-Luce log-likelihood of the teacher's order under the student's scores.
+
+    Per row: sort the candidates by the teacher (descending; columns shuffled first so ties fall at random, as the
+    repository's ``torch.randperm`` with the global generator unless ``generator``), then
+    ``sum_k log(sum_{l >= k} exp s_l + eps) - s_k`` on the max-shifted student scores; mean over rows.
+    """
+    perm = torch.randperm(student.shape[-1], generator=generator, device=generator.device if generator else "cpu")
+    perm = perm.to(student.device)
+    _, order = teacher[:, perm].sort(descending=True, dim=-1)
+    ranked = torch.gather(student[:, perm], 1, order)
+    ranked = ranked - ranked.max(dim=1, keepdim=True).values
+    tails = torch.cumsum(ranked.exp().flip(dims=[1]), dim=1).flip(dims=[1])
+    return (torch.log(tails + LISTMLE_EPS) - ranked).sum(dim=1).mean()
+
+
+def consistency_loss(forward: Tensor, backward: Tensor, kind: str = "jsd") -> Tensor:
+    """Agreement of the two views' lists (rows: softmax over candidates), mean over rows.
+
+    ``jsd``: Jensen-Shannon divergence ``(KL(p||m) + KL(q||m)) / 2``, ``m = (p + q) / 2`` (the paper's ranking
+    consistency). ``repo``: the repository's ``Divergence`` as it computes (see the module docstring):
+    ``sum p (log p - 1e-7) / 2 + sum q (log q - 1e-7) / 2`` over rows, probabilities clamped at 1e-7.
+    """
+    p = F.softmax(forward, dim=-1).clamp(min=PROB_FLOOR)
+    q = F.softmax(backward, dim=-1).clamp(min=PROB_FLOOR)
+    n = forward.shape[0]
+    if kind == "repo":
+        return 0.5 * ((p * (p.log() - PROB_FLOOR)).sum() + (q * (q.log() - PROB_FLOOR)).sum()) / n
+    log_m = (0.5 * (p + q)).log()
+    return 0.5 * ((p * (p.log() - log_m)).sum() + (q * (q.log() - log_m)).sum()) / n
+
+
+@in_fp32
+def rankcse_loss(view1: Tensor, view2: Tensor, teacher: Tensor, *, temperature: float = 0.05,
+                 ranking_loss: str = "listmle", gamma: float = 1.0, beta: float = 1.0, consistency: str = "jsd",
+                 rank_temperature: float | None = None, gather: bool = True,
+                 generator: torch.Generator | None = None) -> dict[str, Tensor]:
+    """InfoNCE + ``beta`` x ranking consistency + ``gamma`` x ranking distillation (the repository's ``cl_forward``).
+
+    Args:
+        view1, view2: ``(n, d)`` this rank's two dropout views (with gradients).
+        teacher: ``(n, N)`` this rank's rows of the teachers' combined list (``teacher_scores``), constants.
+        temperature: InfoNCE's ``tau1`` (0.05), also the student list's unless ``rank_temperature``.
+        ranking_loss: ``listnet`` or ``listmle``; gamma, beta: the terms' weights; consistency: ``jsd`` | ``repo``.
+
+    Returns:
+        ``{"loss", "infonce", "consistency", "distillation"}`` (the last two unweighted), each a scalar.
+    """
+    z2, offset = gather_with_grad(view2) if gather else (view2, 0)
+    z1 = gather_with_grad(view1)[0] if gather else view1
+    u1, u2 = F.normalize(view1, dim=-1), F.normalize(view2, dim=-1)
+    cosines = u1 @ F.normalize(z2, dim=-1).T
+    logits = cosines / temperature
+    targets = torch.arange(offset, offset + view1.shape[0], device=view1.device)
+    infonce = F.cross_entropy(logits, targets)
+    backward = u2 @ F.normalize(z1, dim=-1).T / temperature
+    agree = consistency_loss(logits, backward, consistency)
+    student = logits if rank_temperature is None else cosines / rank_temperature
+    teacher = teacher.to(device=student.device, dtype=student.dtype)
+    if teacher.shape != student.shape:
+        raise ValueError(f"the teachers' list is {tuple(teacher.shape)}, the student's {tuple(student.shape)}")
+    if ranking_loss == "listnet":
+        distill = listnet_loss(teacher, student, offset)
+    else:
+        distill = listmle_loss(teacher, student, generator)
+    loss = infonce + beta * agree + gamma * distill
+    return {"loss": loss, "infonce": infonce, "consistency": agree, "distillation": distill}

@@ -1,0 +1,110 @@
+"""RankCSE (Liu et al., ACL 2023): unsupervised SimCSE plus listwise distillation of teachers' similarity rankings.
+
+Each training sentence goes through the student twice with dropout (SimCSE's views, InfoNCE at ``temperature``);
+the frozen teachers' vectors of the same sentences (``data=distillation data.combine=each``: SED's teacher
+machinery, cached once per teacher, any encoders or exports, any sizes) give each anchor's ranking of the batch,
+and the student's list learns it by ListMLE or ListNet (``ranking_loss``, weight ``distillation_weight``), while the two views'
+lists are kept consistent (``consistency_weight``, ``consistency``). The maths and what it matches in the reference
+implementation (perceptiveshawty/RankCSE; the authors released no code) are in
+``embeddings.methods.rankcse.objective``.
+
+Why a subclass of ``SimCSEModule``: the student IS unsupervised SimCSE (dropout views, the MLP used in training
+only, ``cls`` pooling, the export), so only the batch (sentences with teacher vectors) and the loss differ.
+
+Recipe defaults (the reference's ``run_rankcse.sh``, which the paper's BERT-base numbers come from): batch 128,
+lr 3e-5, max length 32, one epoch, ``cls`` with the MLP in training only, ``temperature`` 0.05,
+``teacher_temperature`` (tau2) 0.05, both extra terms weighted 1, ListMLE, two teachers weighted 0.33 / 0.67.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from torch import Tensor
+
+from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.methods.rankcse import CONSISTENCY, METHOD, RANKING_LOSSES
+from sts_lightning.embeddings.methods.rankcse.objective import rankcse_loss, teacher_scores
+from sts_lightning.embeddings.methods.shared.in_batch import gather_with_grad
+from sts_lightning.lightning_modules.arg_rules import check_args, check_choice
+from sts_lightning.lightning_modules.simcse import SimCSEModule
+
+
+class RankCSEModule(SimCSEModule):
+    """The RankCSE student (batches ``{"sentences", "teachers"}`` from ``datamodules.distillation`` with
+    ``combine=each``).
+
+    Args:
+        ranking_loss: ``listmle`` (paper's best, 80.36) or ``listnet`` (80.05).
+        teacher_weights: one positive weight per teacher (``data.teachers`` order), normalised to sum 1: the
+            reference's ``alpha * T1 + (1 - alpha) * T2``; ``None``: equal weights.
+        teacher_temperature: tau2, the teachers' lists are ``cos / tau2`` (ListNet's targets; ListMLE reads only
+            their order).
+        rank_temperature: the student list's temperature; ``None``: ``temperature`` (the reference reuses the
+            InfoNCE logits).
+        distillation_weight: gamma, the ranking distillation term's weight; consistency_weight: beta, the ranking
+            consistency term's (the reference's ``--gamma_`` / ``--beta_``; its code adds the latter with weight 1).
+        consistency: ``jsd`` (the paper's Jensen-Shannon divergence) or ``repo`` (the reference's formula as it
+            computes: minus the lists' mean entropy; see the objective's docstring).
+        base: ``SimCSEModule``'s arguments (``temperature``, ``mlp``, ``dropout``, ``pooling``, ``lr``, ...);
+            ``objective`` can only be ``unsupervised``.
+    """
+
+    method_info = METHOD.card()
+
+    def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", *, ranking_loss: str = "listmle",
+                 teacher_weights: Sequence[float] | None = [0.33, 0.67],  # noqa: B006 - read only, as the yaml writes it
+                 teacher_temperature: float = 0.05,
+                 rank_temperature: float | None = None, distillation_weight: float = 1.0, consistency_weight: float = 1.0,
+                 consistency: str = "jsd", **base) -> None:
+        check_choice("model.ranking_loss", ranking_loss, RANKING_LOSSES)
+        check_choice("model.consistency", consistency, CONSISTENCY)
+        check_args({"teacher_weights": teacher_weights, "teacher_temperature": teacher_temperature,
+                    "rank_temperature": rank_temperature, "distillation_weight": distillation_weight,
+                    "consistency_weight": consistency_weight})
+        if base.setdefault("objective", "unsupervised") != "unsupervised":
+            raise ConfigError(f"model.objective={base['objective']!r}: RankCSE is unsupervised (two dropout views)")
+        super().__init__(model_name_or_path, **base)
+        self.method_info = METHOD.card()
+        self.teacher_weights = None if teacher_weights is None else [float(w) for w in teacher_weights]
+
+    def weights_for(self, teachers: int) -> list[float]:
+        """The configured weights, checked against the batch's teachers (equal weights when none are set)."""
+        if self.teacher_weights is None:
+            return [1.0] * teachers
+        if len(self.teacher_weights) != teachers:
+            raise ConfigError(f"model.teacher_weights has {len(self.teacher_weights)} weights but the data has "
+                              f"{teachers} teacher(s) (data.teachers): give one weight per teacher, or null")
+        return self.teacher_weights
+
+    def teacher_list(self, teachers: Sequence[Tensor]) -> Tensor:
+        """This rank's rows of the teachers' combined list over the global batch (teachers gathered from every rank)."""
+        gathered, offset = zip(*(gather_with_grad(t.detach()) for t in teachers), strict=True)
+        return teacher_scores(list(gathered), self.weights_for(len(teachers)), self.hparams.teacher_temperature,
+                              offset=offset[0], rows=teachers[0].shape[0])
+
+    def training_step(self, batch: dict, batch_idx: int) -> Tensor:
+        if "teachers" not in batch:
+            raise ConfigError(f"RankCSE needs sentences with each teacher's vectors (data=distillation "
+                              f"data.combine=each); got batches with keys {sorted(batch)}")
+        if not self.encoder_model.training:  # dropout makes the two views: enforce it
+            self.encoder_model.train()
+        teacher = self.teacher_list(batch["teachers"])
+        hp = self.hparams
+        parts = {}
+
+        def loss_fn(emb: Tensor) -> Tensor:
+            view1, view2 = emb.chunk(2, dim=0)
+            parts.update(rankcse_loss(view1, view2, teacher, temperature=hp.temperature, ranking_loss=hp.ranking_loss,
+                                      gamma=hp.distillation_weight, beta=hp.consistency_weight, consistency=hp.consistency,
+                                      rank_temperature=hp.rank_temperature))
+            return parts["loss"]
+
+        ids = self.training_ids(batch)
+        loss = self.embed_and_loss(ids, loss_fn)  # cached (GradCache) when model.mini_batch_size is set
+        n = len(ids) // 2
+        self.log("train/loss", loss, prog_bar=True, batch_size=n)
+        for name in ("infonce", "consistency", "distillation"):
+            self.log(f"train/{name}", parts[name].detach(), batch_size=n)
+        return loss
+
