@@ -76,6 +76,8 @@ MODEL_RULES: dict[str, Rule] = {
     "min_lr": POSITIVE,
     "beta_warmup_ratio": Rule(float, 0, 1, low_open=True),
     "mlm_probability": Rule(float, 0, 1, low_open=True),  # MLM: share of the tokens predicted
+    "lambda_weight": Rule(float, 0),                      # DiffCSE: weight of the replaced-token detection loss
+    "masking_ratio": Rule(float, 0, 1, low_open=True, high_open=True),  # DiffCSE: share of the tokens the generator edits
 }
 
 
