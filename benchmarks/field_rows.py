@@ -24,7 +24,8 @@ class Row:
             table's SED / meta-embedding rows, see ``benchmarks.paper_rows``).
         overrides: ``train.py`` overrides (``train`` rows); an ``ensemble`` row's whole command.
         scorer: the ``evaluate.py`` scorer spec (``pool`` / ``on`` rows); ``{export}`` stands for ``base``'s export.
-        base: the row whose export an ``on`` row scores on.
+        base: the row whose export an ``on`` row scores on; for a ``train`` row, the row whose export ``{base}`` in
+            its overrides stands for (DiffCSE's generator), trained first.
         encoder_is_export: an ``on`` row's encoder is ``base``'s export (else the backbone).
         seeded: trained / sampled with the seed (mean +- std over seeds); else scored once.
         paper: the paper's average for the same method, ``None`` where no paper reports it on BERT-base.
@@ -46,6 +47,7 @@ class Row:
 SIMCSE_T5 = "SimCSE Table 5, BERT-base, 7 tasks"
 SBERT_T1 = "SBERT Table 1, BERT-base, 7 tasks"
 SEN2PRO_T2 = "Sen2Pro Table 2, BERT-base, STS12-16 only"
+DIFFCSE_T1 = "DiffCSE Table 1, BERT-base, 7 tasks"
 
 ROWS: tuple[Row, ...] = (
     Row("cls", "CLS pooling", "pool", scorer="cls", seeded=False, paper=29.19, paper_note=SBERT_T1),
@@ -65,6 +67,12 @@ ROWS: tuple[Row, ...] = (
         base="whitening", paper=70.39, paper_note=f"{SEN2PRO_T2} (69.21 without)"),
     Row("sen2pro_simcse", "Sen2Pro on unsup. SimCSE", "on", scorer="{name:sen2pro,pooling:cls}", base="simcse",
         encoder_is_export=True, paper=75.44, paper_note=f"{SEN2PRO_T2} (75.11 without)"),
+    # DiffCSE needs a masked LM over the backbone's vocabulary: MLM continued from the backbone, once for all seeds
+    # (the paper's generator is the pretrained distilbert-base-uncased, the same for every run)
+    Row("diffcse_generator", "MLM continued (DiffCSE's generator)", "train", ("model=mlm", "model.lr=1.0e-4"),
+        seeded=False, paper_note="no STS figure: the generator of the diffcse row"),
+    Row("diffcse", "DiffCSE", "train", ("model=diffcse", "model.generator={base}"), base="diffcse_generator",
+        paper=78.49, paper_note=DIFFCSE_T1),
 )
 
 # SimCSE's seven tasks, where the data directory holds them; otherwise the local default evaluation set.

@@ -83,7 +83,7 @@ def test_a_generator_without_a_head_or_with_another_vocabulary_is_refused(tiny_m
     ("model.lambda_weight=-1", "model.lambda_weight=-1 is not allowed"),
     ("model.masking_ratio=1.5", "model.masking_ratio=1.5 is not allowed"),
     ("model.generator=all-MiniLM-L6-v2", "is a packaged sentence encoder, which has no MLM head"),
-    ("model.generator=distilbert-base-uncased", "unknown backbone model.generator='distilbert-base-uncased'"),
+    ("model.generator=distilbert-base-uncased", "model.generator='distilbert-base-uncased' cannot load here"),
 ])
 def test_train_py_refuses_in_one_line_before_torch_loads(override, message, tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
@@ -92,3 +92,16 @@ def test_train_py_refuses_in_one_line_before_torch_loads(override, message, tmp_
     assert done.returncode == 2, done.stderr[-2000:]
     assert len(done.stderr.strip().splitlines()) == 1 and message in done.stderr
     assert "torch imported: False" in done.stdout
+
+
+def test_the_offline_pipeline_hands_the_mlm_export_to_diffcse_as_its_generator():
+    from sts_lightning.runs.pipeline_run import substitute
+    from tests.helpers import compose_train
+
+    stages = compose_train(["experiment=pipeline/mlm_diffcse"]).pipeline.stages
+    assert [s.name for s in stages] == ["mlm", "diffcse"]
+    mlm = compose_train(list(stages[0].overrides)).model
+    assert mlm._target_.endswith("MLMModule") and mlm.model_name_or_path == "paraphrase-MiniLM-L3-v2"
+    overrides = [substitute(o, {"mlm": ["/runs/mlm/seed42/export"]}, 0) for o in stages[1].overrides]
+    model = compose_train(overrides).model
+    assert model._target_.endswith("DiffCSEModule") and model.generator == "/runs/mlm/seed42/export"

@@ -25,9 +25,9 @@ def generator_problem(key: str, name: object) -> str | None:
     """One line saying why ``name`` (configured at ``key``) cannot be the generator, else ``None``."""
     if not isinstance(name, str) or not name:
         return f"{key}={name!r} must name {FIX}"
-    problem = backbone_problem(key, name)
-    if problem:
-        return f"{problem}; the generator must be {FIX}"
+    if backbone_problem(key, name):  # its hint lists the packaged names, none of which can be a generator
+        return (f"{key}={name!r} cannot load here (no such path, not in the Hugging Face cache, and the hub is off or "
+                f"the name is a typo); no packaged model has an MLM head: use {FIX}")
     if packaged_model(name) is not None:
         return f"{key}={name!r} is a packaged sentence encoder, which has no MLM head: use {FIX}"
     config = Path(name).expanduser() / "config.json"
