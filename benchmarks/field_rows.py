@@ -24,7 +24,8 @@ class Row:
             table's SED / meta-embedding rows, see ``benchmarks.paper_rows``).
         overrides: ``train.py`` overrides (``train`` rows); an ``ensemble`` row's whole command.
         scorer: the ``evaluate.py`` scorer spec (``pool`` / ``on`` rows); ``{export}`` stands for ``base``'s export.
-        base: the row whose export an ``on`` row scores on.
+        base: the row whose export an ``on`` row scores on; for a ``train`` row, the row whose export ``{base}`` in
+            its overrides stands for (DiffCSE's generator), trained first.
         encoder_is_export: an ``on`` row's encoder is ``base``'s export (else the backbone).
         seeded: trained / sampled with the seed (mean +- std over seeds); else scored once.
         paper: the paper's average for the same method, ``None`` where no paper reports it on BERT-base.
@@ -53,6 +54,7 @@ PROMPTBERT_SUP = ("model.objective=supervised", "data=nli", "data.format=triplet
                   "model.head=transform", "model.eval_denoise=true", "model.lr=5e-5", "data.batch_size=512",
                   "trainer.max_epochs=3")
 RANKCSE = "RankCSE (Liu et al. 2023), BERT-base, 7 tasks; teachers SimCSE-large + DiffCSE-base (ours: L6 + e5)"
+DIFFCSE_T1 = "DiffCSE Table 1, BERT-base, 7 tasks"
 
 ROWS: tuple[Row, ...] = (
     Row("cls", "CLS pooling", "pool", scorer="cls", seeded=False, paper=29.19, paper_note=SBERT_T1),
@@ -91,6 +93,12 @@ ROWS: tuple[Row, ...] = (
         paper_note=f"{PROMPT_README} (+- 0.15 over seeds)"),
     Row("promptbert_sup", "sup. PromptBERT", "train", ("model=promptbert", *PROMPTBERT_SUP), paper=81.97,
         paper_note=PROMPT_README),
+    # DiffCSE needs a masked LM over the backbone's vocabulary: MLM continued from the backbone, once for all seeds
+    # (the paper's generator is the pretrained distilbert-base-uncased, the same for every run)
+    Row("diffcse_generator", "MLM continued (DiffCSE's generator)", "train", ("model=mlm", "model.lr=1.0e-4"),
+        seeded=False, paper_note="no STS figure: the generator of the diffcse row"),
+    Row("diffcse", "DiffCSE", "train", ("model=diffcse", "model.generator={base}"), base="diffcse_generator",
+        paper=78.49, paper_note=DIFFCSE_T1),
 )
 
 # SimCSE's seven tasks, where the data directory holds them; otherwise the local default evaluation set.

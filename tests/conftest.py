@@ -56,10 +56,29 @@ def save_tiny_bert(path: Path, seed: int = 0) -> Path:
     return path
 
 
+def save_tiny_masked_lm(model_dir: Path) -> Path:
+    """``<model_dir>-mlm``: a ``BertForMaskedLM`` over ``model_dir``'s encoder with a seeded head, its tokenizer;
+    DiffCSE's generator in the method-generic tests (``model.generator={model_dir}-mlm``). The global RNG is left
+    as it was."""
+    from transformers import AutoTokenizer, BertForMaskedLM, BertModel
+
+    target = Path(f"{model_dir}-mlm")
+    with torch.random.fork_rng():
+        torch.manual_seed(2)
+        encoder = BertModel.from_pretrained(model_dir)
+        model = BertForMaskedLM(encoder.config)
+    model.bert.load_state_dict(encoder.state_dict(), strict=False)  # no pooler in a masked LM
+    model.save_pretrained(target)
+    AutoTokenizer.from_pretrained(model_dir).save_pretrained(target)
+    return target
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
-    """A 2-layer random BERT (hidden 32) saved as a Hugging Face directory."""
-    return save_tiny_bert(tmp_path_factory.mktemp("tiny_bert"), seed=0)
+    """A 2-layer random BERT (hidden 32) saved as a Hugging Face directory, a masked LM over it beside it."""
+    path = save_tiny_bert(tmp_path_factory.mktemp("tiny_bert"), seed=0)
+    save_tiny_masked_lm(path)
+    return path
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,8 @@ def test_every_row_declares_what_it_needs():
         assert row.kind in {"pool", "train", "on"}, row
         assert (row.kind == "train") == bool(row.overrides), row
         assert row.kind == "train" or row.scorer, row
-        assert row.kind != "on" or row.base in keys, row
+        assert row.kind not in ("on", "train") or row.base is None or row.base in keys, row
+        assert row.kind != "on" or row.base, row
         assert row.paper is None or row.paper_note, row
 
 
@@ -59,7 +60,7 @@ def test_a_pooling_row_and_a_trained_row_end_to_end(tmp_path, tiny_model_dir, tr
 
 FIELD_KEYS = ["cls", "mean", "first_last", "flow", "whitening", "ct", "simcse", "sbert_nli", "simcse_sup", "rankcse",
               "rankcse_listnet", "cosent", "angle_nli", "sen2pro_first_last", "sen2pro_whitening", "sen2pro_simcse",
-              "prompt", "prompt_denoise", "promptbert", "promptbert_sup"]
+              "prompt", "prompt_denoise", "promptbert", "promptbert_sup", "diffcse_generator", "diffcse"]
 PAPER_KEYS = ["cls", "mean", "first_last", "sbert_wk", "sbert_wk_paper", "sen2pro_first_last", "latte_mix",
               "latte_mix_js", "flow", "whitening", "ct", "simcse", "tsdae", "sbert_nli", "sed_ct", "gcca_ct",
               "cross_view_ae_ct"]
@@ -76,6 +77,27 @@ def test_the_field_table_keeps_its_rows_and_its_training_command(tmp_path, monke
     assert calls == [(["train.py", "model=flow", "model.model_name_or_path=bb", "seed=1", "trainer.max_steps=5",
                        "callbacks.sts_evaluation.tasks=[stsb-dev]", f"hydra.run.dir={tmp_path / 'flow' / 'seed1'}"],
                       tmp_path / "flow" / "seed1.log")]
+
+
+def test_a_row_on_another_rows_export_trains_that_row_first_once(tmp_path, monkeypatch):
+    """DiffCSE: its generator (MLM continued from the backbone, not seeded) is trained once, before the first seed."""
+    calls = []
+
+    def run(args, log):
+        calls.append(args)
+        run_dir = Path(next(a for a in args if a.startswith("hydra.run.dir=")).split("=", 1)[1])
+        (run_dir / "export").mkdir(parents=True)
+        (run_dir / "export" / "LOADING.md").touch()
+
+    monkeypatch.setattr(field_table, "_run", run)
+    diffcse = next(row for row in ROWS if row.key == "diffcse")
+    for seed in (1, 2):
+        field_table.train_row(diffcse, "bb", seed, 5, tmp_path)
+    generator = tmp_path / "diffcse_generator" / "seed0" / "export"
+    assert [c[:3] for c in calls] == [["train.py", "model=mlm", "model.lr=1.0e-4"],
+                                      ["train.py", "model=diffcse", f"model.generator={generator}"],
+                                      ["train.py", "model=diffcse", f"model.generator={generator}"]]
+    assert "seed=0" in calls[0] and "seed=2" in calls[2]
 
 
 def test_the_papers_rows_each_name_a_reference_and_a_source():

@@ -92,8 +92,13 @@ def keep_pooler(model: nn.Module, path: str) -> None:
         model.base_model.pooler = pooler
 
 
-def load_masked_lm(name_or_path: str):
-    """``AutoModelForMaskedLM`` and tokenizer of a packaged name, directory or hub name; logs a new head."""
+def load_masked_lm(name_or_path: str, key: str = "model.model_name_or_path", require_head: bool = False):
+    """``AutoModelForMaskedLM`` and tokenizer of a packaged name, directory or hub name; logs a new head.
+
+    ``key``: the config key errors name. ``require_head`` (DiffCSE's generator, which must predict words, not
+    learn to): a model whose MLM head would be newly initialised is a ``ConfigError``, and no pooler is kept (the
+    model is never exported).
+    """
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     path = resolve_model_path(name_or_path)
@@ -103,10 +108,14 @@ def load_masked_lm(name_or_path: str):
         tokenizer = AutoTokenizer.from_pretrained(path)
         model, info = AutoModelForMaskedLM.from_pretrained(path, output_loading_info=True)
     except (OSError, ValueError) as err:
-        raise ConfigError(f"could not load a masked LM from model.model_name_or_path={name_or_path!r} (resolved to "
+        raise ConfigError(f"could not load a masked LM from {key}={name_or_path!r} (resolved to "
                           f"{path!r}): {str(err).splitlines()[0]}") from err
-    keep_pooler(model, path)
     new = [k for k in info.get("missing_keys", ()) if not k.startswith(f"{model.base_model_prefix}.")]
+    if new and require_head:
+        raise ConfigError(f"{key}={name_or_path!r} has no MLM head ({len(new)} tensors missing, e.g. {new[0]}): use "
+                          "a masked LM, e.g. the export of python train.py model=mlm")
+    if not require_head:
+        keep_pooler(model, path)
     if new:
         log.info("%s has no MLM head (%d tensors): transformers initialised one, its decoder tied to the word "
                  "embeddings", name_or_path, len(new))

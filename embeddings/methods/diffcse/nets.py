@@ -1,0 +1,75 @@
+"""DiffCSE's training nets: the BatchNorm projection head, the conditional discriminator and the frozen generator.
+
+As in voidism/DiffCSE (``diffcse/models.py``, ``train.py``, ``modeling_bert.py``):
+
+- ``projection_mlp``: ``ProjectionMLP`` (``--batchnorm``): Linear(h, 2h) - BatchNorm - ReLU - Linear(2h, h) -
+  BatchNorm without affine, no biases; the linears initialised as BERT initialises one (``cls.init_weights()``);
+- ``ConditionalDiscriminator``: a second copy of the encoder as it is before training (``discriminator.
+  load_state_dict(pretrained_model.bert.state_dict())``, no pooler) whose embedding OUTPUT at the first position is
+  replaced by the sentence vector (their ``cls_input``: after the embeddings' LayerNorm, before the first layer),
+  and a ``Linear(h, 2)`` head with torch's default initialisation (``model.electra_head``, made after loading);
+- ``load_generator``: any masked LM (``AutoModelForMaskedLM``), frozen; one whose MLM head would be newly
+  initialised is refused, since a random head edits sentences at random.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+
+import torch
+from torch import Tensor, nn
+
+from sts_lightning.embeddings.methods.mlm.masked_lm import load_masked_lm
+
+__all__ = ["ConditionalDiscriminator", "load_generator", "projection_mlp", "same_vocabulary"]
+
+
+def projection_mlp(dim: int, init_std: float = 0.02) -> nn.Sequential:
+    """The authors' ``ProjectionMLP`` on ``dim``-wide vectors (see the module docstring)."""
+    head = nn.Sequential(nn.Linear(dim, 2 * dim, bias=False), nn.BatchNorm1d(2 * dim), nn.ReLU(inplace=True),
+                         nn.Linear(2 * dim, dim, bias=False), nn.BatchNorm1d(dim, affine=False))
+    for layer in (head[0], head[3]):
+        nn.init.normal_(layer.weight, std=init_std)
+    return head
+
+
+class ConditionalDiscriminator(nn.Module):
+    """Per-token replaced / kept logits of edited sentences, each conditioned on its sentence vector.
+
+    Args:
+        encoder: the encoder as training starts; copied (the copy trains on its own), its pooler dropped.
+    """
+
+    def __init__(self, encoder: nn.Module) -> None:
+        super().__init__()
+        self.encoder = copy.deepcopy(encoder)
+        if getattr(self.encoder, "pooler", None) is not None:
+            self.encoder.pooler = None  # the authors' BertModel(add_pooling_layer=False): nothing reads it
+        self.head = nn.Linear(int(self.encoder.config.hidden_size), 2)
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor, condition: Tensor) -> Tensor:
+        """``(rows, length, 2)`` logits; ``condition`` ``(rows, hidden)`` replaces the first position's embedding."""
+
+        def put(module: nn.Module, args: tuple, output: Tensor) -> Tensor:
+            return torch.cat([condition.unsqueeze(1).to(output.dtype), output[:, 1:]], dim=1)
+
+        handle = self.encoder.embeddings.register_forward_hook(put)
+        try:
+            hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        finally:
+            handle.remove()
+        return self.head(hidden)
+
+
+def load_generator(name_or_path: str, key: str = "model.generator"):
+    """(the frozen masked LM, its tokenizer) of a packaged name, directory or hub name; ``ConfigError`` naming
+    ``key`` if it cannot load or has no MLM head of its own."""
+    model, tokenizer = load_masked_lm(name_or_path, key=key, require_head=True)
+    model.requires_grad_(False)
+    return model, tokenizer
+
+
+def same_vocabulary(a: Mapping[str, int], b: Mapping[str, int]) -> bool:
+    """Whether two tokenizers' ``get_vocab()`` agree: the generator's ids must be the encoder's word pieces."""
+    return dict(a) == dict(b)
