@@ -15,7 +15,8 @@ from sts_lightning.embeddings.methods.registry import methods
 
 START, END = "<!-- methods:start -->", "<!-- methods:end -->"
 README = Path(__file__).resolve().parents[1] / "README.md"
-EXPORTS = {ST_EXPORT: "sentence-transformers directory", HF_EXPORT: "Hugging Face encoder"}
+EXPORTS = {ST_EXPORT: "sentence-transformers", HF_EXPORT: "Hugging Face encoder"}
+TRAIN = "python train.py "  # the README says it once above the table; a trained row shows the rest
 
 
 def _cell(text: str) -> str:
@@ -26,7 +27,9 @@ def _row(m: MethodDeclaration) -> str:
     paper = f"[{m.paper.short()}]({m.paper.url})" if m.paper is not None else "-"
     export = EXPORTS.get(m.export, f"`{m.export}`" if m.export else "-")
     data = f"`{m.data}`" if m.data else "-"
-    cells = [f"**{m.title}** (`{m.name}`): {m.summary}", m.kind, paper, data, export, f"`{m.command()}`"]
+    command = m.command()
+    command = command[len(TRAIN):] if command.startswith(TRAIN) else command
+    cells = [f"**{m.title}** (`{m.name}`): {m.summary}", m.kind, paper, data, export, f"`{command}`"]
     return "| " + " | ".join(_cell(c) for c in cells) + " |"
 
 
