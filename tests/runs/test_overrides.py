@@ -10,9 +10,9 @@ import pytest
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.runs.overrides import check_command_line
 from tests.helpers import ENTRY_PROBE
-from tests.paths import ROOT
+from tests.paths import CONFIG_DIR, ROOT
 
-MODELS = "cosent, cross_view_ae, ct, flow, latte_mix, mlm, sbert_nli, sed, simcse, simcse_sup, tsdae, whitening"
+MODELS = ", ".join(sorted(p.stem for p in (CONFIG_DIR / "model").glob("*.yaml")))  # the choices Hydra lists
 
 # (entry point, command line, the exact line; "ok": nothing to say)
 TABLE = [
@@ -22,7 +22,8 @@ TABLE = [
     ("train", "model=simcse model.temprature=0.1",
      "unknown key 'model.temprature' (model=simcse); did you mean 'model.temperature'?"),
     ("train", "model.temprature=0.1",
-     "unknown key 'model.temprature' (model=sbert_nli); did you mean 'model.temperature'? (a key of model=simcse)"),
+     "unknown key 'model.temprature' (model=sbert_nli); did you mean 'model.temperature'? "
+     "(a key of model=diffcse, model=promptbert, model=rankcse, model=simcse)"),
     ("train", "model=simcse +model.temprature=0.1",
      "SimCSEModule (model=simcse) takes no argument 'temprature', so +model.temprature cannot be added; "
      "did you mean 'model.temperature'?"),
