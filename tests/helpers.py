@@ -226,3 +226,11 @@ def assert_same_gradients(got: dict, want: dict) -> None:
     scale = max(1.0, max(g.abs().max().item() for g in want.values()))
     worst = max((got[k] - want[k]).abs().max().item() for k in want)
     assert worst <= GRADIENT_TOL * scale, f"largest gradient difference {worst:.3g} (scale {scale:.3g})"
+
+
+# Pairs to mine hard negatives from (tests/datamodules/test_hard_negatives.py, tests/runs/test_mine_negatives.py):
+# 24 pairs, some anchors with two positives, one positive shared by two anchors (both are de-duplicated).
+_mining_rnd = random.Random(3)
+_MINING = [" ".join(_mining_rnd.choice(WORDS) for _ in range(_mining_rnd.randint(3, 9))) for _ in range(40)]
+MINING_ANCHORS = _MINING[:20] + _MINING[:3] + [_MINING[20]]
+MINING_POSITIVES = _MINING[21:40] + [_MINING[21]] + _MINING[37:40] + [_MINING[22]]
