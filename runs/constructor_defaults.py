@@ -67,12 +67,13 @@ def _top_level(tree: ast.Module, name: str) -> ast.AST | None:
     return None
 
 
-def _imported_from(tree: ast.Module, name: str) -> str | None:
-    """``pkg.mod`` where ``from pkg.mod import name`` brings ``name`` into this module."""
+def _imported_from(tree: ast.Module, name: str) -> tuple[str, str] | None:
+    """``(pkg.mod, original name)`` where ``from pkg.mod import original [as name]`` brings ``name`` in."""
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if any((alias.asname or alias.name) == name for alias in node.names):
-                return node.module
+            for alias in node.names:
+                if (alias.asname or alias.name) == name:
+                    return node.module, alias.name
     return None
 
 
@@ -82,11 +83,9 @@ def _lookup(module: str, name: str) -> tuple[str, ast.AST] | None:
     node = _top_level(tree, name)
     if node is not None:
         return module, node
-    source = _imported_from(tree, name)
-    if source and source.split(".")[0] == PACKAGE:
-        original = next(a.name for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == source
-                        for a in n.names if (a.asname or a.name) == name)
-        return _lookup(source, original)
+    imported = _imported_from(tree, name)
+    if imported and imported[0].split(".")[0] == PACKAGE:
+        return _lookup(*imported)
     return None
 
 
@@ -201,9 +200,11 @@ def scorer_options() -> dict[str, dict[str, Any]]:
     return options
 
 
+@functools.cache
 def nodes() -> dict[str, dict[str, Any]]:
     """``{node name: node}`` of everything registered: one node per class, ``scorer_options`` and
-    ``encoder_options`` (``load_encoder``'s keywords but the name)."""
+    ``encoder_options`` (``load_encoder``'s keywords but the name). Computed once a process; callers copy, never
+    mutate it."""
     found: dict[str, dict[str, Any]] = {}
     for target in [*model_targets(), *datamodule_targets()]:
         name = target.rsplit(".", 1)[1]

@@ -22,6 +22,7 @@ from omegaconf import OmegaConf
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.runs import constructor_defaults as cd
 from tests.helpers import compose_evaluate_config, compose_train
+from tests.method_cases import constructor_defaults
 from tests.paths import CONFIG_DIR, ROOT
 
 NODES = cd.nodes()
@@ -35,19 +36,13 @@ def _imported(target: str):
 
 
 def _inspected(obj) -> dict:
-    """What Python itself says the constructor takes (``**base`` reaching the bases' arguments)."""
-    if inspect.isfunction(obj):
-        chain = [obj]
-    else:
-        chain = [k.__dict__["__init__"] for k in reversed(obj.__mro__)
-                 if "__init__" in k.__dict__ and k.__module__.startswith("sts_lightning")]
-    merged = {}
-    for function in chain:
-        for p in inspect.signature(function).parameters.values():
-            if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and p.name not in cd.SKIPPED:
-                default = cd.MISSING if p.default is p.empty else p.default
-                merged[p.name] = list(default) if isinstance(default, tuple) else default
-    return merged
+    """What Python itself says the constructor takes (``**base`` reaching the bases' arguments), in the nodes' terms:
+    no ``encoder``, ``MISSING`` for no default, tuples as lists."""
+    found = ({p.name: p.default for p in inspect.signature(obj).parameters.values()
+              if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)} if inspect.isfunction(obj)
+             else constructor_defaults(obj))
+    return {name: cd.MISSING if default is inspect.Parameter.empty else list(default) if isinstance(default, tuple)
+            else default for name, default in found.items() if name not in cd.SKIPPED}
 
 
 @pytest.mark.parametrize("name", sorted(CLASS_NODES))
