@@ -150,17 +150,6 @@ def test_two_ranks_take_disjoint_slices_of_the_same_global_batches():
             assert set(r0 + r1) == set(whole) and len(r0) == -(-len(whole) // 2)
 
 
-def test_lightning_hands_its_distributed_sampler_in_and_keeps_ours():
-    """Under DDP Lightning rebuilds the loader with its ``DistributedSampler``: ours reads the rank from it."""
-    rows = A + B
-    with _replace_dunder_methods(DataLoader, "dataset"), _replace_dunder_methods(BatchSampler):
-        loader = DataLoader(rows, batch_sampler=_ours([A, B], "round_robin"), collate_fn=list)
-    rank1 = _update_dataloader(loader, DistributedSampler(rows, num_replicas=2, rank=1), mode=RunningStage.TRAINING)
-    assert isinstance(rank1.batch_sampler, MixtureBatchSampler) and rank1.batch_sampler.rank == 1
-    want = [[rows[i] for i in b] for b in _ours([A, B], "round_robin", world_size=2, rank=1)]
-    assert list(rank1) == want
-
-
 def _triplet_files(tmp_path) -> list[str]:
     paths = []
     for name, rows in (("a", A), ("b", B)):
@@ -222,6 +211,19 @@ def test_bad_values_are_one_line_naming_the_key_before_anything_loads(options, m
     cfg = OmegaConf.create({"data": {"sources": sources, "batch_size": 8, **options}})
     with pytest.raises(ConfigError, match="data."):
         precheck_train(cfg)
+
+
+def test_lightning_hands_its_distributed_sampler_in_and_keeps_ours(tmp_path):
+    """Under DDP Lightning rebuilds the training loader with its ``DistributedSampler``: ours reads the rank from it."""
+    dm = _datamodule(tmp_path, mixture="round_robin")
+    with _replace_dunder_methods(DataLoader, "dataset"), _replace_dunder_methods(BatchSampler):  # as Lightning calls it
+        loader = dm.train_dataloader()
+    rank1 = _update_dataloader(loader, DistributedSampler(dm.dataset, num_replicas=2, rank=1),
+                               mode=RunningStage.TRAINING)
+    assert isinstance(rank1.batch_sampler, MixtureBatchSampler) and rank1.batch_sampler.rank == 1
+    rows = A + B
+    want = [[rows[i][0] for i in b] for b in _ours([A, B], "round_robin", world_size=2, rank=1)]
+    assert [b["anchors"] for b in rank1] == want and len(rank1) == len(loader)
 
 
 def test_a_source_smaller_than_one_batch_is_named(tmp_path):
