@@ -5,7 +5,7 @@ sentence-transformers' own samplers (``NoDuplicatesBatchSampler``, ``Proportiona
 ``EpochShuffleSampler`` seeds an epoch): the batches are the same, up to the length both advertise (what
 sentence-transformers yields beyond it, we count as not served). Its default children (``RandomSampler``) draw from
 one shared generator in an interleaved order we do not copy: there the rule's invariants are compared instead.
-Also: resume mid-epoch, two ranks, Lightning's DDP re-instantiation, the setup line and every bad value.
+Also: resume mid-epoch (a real Trainer killed and resumed from ``last.ckpt``), two ranks, Lightning's DDP re-instantiation, the setup line and every bad value.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import pytest
 import torch
 from datasets import Dataset
 from lightning.fabric.utilities.data import _replace_dunder_methods
+from lightning.pytorch import LightningModule, Trainer
+from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.trainer.states import RunningStage
 from lightning.pytorch.utilities.data import _update_dataloader
 from omegaconf import OmegaConf
@@ -34,6 +36,7 @@ from sts_lightning.datamodules.nli import NLIDataModule
 from sts_lightning.datamodules.scored_pairs import ScoredPairsDataModule
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.runs.early_checks import precheck_train
+from tests.datamodules.test_loader import KillAt, Killed
 
 SEED, BATCH = 3, 8
 _rnd = random.Random(0)
@@ -229,3 +232,38 @@ def test_lightning_hands_its_distributed_sampler_in_and_keeps_ours(tmp_path):
 def test_a_source_smaller_than_one_batch_is_named(tmp_path):
     with pytest.raises(ConfigError, match=r"data.batch_size=40 is larger than source .*b.tsv \(31 rows\)"):
         _datamodule(tmp_path, batch_size=40)
+
+
+class AnchorRecorder(LightningModule):
+    """Records the anchors of every training batch (one trivial parameter, so the optimizer has something to step)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(1))
+        self.seen: list[list[str]] = []
+
+    def training_step(self, batch, batch_idx):
+        self.seen.append(batch["anchors"])
+        return (self.w - 1).pow(2).sum()
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+def _fit(dm, out, callbacks=(), ckpt_path=None) -> list[list[str]]:
+    module = AnchorRecorder()
+    checkpoint = ModelCheckpoint(dirpath=out, save_last=True, save_top_k=0, every_n_train_steps=1)
+    Trainer(max_epochs=2, accelerator="cpu", devices=1, logger=False, enable_progress_bar=False,
+            enable_model_summary=False, num_sanity_val_steps=0, callbacks=[checkpoint, *callbacks],
+            default_root_dir=out).fit(module, datamodule=dm, ckpt_path=ckpt_path)
+    return module.seen
+
+
+def test_trainer_killed_mid_epoch_resumes_with_the_same_batches(tmp_path):
+    """Killed before step ``n + 3`` (epoch 1), resumed from ``last.ckpt``: the rest of the uninterrupted run."""
+    uninterrupted = _fit(_datamodule(tmp_path), tmp_path / "a")
+    n = len(uninterrupted) // 2
+    with pytest.raises(Killed):
+        _fit(_datamodule(tmp_path), tmp_path / "b", [KillAt(n + 3)])
+    resumed = _fit(_datamodule(tmp_path), tmp_path / "b", ckpt_path=str(tmp_path / "b" / "last.ckpt"))
+    assert uninterrupted[:n] != uninterrupted[n:] and resumed == uninterrupted[n + 3:]
