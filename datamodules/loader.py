@@ -171,13 +171,20 @@ class ResumableDataModule(LightningDataModule):
         device = getattr(strategy, "root_device", None)
         return device is not None and device.type == "cuda"
 
-    def resumable_loader(self, collate_fn: Callable | None = None, drop_last: bool = False) -> ResumableLoader:
+    def resumable_loader(self, collate_fn: Callable | None = None, drop_last: bool = False,
+                         batch_sampler: Sampler[list[int]] | None = None) -> ResumableLoader:
         """The training loader of map-style ``self.dataset``: shuffled by ``EpochShuffleSampler(seed)`` (or
-        in dataset order), ``batch_size // world_size`` a device, workers kept alive across epochs."""
+        in dataset order), ``batch_size // world_size`` a device, workers kept alive across epochs.
+
+        ``batch_sampler``: one that orders, batches and shards by itself (``datamodules.mixture``) instead.
+        """
         if self.dataset is None:
             self.setup("fit")
         if self.num_workers > 0:
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        if batch_sampler is not None:
+            return ResumableLoader(self.dataset, batch_sampler=batch_sampler, num_workers=self.num_workers,
+                                   collate_fn=collate_fn, persistent_workers=self.num_workers > 0, datamodule=self)
         sampler = EpochShuffleSampler(len(self.dataset), self.seed) if self.shuffle else None
         return ResumableLoader(self.dataset, batch_size=per_device_batch_size(self.batch_size, self.world_size),
                                sampler=sampler, num_workers=self.num_workers, collate_fn=collate_fn,
@@ -281,7 +288,9 @@ class ResumableLoader(DataLoader):
             self.dataset.set_epoch(self.dataset.epoch if epoch is None else epoch, skip_batches=skip)
             return super().__iter__()
         if epoch is not None:
-            _set_sampler_epoch(self, epoch)
+            _set_sampler_epoch(self, epoch)  # the sampler (Lightning's function skips a batch sampler's own)
+            if callable(getattr(self.batch_sampler, "set_epoch", None)):
+                self.batch_sampler.set_epoch(epoch)
         self._index_sampler.skip = skip
         try:
             return super().__iter__()

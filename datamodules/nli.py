@@ -20,6 +20,8 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from sts_lightning.datamodules.loader import ResumableDataModule, per_device_batch_size
+from sts_lightning.datamodules.mixture import describe_mixture, mixture_sampler
+from sts_lightning.datamodules.mixture_rules import check_mixture, check_source_sizes
 from sts_lightning.datamodules.nli_readers import NLIPairs, _load_hub, load_source
 from sts_lightning.datamodules.nli_triplets import (
     ROLES,
@@ -81,12 +83,22 @@ class NLIDataModule(ResumableDataModule):
         columns: the column names of your own files where they differ from the defaults, e.g.
             ``{premise: sentence1, hypothesis: sentence2, label: gold_label}`` or ``{anchor: q, positive: p,
             negative: n}`` (``datamodules.table_files.COLUMNS``); unused by named sources.
+        mixture: ``null``: the sources pooled into one shuffled set (batches mix them); ``proportional`` or
+            ``round_robin``: every batch from one source (``datamodules.mixture_rules``). With triplets each
+            source builds its own (a premise's entailment and contradiction must come from one source).
+        mixture_weights: ``proportional`` only: relative shares of the epoch's batches, one per source;
+            ``null``: by size (sentence-transformers' rule).
+        no_duplicates: a row joins a batch only when none of its texts is in it already (sentence-transformers'
+            ``NO_DUPLICATES``, which it recommends for in-batch negatives): set it for ``model.objective=mnrl``,
+            where a premise twice in one batch makes its own positive a negative. Off by default so the pooled
+            batches of earlier runs stay as they were; the softmax objective (pairs) has no in-batch negatives.
     """
 
     def __init__(self, data_dir: str | None = None, sources: Sequence[str] | str = ("snli:dev", "snli:test"),
                  batch_size: int = 64, num_workers: int = 0, seed: int = 0, shuffle: bool = True,
                  drop_last: bool = False, max_malformed_fraction: float = 0.01, format: str = "pairs",
-                 columns: Mapping[str, str] | None = None):
+                 columns: Mapping[str, str] | None = None, mixture: str | None = None,
+                 mixture_weights: Sequence[float] | None = None, no_duplicates: bool = False):
         super().__init__()
         if format not in FORMATS:
             raise unknown_choice("NLI data format", format, FORMATS)
@@ -98,10 +110,12 @@ class NLIDataModule(ResumableDataModule):
         for spec in filter(is_file_source, self.sources):
             check_extension(spec)  # an unsupported file type fails here, before the model loads
         self.columns = check_roles(columns, ROLES)
+        self.mix = check_mixture(self.sources, mixture, mixture_weights, no_duplicates)
         self.batch_size, self.num_workers, self.seed = int(batch_size), int(num_workers), int(seed)
         self.shuffle, self.drop_last, self.max_bad = bool(shuffle), bool(drop_last), max_malformed_fraction
         self.dataset: NLIDataset | NLITripletDataset | None = None
         self.parts: dict[str, NLIPairs | NLITriplets] = {}
+        self.source_rows: dict[str, int] = {}  # training rows per source (mixture) or of the pooled set
 
     def prepare_data(self) -> None:
         """Download hub sources once per node; local files are read directly in ``setup``."""
@@ -117,15 +131,31 @@ class NLIDataModule(ResumableDataModule):
             self.parts = {spec: load(spec, self.data_dir, self.max_bad, self.columns) for spec in self.sources}
             sources = ", ".join(f"{k} ({len(v)})" for k, v in self.parts.items())
             if self.format == "triplets":
-                pairs = [p for p in self.parts.values() if isinstance(p, NLIPairs)]
-                read = [p for p in self.parts.values() if isinstance(p, NLITriplets)]
-                triplets = NLITriplets.concat(([build_triplets(pairs)] if pairs else []) + read)
+                triplets = self._triplets()
                 self.dataset = NLITripletDataset(triplets)
                 log.info("NLI training triplets: %d from %s; %d entailment pairs without a contradiction of the "
                          "same premise not used", len(triplets), sources, triplets.without_negative)
             else:
                 self.dataset = NLIDataset(list(self.parts.values()))
+                self.source_rows = {k: len(v) for k, v in self.parts.items()}
                 log.info("NLI training pairs: %d from %s", len(self.dataset), sources)
+            if self.mix.rule is None:  # one pooled set
+                self.source_rows = {"+".join(self.sources): len(self.dataset)}
+            else:
+                check_source_sizes(self.source_rows, self.batch_size)
+            if self.mix.batch_sampled:
+                log.info("%s", describe_mixture(self))
+
+    def _triplets(self) -> NLITriplets:
+        """Pooled: the pair sources built into triplets together, then the triplet files. Mixed: one set per
+        source, in source order (``source_rows``), since batches are drawn per source."""
+        if self.mix.rule is None:
+            pairs = [p for p in self.parts.values() if isinstance(p, NLIPairs)]
+            read = [p for p in self.parts.values() if isinstance(p, NLITriplets)]
+            return NLITriplets.concat(([build_triplets(pairs)] if pairs else []) + read)
+        own = {k: v if isinstance(v, NLITriplets) else build_triplets([v]) for k, v in self.parts.items()}
+        self.source_rows = {k: len(v) for k, v in own.items()}
+        return NLITriplets.concat(list(own.values()))
 
     def data_facts(self) -> DataFacts:
         """Per-source pair counts and skip reasons (malformed rows, pairs without a gold label) for the model card."""
@@ -139,4 +169,5 @@ class NLIDataModule(ResumableDataModule):
                          skipped=dict(skipped))
 
     def train_dataloader(self) -> DataLoader:
-        return self.resumable_loader(COLLATE[self.format], drop_last=self.drop_last)
+        sampler = mixture_sampler(self) if self.mix.batch_sampled else None
+        return self.resumable_loader(COLLATE[self.format], drop_last=self.drop_last, batch_sampler=sampler)

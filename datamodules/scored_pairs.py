@@ -23,6 +23,8 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from sts_lightning.datamodules.loader import ResumableDataModule, per_device_batch_size
+from sts_lightning.datamodules.mixture import describe_mixture, mixture_sampler
+from sts_lightning.datamodules.mixture_rules import check_mixture, check_source_sizes
 from sts_lightning.datamodules.scored_pair_readers import (
     ScoredPairs,
     check_score_scale,
@@ -74,6 +76,12 @@ class ScoredPairsDataModule(ResumableDataModule):
             ``{sentence1: s1, sentence2: s2, score: gold}``; unused by named sources.
         score_scale: ``[low, high]`` of your own files' scores, mapped to [0, 1] (``[0, 5]`` for STS-B-like
             scores); ``None``: they are in [0, 1] already. Named sources use their own scale.
+        mixture: ``null``: the sources pooled into one shuffled set; ``proportional`` or ``round_robin``: every
+            batch from one source (``datamodules.mixture_rules``), so CoSENT ranks pairs of one scale and task.
+        mixture_weights: ``proportional`` only: relative shares of the epoch's batches, one per source;
+            ``null``: by size (sentence-transformers' rule).
+        no_duplicates: a row joins a batch only when neither of its sentences is in it already
+            (sentence-transformers' ``NO_DUPLICATES``; worth it for in-batch negatives, e.g. AnglE's ``ibn_w``).
     """
 
     data_unit = "scored pairs"
@@ -81,11 +89,14 @@ class ScoredPairsDataModule(ResumableDataModule):
     def __init__(self, data_dir: str | None = None, sources: Sequence[str] | str = ("stsb:train",),
                  batch_size: int = 16, num_workers: int = 0, seed: int = 0, shuffle: bool = True,
                  drop_last: bool = False, max_malformed_fraction: float = 0.01,
-                 columns: Mapping[str, str] | None = None, score_scale: Sequence[float] | None = None):
+                 columns: Mapping[str, str] | None = None, score_scale: Sequence[float] | None = None,
+                 mixture: str | None = None, mixture_weights: Sequence[float] | None = None,
+                 no_duplicates: bool = False):
         super().__init__()
         self.data_dir = data_dir
         self.sources = [sources] if isinstance(sources, str) else [str(s) for s in sources]
         check_sources(self.sources)
+        self.mix = check_mixture(self.sources, mixture, mixture_weights, no_duplicates)
         self.columns, self.score_scale = check_roles(columns, ("scored",)), check_score_scale(score_scale)
         if not 0.0 <= float(max_malformed_fraction) < 1.0:
             raise ConfigError(f"data.max_malformed_fraction must be in [0, 1), got {max_malformed_fraction}")
@@ -93,6 +104,7 @@ class ScoredPairsDataModule(ResumableDataModule):
         self.shuffle, self.drop_last, self.max_bad = bool(shuffle), bool(drop_last), float(max_malformed_fraction)
         self.dataset: ScoredPairDataset | None = None
         self.parts: dict[str, ScoredPairs] = {}
+        self.source_rows: dict[str, int] = {}  # training rows per source (mixture) or of the pooled set
 
     def setup(self, stage: str | None = None) -> None:
         per_device_batch_size(self.batch_size, self.world_size)  # a bad batch size fails here, before loading
@@ -102,6 +114,13 @@ class ScoredPairsDataModule(ResumableDataModule):
             self.dataset = ScoredPairDataset(list(self.parts.values()))
             log.info("scored training pairs: %d from %s", len(self.dataset),
                      ", ".join(f"{k} ({len(v)})" for k, v in self.parts.items()))
+            if self.mix.rule is None:
+                self.source_rows = {"+".join(self.sources): len(self.dataset)}
+            else:
+                self.source_rows = {k: len(v) for k, v in self.parts.items()}
+                check_source_sizes(self.source_rows, self.batch_size)
+            if self.mix.batch_sampled:
+                log.info("%s", describe_mixture(self))
 
     def data_facts(self) -> DataFacts:
         """Per-source pair counts and skip reasons for the model card."""
@@ -113,4 +132,5 @@ class ScoredPairsDataModule(ResumableDataModule):
                          skipped=dict(skipped))
 
     def train_dataloader(self) -> DataLoader:
-        return self.resumable_loader(collate_scored_pairs, drop_last=self.drop_last)
+        sampler = mixture_sampler(self) if self.mix.batch_sampled else None
+        return self.resumable_loader(collate_scored_pairs, drop_last=self.drop_last, batch_sampler=sampler)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
+from sts_lightning.datamodules.mixture_rules import check_mixture
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.lightning_modules.arg_rules import (
     MODEL_CHOICES,
@@ -90,3 +91,15 @@ def check_model_options(cfg: DictConfig) -> None:
     if len(weights) != len(teachers):
         raise ConfigError(f"model.teacher_weights has {len(weights)} weight(s) for {len(teachers)} teacher(s) "
                           f"(data.teachers): give one weight per teacher, or model.teacher_weights=null (equal)")
+
+
+def check_data_mixture(cfg: DictConfig) -> None:
+    """``data.mixture`` / ``data.mixture_weights`` / ``data.no_duplicates`` (``datamodules.mixture_rules``, the
+    DataModules' own check), for a data group that has them, before torch or any data loads."""
+    data = cfg.get("data") or {}
+    if not any(key in data for key in ("mixture", "mixture_weights", "no_duplicates")):
+        return
+    sources = data.get("sources") or []
+    weights = data.get("mixture_weights")
+    check_mixture([sources] if isinstance(sources, str) else list(sources), data.get("mixture"),
+                  list(weights) if OmegaConf.is_list(weights) else weights, data.get("no_duplicates", False))

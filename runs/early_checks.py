@@ -20,6 +20,7 @@ from sts_lightning.embeddings.sources.names import E5_NAMES
 from sts_lightning.runs.config_checks import (
     EVALUATE_RULES,
     TRAIN_RULES,
+    check_data_mixture,
     check_mini_batch_size,
     check_model_options,
     check_numbers,
@@ -38,6 +39,7 @@ def precheck_train(cfg: DictConfig) -> None:
         return  # each stage is its own train() call, checked there
     check_numbers(cfg, TRAIN_RULES)
     check_model_options(cfg)
+    check_data_mixture(cfg)
     check_backbones(cfg)
     check_templates(cfg)
     devices = OmegaConf.select(cfg, "trainer.devices", default=1)

@@ -21,6 +21,7 @@ from tests.paths import ROOT
     ("evaluate.py", "scorers=[]", "no scorers configured"),
     ("evaluate.py", "bootstrap.samples=-1", "bootstrap.samples=-1 is not allowed"),
     ("train.py", "seeds=[0,0]", "seeds lists a seed twice"),
+    ("train.py", "data.mixture_weights=[1,0]", "data.mixture_weights applies to data.mixture=proportional only"),
     ("evaluate.py", "scorers=[{name:prompt,template:'it means [MASK] .'}]",
      "scorer prompt: template='it means [MASK] .': needs exactly one [X]"),
 ])
