@@ -25,7 +25,7 @@ from torch import Tensor
 
 from sts_lightning.embeddings.errors import ConfigError
 
-__all__ = ["check_matryoshka", "check_matryoshka_fits", "matryoshka_loss", "shrink"]
+__all__ = ["check_matryoshka", "check_matryoshka_fits", "matryoshka_loss", "refuse_training_only_head", "shrink"]
 
 DIMS, WEIGHTS = "model.matryoshka_dims", "model.matryoshka_weights"
 
@@ -65,6 +65,19 @@ def check_matryoshka_fits(dims: Sequence[int], embedding_dim: int) -> None:
     if dims[0] > embedding_dim:
         raise ConfigError(f"{DIMS}={list(dims)!r}: {dims[0]} is larger than the model's embedding dimension "
                           f"{embedding_dim}")
+
+
+def refuse_training_only_head(dims: Sequence[int] | None, key: str, value: str, fix: str) -> None:
+    """One ``ConfigError`` line when ``dims`` is set and the loss reads a head that the export drops (``key=value``).
+
+    Why: ``shrink`` cuts the vector the loss sees. Behind a training-only head (SimCSE's ``mlp=train``, PromptBERT's
+    ``head=mlp``) that is the head's output, a dense function of every number of the pooled vector, so the exported
+    vector's prefixes would get no Matryoshka training at all while the option looked accepted. A prefix cannot go
+    through the head either (it reads the whole vector). ``fix``: the setting that trains the exported vector.
+    """
+    if dims is not None:
+        raise ConfigError(f"{DIMS} with {key}={value}: that head is used in training only and the export drops it, "
+                          f"so the prefixes trained would be the head's output, not the exported vector's; set {fix}")
 
 
 def shrink(embeddings: Tensor, dim: int) -> Tensor:
