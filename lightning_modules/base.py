@@ -55,6 +55,7 @@ from sts_lightning.embeddings.methods.shared.matryoshka import (
     check_matryoshka,
     check_matryoshka_fits,
     matryoshka_loss,
+    refused,
 )
 from sts_lightning.embeddings.scoring.scorer import Scorer
 from sts_lightning.lightning_modules.activation_checkpointing import enable_gradient_checkpointing
@@ -147,7 +148,7 @@ class EncoderModule(LightningModule):
                               "no in-batch loss to cache (use trainer.accumulate_grad_batches)")
         self.matryoshka = check_matryoshka(matryoshka_dims, matryoshka_weights)
         if self.matryoshka and not self.matryoshka_ok:
-            raise ConfigError(f"model.matryoshka_dims is not allowed: {type(self).__name__} {self.matryoshka_refused}")
+            raise refused(type(self).__name__, self.matryoshka_refused)
         width = width_on_disk(str(model_name_or_path))
         if self.matryoshka and width is not None:
             check_matryoshka_fits(self.matryoshka[0], width)  # from config.json / the packaged table: before the load
@@ -175,6 +176,8 @@ class EncoderModule(LightningModule):
     # literal: runs/early_checks.py reads both from the source, before torch loads, and refuses with the same line).
     matryoshka_ok: ClassVar[bool] = False
     matryoshka_refused: ClassVar[str] = "has no one-vector loss to apply to each prefix"
+    # ``(option, value, fix)`` of a head the loss reads and the export drops: Matryoshka refused with it (SimCSE).
+    training_only_head: ClassVar[tuple[str, str, str] | None] = None
     # The ``scheduler`` values this method accepts (``lightning_modules.optimizers.SCHEDULES``; CT adds ``step``).
     schedulers: ClassVar[tuple[str, ...]] = SCHEDULERS
     # Training forward passes on a CPU split a batch into this many length-sorted groups (see embed_length_buckets

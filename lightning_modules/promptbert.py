@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import ClassVar
 
 import torch
 from torch import Tensor
@@ -90,6 +91,8 @@ class PromptBERTModule(EncoderModule):
     """
 
     matryoshka_ok = True  # model.matryoshka_dims: InfoNCE on each prefix of the views' vectors (head=none / transform)
+    training_only_head: ClassVar[tuple[str, str, str]] = (  # (option, value, fix), as SimCSE's
+        "head", "mlp", "model.head=none (or transform, the supervised recipe's, kept at evaluation)")
     length_buckets = 1  # at 32 tokens little padding is left to save (SimCSE's measurement, lightning_modules/simcse.py)
     method_info = PROMPTBERT.card()
 
@@ -102,9 +105,7 @@ class PromptBERTModule(EncoderModule):
             raise unknown_choice("model.objective", objective, OBJECTIVES)
         if head not in HEADS:
             raise unknown_choice("model.head", head, HEADS)
-        if head == "mlp":
-            refuse_training_only_head(base.get("matryoshka_dims"), "model.head", head,
-                                      "model.head=none (or transform, the supervised recipe's, kept at evaluation)")
+        refuse_training_only_head(base.get("matryoshka_dims"), self.training_only_head, head)
         templates = (Template(template, "model.template"),
                      Template(template if template2 is None else template2, "model.template2"))
         check_args({"temperature": temperature})
