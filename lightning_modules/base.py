@@ -37,7 +37,13 @@ from sts_lightning.embeddings.encoders.widths import width_on_disk
 from sts_lightning.embeddings.errors import ConfigError, DivergedError, unknown_choice
 from sts_lightning.embeddings.io.disk_full import payload_bytes
 from sts_lightning.embeddings.io.export_manifest import export_directory
-from sts_lightning.embeddings.io.export_note import EXPORT, NOTE_FILE, LoadingNote, evaluate_command
+from sts_lightning.embeddings.io.export_note import (
+    EXPORT,
+    NOTE_FILE,
+    LoadingNote,
+    evaluate_command,
+    with_dims,
+)
 from sts_lightning.embeddings.io.model_card import MethodInfo, ModelCard, TrainingFacts
 from sts_lightning.embeddings.io.st_export import write_sentence_transformers_files
 from sts_lightning.embeddings.methods.pooling import PoolingScorer, get_pooling
@@ -380,6 +386,8 @@ class EncoderModule(LightningModule):
                 log.warning("%s: no sentence-transformers files (%s); load it with the evaluate.py line of its %s",
                             target, why_not, NOTE_FILE)
             note = self.loading_note(why_not)
+            if self.matryoshka:  # the prefixes trained: the note and the card say so, and how to score them
+                note = with_dims(note, self.matryoshka[0], self.embedding_dim)
             card = ModelCard(self.method_info, self.base_models(), note, training)
             card.write(tmp, shown_as=target)
         log.info("exported %s", target)

@@ -1,4 +1,4 @@
-"""Matryoshka on the one-vector methods added in session 21 (issue 41): PromptBERT, DiffCSE, RankCSE.
+"""Matryoshka (``EncoderModule.with_matryoshka``) on PromptBERT, DiffCSE and RankCSE (issue 41).
 
 For each: ``matryoshka_dims=[full]`` gives the step's loss and gradients without it, and ``[full, d]`` gives the
 weighted sum of the method's own loss on each truncated, re-normalised prefix, computed here from the objective
@@ -167,3 +167,26 @@ def test_a_head_the_export_drops_refuses_matryoshka_before_the_model_loads(modul
         klass("/nonexistent/model", matryoshka_dims=[16], **{k: v.format(mlm=f"{tiny_model_dir}-mlm")
                                                               for k, v in options.items()})  # the path would fail next: checked first
     assert str(caught.value).startswith(f"model.matryoshka_dims with {key}: that head is used in training only")
+
+
+# ------------------------------------------------------------------------------------------------ the export
+@pytest.mark.parametrize("name", ["promptbert", "diffcse", "rankcse", "simcse"])
+def test_the_export_note_and_card_name_the_trained_prefixes(name, tiny_model_dir, tmp_path):
+    """As every one-vector method's: the note and the card say which prefixes were trained and how to load one;
+    the evaluate.py line stays the evaluated one (the Python API reads it)."""
+    import importlib
+
+    from sts_lightning.embeddings.io.export_note import read_loading_command
+
+    cls = {"promptbert": "PromptBERTModule", "diffcse": "DiffCSEModule", "rankcse": "RankCSEModule",
+           "simcse": "SimCSEModule"}[name]
+    options = {"promptbert": {**TEMPLATES, "head": "none"}, "diffcse": {"generator": f"{tiny_model_dir}-mlm"}}.get(name, {})
+    options = {"mlp": "none", **options} if name != "promptbert" else options
+    klass = getattr(importlib.import_module(f"sts_lightning.lightning_modules.{name}"), cls)
+    module = klass(str(tiny_model_dir), max_length=32, matryoshka_dims=[FULL, 16, SMALL], **options)
+    folder = module.export(tmp_path / "export")
+    for text in ((folder / "LOADING.md").read_text(), (folder / "README.md").read_text()):
+        assert "Trained with Matryoshka (model.matryoshka_dims=[32, 16, 8]): the first 16,8 numbers" in text
+        assert 'sts_lightning.load("<export>", dim=8)' in text and "'dims=[16,8]'" in text
+    _, _, extra = read_loading_command(folder)
+    assert not any(arg.startswith("dims=") for arg in extra)
