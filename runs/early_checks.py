@@ -69,11 +69,12 @@ def precheck_evaluate(cfg: DictConfig) -> None:
 
 
 def check_eval_dims(cfg: DictConfig) -> None:
-    """``dims``: integers > 0, and not all larger than the encoders' vectors where the disk says how wide they are.
+    """``dims``: integers > 0, and at least one that fits the encoders' vectors where the disk says how wide they are.
 
-    Why the width: ``dims=[100000]`` used to load every encoder and encode every sentence to print n/a rows. Only
-    when every encoder's width is known and no scorer brings its own vectors (``source``, ``meta``): a scorer on an
-    encoder reads vectors of the encoder's width (a truncated scorer's row says so when one is narrower).
+    Why the width: ``dims=[100000]`` used to load every encoder and encode every sentence to print only n/a rows. A
+    run with one dimension that fits still runs, the others as n/a rows (one encoder may be wider than another).
+    Only when every encoder's width is known and no scorer brings its own vectors (``source``, ``meta``): a scorer on
+    an encoder reads vectors of at most the encoder's width.
     """
     dims = check_dims(cfg.get("dims"))
     names = [str(n) for n in cfg.encoders]
@@ -82,9 +83,9 @@ def check_eval_dims(cfg: DictConfig) -> None:
                                           for s in cfg.scorers):
         return
     widths = {name: width_on_disk(name) for name in names}
-    if None not in widths.values() and max(dims) > max(widths.values()):
+    if None not in widths.values() and min(dims) > max(widths.values()):
         sizes = ", ".join(f"{name}: {width}" for name, width in widths.items())
-        raise ConfigError(f"dims={list(dims)!r}: {max(dims)} is larger than the vectors of every encoder ({sizes}); "
+        raise ConfigError(f"dims={list(dims)!r}: every dimension is larger than the encoders' vectors ({sizes}); "
                           "give dimensions up to the vector size")
 
 

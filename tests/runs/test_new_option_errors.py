@@ -93,7 +93,8 @@ def test_train_refuses_before_any_model_loads(overrides, key, message, hub, tmp_
 
 @pytest.mark.parametrize(("overrides", "message"), [
     (["dims=[0]"], "dims=[0] must be a list of integers > 0"),
-    (["dims=[100000]"], "dims=[100000]: 100000 is larger than the vectors of every encoder ({model}: 32)"),
+    (["dims=[100000]"], "dims=[100000]: every dimension is larger than the encoders' vectors ({model}: 32)"),
+    (["dims=[64,100000]"], "dims=[64, 100000]: every dimension is larger than the encoders' vectors ({model}: 32)"),
     (["'scorers=[{name:prompt,template:\"\"}]'"], "scorer prompt: template='': the template is empty"),
     (["'scorers=[{name:prompt,template:\"it is [MASK]\"}]'"], "scorer prompt: template='it is [MASK]': needs exactly one [X]"),
 ])
@@ -111,13 +112,16 @@ def test_evaluate_refuses_before_any_model_loads(overrides, message, tmp_path, t
         assert message.format(model=tiny_model_dir) in str(caught.value)
 
 
-def test_dims_wider_than_an_encoder_but_not_all_are_left_to_the_rows(tiny_model_dir):
-    """One encoder wide enough: the narrower one's rows say n/a; an encoder of unknown width: no early verdict."""
+def test_dims_of_which_one_fits_are_left_to_the_rows(tiny_model_dir):
+    """One dimension or one encoder wide enough: the others are n/a rows (tests/runs/test_evaluate_run.py); an
+    encoder of unknown width: no early verdict."""
     from omegaconf import OmegaConf
 
     from sts_lightning.runs.early_checks import check_eval_dims
 
     cfg = OmegaConf.create({"encoders": [str(tiny_model_dir), "all-MiniLM-L6-v2"], "scorers": ["mean"], "dims": [64]})
+    check_eval_dims(cfg)
+    cfg.encoders, cfg.dims = [str(tiny_model_dir)], [16, 64]
     check_eval_dims(cfg)
     cfg.encoders = [str(tiny_model_dir), "some-owner/not-downloaded"]
     cfg.dims = [100000]
