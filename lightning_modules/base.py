@@ -33,10 +33,17 @@ from lightning.pytorch import LightningModule
 from torch import Tensor
 
 from sts_lightning.embeddings.encoders.hf import HFEncoder
+from sts_lightning.embeddings.encoders.widths import width_on_disk
 from sts_lightning.embeddings.errors import ConfigError, DivergedError, unknown_choice
 from sts_lightning.embeddings.io.disk_full import payload_bytes
 from sts_lightning.embeddings.io.export_manifest import export_directory
-from sts_lightning.embeddings.io.export_note import EXPORT, NOTE_FILE, LoadingNote, evaluate_command
+from sts_lightning.embeddings.io.export_note import (
+    EXPORT,
+    NOTE_FILE,
+    LoadingNote,
+    evaluate_command,
+    with_dims,
+)
 from sts_lightning.embeddings.io.model_card import MethodInfo, ModelCard, TrainingFacts
 from sts_lightning.embeddings.io.st_export import write_sentence_transformers_files
 from sts_lightning.embeddings.methods.pooling import PoolingScorer, get_pooling
@@ -54,6 +61,7 @@ from sts_lightning.embeddings.methods.shared.matryoshka import (
     check_matryoshka,
     check_matryoshka_fits,
     matryoshka_loss,
+    refused,
 )
 from sts_lightning.embeddings.scoring.scorer import Scorer
 from sts_lightning.lightning_modules.activation_checkpointing import enable_gradient_checkpointing
@@ -146,8 +154,10 @@ class EncoderModule(LightningModule):
                               "no in-batch loss to cache (use trainer.accumulate_grad_batches)")
         self.matryoshka = check_matryoshka(matryoshka_dims, matryoshka_weights)
         if self.matryoshka and not self.matryoshka_ok:
-            raise ConfigError(f"model.matryoshka_dims is not allowed: {type(self).__name__} has no one-vector loss "
-                              "to apply to each prefix")
+            raise refused(type(self).__name__, self.matryoshka_refused)
+        width = width_on_disk(str(model_name_or_path))
+        if self.matryoshka and width is not None:
+            check_matryoshka_fits(self.matryoshka[0], width)  # from config.json / the packaged table: before the load
         get_pooling(pooling)  # fail now, not after the first epoch
         if optimizer not in OPTIMIZERS:
             raise unknown_choice("optimizer", optimizer, OPTIMIZERS)
@@ -168,8 +178,12 @@ class EncoderModule(LightningModule):
 
     # Whether the method's loss goes through ``embed_and_loss`` / ``views_and_loss``, i.e. ``mini_batch_size`` applies.
     cached_loss: ClassVar[bool] = False
-    # Whether the method's loss goes through ``with_matryoshka``, i.e. ``matryoshka_dims`` applies.
+    # Whether the method's loss goes through ``with_matryoshka``, i.e. ``matryoshka_dims`` applies; else why not (a
+    # literal: runs/early_checks.py reads both from the source, before torch loads, and refuses with the same line).
     matryoshka_ok: ClassVar[bool] = False
+    matryoshka_refused: ClassVar[str] = "has no one-vector loss to apply to each prefix"
+    # ``(option, value, fix)`` of a head the loss reads and the export drops: Matryoshka refused with it (SimCSE).
+    training_only_head: ClassVar[tuple[str, str, str] | None] = None
     # The ``scheduler`` values this method accepts (``lightning_modules.optimizers.SCHEDULES``; CT adds ``step``).
     schedulers: ClassVar[tuple[str, ...]] = SCHEDULERS
     # Training forward passes on a CPU split a batch into this many length-sorted groups (see embed_length_buckets
@@ -372,6 +386,8 @@ class EncoderModule(LightningModule):
                 log.warning("%s: no sentence-transformers files (%s); load it with the evaluate.py line of its %s",
                             target, why_not, NOTE_FILE)
             note = self.loading_note(why_not)
+            if self.matryoshka:  # the prefixes trained: the note and the card say so, and how to score them
+                note = with_dims(note, self.matryoshka[0], self.embedding_dim)
             card = ModelCard(self.method_info, self.base_models(), note, training)
             card.write(tmp, shown_as=target)
         log.info("exported %s", target)

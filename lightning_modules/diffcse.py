@@ -71,6 +71,7 @@ class DiffCSEModule(SimCSEModule):
     """
 
     cached_loss = False  # the RTD term needs the live sentence vectors in its graph: no GradCache
+    # model.matryoshka_dims (SimCSE's, mlp=none): InfoNCE on each prefix, RTD once on the full vector (diffcse_loss)
     method_info = METHOD.card()
 
     def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", *,
@@ -127,7 +128,7 @@ class DiffCSEModule(SimCSEModule):
         logits = self.discriminator(edited, mask, emb)
         view1, view2 = emb.chunk(2, dim=0)
         total, contrastive, detection = diffcse_loss(view1, view2, logits, replaced, self.hparams.temperature,
-                                                     self.hparams.lambda_weight)
+                                                     self.hparams.lambda_weight, matryoshka=self.matryoshka)
         return {"loss": total, "contrastive_loss": contrastive, "rtd_loss": detection,
                 "rtd_accuracy": rtd_accuracy(logits, replaced, mask),
                 "replaced": replaced.sum().float() / mask.sum().clamp(min=1).float()}

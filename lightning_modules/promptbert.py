@@ -12,6 +12,11 @@ entailed, contradicted hypotheses, one template (``template2=null``), BERT's MLM
 before denoising (``head=transform``), kept at evaluation with denoising (``eval_denoise=true``); their recipe:
 lr 5e-5, batch 512 (128 x 4 GPUs), 3 epochs.
 
+Matryoshka (``model.matryoshka_dims``): the InfoNCE on each re-normalised prefix of the views' vectors. It needs a
+head the evaluation keeps (``head=transform``, the supervised recipe) or none (``head=none``): behind the training-only
+MLP the prefixes trained would be the MLP's output, not the evaluated [MASK] state's (refused in one line). Template
+denoising subtracts number by number, so it commutes with taking a prefix.
+
 Recipe defaults (paper Appendix / ``run.sh unsup-bert``): templates ``This sentence of "[X]" means[MASK].`` and
 ``This sentence : "[X]" means[MASK].``, batch 256, lr 1e-5, max length 32 (the sentence's own tokens; the template
 comes on top), one epoch, STS-B dev every 125 steps, best checkpoint kept.
@@ -24,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import ClassVar
 
 import torch
 from torch import Tensor
@@ -44,6 +50,7 @@ from sts_lightning.embeddings.methods.promptbert.template import (
     train_ids,
 )
 from sts_lightning.embeddings.methods.shared.batch_tokens import BatchTokenizer, batch_token_ids
+from sts_lightning.embeddings.methods.shared.matryoshka import refuse_training_only_head
 from sts_lightning.embeddings.methods.simcse.scorer import mlp_head
 from sts_lightning.embeddings.scoring.scorer import Scorer
 from sts_lightning.lightning_modules.arg_rules import check_args
@@ -83,6 +90,9 @@ class PromptBERTModule(EncoderModule):
         Others: see ``EncoderModule`` (``max_length``: the sentence's own tokens, the template on top).
     """
 
+    matryoshka_ok = True  # model.matryoshka_dims: InfoNCE on each prefix of the views' vectors (head=none / transform)
+    training_only_head: ClassVar[tuple[str, str, str]] = (  # (option, value, fix), as SimCSE's
+        "head", "mlp", "model.head=none (or transform, the supervised recipe's, kept at evaluation)")
     length_buckets = 1  # at 32 tokens little padding is left to save (SimCSE's measurement, lightning_modules/simcse.py)
     method_info = PROMPTBERT.card()
 
@@ -95,6 +105,7 @@ class PromptBERTModule(EncoderModule):
             raise unknown_choice("model.objective", objective, OBJECTIVES)
         if head not in HEADS:
             raise unknown_choice("model.head", head, HEADS)
+        refuse_training_only_head(base.get("matryoshka_dims"), self.training_only_head, head)
         templates = (Template(template, "model.template"),
                      Template(template if template2 is None else template2, "model.template2"))
         check_args({"temperature": temperature})
@@ -170,9 +181,14 @@ class PromptBERTModule(EncoderModule):
         if not self.encoder_model.training:  # dropout is the unsupervised views' noise besides the templates
             self.encoder_model.train()
         views = self.training_views(batch)
-        loss = promptbert_loss(views, self.hparams.temperature, self.hparams.hard_negative_weight)
+        loss = self.with_matryoshka(self.loss_fn)(*views)
         self.log("train/loss", loss, prog_bar=True, batch_size=len(views[0]))
         return loss
+
+    def loss_fn(self, *views: Tensor) -> Tensor:
+        """PromptBERT's InfoNCE of the views' vectors (Matryoshka: of each prefix; denoising is a per-number
+        subtraction, so a prefix of the denoised vector is the denoised prefix)."""
+        return promptbert_loss(list(views), self.hparams.temperature, self.hparams.hard_negative_weight)
 
     # -------------------------------------------------------------------------------------- export
     def write_export_files(self, folder: Path) -> str | None:

@@ -11,6 +11,13 @@ implementation (perceptiveshawty/RankCSE; the authors released no code) are in
 Why a subclass of ``SimCSEModule``: the student IS unsupervised SimCSE (dropout views, the MLP used in training
 only, ``cls`` pooling, the export), so only the batch (sentences with teacher vectors) and the loss differ.
 
+Matryoshka (``model.matryoshka_dims``, with ``mlp=none`` or ``always``: the MLP the export drops would hold the
+prefixes): the whole RankCSE loss on each re-normalised prefix of the student's views, as sentence-transformers'
+``MatryoshkaLoss`` applies its inner loss. Why all three terms: each is a function of the student's in-batch cosines,
+and at a prefix those are the similarities a truncated model ranks by, so the prefix should rank as the teachers do
+(their lists, from their full vectors, are the targets at every prefix) and agree across views. ListMLE's tie shuffle
+draws once per prefix. ``train/infonce`` etc. log the widest trained prefix's terms.
+
 Recipe defaults (the reference's ``run_rankcse.sh``, which the paper's BERT-base numbers come from): batch 128,
 lr 3e-5, max length 32, one epoch, ``cls`` with the MLP in training only, ``temperature`` 0.05,
 ``teacher_temperature`` (tau2) 0.05, both extra terms weighted 1, ListMLE, two teachers weighted 0.33 / 0.67.
@@ -95,16 +102,18 @@ class RankCSEModule(SimCSEModule):
 
         def loss_fn(emb: Tensor) -> Tensor:
             view1, view2 = emb.chunk(2, dim=0)
-            parts.update(rankcse_loss(view1, view2, teacher, temperature=hp.temperature, ranking_loss=hp.ranking_loss,
-                                      gamma=hp.distillation_weight, beta=hp.consistency_weight, consistency=hp.consistency,
-                                      rank_temperature=hp.rank_temperature))
-            return parts["loss"]
+            out = rankcse_loss(view1, view2, teacher, temperature=hp.temperature, ranking_loss=hp.ranking_loss,
+                               gamma=hp.distillation_weight, beta=hp.consistency_weight, consistency=hp.consistency,
+                               rank_temperature=hp.rank_temperature)
+            parts[emb.shape[-1]] = out  # per prefix width (Matryoshka); the cached loss may call this twice
+            return out["loss"]
 
         ids = self.training_ids(batch)
-        loss = self.embed_and_loss(ids, loss_fn)  # cached (GradCache) when model.mini_batch_size is set
+        # cached (GradCache) when model.mini_batch_size is set; Matryoshka: the whole RankCSE loss on each prefix
+        loss = self.embed_and_loss(ids, self.with_matryoshka(loss_fn))
         n = len(ids) // 2
         self.log("train/loss", loss, prog_bar=True, batch_size=n)
         for name in ("infonce", "consistency", "distillation"):
-            self.log(f"train/{name}", parts[name].detach(), batch_size=n)
+            self.log(f"train/{name}", parts[max(parts)][name].detach(), batch_size=n)  # the widest trained prefix's
         return loss
 

@@ -54,6 +54,9 @@ class SEDModule(EncoderModule):
     """
 
     method_info = METHOD.card()
+    matryoshka_refused = ("regresses the vector onto the teachers' mean by MSE; the MSE of a prefix is a subset of "
+                          "the same squared differences, so Matryoshka would only weigh the leading dimensions more "
+                          "(the full loss already fits every prefix to the teachers' prefix)")
 
     def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", *, train_pooling: str = "mean",
                  eval_layers: int = 1, lr: float = 1e-4, weight_decay: float = 0.0, pooling: str | None = None,

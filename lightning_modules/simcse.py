@@ -29,12 +29,14 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
+from typing import ClassVar
 
 from torch import Tensor, nn
 
 from sts_lightning.embeddings.errors import ConfigError, unknown_choice
 from sts_lightning.embeddings.io.export_note import EXPORT, LoadingNote, evaluate_command
 from sts_lightning.embeddings.methods.shared.grad_cache import EncoderView
+from sts_lightning.embeddings.methods.shared.matryoshka import refuse_training_only_head
 from sts_lightning.embeddings.methods.simcse import SIMCSE, SIMCSE_SUP
 from sts_lightning.embeddings.methods.simcse.objective import simcse_loss
 from sts_lightning.embeddings.methods.simcse.scorer import MLPHeadScorer, mlp_head
@@ -95,7 +97,9 @@ class SimCSEModule(EncoderModule):
     length_buckets = 1
 
     cached_loss = True
-    matryoshka_ok = True  # model.matryoshka_dims: InfoNCE on each prefix of the (head's) vectors
+    matryoshka_ok = True  # model.matryoshka_dims: InfoNCE on each prefix of the exported vector (mlp=none / always)
+    # (option, value, fix): the head the export drops; Matryoshka is refused with it (runs/early_checks.py reads it)
+    training_only_head: ClassVar[tuple[str, str, str]] = ("mlp", "train", "model.mlp=none (or always)")
 
     def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", *, objective: str = "unsupervised",
                  temperature: float = 0.05, mlp: str = "train", dropout: float = 0.1, hard_negative_weight: float = 0.0,
@@ -105,6 +109,7 @@ class SimCSEModule(EncoderModule):
             raise unknown_choice("model.objective", objective, OBJECTIVES)
         if mlp not in MLP_MODES:
             raise unknown_choice("model.mlp", mlp, MLP_MODES)
+        refuse_training_only_head(base.get("matryoshka_dims"), self.training_only_head, mlp)
         check_args({"temperature": temperature})
         check_value("model.dropout", dropout, PROBABILITY)  # CT's dropout is a switch: not a MODEL_RULES name
         if not math.isfinite(hard_negative_weight) or (hard_negative_weight and objective != "supervised"):

@@ -12,10 +12,18 @@ from __future__ import annotations
 from omegaconf import DictConfig, OmegaConf
 
 from sts_lightning.embeddings.encoders.backbone_names import backbone_problem
+from sts_lightning.embeddings.encoders.widths import width_on_disk
 from sts_lightning.embeddings.errors import ConfigError, unknown_choice
 from sts_lightning.embeddings.methods.diffcse.generator_check import generator_problem
 from sts_lightning.embeddings.methods.promptbert.template import Template
-from sts_lightning.embeddings.methods.registry import scorer_classes
+from sts_lightning.embeddings.methods.registry import encoder_free_scorers, scorer_classes
+from sts_lightning.embeddings.methods.shared.matryoshka_options import (
+    check_matryoshka,
+    check_matryoshka_fits,
+    refuse_training_only_head,
+    refused,
+)
+from sts_lightning.embeddings.scoring.dims_option import check_dims
 from sts_lightning.embeddings.sources.names import E5_NAMES
 from sts_lightning.runs.config_checks import (
     EVALUATE_RULES,
@@ -26,6 +34,7 @@ from sts_lightning.runs.config_checks import (
     check_numbers,
 )
 from sts_lightning.runs.seed_table import check_seeds
+from sts_lightning.runs.target_args import class_constant
 from sts_lightning.sts.hub import HUB_TASKS
 from sts_lightning.sts.tasks import LOCAL_TASKS, MTEB_TASKS, TASK_GROUPS, expand_groups
 
@@ -42,6 +51,7 @@ def precheck_train(cfg: DictConfig) -> None:
     check_data_mixture(cfg)
     check_backbones(cfg)
     check_templates(cfg)
+    check_matryoshka_option(cfg)
     devices = OmegaConf.select(cfg, "trainer.devices", default=1)
     nodes = OmegaConf.select(cfg, "trainer.num_nodes", default=1)
     if isinstance(devices, int) and devices > 0 and isinstance(nodes, int) and nodes > 0:
@@ -57,6 +67,51 @@ def precheck_evaluate(cfg: DictConfig) -> None:
     for i, name in enumerate(cfg.encoders):
         _refuse(backbone_problem(f"encoders[{i}]", name, also=("none",)))
     check_scorer_and_task_names(cfg)
+    check_eval_dims(cfg)
+
+
+def check_eval_dims(cfg: DictConfig) -> None:
+    """``dims``: integers > 0, and at least one that fits the encoders' vectors where the disk says how wide they are.
+
+    Why the width: ``dims=[100000]`` used to load every encoder and encode every sentence to print only n/a rows. A
+    run with one dimension that fits still runs, the others as n/a rows (one encoder may be wider than another).
+    Only when every encoder's width is known and no scorer brings its own vectors (``source``, ``meta``): a scorer on
+    an encoder reads vectors of at most the encoder's width.
+    """
+    dims = check_dims(cfg.get("dims"))
+    names = [str(n) for n in cfg.encoders]
+    free = encoder_free_scorers()
+    if not dims or "none" in names or any(str(s.get("name") if isinstance(s, (dict, DictConfig)) else s) in free
+                                          for s in cfg.scorers):
+        return
+    widths = {name: width_on_disk(name) for name in names}
+    if None not in widths.values() and min(dims) > max(widths.values()):
+        sizes = ", ".join(f"{name}: {width}" for name, width in widths.items())
+        raise ConfigError(f"dims={list(dims)!r}: every dimension is larger than the encoders' vectors ({sizes}); "
+                          "give dimensions up to the vector size")
+
+
+def check_matryoshka_option(cfg: DictConfig) -> None:
+    """``model.matryoshka_dims`` / ``_weights``: their values, a method whose class refuses them (``matryoshka_ok``,
+    read from its source), and a dimension larger than the model's (its width read from the disk), before torch
+    loads; the constructor gives the same lines from Python."""
+    dims = OmegaConf.select(cfg, "model.matryoshka_dims", default=None)
+    weights = OmegaConf.select(cfg, "model.matryoshka_weights", default=None)
+    checked = check_matryoshka(None if dims is None else list(dims) if OmegaConf.is_list(dims) else dims,
+                               None if weights is None else list(weights) if OmegaConf.is_list(weights) else weights)
+    if checked is None:
+        return
+    target = str(OmegaConf.select(cfg, "model._target_", default=""))
+    if class_constant(target, "matryoshka_ok") is False:
+        why = class_constant(target, "matryoshka_refused")
+        raise refused(target.rpartition(".")[2], why if isinstance(why, str) else "does not take it")
+    head = class_constant(target, "training_only_head")
+    if isinstance(head, tuple):
+        refuse_training_only_head(checked[0], head, OmegaConf.select(cfg, f"model.{head[0]}", default=None))
+    name = OmegaConf.select(cfg, "model.model_name_or_path", default=None)
+    width = width_on_disk(str(name)) if isinstance(name, str) else None
+    if width is not None:
+        check_matryoshka_fits(checked[0], width)
 
 
 def check_scorer_and_task_names(cfg: DictConfig) -> None:

@@ -27,6 +27,18 @@ def target_args(target: str) -> frozenset[str] | None:
     return _class_args(path, name, depth=0)
 
 
+def class_constant(target: str, name: str) -> object:
+    """The literal a ``target`` class (``pkg.module.Class``) or its first bases assign to ``name`` in their body
+    (``name = ...`` or ``name: ClassVar[...] = ...``), read from the source; ``UNKNOWN`` when it cannot be followed.
+
+    Why: a class-level switch such as ``matryoshka_ok`` decides whether an option applies; reading it here lets the
+    early checks refuse the option before torch loads, with the line the constructor would give.
+    """
+    module, _, cls = str(target).rpartition(".")
+    path = module_file(module)
+    return UNKNOWN if path is None or not cls else _constant(path, cls, name, depth=0)
+
+
 def module_file(module: str) -> Path | None:
     """The ``.py`` file of a dotted module name, found on disk without running any package's ``__init__``.
 
@@ -121,6 +133,33 @@ def _imported(tree: ast.Module, name: str) -> tuple[Path, str] | None:
                     source = module_file(stmt.module)
                     return (source, alias.name) if source else None
     return None
+
+
+UNKNOWN = object()
+
+
+def _constant(path: Path, cls: str, name: str, depth: int) -> object:
+    tree = _parse(path)
+    node = None if tree is None or depth > 8 else \
+        next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), None)
+    if node is None:
+        origin = _imported(tree, cls) if tree is not None and depth <= 8 else None
+        return _constant(*origin, name, depth + 1) if origin else UNKNOWN
+    for stmt in node.body:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) \
+            and stmt.value is not None else []
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            try:
+                return ast.literal_eval(stmt.value)
+            except ValueError:
+                return UNKNOWN  # an expression: only running the code would tell
+    base = node.bases[0] if node.bases else None
+    if not isinstance(base, ast.Name):
+        return UNKNOWN
+    if any(isinstance(n, ast.ClassDef) and n.name == base.id for n in tree.body):
+        return _constant(path, base.id, name, depth + 1)
+    origin = _imported(tree, base.id)
+    return _constant(*origin, name, depth + 1) if origin else UNKNOWN
 
 
 def _decorator_name(node: ast.expr) -> str:

@@ -43,6 +43,7 @@ CROSS_CUTTING = {
     "tests/runs/test_dying_rank.py": "a rank of a 2-rank train.py killed or hung; the others stop, the run resumes",
     "tests/runs/test_several_nodes.py": "two torchrun nodes running train.py on one host (issue 30)",
     "tests/runs/test_evaluate_trained.py": "evaluate.py on what train.py produces",
+    "tests/runs/test_new_option_errors.py": "bad values of issue 41's options through train.py / evaluate.py's early checks",
     "tests/runs/test_cold_cache.py": "the same train.py command on an empty and a warm cache (issue 38)",
     "tests/runs/test_integration_sentence_transformers.py": "our STS-B score against sentence-transformers' evaluator",
     "tests/test_docs.py": "the README and docs/ stay true: links resolve, code excerpts are real",

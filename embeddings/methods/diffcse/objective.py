@@ -14,9 +14,12 @@ does, and so what this does (the paper's text says "sampled" where the code take
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch.nn.functional as F
 from torch import Tensor
 
+from sts_lightning.embeddings.methods.shared.matryoshka import matryoshka_loss
 from sts_lightning.embeddings.methods.shared.precision import in_fp32
 from sts_lightning.embeddings.methods.simcse.objective import simcse_loss
 
@@ -52,14 +55,23 @@ def rtd_accuracy(logits: Tensor, replaced: Tensor, attention_mask: Tensor) -> Te
 
 
 def diffcse_loss(view1: Tensor, view2: Tensor, rtd_logits: Tensor, replaced: Tensor, temperature: float = 0.05,
-                 lambda_weight: float = 0.005, gather: bool = True) -> tuple[Tensor, Tensor, Tensor]:
+                 lambda_weight: float = 0.005, gather: bool = True,
+                 matryoshka: tuple[Sequence[int], Sequence[float]] | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """(total, contrastive, RTD) losses: ``simcse_loss(view1, view2) + lambda_weight * rtd_loss``.
 
     ``view1`` / ``view2``: the two dropout views' vectors (after the training MLP); ``rtd_logits``: the
     discriminator's per-token logits of both views' edited rows, conditioned on those same vectors.
+    ``matryoshka``: ``(dims, weights)``: the InfoNCE term on each re-normalised prefix, weighted (``matryoshka_loss``);
+    the RTD term stays ONE term on the full vector. Why: the discriminator reads the vector as its [CLS] input
+    embedding, which has the hidden size; a prefix padded with zeros would be an input it never sees at evaluation
+    or in the recipe, and the term's purpose (the vector must say what the edit changed) is the vector's, so the
+    prefixes are trained by the contrastive term alone and the full vector keeps the recipe's RTD pressure.
     """
     if not lambda_weight >= 0:
         raise ValueError(f"lambda_weight must be >= 0, got {lambda_weight}")
-    contrastive = simcse_loss(view1, view2, temperature=temperature, gather=gather)
+    def infonce(a: Tensor, b: Tensor) -> Tensor:
+        return simcse_loss(a, b, temperature=temperature, gather=gather)
+
+    contrastive = (infonce if matryoshka is None else matryoshka_loss(infonce, *matryoshka))(view1, view2)
     detection = rtd_loss(rtd_logits, replaced)  # also at lambda 0: logged, and the discriminator stays in the graph
     return contrastive + lambda_weight * detection, contrastive, detection

@@ -18,53 +18,21 @@ silently): a list in another order is more likely a typo than a wish, and the ev
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import pairwise
 
 import torch.nn.functional as F
 from torch import Tensor
 
-from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.methods.shared.matryoshka_options import (
+    DIMS,
+    WEIGHTS,
+    check_matryoshka,
+    check_matryoshka_fits,
+    refuse_training_only_head,
+    refused,
+)
 
-__all__ = ["check_matryoshka", "check_matryoshka_fits", "matryoshka_loss", "shrink"]
-
-DIMS, WEIGHTS = "model.matryoshka_dims", "model.matryoshka_weights"
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def check_matryoshka(dims: Sequence[int] | None, weights: Sequence[float] | None
-                     ) -> tuple[tuple[int, ...], tuple[float, ...]] | None:
-    """``(dims, weights)`` as tuples (weights default to 1), ``None`` without dims; one ``ConfigError`` line naming
-    the key otherwise. No model needed: ``check_matryoshka_fits`` compares with the embedding size once it is known."""
-    if dims is None:
-        if weights is not None:
-            raise ConfigError(f"{WEIGHTS}={list(weights)!r} is set without {DIMS}: give the dimensions they weigh")
-        return None
-    if isinstance(dims, str | int) or not len(dims):
-        raise ConfigError(f"{DIMS}={dims!r} must be a non-empty list of dimensions, largest first, e.g. [384,128,64]")
-    dims = list(dims)
-    if not all(_is_int(d) and d > 0 for d in dims):
-        raise ConfigError(f"{DIMS}={dims!r} must hold integers > 0")
-    if any(a <= b for a, b in pairwise(dims)):
-        raise ConfigError(f"{DIMS}={dims!r} must be strictly decreasing (largest first, no repeats), "
-                          f"e.g. {sorted(set(dims), reverse=True)}")
-    if weights is None:
-        return tuple(dims), (1.0,) * len(dims)
-    if isinstance(weights, str | int | float) or len(weights) != len(dims):
-        raise ConfigError(f"{WEIGHTS}={weights!r} must hold one weight per dimension of {DIMS}={dims!r}")
-    if not all(isinstance(w, int | float) and not isinstance(w, bool) and w >= 0 for w in weights) or \
-            not any(weights):
-        raise ConfigError(f"{WEIGHTS}={list(weights)!r} must be numbers >= 0, not all 0")
-    return tuple(dims), tuple(float(w) for w in weights)
-
-
-def check_matryoshka_fits(dims: Sequence[int], embedding_dim: int) -> None:
-    """A dimension larger than the model's embedding: one ``ConfigError`` line naming the key and the size."""
-    if dims[0] > embedding_dim:
-        raise ConfigError(f"{DIMS}={list(dims)!r}: {dims[0]} is larger than the model's embedding dimension "
-                          f"{embedding_dim}")
+__all__ = ["DIMS", "WEIGHTS", "check_matryoshka", "check_matryoshka_fits", "matryoshka_loss",
+           "refuse_training_only_head", "refused", "shrink"]
 
 
 def shrink(embeddings: Tensor, dim: int) -> Tensor:
