@@ -117,7 +117,8 @@ def continue_masked_lm(base: str, corpus: Path, out: Path, recipe: Recipe = Reci
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     masked = sum(len(t) for _, _, t in scored)
-    facts = {"base": base, "corpus": Path(corpus).name, "corpus_sha256": _sha256(Path(corpus)),
+    facts = {"base": Path(base).name if Path(base).is_dir() else base, "corpus": Path(corpus).name,
+             "corpus_sha256": _sha256(Path(corpus)),
              "recipe": asdict(recipe), "seconds": round(time.monotonic() - started, 1),
              "heldout_sentences": len(heldout),
              "heldout_mlm_loss": sum(float(loss) * len(t) for loss, _, t in scored) / max(masked, 1),
