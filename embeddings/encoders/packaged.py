@@ -303,7 +303,8 @@ def generator_corpus(name: str) -> Path:
     root = default_data_dir()
     if not root:
         raise DataError(f"building the packaged masked LM {name!r} needs {GENERATOR_CORPUS} from the data directory, "
-                        f"and none is set: set {DATA_DIR_ENV}=<dir holding {GENERATOR_CORPUS}>, {instead}")
+                        f"and none is set: set {DATA_DIR_ENV}=<dir holding {GENERATOR_CORPUS}> (a build reads no "
+                        f"paths.data_dir), {instead}")
     path = Path(root).expanduser() / GENERATOR_CORPUS
     if not path.is_file():
         raise DataError(f"building the packaged masked LM {name!r} needs {path} (not found; data directory {root}): "
