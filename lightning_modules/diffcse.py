@@ -7,8 +7,9 @@ Each step (voidism/DiffCSE, ``cl_forward`` in ``diffcse/models.py``):
 2. each of those 2B rows masked independently (``masking_ratio`` 0.3 of the non-special tokens, BERT's 80/10/10:
    the MLM method's own masking, ``embeddings.methods.mlm.objective``, drawn from a generator seeded by
    (``mask_seed``, step, rank, micro-batch) so a resumed run draws the same masks) and read by the frozen generator
-   (any masked LM: a ``model=mlm`` export, ``distilbert-base-uncased``); its arg-max at every position is the edited
-   sentence;
+   (any masked LM over the encoder's vocabulary: by default the packaged ``paraphrase-MiniLM-L3-v2-mlm``, built once
+   offline; a ``model=mlm`` export; online the paper's ``distilbert-base-uncased``); its arg-max at every position is
+   the edited sentence;
 3. the discriminator (a copy of the starting encoder) reads the edited sentence with its [CLS] input replaced by
    the row's MLP output and predicts, per token, whether it was replaced; loss = InfoNCE + ``lambda_weight`` x RTD.
 
@@ -19,7 +20,8 @@ Hugging Face trainer; it has no gradients and no optimizer state, but is part of
 no second copy on disk).
 
 Recipe defaults (``run_diffcse.sh``, BERT-base): lr 7e-6, batch 64, max length 32, two epochs, lambda 0.005,
-masking ratio 0.3, temperature 0.05, STS-B dev every 125 steps; generator distilbert-base-uncased (hub).
+masking ratio 0.3, temperature 0.05, STS-B dev every 125 steps; generator distilbert-base-uncased (hub), here the
+packaged ``paraphrase-MiniLM-L3-v2-mlm`` so that the defaults run offline (issue 41).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from sts_lightning.embeddings.methods.diffcse.generator_check import generator_p
 from sts_lightning.embeddings.methods.diffcse.nets import (
     ConditionalDiscriminator,
     load_generator,
+    other_vocabulary,
+    packaged_vocabulary,
     projection_mlp,
     same_vocabulary,
 )
@@ -58,9 +62,11 @@ class DiffCSEModule(SimCSEModule):
     """DiffCSE on plain sentences (``data=sentences``).
 
     Args:
-        generator: the frozen masked LM that edits the sentences: a directory (the export of ``model=mlm``), or a
-            hub name with an MLM head (the paper's ``distilbert-base-uncased`` for BERT, ``distilroberta-base`` for
-            RoBERTa); it must share the encoder's vocabulary.
+        generator: the frozen masked LM that edits the sentences; it must share the encoder's vocabulary. Default:
+            the packaged ``paraphrase-MiniLM-L3-v2-mlm`` (the default encoder with an MLM head trained on the local
+            Wikipedia sentences, built once into the model cache: bert-base-uncased word pieces, so it serves every
+            packaged BERT). Else a directory (the export of ``model=mlm``), or online a hub name with an MLM head
+            (the paper's ``distilbert-base-uncased`` for BERT, ``distilroberta-base`` for RoBERTa).
         lambda_weight: weight of the replaced-token detection loss (the paper's 0.005 for BERT, 0.05 for RoBERTa).
         masking_ratio: share of the non-special tokens masked before the generator reads them (0.3).
         batchnorm: the training MLP is the authors' ``ProjectionMLP`` (two linears, BatchNorm); ``false``: SimCSE's
@@ -75,7 +81,7 @@ class DiffCSEModule(SimCSEModule):
     method_info = METHOD.card()
 
     def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", *,
-                 generator: str = "distilbert-base-uncased", lambda_weight: float = 0.005, masking_ratio: float = 0.3,
+                 generator: str = "paraphrase-MiniLM-L3-v2-mlm", lambda_weight: float = 0.005, masking_ratio: float = 0.3,
                  batchnorm: bool = True, mask_seed: int = 0, lr: float = 7e-6, **base) -> None:
         check_args({"lambda_weight": lambda_weight, "masking_ratio": masking_ratio})
         check_value("model.mask_seed", mask_seed, POSITIVE_INT._replace(low=0))
@@ -94,12 +100,13 @@ class DiffCSEModule(SimCSEModule):
             self.mlp = projection_mlp(self.embedding_dim, float(getattr(self.encoder_model.config, "initializer_range",
                                                                          0.02)))
         tokenizer = self.encoder.tokenizer
+        known = packaged_vocabulary(generator)  # before a packaged generator's build (minutes), not after it
+        if known is not None and not same_vocabulary(known, tokenizer.get_vocab()):
+            raise ConfigError(other_vocabulary(generator, model_name_or_path, len(known), len(tokenizer)))
         self.generator, generator_tokenizer = load_generator(generator)
         self.generator.train(self.training)  # from_pretrained hands it over in eval mode; it follows the module's
         if not same_vocabulary(generator_tokenizer.get_vocab(), tokenizer.get_vocab()):
-            raise ConfigError(f"model.generator={generator!r} has another vocabulary than the encoder "
-                              f"{model_name_or_path!r} ({len(generator_tokenizer)} vs {len(tokenizer)} word pieces): "
-                              "its edits must be the encoder's word pieces")
+            raise ConfigError(other_vocabulary(generator, model_name_or_path, len(generator_tokenizer), len(tokenizer)))
         self.discriminator = ConditionalDiscriminator(self.encoder_model)
         self.collator = masker(tokenizer, masking_ratio)
 

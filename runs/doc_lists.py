@@ -57,7 +57,7 @@ def _counts() -> str:
 
 GENERATORS: dict[str, Callable[[], str]] = {
     "counts": _counts,
-    "encoders": lambda: _ticked(PACKAGED_MODELS),
+    "encoders": lambda: _ticked(n for n, m in PACKAGED_MODELS.items() if not m.masked_lm),  # masked LMs: generators
     "scorers": _scorers,
     "poolings": lambda: _ticked(POOLINGS),
     "trained": lambda: _ticked(m.name for m in trained_methods()),

@@ -21,14 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sts_lightning.embeddings.errors import ConfigError, DataError, unknown_choice
-from sts_lightning.embeddings.io.package_files import CHECKOUT
+from sts_lightning.embeddings.io.data_dir import DATA_DIR_ENV, default_data_dir
 from sts_lightning.sts.hub import load_hub_task
 from sts_lightning.sts.readers import STSPairs, read_semeval_dir, read_sick, read_stsb
 
-DATA_DIR_ENV = "STS_DATA_DIR"
-# ``../shared/data`` beside a checkout: the default when neither paths.data_dir nor $STS_DATA_DIR is set. An installed
-# package has no such default (embeddings.io.package_files): $STS_DATA_DIR or paths.data_dir says where the data is.
-CHECKOUT_DATA_DIR = CHECKOUT.parent / "shared" / "data" if CHECKOUT is not None else None
 STANDARD_TASKS = ["sts12", "sts13", "sts14", "sts15", "sts16", "stsb-test", "sick-test"]
 LOCAL_DEFAULT_TASKS = ["sts12", "sts16", "stsb-dev", "sick-train+sick-trial"]
 
@@ -62,12 +58,6 @@ class MissingTaskError(DataError):
     def __init__(self, message: str, task: str) -> None:
         super().__init__(message)
         self.task = task
-
-
-def default_data_dir() -> str | Path | None:
-    """``$STS_DATA_DIR``, else ``../shared/data`` beside the checkout where it exists, else ``None``."""
-    checkout_default = CHECKOUT_DATA_DIR if CHECKOUT_DATA_DIR is not None and CHECKOUT_DATA_DIR.is_dir() else None
-    return os.environ.get(DATA_DIR_ENV) or checkout_default
 
 
 def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path:

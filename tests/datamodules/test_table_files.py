@@ -186,7 +186,7 @@ def test_missing_file_unsupported_type_unknown_role_and_local_hub_are_one_line(t
 def test_relative_path_defaults_to_shared_data_beside_the_checkout(monkeypatch, tmp_path):
     """No paths.data_dir, no $STS_DATA_DIR: the configs' ``wiki/...`` names resolve under ../shared/data."""
     monkeypatch.delenv("STS_DATA_DIR", raising=False)
-    monkeypatch.setattr("sts_lightning.sts.tasks.CHECKOUT_DATA_DIR", tmp_path)
+    monkeypatch.setattr("sts_lightning.embeddings.io.data_dir.CHECKOUT_DATA_DIR", tmp_path)
     (tmp_path / "wiki").mkdir()
     (tmp_path / "wiki" / "s.txt").write_text("a sentence\n")
     assert resolve_path("wiki/s.txt", None) == tmp_path / "wiki" / "s.txt"

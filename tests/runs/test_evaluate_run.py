@@ -135,7 +135,7 @@ def test_missing_data_dir_is_clear(tmp_path, tiny_model_dir, monkeypatch):
     from sts_lightning.runs.evaluate_run import evaluate
 
     monkeypatch.delenv("STS_DATA_DIR", raising=False)
-    monkeypatch.setattr("sts_lightning.sts.tasks.CHECKOUT_DATA_DIR", tmp_path / "no-shared-data")
+    monkeypatch.setattr("sts_lightning.embeddings.io.data_dir.CHECKOUT_DATA_DIR", tmp_path / "no-shared-data")
     cfg = compose_evaluate_config(tmp_path, [f"encoders=[{tiny_model_dir}]", "paths.data_dir=null"])
     with pytest.raises(DataError, match="no STS data directory configured"):
         evaluate(cfg)

@@ -65,7 +65,7 @@ def test_semeval_line_count_mismatch(tmp_path):
 
 def test_missing_data_dir_says_what_to_provide(monkeypatch, tmp_path):
     monkeypatch.delenv(DATA_DIR_ENV, raising=False)
-    monkeypatch.setattr("sts_lightning.sts.tasks.CHECKOUT_DATA_DIR", tmp_path / "no-shared-data")
+    monkeypatch.setattr("sts_lightning.embeddings.io.data_dir.CHECKOUT_DATA_DIR", tmp_path / "no-shared-data")
     with pytest.raises(DataError, match="STS_DATA_DIR") as err:
         resolve_data_dir(None)
     assert "stsb/sts-dev.csv" in str(err.value)
@@ -91,7 +91,7 @@ def test_pooled_task(tiny_data_dir):
 
 def test_data_dir_defaults_to_shared_data_beside_the_checkout(monkeypatch, tmp_path):
     monkeypatch.delenv(DATA_DIR_ENV, raising=False)
-    monkeypatch.setattr("sts_lightning.sts.tasks.CHECKOUT_DATA_DIR", tmp_path)
+    monkeypatch.setattr("sts_lightning.embeddings.io.data_dir.CHECKOUT_DATA_DIR", tmp_path)
     assert resolve_data_dir(None) == tmp_path
     monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "env"))  # the environment variable wins
     with pytest.raises(DataError, match="env does not exist"):

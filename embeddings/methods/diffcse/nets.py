@@ -20,9 +20,11 @@ from collections.abc import Mapping
 import torch
 from torch import Tensor, nn
 
+from sts_lightning.embeddings.encoders.packaged import bert_uncased_tokenizer_dir, packaged_model
 from sts_lightning.embeddings.methods.mlm.masked_lm import load_masked_lm
 
-__all__ = ["ConditionalDiscriminator", "load_generator", "projection_mlp", "same_vocabulary"]
+__all__ = ["ConditionalDiscriminator", "load_generator", "other_vocabulary", "packaged_vocabulary", "projection_mlp",
+           "same_vocabulary"]
 
 
 def projection_mlp(dim: int, init_std: float = 0.02) -> nn.Sequential:
@@ -73,3 +75,23 @@ def load_generator(name_or_path: str, key: str = "model.generator"):
 def same_vocabulary(a: Mapping[str, int], b: Mapping[str, int]) -> bool:
     """Whether two tokenizers' ``get_vocab()`` agree: the generator's ids must be the encoder's word pieces."""
     return dict(a) == dict(b)
+
+
+def packaged_vocabulary(name: str) -> dict[str, int] | None:
+    """The word pieces of a packaged masked LM (``paraphrase-MiniLM-L3-v2-mlm``: bert-base-uncased), read from the
+    shipped tokenizer files without building the model; ``None`` for any other name (known once it is loaded)."""
+    model = packaged_model(name)
+    if model is None or not model.masked_lm:
+        return None
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(bert_uncased_tokenizer_dir())).get_vocab()
+
+
+def other_vocabulary(generator: str, encoder: str, generator_size: int, encoder_size: int) -> str:
+    """The one line refusing a generator whose word pieces are not the encoder's, saying what to pass instead."""
+    return (f"model.generator={generator!r} has another vocabulary than the encoder {encoder!r} ({generator_size} vs "
+            f"{encoder_size} word pieces): its edits must be the encoder's word pieces; pass a masked LM over the "
+            f"encoder's vocabulary: offline the export of python train.py model=mlm "
+            f"model.model_name_or_path={encoder} (model.generator=<run>/export), "
+            "online a hub masked LM (the paper's distilroberta-base for RoBERTa)")

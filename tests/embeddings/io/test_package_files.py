@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sts_lightning.embeddings.io import package_files
+from sts_lightning.embeddings.io import data_dir, package_files
 from sts_lightning.sts import tasks
 from tests.paths import ROOT
 
@@ -10,7 +10,7 @@ from tests.paths import ROOT
 def test_in_a_checkout_the_configs_are_its_configs_folder():
     assert package_files.CHECKOUT == ROOT and package_files.CONFIG_DIR == ROOT / "configs"
     assert (package_files.CONFIG_DIR / "train.yaml").is_file() and (package_files.CONFIG_DIR / "evaluate.yaml").is_file()
-    assert tasks.CHECKOUT_DATA_DIR == ROOT.parent / "shared" / "data"
+    assert data_dir.CHECKOUT_DATA_DIR == ROOT.parent / "shared" / "data"
 
 
 def test_the_wheel_maps_configs_to_the_same_place_relative_to_the_module():
@@ -25,7 +25,7 @@ def test_the_wheel_maps_configs_to_the_same_place_relative_to_the_module():
 
 def test_without_a_checkout_there_is_no_checkout_data_default(monkeypatch, tmp_path):
     monkeypatch.delenv(tasks.DATA_DIR_ENV, raising=False)
-    monkeypatch.setattr(tasks, "CHECKOUT_DATA_DIR", None)  # what an installed package has
+    monkeypatch.setattr(data_dir, "CHECKOUT_DATA_DIR", None)  # what an installed package has
     assert tasks.default_data_dir() is None
     monkeypatch.setenv(tasks.DATA_DIR_ENV, str(tmp_path))
     assert tasks.default_data_dir() == str(tmp_path)
