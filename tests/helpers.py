@@ -234,3 +234,41 @@ _mining_rnd = random.Random(3)
 _MINING = [" ".join(_mining_rnd.choice(WORDS) for _ in range(_mining_rnd.randint(3, 9))) for _ in range(40)]
 MINING_ANCHORS = _MINING[:20] + _MINING[:3] + [_MINING[20]]
 MINING_POSITIVES = _MINING[21:40] + [_MINING[21]] + _MINING[37:40] + [_MINING[22]]
+
+
+class Killed(RuntimeError):
+    """Stands in for the process dying mid-epoch (the datamodules' exact-resume tests)."""
+
+
+def kill_at(step: int):
+    """A Lightning callback raising ``Killed`` before optimizer step ``step``: a run stopped mid-epoch, in process."""
+    from lightning.pytorch.callbacks import Callback
+
+    class KillAt(Callback):
+        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+            if trainer.global_step == step:
+                raise Killed(f"before step {step}")
+
+    return KillAt()
+
+
+def anchor_recorder():
+    """A LightningModule recording the anchors of every training batch in ``.seen`` (one trivial parameter, so the
+    optimizer has something to step): what a loader fed, in order, through a real Trainer."""
+    from lightning.pytorch import LightningModule
+
+    class AnchorRecorder(LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(1))
+            self.seen: list[list[str]] = []
+
+        def training_step(self, batch, batch_idx):
+            self.seen.append(batch["anchors"])
+            return (self.w - 1).pow(2).sum()
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    return AnchorRecorder()
+

@@ -36,6 +36,7 @@ CROSS_CUTTING = {
     "tests/test_tree_mirror.py": "checks the tests/ tree itself",
     # a run end to end: train_run, callbacks, checkpoint_io, evaluate_run together
     "tests/runs/test_resume.py": "a killed run resumed vs. an uninterrupted one (issue 18)",
+    "tests/runs/test_mixture_train.py": "train(cfg) on a mixture of two triplet files: datamodule, early checks, mnrl",
     "tests/runs/test_faults.py": "unsafe or damaged checkpoints and what a run does with them (issue 18)",
     "tests/runs/test_fault_injection.py": "real kills in subprocesses (issue 18)",
     "tests/runs/test_disk_full.py": "a full disk at train.py / evaluate.py's writes, seen as a user does (issue 30)",

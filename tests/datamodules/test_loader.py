@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from lightning.pytorch import Callback, LightningModule, Trainer
+from lightning.pytorch import LightningModule, Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
 
 from sts_lightning.datamodules.loader import ResumableDataModule, per_device_batch_size
@@ -25,7 +25,7 @@ from sts_lightning.datamodules.nli import NLIDataModule
 from sts_lightning.datamodules.source_views import SourceViewsDataModule
 from sts_lightning.datamodules.token_states import TokenStateDataModule
 from sts_lightning.embeddings.errors import ConfigError
-from tests.helpers import SENTEVAL_PAIRS, compose_train, write_senteval
+from tests.helpers import SENTEVAL_PAIRS, Killed, compose_train, kill_at, write_senteval
 from tests.paths import CONFIG_DIR
 
 DATA_CONFIGS = sorted((CONFIG_DIR / "data").glob("*.yaml"))
@@ -129,19 +129,6 @@ def test_restored_loader_continues_the_uninterrupted_epoch(make, name, num_worke
 
 
 # ------------------------------------------------------------------------------------- a real Trainer
-class Killed(RuntimeError):
-    """Stands in for the process dying mid-epoch."""
-
-
-class KillAt(Callback):
-    def __init__(self, step: int):
-        self.step = step
-
-    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
-        if trainer.global_step == self.step:
-            raise Killed(f"before step {self.step}")
-
-
 class Recorder(LightningModule):
     """Records every training batch (one trivial parameter, so the optimizer has something to step)."""
 
@@ -175,7 +162,7 @@ def test_trainer_killed_mid_epoch_resumes_with_the_same_batches(make, name, tmp_
     uninterrupted = _fit(make(name), tmp_path / "a").seen
     n = len(uninterrupted) // 2
     with pytest.raises(Killed):
-        _fit(make(name), tmp_path / "b", [KillAt(n + 3)])
+        _fit(make(name), tmp_path / "b", [kill_at(n + 3)])
     resumed = _fit(make(name), tmp_path / "b", ckpt_path=str(tmp_path / "b" / "last.ckpt")).seen
     assert len(resumed) == n - 3
     assert resumed == uninterrupted[n + 3:]

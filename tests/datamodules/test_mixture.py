@@ -18,7 +18,7 @@ import pytest
 import torch
 from datasets import Dataset
 from lightning.fabric.utilities.data import _replace_dunder_methods
-from lightning.pytorch import LightningModule, Trainer
+from lightning.pytorch import Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.trainer.states import RunningStage
 from lightning.pytorch.utilities.data import _update_dataloader
@@ -36,7 +36,7 @@ from sts_lightning.datamodules.nli import NLIDataModule
 from sts_lightning.datamodules.scored_pairs import ScoredPairsDataModule
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.runs.early_checks import precheck_train
-from tests.datamodules.test_loader import KillAt, Killed
+from tests.helpers import Killed, anchor_recorder, kill_at
 
 SEED, BATCH = 3, 8
 _rnd = random.Random(0)
@@ -234,24 +234,8 @@ def test_a_source_smaller_than_one_batch_is_named(tmp_path):
         _datamodule(tmp_path, batch_size=40)
 
 
-class AnchorRecorder(LightningModule):
-    """Records the anchors of every training batch (one trivial parameter, so the optimizer has something to step)."""
-
-    def __init__(self):
-        super().__init__()
-        self.w = torch.nn.Parameter(torch.zeros(1))
-        self.seen: list[list[str]] = []
-
-    def training_step(self, batch, batch_idx):
-        self.seen.append(batch["anchors"])
-        return (self.w - 1).pow(2).sum()
-
-    def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=0.1)
-
-
 def _fit(dm, out, callbacks=(), ckpt_path=None) -> list[list[str]]:
-    module = AnchorRecorder()
+    module = anchor_recorder()
     checkpoint = ModelCheckpoint(dirpath=out, save_last=True, save_top_k=0, every_n_train_steps=1)
     Trainer(max_epochs=2, accelerator="cpu", devices=1, logger=False, enable_progress_bar=False,
             enable_model_summary=False, num_sanity_val_steps=0, callbacks=[checkpoint, *callbacks],
@@ -264,6 +248,6 @@ def test_trainer_killed_mid_epoch_resumes_with_the_same_batches(tmp_path):
     uninterrupted = _fit(_datamodule(tmp_path), tmp_path / "a")
     n = len(uninterrupted) // 2
     with pytest.raises(Killed):
-        _fit(_datamodule(tmp_path), tmp_path / "b", [KillAt(n + 3)])
+        _fit(_datamodule(tmp_path), tmp_path / "b", [kill_at(n + 3)])
     resumed = _fit(_datamodule(tmp_path), tmp_path / "b", ckpt_path=str(tmp_path / "b" / "last.ckpt"))
     assert uninterrupted[:n] != uninterrupted[n:] and resumed == uninterrupted[n + 3:]

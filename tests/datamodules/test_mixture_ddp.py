@@ -38,11 +38,11 @@ def run_rank(folder: str) -> None:
     from lightning.pytorch import Trainer
 
     from sts_lightning.datamodules.nli import NLIDataModule
-    from tests.datamodules.test_mixture import AnchorRecorder
+    from tests.helpers import anchor_recorder
 
     out = Path(folder)
     dm = NLIDataModule(str(out), _files(out), **OPTIONS)
-    module = AnchorRecorder()
+    module = anchor_recorder()
     trainer = Trainer(max_epochs=2, accelerator="cpu", devices=2, strategy="ddp", logger=False,
                       enable_progress_bar=False, enable_model_summary=False, enable_checkpointing=False,
                       num_sanity_val_steps=0, default_root_dir=out)
