@@ -59,14 +59,31 @@ def available_tasks(data_dir: str | None) -> list[str]:
 
 
 def _run(args: list[str], log_file: Path) -> None:
-    """Run ``python <args>`` from the repository root; its output goes to ``log_file``; a failure raises with its tail."""
+    """Run ``python <args>`` from the repository root; its output goes to ``log_file``; a failure raises with its tail.
+    A finished run's wall-clock seconds go beside its log (``<name>.seconds``): a resumed table reuses the run, and
+    its wall column still says what the run cost (``recorded_seconds``)."""
     log_file.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
     with log_file.open("w") as out:
         done = subprocess.run([sys.executable, *args], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
                               env={**os.environ, "WANDB_MODE": os.environ.get("WANDB_MODE", "disabled")})
     if done.returncode != 0:
         tail = log_file.read_text().strip().splitlines()[-3:]
         raise RuntimeError(f"exit {done.returncode}: {' | '.join(tail)} (log: {log_file})")
+    log_file.with_suffix(".seconds").write_text(f"{time.perf_counter() - start:.1f}\n")
+
+
+def recorded_seconds(row_dir: Path, seeds: list[int]) -> float:
+    """Seconds the runs of one row's ``seeds`` took when they ran (training, fitting and scoring; the files ``_run``
+    left under ``row_dir``: ``seed<s>.seconds``, ``seed<s>/eval.seconds``, ``eval-seed<s>.seconds``). Runs of
+    other seeds in the same directory do not count."""
+    wanted = {f"seed{s}" for s in seeds}
+    total = 0.0
+    for path in row_dir.glob("**/*.seconds"):
+        first = path.relative_to(row_dir).parts[0].removesuffix(".seconds").removeprefix("eval-")
+        if first in wanted:
+            total += float(path.read_text())
+    return total
 
 
 def _evaluate(encoder: str, scorer: str, tasks: list[str], seed: int, run_dir: Path,
@@ -169,7 +186,8 @@ def summarise(scores: list[dict[str, float]], tasks: list[str]) -> dict:
 
 
 SPREAD_LEGEND = ("a row of several seeds: mean +- std (sample std over the seeds); a row run once: [lo, hi] is the "
-                 "bootstrap 95% interval of its evaluation (the task's pairs resampled)")
+                 "bootstrap 95% interval of its evaluation (the task's pairs resampled); wall: what the row's runs took when "
+                 "they ran (a resumed table keeps it)")
 
 
 def task_cell(got: dict, task: str) -> str:
@@ -237,7 +255,9 @@ def run_rows(rows: tuple[Row, ...], keys: list[str], args: argparse.Namespace, s
         except Exception as err:  # noqa: BLE001 - one failing row must not lose the others
             results[row.key] = {"error": f"{type(err).__name__}: {err}"}
             print(f"{row.label}: failed: {err}", flush=True)
-        results[row.key]["seconds"] = time.perf_counter() - t0
+        # reused runs cost nothing now: the wall column shows what they took when they ran
+        run_seeds = args.row_seeds.get(row.key, seeds) if row.seeded else [0]
+        results[row.key]["seconds"] = max(time.perf_counter() - t0, recorded_seconds(out / row.key, run_seeds))
     return results
 
 

@@ -54,6 +54,26 @@ def test_a_pooling_row_and_a_trained_row_end_to_end(tmp_path, tiny_model_dir, tr
     lo, hi = results["mean"]["intervals"]["stsb-dev"]  # run once: its bootstrap interval from results.json
     assert lo <= results["mean"]["tasks"]["stsb-dev"] <= hi
     assert "| SBERT-NLI |" in (out / "field_table.md").read_text()
+    # a resumed table reuses every run, and its wall column still says what the runs took when they ran
+    again = field_table.main(["--backbone", str(tiny_model_dir), "--seeds", "0", "--steps", "2",
+                              "--rows", "mean,sbert_nli", "--tasks", "stsb-dev", "--data-dir", str(train_data_dir),
+                              "--out", str(out)])
+    spent = field_table.recorded_seconds(out / "sbert_nli", [0])
+    assert 0 < spent <= results["sbert_nli"]["seconds"]
+    assert again["sbert_nli"]["seconds"] == pytest.approx(spent, abs=1.0)
+    assert again["sbert_nli"]["avg"] == results["sbert_nli"]["avg"]
+
+
+def test_recorded_seconds_count_the_rows_own_seeds_only(tmp_path):
+    row = tmp_path / "simcse"
+    for name, seconds in [("seed0.seconds", 100), ("seed0/eval.seconds", 10), ("seed1.seconds", 200),
+                          ("seed1/eval.seconds", 20), ("eval-seed2.seconds", 7), ("seed12.seconds", 1000)]:
+        (row / name).parent.mkdir(parents=True, exist_ok=True)
+        (row / name).write_text(f"{seconds}\n")
+    assert field_table.recorded_seconds(row, [0]) == 110
+    assert field_table.recorded_seconds(row, [0, 1]) == 330
+    assert field_table.recorded_seconds(row, [2]) == 7  # a pooling row's evaluate run
+    assert field_table.recorded_seconds(tmp_path / "never_ran", [0]) == 0
 
 
 # --- the papers table (issue 29): rows vs their references, ensemble rows, verdicts -------------------------------
