@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from sts_lightning.embeddings.errors import ConfigError
-from tests.helpers import GRADIENT_SENTENCES, GRADIENT_TOL, WORDS
+from tests.helpers import GRADIENT_SENTENCES, WORDS, assert_same_gradients
 
 FULL, SMALL = 32, 8  # the tiny BERT's hidden size, and a prefix
 WEIGHTS = (1.0, 0.5)
@@ -36,11 +36,12 @@ def grads(module, loss: torch.Tensor) -> dict[str, torch.Tensor]:
 
 
 def assert_same(got: tuple, want: tuple) -> None:
-    """``(loss, grads)`` pairs equal: the loss to float32's default tolerance, every gradient to ``GRADIENT_TOL``."""
+    """``(loss, grads)`` pairs equal: the loss to float32's default tolerance, every gradient to ``GRADIENT_TOL`` of
+    the largest entry. Why scaled: PromptBERT's supervised gradients reach ~200, where a fixed 3e-5 is a few fp32 ulps
+    and the summation order of an AVX-512 kernel differs from an AVX2 one by that much (it failed on AVX-512 only)."""
     torch.testing.assert_close(got[0], want[0])
-    assert got[1].keys() == want[1].keys() and any("encoder_model" in n for n in got[1])
-    for name in got[1]:
-        torch.testing.assert_close(got[1][name], want[1][name], rtol=GRADIENT_TOL, atol=GRADIENT_TOL, msg=name)
+    assert any("encoder_model" in n for n in got[1])
+    assert_same_gradients(got[1], want[1])
 
 
 def stepped(module, run, seed: int = 3) -> tuple[torch.Tensor, dict]:
