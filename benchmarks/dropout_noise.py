@@ -15,7 +15,23 @@ from benchmarks.cpu_features import cpu_line
 from sts_lightning.embeddings.encoders.base import BaseEncoder
 from sts_lightning.embeddings.encoders.load import load_encoder
 from sts_lightning.embeddings.methods.pooling import get_pooling
-from sts_lightning.sts.tasks import load_tasks
+from sts_lightning.sts.tasks import STSTask, load_tasks
+
+
+def distinct_first_sentences(task: STSTask, limit: int) -> list[str]:
+    """The first ``limit`` distinct first sentences of a task's pairs (real, varied, short)."""
+    first = (s for pairs in task.subsets.values() for s in pairs.sentences1)
+    return list(dict.fromkeys(first))[:limit]
+
+
+def mean_pairwise_cosine(vectors: torch.Tensor) -> float:
+    """Mean cosine over all pairs of distinct rows (the diagonal left out): how alike unrelated sentences are."""
+    n = len(vectors)
+    if n < 2:
+        raise ValueError(f"mean pairwise cosine needs at least 2 vectors, got {n}")
+    unit = torch.nn.functional.normalize(vectors.double(), dim=-1)
+    sims = unit @ unit.T
+    return float((sims.sum() - sims.diagonal().sum()) / (n * n - n))
 
 
 def noise_ratio(encoder: BaseEncoder, sentences: list[str], pooling: str, seed: int = 0) -> tuple[float, float]:
@@ -27,9 +43,7 @@ def noise_ratio(encoder: BaseEncoder, sentences: list[str], pooling: str, seed: 
         noisy = encoder.encode(sentences, pool)
     n = len(sentences)
     between = torch.cdist(clean, clean).sum() / (n * (n - 1))
-    unit = torch.nn.functional.normalize(clean, dim=1)
-    mean_cos = ((unit @ unit.T).sum() - n) / (n * (n - 1))
-    return float(mean_cos), float((noisy - clean).norm(dim=1).mean() / between)
+    return mean_pairwise_cosine(clean), float((noisy - clean).norm(dim=1).mean() / between)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -41,7 +55,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-dir", default=None)
     args = parser.parse_args(argv)
     task = load_tasks([args.task], args.data_dir)[0]
-    sentences = list(dict.fromkeys(s for p in task.subsets.values() for s in p.sentences1))[:args.sentences]
+    sentences = distinct_first_sentences(task, args.sentences)
     print(cpu_line())
     print("| encoder | pooling | mean cosine between sentences | dropout displacement / between-sentence distance |")
     print("|---|---|---|---|")

@@ -241,8 +241,8 @@ def run_rows(rows: tuple[Row, ...], keys: list[str], args: argparse.Namespace, s
     results: dict[str, dict] = {}
     for row in (r for r in rows if r.key in keys):
         t0 = time.perf_counter()
+        run_seeds = args.row_seeds.get(row.key, seeds) if row.seeded else [0]
         try:
-            run_seeds = args.row_seeds.get(row.key, seeds) if row.seeded else [0]
             scores = [score_row(row, args.backbone, s, args.steps, tasks, out, eval_extra, rows, tuple(seeds))
                       for s in run_seeds]
             results[row.key] = summarise(scores, tasks)
@@ -256,7 +256,6 @@ def run_rows(rows: tuple[Row, ...], keys: list[str], args: argparse.Namespace, s
             results[row.key] = {"error": f"{type(err).__name__}: {err}"}
             print(f"{row.label}: failed: {err}", flush=True)
         # reused runs cost nothing now: the wall column shows what they took when they ran
-        run_seeds = args.row_seeds.get(row.key, seeds) if row.seeded else [0]
         results[row.key]["seconds"] = max(time.perf_counter() - t0, recorded_seconds(out / row.key, run_seeds))
     return results
 

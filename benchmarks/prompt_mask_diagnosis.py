@@ -27,21 +27,12 @@ import torch
 
 import sts_lightning as sl
 from benchmarks.cpu_features import cpu_line
+from benchmarks.dropout_noise import distinct_first_sentences, mean_pairwise_cosine
 from sts_lightning.embeddings.methods.promptbert.template import DEFAULT, Template, eval_ids
 from sts_lightning.sts.tasks import load_task
 
 ROOT = Path(__file__).resolve().parents[1]
 SCORERS = {"cls": "cls", "mean": "mean", "prompt": "prompt", "prompt_denoise": {"name": "prompt", "denoise": True}}
-
-
-def mean_pairwise_cosine(vectors: torch.Tensor) -> float:
-    """Mean cosine over all pairs of distinct rows (the diagonal left out): how alike unrelated sentences are."""
-    unit = torch.nn.functional.normalize(vectors.double(), dim=-1)
-    n = len(unit)
-    if n < 2:
-        raise ValueError(f"mean pairwise cosine needs at least 2 vectors, got {n}")
-    sims = unit @ unit.T
-    return float((sims.sum() - sims.diagonal().sum()) / (n * n - n))
 
 
 def mask_predictions(path: str, sentences: Sequence[str], template: str = DEFAULT, batch_size: int = 64) -> Counter:
@@ -73,20 +64,13 @@ def diagnose(path: str, sentences: Sequence[str]) -> dict:
     return {"cosine": cosine, "mask": {"top": top, "distinct": len(counts), "top_share": top[0][1] / len(sentences)}}
 
 
-def stsb_dev_sentences(data_dir: str, limit: int) -> list[str]:
-    """The first ``limit`` distinct first sentences of STS-B dev (real, varied, short)."""
-    task = load_task("stsb-dev", data_dir)
-    sentences = list(dict.fromkeys(s for pairs in task.subsets.values() for s in pairs.sentences1))
-    return sentences[:limit]
-
-
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("model", help="a masked-LM directory (a model=mlm export) or hub name")
     parser.add_argument("--sentences", type=int, default=400)
     parser.add_argument("--data-dir", default=os.environ.get("STS_DATA_DIR", str(ROOT.parent / "shared" / "data")))
     args = parser.parse_args(argv)
-    sentences = stsb_dev_sentences(args.data_dir, args.sentences)
+    sentences = distinct_first_sentences(load_task("stsb-dev", args.data_dir), args.sentences)
     print(f"{args.model}: {len(sentences)} STS-B dev sentences; {cpu_line()}", flush=True)
     result = diagnose(args.model, sentences)
     for name, value in result["cosine"].items():
