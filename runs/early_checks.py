@@ -71,12 +71,13 @@ def precheck_evaluate(cfg: DictConfig) -> None:
 
 
 def check_eval_dims(cfg: DictConfig) -> None:
-    """``dims``: integers > 0, and at least one that fits the encoders' vectors where the disk says how wide they are.
+    """``dims``: integers > 0, none larger than the widest encoder's vectors where the disk says how wide they are.
 
-    Why the width: ``dims=[100000]`` used to load every encoder and encode every sentence to print only n/a rows. A
-    run with one dimension that fits still runs, the others as n/a rows (one encoder may be wider than another).
-    Only when every encoder's width is known and no scorer brings its own vectors (``source``, ``meta``): a scorer on
-    an encoder reads vectors of at most the encoder's width.
+    Why the width: ``dims=[100000]`` used to load every encoder and encode every sentence to print only n/a rows, and
+    ``dims=[64,1024]`` on a 384-d model printed a ``mean@1024`` row of n/a: a dimension no encoder has is a typo, so
+    it is refused. A dimension that fits one encoder but not a narrower one still runs (one encoder may be wider than
+    another): the narrower one's row is n/a. Only when every encoder's width is known and no scorer brings its own
+    vectors (``source``, ``meta``): a scorer on an encoder reads vectors of at most the encoder's width.
     """
     dims = check_dims(cfg.get("dims"))
     names = [str(n) for n in cfg.encoders]
@@ -85,10 +86,14 @@ def check_eval_dims(cfg: DictConfig) -> None:
                                           for s in cfg.scorers):
         return
     widths = {name: width_on_disk(name) for name in names}
-    if None not in widths.values() and min(dims) > max(widths.values()):
+    if None in widths.values():
+        return
+    widest = max(widths.values())
+    too_wide = [d for d in dims if d > widest]
+    if too_wide:
         sizes = ", ".join(f"{name}: {width}" for name, width in widths.items())
-        raise ConfigError(f"dims={list(dims)!r}: every dimension is larger than the encoders' vectors ({sizes}); "
-                          "give dimensions up to the vector size")
+        raise ConfigError(f"dims={list(dims)!r}: {', '.join(map(str, too_wide))} larger than every encoder's vectors "
+                          f"({sizes}); give dimensions up to {widest}")
 
 
 def check_matryoshka_option(cfg: DictConfig) -> None:

@@ -57,7 +57,7 @@ def check_command_line(app: str, argv: list[str]) -> None:
     try:
         overrides = OverridesParser.create().parse_overrides(args.overrides)
     except HydraException as err:
-        raise ConfigError(first_line(err)) from None
+        raise ConfigError(_unparsable(args.overrides, err)) from None
     sweep = next((o for o in overrides if o.is_sweep_override()), None)
     if sweep is not None and not args.multirun:
         values = sweep.input_line.split("=", 1)[1]
@@ -130,6 +130,23 @@ def _refuse_shadowed(folder: Path) -> None:
             raise ConfigError(f"{path} has the name of a packaged config ({stem}), which Hydra reads first, so yours "
                               f"would be ignored: name it differently (e.g. {name.parent / ('my_' + name.name)}, "
                               f"with `defaults: [{name.stem}]` to start from ours)")
+
+
+def _unparsable(lines: list[str], err: Exception) -> str:
+    """Hydra's parse error names the grammar rule, not the override (``mismatched input '[' expecting <EOF>``): find
+    the first override that fails alone and name it, with the quoting that a value of spaces or brackets needs."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    parser = OverridesParser.create()
+    for line in lines:
+        try:
+            parser.parse_overrides([line])
+        except HydraException as one:
+            key = line.split("=", 1)[0]
+            return (f"cannot parse the override {line!r}: {first_line(one)}; quote a value with spaces, brackets or "
+                    f"quotes as a whole, e.g. \"{key}='...'\" (inner quotes as \\')")
+    return first_line(err)
 
 
 def _first_value(override) -> str:

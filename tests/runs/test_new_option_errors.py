@@ -93,8 +93,9 @@ def test_train_refuses_before_any_model_loads(overrides, key, message, hub, tmp_
 
 @pytest.mark.parametrize(("overrides", "message"), [
     (["dims=[0]"], "dims=[0] must be a list of integers > 0"),
-    (["dims=[100000]"], "dims=[100000]: every dimension is larger than the encoders' vectors ({model}: 32)"),
-    (["dims=[64,100000]"], "dims=[64, 100000]: every dimension is larger than the encoders' vectors ({model}: 32)"),
+    (["dims=[100000]"], "dims=[100000]: 100000 larger than every encoder's vectors ({model}: 32); give dimensions up to 32"),
+    (["dims=[64,100000]"], "dims=[64, 100000]: 64, 100000 larger than every encoder's vectors ({model}: 32)"),
+    (["dims=[16,64]"], "dims=[16, 64]: 64 larger than every encoder's vectors ({model}: 32)"),
     (["'scorers=[{name:prompt,template:\"\"}]'"], "scorer prompt: template='': the template is empty"),
     (["'scorers=[{name:prompt,template:\"it is [MASK]\"}]'"], "scorer prompt: template='it is [MASK]': needs exactly one [X]"),
 ])
@@ -112,16 +113,16 @@ def test_evaluate_refuses_before_any_model_loads(overrides, message, tmp_path, t
         assert message.format(model=tiny_model_dir) in str(caught.value)
 
 
-def test_dims_of_which_one_fits_are_left_to_the_rows(tiny_model_dir):
-    """One dimension or one encoder wide enough: the others are n/a rows (tests/runs/test_evaluate_run.py); an
-    encoder of unknown width: no early verdict."""
+def test_dims_that_fit_one_encoder_are_left_to_the_rows(tiny_model_dir):
+    """A dimension wider than one encoder but not another: the narrower one's row is n/a
+    (tests/embeddings/scoring/test_truncated.py); an encoder of unknown width: no early verdict."""
     from omegaconf import OmegaConf
 
     from sts_lightning.runs.early_checks import check_eval_dims
 
     cfg = OmegaConf.create({"encoders": [str(tiny_model_dir), "all-MiniLM-L6-v2"], "scorers": ["mean"], "dims": [64]})
     check_eval_dims(cfg)
-    cfg.encoders, cfg.dims = [str(tiny_model_dir)], [16, 64]
+    cfg.encoders, cfg.dims = [str(tiny_model_dir)], [16, 32]
     check_eval_dims(cfg)
     cfg.encoders = [str(tiny_model_dir), "some-owner/not-downloaded"]
     cfg.dims = [100000]

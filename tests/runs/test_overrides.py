@@ -35,7 +35,8 @@ TABLE = [
     ("train", "seeed=1", "unknown key 'seeed'; did you mean 'seed'?"),
     ("train", "modle=ct", "unknown key 'modle'; did you mean 'model'?"),
     ("train", "model.lr.x=1", "model.lr is a value, not a group of keys: model.lr.x cannot be set"),
-    ("train", "model=[a", "no viable alternative at input '[a'"),
+    ("train", "model=[a", "cannot parse the override 'model=[a': no viable alternative at input '[a'; quote a value "
+     "with spaces, brackets or quotes as a whole, e.g. \"model='...'\" (inner quotes as \\')"),
     ("train", "data.sources=snli:dev,snli:test",
      "data.sources=snli:dev,snli:test holds several values: a list is data.sources=[snli:dev,snli:test], "
      "a sweep (one job per value) needs --multirun"),
@@ -57,6 +58,16 @@ def test_each_mistake_is_one_exact_line(app, line, expected):
     with pytest.raises(ConfigError) as caught:
         check_command_line(app, line.split())
     assert str(caught.value) == expected
+
+
+def test_an_unparsable_value_names_its_override_among_others():
+    """Hydra's own message names only the grammar rule ("mismatched input '['"), not which of the overrides failed."""
+    argv = ["model=promptbert", "trainer.max_steps=3", "model.template=This sentence : [X] means [MASK] .", "seed=1"]
+    with pytest.raises(ConfigError) as caught:
+        check_command_line("train", argv)
+    assert str(caught.value).startswith("cannot parse the override 'model.template=This sentence : [X] means [MASK] .': "
+                                        "mismatched input '['")
+    check_command_line("train", [*argv[:2], "model.template='This sentence : \"[X]\" means [MASK] .'"])
 
 
 def test_experiment_typo_lists_the_recipes_in_subfolders():
