@@ -83,10 +83,11 @@ def batch_agreement(student: torch.Tensor, teachers: Sequence[torch.Tensor], wei
     out = {"student_spearman": _row_spearman(mine, combined).mean().item(),
            "student_head": _head_overlap(mine, combined, head).mean().item(),
            "listnet_head_mass": F.softmax(combined, dim=1).topk(head, dim=1).values.sum(dim=1).mean().item()}
-    for k, vectors in enumerate(teachers):
-        out[f"student_spearman_{k}"] = _row_spearman(mine, _off_diagonal(_cosines(vectors))).mean().item()
-    if len(teachers) > 1:
-        first, second = (_off_diagonal(_cosines(t)) for t in teachers[:2])
+    own_lists = [_off_diagonal(_cosines(t)) for t in teachers]
+    for k, listed in enumerate(own_lists):
+        out[f"student_spearman_{k}"] = _row_spearman(mine, listed).mean().item()
+    if len(own_lists) > 1:
+        first, second = own_lists[:2]
         out["teachers_spearman"] = _row_spearman(second, first).mean().item()
         out["teachers_head"] = _head_overlap(second, first, head).mean().item()
     return out

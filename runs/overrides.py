@@ -54,10 +54,11 @@ def check_command_line(app: str, argv: list[str]) -> None:
         return  # help, another primary config, shell completion: Hydra's business
     if args.config_dir is not None and not os.path.isdir(args.config_dir):
         return  # Hydra's own one-line error names the missing folder
+    parser = OverridesParser.create()
     try:
-        overrides = OverridesParser.create().parse_overrides(args.overrides)
+        overrides = parser.parse_overrides(args.overrides)
     except HydraException as err:
-        raise ConfigError(_unparsable(args.overrides, err)) from None
+        raise ConfigError(_unparsable(parser, args.overrides, err)) from None
     sweep = next((o for o in overrides if o.is_sweep_override()), None)
     if sweep is not None and not args.multirun:
         values = sweep.input_line.split("=", 1)[1]
@@ -132,13 +133,11 @@ def _refuse_shadowed(folder: Path) -> None:
                               f"with `defaults: [{name.stem}]` to start from ours)")
 
 
-def _unparsable(lines: list[str], err: Exception) -> str:
+def _unparsable(parser, lines: list[str], err: Exception) -> str:
     """Hydra's parse error names the grammar rule, not the override (``mismatched input '[' expecting <EOF>``): find
     the first override that fails alone and name it, with the quoting that a value of spaces or brackets needs."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
 
-    parser = OverridesParser.create()
     for line in lines:
         try:
             parser.parse_overrides([line])

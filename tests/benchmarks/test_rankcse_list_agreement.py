@@ -31,7 +31,7 @@ def test_listnet_head_mass_is_the_softmax_of_the_combined_list():
     assert -1.0 <= out["teachers_spearman"] <= 1.0 and 0.0 <= out["teachers_head"] <= 1.0
 
 
-def test_the_run_reads_model_rankcses_batches(tiny_model_dir, train_data_dir, tmp_path, capsys):
+def test_the_run_reads_model_rankcses_batches(tiny_model_dir, train_data_dir, tmp_path):
     result = agreement.measure(str(tiny_model_dir), str(train_data_dir), batches=2, teachers=[str(tiny_model_dir)],
                                weights=[1.0], batch_size=8, max_sentences=40, head=2, cache_dir=str(tmp_path))
     assert set(result) == {"student_spearman", "student_head", "listnet_head_mass", "student_spearman_0"}
