@@ -370,8 +370,9 @@ class EncoderModule(LightningModule):
         Atomic (temp dir beside the target, then ``os.replace``): a crash never leaves a half-written
         model that a later run would load; the manifest (``embeddings.io.export_manifest``) lists every
         file's checksum, which every loader verifies. transformers 5 always writes ``model.safetensors``. Where
-        sentence-transformers cannot reproduce the pooling, no sentence-transformers files are written
-        (it would load the directory with mean pooling, silently): a warning and the note say so. The card is
+        sentence-transformers cannot reproduce the pooling, its ``modules.json`` names a module of ours (PromptBERT's)
+        or the refusal (``embeddings.io.st_refusal``), never nothing (it would load the directory with mean pooling,
+        silently): a warning and the note say so. The card is
         written last, so no ``save_pretrained`` / sentence-transformers writer can replace it.
         """
         target = Path(path)
@@ -383,8 +384,8 @@ class EncoderModule(LightningModule):
             self.encoder.tokenizer.save_pretrained(tmp)
             why_not = self.write_export_files(tmp)
             if why_not is not None:
-                log.warning("%s: no sentence-transformers files (%s); load it with the evaluate.py line of its %s",
-                            target, why_not, NOTE_FILE)
+                log.warning("%s: SentenceTransformer(path) alone does not give its vectors (%s); load it with the "
+                            "evaluate.py line of its %s", target, why_not, NOTE_FILE)
             note = self.loading_note(why_not)
             if self.matryoshka:  # the prefixes trained: the note and the card say so, and how to score them
                 note = with_dims(note, self.matryoshka[0], self.embedding_dim)

@@ -60,7 +60,10 @@ OBJECTIVES = ("unsupervised", "supervised")
 HEADS = ("mlp", "transform", "none")
 FIELDS = {"unsupervised": ("sentences", "sentences"), "supervised": ("anchors", "positives", "negatives")}
 DATA_OF = {"unsupervised": "plain sentences (data=sentences)", "supervised": "NLI triplets (data=nli data.format=triplets)"}
-NO_ST = "PromptBERT's vector is a template's [MASK] state, which no sentence-transformers pooling reproduces"
+NO_ST = ("PromptBERT's vector is a template's [MASK] state, which no sentence-transformers pooling reproduces; its own "
+         "module does (sts_lightning's PromptBERTEmbedding): `SentenceTransformer(\"<export>\", trust_remote_code=True)` "
+         "with sts-lightning installed gives the evaluated vectors (without trust_remote_code sentence-transformers "
+         "refuses the directory)")
 
 
 class PromptTokenizer:
@@ -192,8 +195,8 @@ class PromptBERTModule(EncoderModule):
 
     # -------------------------------------------------------------------------------------- export
     def write_export_files(self, folder: Path) -> str | None:
-        """``promptbert_config.json`` (the evaluated settings) and the supervised head beside the encoder; never
-        sentence-transformers files (``NO_ST``)."""
+        """``promptbert_config.json`` (the evaluated settings), the supervised head beside the encoder, and a
+        ``modules.json`` naming PromptBERT's own sentence-transformers module (``NO_ST``; never mean pooling)."""
         hp = self.hparams
         write_prompt_export(folder, {"template": hp.template, "denoise": hp.eval_denoise, "max_length": hp.max_length},
                             self.head if hp.head == "transform" else None)

@@ -10,6 +10,9 @@ file, another format or another version -- never weights loaded into the wrong n
 A format is an ``ExportFormat`` constant of its module; the file names and the JSON layout (the format tag
 and version first, then the config in its own order, ``indent=2``) are those of the first exports, which
 ``tests/embeddings/io/test_legacy_exports.py`` loads.
+
+Each also gets the refusal ``modules.json`` (``embeddings.io.st_refusal``): its vectors come from its own scorer on
+a frozen encoder, so ``SentenceTransformer(path)`` must say so in one line, not fail on a missing ``config.json``.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from sts_lightning.embeddings.errors import ConfigError, DataError
 from sts_lightning.embeddings.io.disk_full import payload_bytes
 from sts_lightning.embeddings.io.export_manifest import export_directory, verify_export
 from sts_lightning.embeddings.io.model_card import ExportNotes
+from sts_lightning.embeddings.io.st_refusal import write_refusal
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,8 @@ def save_export(path: str | os.PathLike, fmt: ExportFormat, config: Mapping, ten
         save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, str(tmp / fmt.weights_file))
         meta = {"format": fmt.tag, "version": fmt.version, **dict(config)}
         (tmp / fmt.config_file).write_text(json.dumps(meta, indent=2))
+        write_refusal(tmp, f"it is a {fmt.what} export ({fmt.tag}), scored by its own scorer on the encoder it "
+                           f"was fitted on ({fmt.config_file})")
         if note is not None:
             note.write(tmp, shown_as=target)
     return target

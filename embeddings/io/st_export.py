@@ -16,6 +16,10 @@ mean pooling, silently. An export whose pooling it cannot reproduce must therefo
 Only the public module classes are used (sentence-transformers 6 moved its internals); their own
 ``save`` writes their configs and ``modules.json`` names them by their own import path, so the files
 follow the installed version's format. Nothing here needs ``trust_remote_code``.
+
+A pooling it cannot reproduce gets the refusal instead (``embeddings.io.st_refusal``: a ``modules.json`` whose
+module sentence-transformers will not load as anything else), never no ``modules.json``, which it would read as
+"mean pooling".
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from sts_lightning.embeddings.io.st_refusal import write_refusal
 from sts_lightning.embeddings.methods.pooling_layers import LAYER_POOLINGS
 
 ST_POOLING_MODES = {"cls": "cls", "mean": "mean", "max": "max"}
@@ -69,7 +74,8 @@ def write_sentence_transformers_files(folder: str | Path, pooling: str, dim: int
         dense: an optional ``torch.nn.Linear`` applied after the pooling, followed by ``tanh`` (SimCSE's MLP).
 
     Returns:
-        ``None`` when written; otherwise the reason ``pooling`` cannot be reproduced (nothing written).
+        ``None`` when written; otherwise the reason ``pooling`` cannot be reproduced (then the refusal is written:
+        ``embeddings.io.st_refusal.write_refusal``).
     """
     import torch
     from sentence_transformers.sentence_transformer.modules import (
@@ -85,13 +91,13 @@ def write_sentence_transformers_files(folder: str | Path, pooling: str, dim: int
     if pooling in LAYER_POOLINGS:
         found = layer_weights(LAYER_POOLINGS[pooling], num_hidden_layers)
         if isinstance(found, str):
-            return f"pooling {pooling!r}: {found}"
+            return _refuse(folder, f"pooling {pooling!r}: {found}")
         start, weights = found
         stages.append(WeightedLayerPooling(dim, num_hidden_layers=num_hidden_layers, layer_start=start,
                                            layer_weights=torch.nn.Parameter(torch.tensor(weights))))
         config_kwargs["output_hidden_states"] = True
     elif pooling not in ST_POOLING_MODES:
-        return f"pooling {pooling!r} has no sentence-transformers equivalent"
+        return _refuse(folder, f"pooling {pooling!r} has no sentence-transformers equivalent")
     stages.append(Pooling(dim, pooling_mode=ST_POOLING_MODES.get(pooling, "mean")))
     if dense is not None:
         stages.append(Dense(dense.in_features, dense.out_features, bias=dense.bias is not None,
@@ -106,3 +112,8 @@ def write_sentence_transformers_files(folder: str | Path, pooling: str, dim: int
     (folder / "modules.json").write_text(json.dumps(entries, indent=2))
     write_sentence_bert_config(folder, max_length, config_kwargs)
     return None
+
+
+def _refuse(folder: Path, reason: str) -> str:
+    write_refusal(folder, reason)
+    return reason

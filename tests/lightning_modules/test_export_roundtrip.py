@@ -9,9 +9,10 @@ training. Then:
 - the export's ``LOADING.md`` names an ``evaluate.py`` command; loading the export the way that command
   does (``load_encoder`` + ``build_scorer``) gives the representation the live module's ``scorer()``
   scored during training, to 1e-5;
-- where the export is a sentence-transformers directory, ``SentenceTransformer(export).encode`` gives
-  those same vectors, to 1e-5, and ``AutoModel.from_pretrained`` loads it; where it is not, the note says
-  so and no ``modules.json`` lets sentence-transformers load it with a pooling that was never evaluated.
+- every export has a ``modules.json`` (without one sentence-transformers would build mean pooling, silently, issue 48):
+  a sentence-transformers directory's ``SentenceTransformer(export).encode`` gives those same vectors, to 1e-5, and
+  ``AutoModel.from_pretrained`` loads it; PromptBERT's own module gives them with ``trust_remote_code=True`` (and
+  is refused without it); every other export is refused in one line naming ``sts_lightning.load``.
 """
 
 from __future__ import annotations
@@ -65,16 +66,37 @@ def test_export_loads_as_evaluated(name, options, tiny_model_dir, tmp_path, one_
     scorer, note = documented_scorer(folder)
     with torch.no_grad():
         assert_same_representation(scorer.represent(EXPORT_SENTENCES), evaluated)
-    if (folder / "modules.json").is_file():
-        from sentence_transformers import SentenceTransformer
-        from transformers import AutoModel
+    assert_sentence_transformers_loads_as_evaluated(folder, note, evaluated)
 
+
+def assert_sentence_transformers_loads_as_evaluated(folder: Path, note: str, evaluated: dict) -> None:
+    """``SentenceTransformer(folder)`` gives ``evaluated`` or refuses: never another representation."""
+    from sentence_transformers import SentenceTransformer
+    from transformers import AutoModel
+
+    from sts_lightning.embeddings.errors import ConfigError
+    from sts_lightning.embeddings.io.st_refusal import custom_module_types, refused
+
+    assert (folder / "modules.json").is_file(), "no modules.json: sentence-transformers would mean-pool it silently"
+    custom = custom_module_types(folder)
+    if not custom:
         assert f'SentenceTransformer("{EXPORT}")' in note and "not a sentence-transformers model" not in note
         vectors = SentenceTransformer(str(folder), device="cpu").encode(EXPORT_SENTENCES, convert_to_tensor=True)
         torch.testing.assert_close(vectors.cpu(), evaluated["embedding"].float(), atol=1e-5, rtol=0)
         assert AutoModel.from_pretrained(str(folder)).config.hidden_size == 32
-    else:
-        assert "not a sentence-transformers model" in note
+        return
+    assert "not a sentence-transformers model" in note
+    with pytest.raises(ValueError, match="trust_remote_code=True"):  # sentence-transformers' own refusal
+        SentenceTransformer(str(folder), device="cpu")
+    if refused(folder):
+        with pytest.raises(ConfigError, match=r"cannot be loaded by sentence-transformers: .*sts_lightning\.load\(") as err:
+            SentenceTransformer(str(folder), device="cpu", trust_remote_code=True)
+        assert "\n" not in str(err.value)
+        return
+    assert "trust_remote_code=True" in note
+    model = SentenceTransformer(str(folder), device="cpu", trust_remote_code=True)
+    vectors = model.encode(EXPORT_SENTENCES, convert_to_tensor=True, batch_size=2)  # padded batches too
+    torch.testing.assert_close(vectors.cpu(), evaluated["embedding"].float(), atol=1e-5, rtol=0)
 
 
 def test_cross_view_ae_run_with_plain_name_sources_exports(tmp_path, tiny_model_dir, train_data_dir, one_thread):  # noqa: F811
@@ -89,8 +111,9 @@ def test_cross_view_ae_run_with_plain_name_sources_exports(tmp_path, tiny_model_
                 "+trainer.fast_dev_run=true", "export=true", "callbacks.sts_evaluation.tasks=[stsb-dev]"])
     train(cfg)
     scorer, note = documented_scorer(tmp_path / "run" / "export")
-    assert "not a sentence-transformers model" in note
-    assert scorer.represent(EXPORT_SENTENCES)["embedding"].shape == (len(EXPORT_SENTENCES), 32)
+    evaluated = scorer.represent(EXPORT_SENTENCES)
+    assert evaluated["embedding"].shape == (len(EXPORT_SENTENCES), 32)
+    assert_sentence_transformers_loads_as_evaluated(tmp_path / "run" / "export", note, evaluated)
 
 
 def test_ct_exports_the_kept_copy(tiny_model_dir, tmp_path, one_thread):
@@ -106,7 +129,8 @@ def test_ct_exports_the_kept_copy(tiny_model_dir, tmp_path, one_thread):
 
 
 def test_pooling_without_sentence_transformers_form(tiny_model_dir, tmp_path, monkeypatch, caplog):
-    """A pooling sentence-transformers cannot reproduce: HF model + note + warning, no ST files."""
+    """A pooling sentence-transformers cannot reproduce: HF model + note + warning, and the refusal as its
+    ``modules.json`` (no Pooling module a loader could mistake for it)."""
     from sts_lightning.embeddings.methods.pooling import cls_pool
     from sts_lightning.lightning_modules.base import EncoderModule
 
@@ -114,10 +138,13 @@ def test_pooling_without_sentence_transformers_form(tiny_model_dir, tmp_path, mo
     module = EncoderModule(str(tiny_model_dir), pooling="cls_twice", max_length=32)
     with caplog.at_level(logging.WARNING):
         folder = module.export(tmp_path / "export")
-    assert not (folder / "modules.json").exists() and not (folder / "sentence_bert_config.json").exists()
+    assert not (folder / "1_Pooling").exists() and not (folder / "sentence_bert_config.json").exists()
     assert "no sentence-transformers equivalent" in caplog.text
     note = (folder / NOTE_FILE).read_text()
     assert "not a sentence-transformers model" in note and "'scorers=[cls_twice]'" in note
+    from sts_lightning.embeddings.io.st_refusal import refused
+
+    assert refused(folder)
 
 
 def test_layer_weights():

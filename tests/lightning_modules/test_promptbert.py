@@ -75,7 +75,7 @@ def test_the_export_note_names_the_evaluated_template(tiny_model_dir, tmp_path, 
     folder = module.export(tmp_path / "export")
     note = (folder / "LOADING.md").read_text()
     assert "encoder.max_length=32" in note and "denoise:true" in note and "promptbert_head.safetensors" in note
-    assert (folder / "promptbert_head.safetensors").is_file() and not (folder / "modules.json").exists()
+    assert (folder / "promptbert_head.safetensors").is_file() and "trust_remote_code=True" in note
     from sts_lightning.api import load
 
     loaded = load(folder)  # the note's line, parsed back: the quote inside the template survives
@@ -83,3 +83,10 @@ def test_the_export_note_names_the_evaluated_template(tiny_model_dir, tmp_path, 
     with torch.no_grad():
         torch.testing.assert_close(loaded.encode(SENTENCES[:3]), module.eval().scorer().represent(SENTENCES[:3])[
             "embedding"], atol=1e-5, rtol=0)
+
+
+def test_the_export_names_the_sentence_transformers_module_that_exists():
+    from sts_lightning.embeddings.methods.promptbert.head import ST_MODULE
+    from sts_lightning.embeddings.methods.promptbert.st_module import PromptBERTEmbedding
+
+    assert ST_MODULE == f"{PromptBERTEmbedding.__module__}.{PromptBERTEmbedding.__qualname__}"

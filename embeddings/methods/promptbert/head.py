@@ -20,6 +20,9 @@ from sts_lightning.embeddings.methods.promptbert import PROMPTBERT
 
 # The export's own file (always: its format tag and the evaluated settings) and the head's weights (supervised only).
 EXPORT_FORMAT = ExportFormat(PROMPTBERT.export, 1, "promptbert_config.json", "promptbert_head.safetensors", "PromptBERT")
+# What the export's modules.json names: the sentence-transformers module computing the evaluated vector (st_module.py;
+# a string, so writing an export needs no sentence-transformers import).
+ST_MODULE = "sts_lightning.embeddings.methods.promptbert.st_module.PromptBERTEmbedding"
 
 
 def transform_head(hidden: int, act: str = "gelu", eps: float = 1e-12, init_std: float = 0.02) -> nn.Sequential:
@@ -45,8 +48,9 @@ def head_for(config) -> nn.Sequential:
 
 
 def write_prompt_export(folder: str | Path, settings: dict, head: nn.Sequential | None) -> None:
-    """``promptbert_config.json`` (format tag, version, the evaluated ``settings``, the head's shape or ``null``) and
-    the head's weights, into an export directory being written (``EncoderModule.export``'s temporary directory)."""
+    """``promptbert_config.json`` (format tag, version, the evaluated ``settings``, the head's shape or ``null``), the
+    head's weights and the ``modules.json`` naming ``ST_MODULE`` (so ``SentenceTransformer(path)`` never mean-pools
+    it), into an export directory being written (``EncoderModule.export``'s temporary directory)."""
     from safetensors.torch import save_file
 
     folder = Path(folder)
@@ -58,6 +62,7 @@ def write_prompt_export(folder: str | Path, settings: dict, head: nn.Sequential 
                   str(folder / EXPORT_FORMAT.weights_file))
     meta = {"format": EXPORT_FORMAT.tag, "version": EXPORT_FORMAT.version, **settings, "head": spec}
     (folder / EXPORT_FORMAT.config_file).write_text(json.dumps(meta, indent=2) + "\n")
+    (folder / "modules.json").write_text(json.dumps([{"idx": 0, "name": "0", "path": "", "type": ST_MODULE}], indent=2))
 
 
 def load_head(folder: str | Path) -> nn.Sequential:

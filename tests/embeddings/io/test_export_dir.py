@@ -22,7 +22,9 @@ FMT = ExportFormat("sts-lightning/test", 3, "test_config.json", "test.safetensor
 def test_round_trip_keeps_the_file_names_and_json_layout(tmp_path):
     tensors = {"w": torch.arange(6.0).view(2, 3).t(), "b": torch.ones(2, requires_grad=True)}  # non-contiguous, grad
     target = save_export(tmp_path / "out", FMT, {"z": 1, "a": [2, 3]}, tensors)
-    assert sorted(p.name for p in target.iterdir()) == ["export_manifest.json", "test.safetensors", "test_config.json"]
+    assert sorted(p.name for p in target.iterdir()) == ["export_manifest.json", "modules.json",
+                                                        "sentence_transformers_refusal.json", "test.safetensors",
+                                                        "test_config.json"]
     text = (target / "test_config.json").read_text()
     assert text == json.dumps({"format": "sts-lightning/test", "version": 3, "z": 1, "a": [2, 3]}, indent=2)
     config, loaded = load_export(target, FMT)
@@ -106,3 +108,21 @@ def test_atomic_directory_keep_leaves_a_complete_target(tmp_path):
     with atomic_directory(target) as tmp:
         (tmp / "new").write_text("x")
     assert [p.name for p in target.iterdir()] == ["new"] and [p.name for p in tmp_path.iterdir()] == ["d"]
+
+
+def test_sentence_transformers_refuses_a_fitted_export_in_one_line(tmp_path):
+    """Issue 48: no ``config.json`` puzzle and never mean pooling: its own refusal, or ours naming the loader."""
+    import pytest
+    from sentence_transformers import SentenceTransformer
+
+    from sts_lightning.embeddings.errors import ConfigError
+
+    target = save_export(tmp_path / "out", FMT, {"n": 1}, {"x": torch.zeros(1)})
+    with pytest.raises(ValueError, match="trust_remote_code=True"):
+        SentenceTransformer(str(target), device="cpu")
+    with pytest.raises(ConfigError) as err:
+        SentenceTransformer(str(target), device="cpu", trust_remote_code=True)
+    assert str(err.value) == (f"{target} cannot be loaded by sentence-transformers: it is a test export "
+                              "(sts-lightning/test), scored by its own scorer on the encoder it was fitted on "
+                              f"(test_config.json); load it with sts_lightning.load({str(target)!r}) (pip install "
+                              "sts-lightning), or score it with the evaluate.py line of its LOADING.md")

@@ -23,7 +23,8 @@ def _export(tmp_path):
 def test_the_manifest_lists_every_file_including_the_note(tmp_path):
     folder = _export(tmp_path)
     files = json.loads((folder / MANIFEST_FILE).read_text())["files"]
-    assert sorted(files) == ["LOADING.md", "test.safetensors", "test_config.json"]
+    assert sorted(files) == ["LOADING.md", "modules.json", "sentence_transformers_refusal.json", "test.safetensors",
+                            "test_config.json"]
     assert verify_export(folder) is True
     config, tensors = load_export(folder, FMT)
     assert config["dim"] == 4 and tensors["w"].shape == (16, 4)
