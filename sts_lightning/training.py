@@ -23,7 +23,7 @@ from hydra._internal.utils import create_config_search_path
 from hydra.core.config_search_path import ConfigSearchPath, SearchPathQuery
 from omegaconf import DictConfig
 
-from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.errors import ConfigError, user_errors
 from sts_lightning.embeddings.io.package_files import CONFIG_DIR
 from sts_lightning.process_state import kept_process_state
 from sts_lightning.runs.overrides import check_command_line
@@ -85,6 +85,7 @@ def search_path(config_dirs: Sequence[Path]) -> ConfigSearchPath:
     return path
 
 
+@user_errors
 def train(model: str | None = None, overrides: Sequence[str] = (), *, experiment: str | None = None,
           config_dir: str | Path | Sequence[str | Path] | None = None) -> Run:
     """Train as ``sts-train`` would with the same arguments; returns the :class:`Run`.

@@ -89,7 +89,7 @@ def convert_onnx_bert(onnx_path: Path, dest: Path, vocab_file: Path, num_heads: 
         from onnx import numpy_helper
     except ImportError as err:  # e.g. onnx installed with --no-deps lacks ml_dtypes
         raise ConfigError(f"converting {onnx_path.name} needs the onnx package with its dependencies: "
-                          f"pip install onnx==1.23.2 (the project's 'models' extra). Import error: {err}") from err
+                          f"pip install 'onnx>=1.23.2' (a dependency of sts-lightning). Import error: {err}") from err
     from transformers import BertTokenizerFast
 
     graph = onnx.load(str(onnx_path)).graph

