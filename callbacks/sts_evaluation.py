@@ -43,10 +43,12 @@ from sts_lightning.embeddings.scoring.scorer import Representation, Scorer, take
 from sts_lightning.embeddings.scoring.shared_pass import share_forward_pass
 from sts_lightning.embeddings.stop_request import check_stop, stretch
 from sts_lightning.sts.geometry import tasks_geometry
+from sts_lightning.sts.predictions import pooled, task_pairs, write_predictions
 from sts_lightning.sts.scoring import aggregate, main_score
 from sts_lightning.sts.tasks import STSTask, expand_groups, load_tasks
 
 AVG_KEY = "val/sts_avg_spearman"
+PREDICTIONS_DIR = "sts_predictions"  # <run dir>/sts_predictions/{before,after}.npz: compare_runs' paired differences
 log = logging.getLogger(__name__)
 
 
@@ -137,6 +139,8 @@ class STSEvaluationCallback(L.Callback):
         self.start_metrics: dict[str, float] | None = None
         self.last_step: int | None = None  # global step of the last evaluation (None: none yet)
         self._frozen: dict[int, tuple[object, str, ReadingStore]] = {}  # id(encoder) -> (encoder, digest, store)
+        self._stage = "after"  # which predictions file a fit's scoring writes (before: on_train_start's)
+        self._sims: dict[str, dict[str, np.ndarray]] | None = None  # rank 0: the main scorer's last similarities
 
     # ------------------------------------------------------------------ setup: tasks and pair indices
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
@@ -179,7 +183,11 @@ class STSEvaluationCallback(L.Callback):
             return
         if trainer.is_global_zero:  # seconds to minutes on a CPU: say what runs before the first step
             log.info("scoring STS before training (%s) ...", ", ".join(self.task_names))
-        metrics = self.evaluate(trainer, pl_module)
+        self._stage = "before"
+        try:
+            metrics = self.evaluate(trainer, pl_module)
+        finally:
+            self._stage = "after"
         self.start_metrics = metrics
         if trainer.is_global_zero:  # loggers write on rank 0 only; every rank took part in evaluate()
             log.info("STS Spearman x100 before training: %s", spearman_line(metrics))
@@ -267,18 +275,30 @@ class STSEvaluationCallback(L.Callback):
             # a SIGTERM stops the encoding within a batch, on every rank at the same one (callbacks/preemption.py)
             with stretch("scoring STS", agreement(trainer)), torch.inference_mode():
                 outcome = self._scored(trainer, pl_module, pl_module.scorer())
+                sims, self._sims = self._sims, None
                 probes = {p: self._scored(trainer, pl_module, pl_module.probe_scorer(p)) for p in self.probe_poolings}
         finally:
             for module, was_training in modes:  # per submodule: frozen parts stay in eval mode
                 module.train(was_training)
         self.last_results = outcome
         self.last_metrics = self._flatten(outcome)
+        if sims is not None and trainer.is_global_zero and trainer.state.fn == "fit":
+            self._save_predictions(trainer, sims)
         probe_metrics = {f"probe/{pooling}/{task}_spearman": main_score(result, "spearman")
                          for pooling, results in probes.items() for task, result in results.items()}
         if probe_metrics and trainer.is_global_zero:
             log.info("STS Spearman x100 of the probe poolings: %s", ", ".join(
                 f"{k[len('probe/'):-len('_spearman')]} {v:.2f}" for k, v in probe_metrics.items()))
         return {**self.last_metrics, **probe_metrics}
+
+    def _save_predictions(self, trainer: L.Trainer, sims: dict[str, dict[str, np.ndarray]]) -> None:
+        """``<run dir>/sts_predictions/<stage>.npz``: the per-pair similarities behind the logged Spearman, so
+        ``compare_runs`` can compare this run with another pair by pair (``sts.predictions``); the last scoring of
+        the fit is the "after" one."""
+        tasks = self.tasks or []
+        write_predictions(Path(trainer.default_root_dir) / PREDICTIONS_DIR / f"{self._stage}.npz",
+                          {"pred": {t.name: pooled(t, sims[t.name]) for t in tasks}},
+                          {t.name: task_pairs(t) for t in tasks})
 
     def _scored(self, trainer: L.Trainer, pl_module: L.LightningModule, scorer: Scorer) -> dict[str, dict]:
         """Collective: one scorer's per-task aggregates, computed on rank 0 and broadcast to every rank."""
@@ -345,9 +365,11 @@ class STSEvaluationCallback(L.Callback):
                     warnings.warn(f"scorer {scorer.name!r} produced non-finite similarities on {task.name}; "
                                   "logging NaN", RuntimeWarning, stacklevel=2)
                     task_preds = {n: np.zeros_like(p) for n, p in task_preds.items()}
+                preds[task.name] = task_preds
                 results[task.name] = aggregate(task, task_preds)
                 if task.name in geometry:
                     results[task.name]["geometry"] = geometry[task.name]
+            self._sims = preds  # kept on rank 0 for the predictions file (``evaluate``)
             return results
         except Exception as err:  # re-raised on every rank after the broadcast
             return f"{type(err).__name__}: {err}"

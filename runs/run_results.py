@@ -4,12 +4,14 @@ Why from files and not from W&B: the comparison must work for people without a W
 directories copied from a cluster. Each reader parses exactly what the code writes:
 
 - evaluate runs (``runs/evaluate_run.py``): ``results.json`` from ``sts.report.write_reports``, one row
-  per (encoder, scorer), with each task's bootstrap 95% interval where the run computed one;
+  per (encoder, scorer), with each task's bootstrap 95% interval where the run computed one, and each row's
+  per-pair similarities in ``predictions.npz`` (``row<i>``) where the run wrote them;
 - seed groups (``train.py seeds=[...]``, ``runs/seed_runs.py``): ``seeds_sts.json``, one row of the seeds' means,
-  with mean +- std as each task's interval;
+  with mean +- std as each task's interval and every seed's scores (a paired comparison over seeds);
 - training runs (``runs/train_run.py``): the STS callback's ``val/<task>_spearman`` in
   ``csv/metrics.csv`` (``logger=csv`` and ``logger=wandb_offline``), else its ``sts_before_after.md``, else
-  the final table that a W&B run leaves in ``wandb/*run-*/files/media/table/val/sts_final_*.table.json``.
+  the final table that a W&B run leaves in ``wandb/*run-*/files/media/table/val/sts_final_*.table.json``;
+  the STS callback's per-pair similarities in ``sts_predictions/<stage>.npz`` where it wrote them.
   The label comes from ``.hydra/config.yaml`` and ``.hydra/hydra.yaml`` (experiment / method / backbone
   / seed, as the W&B group and tags name the run).
 """
@@ -32,18 +34,23 @@ MAIN_AGGREGATE = "all"
 AVG_TASK = "sts_avg"  # val/sts_avg_spearman: the callback's own average, not a task
 SPEARMAN = re.compile(r"^val/(.+)_spearman$")
 SEEDS_TABLE = "seeds_sts.json"  # runs.seed_runs.TABLE_JSON, not imported: runs.seed_runs pulls in torch
+PREDICTIONS = "predictions.npz"  # sts.predictions.RunPredictions.FILE
+TRAIN_PREDICTIONS = "sts_predictions"  # callbacks.sts_evaluation: <stage>.npz, system "pred"
 Interval = tuple[float, float]
 
 
 @dataclass
 class RunRows:
     """One run directory's rows: ``(stage, {task: Spearman x100})`` with stage before / after / an eval label;
-    ``intervals``: per stage, ``{task: (lo, hi)}`` where known (``avg``: the seeds' average)."""
+    ``intervals``: per stage, ``{task: (lo, hi)}`` where known (``avg``: the seeds' average); ``predictions``: per
+    stage, the ``(npz file, system)`` of its per-pair similarities; ``seeds``: a seed group's ``{seed: {task: x}}``."""
 
     run_dir: Path
     label: str
     rows: list[tuple[str, dict[str, float]]] = field(default_factory=list)
     intervals: dict[str, dict[str, Interval]] = field(default_factory=dict)
+    predictions: dict[str, tuple[Path, str]] = field(default_factory=dict)
+    seeds: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def _csv_rows(path: Path) -> list[dict[str, float]]:
@@ -120,7 +127,9 @@ def read_train_run(run_dir: Path) -> RunRows:
     if not rows:
         raise DataError(f"{run_dir} has no STS results: no val/<task>_spearman in csv/metrics.csv, no "
                         "sts_before_after.md, no W&B sts_final table (was callbacks.sts_evaluation switched off?)")
-    return RunRows(run_dir, _train_label(run_dir), rows)
+    saved = {stage: (run_dir / TRAIN_PREDICTIONS / f"{stage}.npz", "pred") for stage, _ in rows
+             if (run_dir / TRAIN_PREDICTIONS / f"{stage}.npz").is_file()}
+    return RunRows(run_dir, _train_label(run_dir), rows, predictions=saved)
 
 
 def read_seed_run(run_dir: Path) -> RunRows:
@@ -131,8 +140,9 @@ def read_seed_run(run_dir: Path) -> RunRows:
         stage = f"after (mean of {len(summary['seeds'])} seeds)"
         columns = [*summary["tasks"], AVG]
         spread = {c: (summary["mean"][c] - summary["std"][c], summary["mean"][c] + summary["std"][c]) for c in columns}
+        seeds = {str(s): {c: float(v) for c, v in row.items()} for s, row in summary["per_seed"].items()}
         return RunRows(run_dir, _train_label(run_dir), [(stage, {t: float(summary["mean"][t]) for t in summary["tasks"]})],
-                       {stage: spread})
+                       {stage: spread}, seeds=seeds)
     except (ValueError, KeyError, TypeError) as err:
         raise DataError(f"{path} is not a seeds table ({type(err).__name__}: {err})") from None
 
@@ -149,11 +159,13 @@ def read_evaluate_run(run_dir: Path) -> list[RunRows]:
     try:
         results = json.loads(path.read_text())["results"]
         out = []
-        for r in results:
+        saved = run_dir / PREDICTIONS
+        for i, r in enumerate(results):
             mains = {t: v[MAIN_AGGREGATE] for t, v in r["tasks"].items()}
             cis = {t: ci for t, v in mains.items() if (ci := _interval(v)) is not None}
+            sims = {"eval": (saved, f"row{i}")} if saved.is_file() and "unsupported" not in r else {}
             out.append(RunRows(run_dir, f"{short_name(r['encoder'])} / {r['scorer']}",
-                               [("eval", {t: float(v["spearman"]) for t, v in mains.items()})], {"eval": cis}))
+                               [("eval", {t: float(v["spearman"]) for t, v in mains.items()})], {"eval": cis}, sims))
         return out
     except (ValueError, KeyError, TypeError) as err:
         raise DataError(f"{path} is not an evaluate results file ({type(err).__name__}: {err})") from None

@@ -11,6 +11,8 @@ import math
 from pathlib import Path
 
 from sts_lightning.embeddings.io.atomic import atomic_write
+from sts_lightning.sts.paired import AVG, differences_table
+from sts_lightning.sts.predictions import RunPredictions
 from sts_lightning.sts.score_chart import save_chart
 from sts_lightning.sts.scoring import main_score
 from sts_lightning.sts.task_order import ordered_tasks
@@ -40,9 +42,22 @@ def _with_ci(value: float, ci: list[float] | None) -> str:
     return _fmt(value) if ci is None else f"{_fmt(value)} [{ci[0]:.2f}, {ci[1]:.2f}]"
 
 
-def markdown_table(results: list[dict]) -> str:
+def paired_section(results: list[dict], predictions: RunPredictions | None) -> str:
+    """Every scored row minus the first scored row, per task and for the average: the paired bootstrap difference
+    (``sts.paired``); empty with under two scored rows or ``bootstrap.samples=0``."""
+    paired = predictions.paired() if predictions is not None else None
+    if paired is None:
+        return ""
+    indices, table = paired
+    labels = [label for label, _ in rows_of(results)]
+    columns = [*ordered_tasks(table.tasks), *([AVG] if AVG in table.point else [])]
+    rows = [(labels[i], {c: table.difference(c, k, 0) for c in columns}) for k, i in enumerate(indices) if k > 0]
+    return "\nPaired differences to the first row:\n\n" + differences_table(labels[indices[0]], columns, rows)
+
+
+def markdown_table(results: list[dict], predictions: RunPredictions | None = None) -> str:
     """Spearman x100 ('all' aggregate) per task, with its bootstrap interval where computed, an average column,
-    and the 7-task average if complete."""
+    and the 7-task average if complete; with ``predictions``, the paired differences to the first row below."""
     tasks = ordered_tasks(results[0]["tasks"]) if results else []
     has_standard = all(t in tasks for t in STANDARD_TASKS)
     head = ["encoder / scorer", *tasks, "avg"] + (["avg (7 standard)"] if has_standard else []) + ["time (s)"]
@@ -57,7 +72,7 @@ def markdown_table(results: list[dict]) -> str:
             cells.append(_fmt(sum(scores[t] for t in STANDARD_TASKS) / len(STANDARD_TASKS)))
         cells.append(f"{r.get('seconds', float('nan')):.1f}")
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines + (["", CI_LEGEND] if any_ci else [])) + "\n"
+    return "\n".join(lines + (["", CI_LEGEND] if any_ci else [])) + "\n" + paired_section(results, predictions)
 
 
 def chart_rows(results: list[dict]) -> list[tuple[str, str, dict[str, float]]]:
@@ -70,13 +85,17 @@ def chart_rows(results: list[dict]) -> list[tuple[str, str, dict[str, float]]]:
     return rows
 
 
-def write_reports(results: list[dict], out_dir: Path, meta: dict | None = None) -> dict[str, Path]:
-    """results.json, results.md, results.png in ``out_dir``; returns their paths."""
+def write_reports(results: list[dict], out_dir: Path, meta: dict | None = None,
+                  predictions: RunPredictions | None = None) -> dict[str, Path]:
+    """results.json, results.md, results.png in ``out_dir`` (and ``predictions.npz``: each row's similarities as
+    ``row<i>``, for ``compare_runs``' paired differences); returns their paths."""
     out_dir = Path(out_dir)
     paths = {"json": out_dir / "results.json", "markdown": out_dir / "results.md", "png": out_dir / "results.png"}
+    if predictions is not None:  # before results.json: a reader that finds the results finds their similarities
+        paths["predictions"] = predictions.write(out_dir)
     payload = {"meta": meta or {}, "results": results}
     atomic_write(paths["json"], json.dumps(payload, indent=2, allow_nan=True).encode())
-    atomic_write(paths["markdown"], markdown_table(results).encode())
+    atomic_write(paths["markdown"], markdown_table(results, predictions).encode())
     if results:
         save_chart(chart_rows(results), paths["png"])
     return paths

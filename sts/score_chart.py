@@ -13,7 +13,11 @@ Why runs as rows with their names on the y axis and tasks as panels: run labels 
 legend, and ten runs make the figure taller, not wider. Panels wrap at ``MAX_COLS`` per row, so the width
 stays under ``MAX_WIDTH_IN`` whatever the number of tasks, and the height is capped at ``MAX_HEIGHT_IN``.
 A training run's "before" (hollow, grey) and "after" (filled) share its row, joined by a line: the change
-that training made. The legend names only those markers (when a chart has more than one kind) and sits below the panels.
+that training made; a seed group's mean is an "after" dot with its +- std as an error bar. The legend names only
+those markers (when a chart has more than one kind) and sits below the panels.
+
+Every value of every row is drawn (``panel_points`` lists them; a NaN is written "n/a" in its row): two rows with
+one label and stage would share a y position and hide one dot, so they are refused (``DataError``), never merged.
 """
 
 from __future__ import annotations
@@ -24,10 +28,12 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
+from sts_lightning.embeddings.errors import DataError
 from sts_lightning.embeddings.io.atomic import atomic_file
 from sts_lightning.sts.task_order import is_average, ordered_tasks
 
-Row = tuple[str, str, dict[str, float]]  # (run label, stage: before / after / eval, {task: Spearman x100})
+Row = tuple[str, str, dict[str, float]]  # (run label, stage: before / after[ (...)] / eval, {task: Spearman x100})
+Spread = dict[str, tuple[float, float]]  # one row's {task: (lo, hi)} drawn as an error bar (a seed group's +- std)
 
 MIN_SPAN = 4.0  # points: a panel never zooms in further, so 0.1-point noise stays small
 PAD_FRACTION = 0.18  # room on each side for the value written over the outermost dots
@@ -43,6 +49,39 @@ STAGE_STYLE = {  # marker face, edge, size; "before" is hollow so "after" stays 
     "after": {"facecolor": "tab:blue", "edgecolor": "tab:blue", "label": "after training"},
     "eval": {"facecolor": "tab:orange", "edgecolor": "tab:orange", "label": "evaluated (evaluate.py)"},
 }
+
+
+def style_of(stage: str) -> str:
+    """``before``, ``after`` (also ``after (mean of 3 seeds)``: a training result) or ``eval``."""
+    return "before" if stage == "before" else "after" if stage.startswith("after") else "eval"
+
+
+@dataclass(frozen=True)
+class Point:
+    """One drawn value: a dot (or "n/a" for NaN) in a panel's row, with its error bar where the row has one."""
+
+    group: str
+    label: str
+    stage: str
+    value: float
+    spread: tuple[float, float] | None = None
+
+
+def check_rows(rows: list[Row]) -> None:
+    """One ``DataError`` line when two rows share a label and stage: one of their dots would hide the other."""
+    seen: set[tuple[str, str]] = set()
+    for label, stage, _ in rows:
+        if (label, stage) in seen:
+            raise DataError(f"two chart rows are both {label!r} ({stage}): one dot would hide the other; "
+                            "give the rows distinct labels")
+        seen.add((label, stage))
+
+
+def panel_points(group: str, rows: list[Row], spreads: list[Spread] | None = None) -> list[Point]:
+    """Every value of ``group`` to draw, one per row that has it (what a panel shows, what tests count)."""
+    spreads = spreads or [{} for _ in rows]
+    return [Point(group, label, stage, scores[group], spread.get(group))
+            for (label, stage, scores), spread in zip(rows, spreads, strict=True) if group in scores]
 
 
 @dataclass(frozen=True)
@@ -88,11 +127,12 @@ def wrap_label(label: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def chart_layout(rows: list[Row]) -> ChartLayout:
+def chart_layout(rows: list[Row], spreads: list[Spread] | None = None) -> ChartLayout:
     """Panels, rows, per-panel ranges and a figure size capped at ``MAX_WIDTH_IN`` x ``MAX_HEIGHT_IN``."""
     groups = ordered_tasks(t for _, _, scores in rows for t in scores)
     labels = list(dict.fromkeys(label for label, _, _ in rows))
-    limits = {g: panel_limits([scores[g] for _, _, scores in rows if g in scores]) for g in groups}
+    limits = {g: panel_limits([v for p in panel_points(g, rows, spreads) for v in (p.value, *(p.spread or ()))])
+              for g in groups}  # an error bar stays inside its panel
     nrows = max(1, math.ceil(len(groups) / MAX_COLS))
     ncols = max(1, math.ceil(len(groups) / nrows))  # balanced: 5 panels are 3 + 2, not 4 + 1
     shown = [wrap_label(label) for label in labels]
@@ -103,29 +143,31 @@ def chart_layout(rows: list[Row]) -> ChartLayout:
     return ChartLayout(groups, labels, limits, ncols, nrows, (round(width, 2), round(height, 2)))
 
 
-def _draw_panel(ax, group: str, layout: ChartLayout, rows: list[Row]) -> None:
+def _draw_panel(ax, group: str, layout: ChartLayout, rows: list[Row], spreads: list[Spread] | None = None) -> None:
     """One task: a dot per (run, stage), before joined to after, each value written over (after) or under its dot."""
     y_of = {label: len(layout.labels) - 1 - i for i, label in enumerate(layout.labels)}  # first run on top
-    by_label: dict[str, dict[str, float]] = {}
-    for label, stage, scores in rows:
-        if group in scores:
-            by_label.setdefault(label, {})[stage] = scores[group]
+    points = panel_points(group, rows, spreads)
     low, high = layout.limits[group]
+    by_label: dict[str, dict[str, float]] = {}
+    for p in points:
+        by_label.setdefault(p.label, {})[style_of(p.stage)] = p.value
     for label, stages in by_label.items():
-        y = y_of[label]
         if "before" in stages and "after" in stages and not any(map(math.isnan, stages.values())):
-            ax.plot([stages["before"], stages["after"]], [y, y], color="0.6", lw=1.2, zorder=1)
-        for stage, value in stages.items():
-            if math.isnan(value):
-                ax.text((low + high) / 2, y, "n/a", ha="center", va="center", fontsize=7, color="0.4", style="italic")
-                continue
-            style = STAGE_STYLE.get(stage, STAGE_STYLE["eval"])
-            ax.scatter([value], [y], s=34, zorder=3, facecolors=style["facecolor"], edgecolors=style["edgecolor"],
-                       linewidths=1.2)
-            above = stage != "before"
-            ax.annotate(f"{value:.2f}", (value, y), xytext=(0, 4 if above else -4), textcoords="offset points",
-                        ha="center", va="bottom" if above else "top", fontsize=6.5,
-                        color="black" if above else "0.4")
+            ax.plot([stages["before"], stages["after"]], [y_of[label]] * 2, color="0.6", lw=1.2, zorder=1)
+    for p in points:
+        y, value = y_of[p.label], p.value
+        if math.isnan(value):
+            ax.text((low + high) / 2, y, "n/a", ha="center", va="center", fontsize=7, color="0.4", style="italic")
+            continue
+        style = STAGE_STYLE[style_of(p.stage)]
+        if p.spread is not None:
+            ax.errorbar([value], [y], xerr=[[value - p.spread[0]], [p.spread[1] - value]], fmt="none",
+                        ecolor=style["edgecolor"], elinewidth=1.2, capsize=3, zorder=2)
+        ax.scatter([value], [y], s=34, zorder=3, facecolors=style["facecolor"], edgecolors=style["edgecolor"],
+                   linewidths=1.2)
+        above = p.stage != "before"
+        ax.annotate(f"{value:.2f}", (value, y), xytext=(0, 4 if above else -4), textcoords="offset points",
+                    ha="center", va="bottom" if above else "top", fontsize=6.5, color="black" if above else "0.4")
     ax.set_xlim(low, high)
     ax.set_ylim(-0.7, len(layout.labels) - 0.3)
     ax.set_title(textwrap.fill(group, 30), fontsize=9, fontweight="bold" if is_average(group) else "normal")
@@ -137,8 +179,9 @@ def _draw_panel(ax, group: str, layout: ChartLayout, rows: list[Row]) -> None:
         ax.set_facecolor("0.96")
 
 
-def draw(rows: list[Row], title: str = "STS Spearman x100"):
-    """The chart as a matplotlib Figure (Agg backend); the caller saves and closes it."""
+def draw(rows: list[Row], title: str = "STS Spearman x100", spreads: list[Spread] | None = None):
+    """The chart as a matplotlib Figure (Agg backend); the caller saves and closes it. ``spreads``: per row, the
+    error bars to draw (``Spread``)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -146,17 +189,18 @@ def draw(rows: list[Row], title: str = "STS Spearman x100"):
     from matplotlib.lines import Line2D
     from matplotlib.ticker import MaxNLocator
 
-    layout = chart_layout(rows)
+    check_rows(rows)
+    layout = chart_layout(rows, spreads)
     fig, axes = plt.subplots(layout.nrows, layout.ncols, figsize=layout.figsize, sharey=True, squeeze=False)
     for i, ax in enumerate(axes.flat):
         if i >= len(layout.groups):
             ax.set_visible(False)
             continue
-        _draw_panel(ax, layout.groups[i], layout, rows)
+        _draw_panel(ax, layout.groups[i], layout, rows, spreads)
         ax.xaxis.set_major_locator(MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]))
     for ax in axes[:, 0]:
         ax.set_yticks(range(len(layout.labels)), [wrap_label(lb) for lb in reversed(layout.labels)], fontsize=8)
-    stages = [s for s in STAGE_STYLE if any(stage == s for _, stage, _ in rows)]
+    stages = [s for s in STAGE_STYLE if any(style_of(stage) == s for _, stage, _ in rows)]
     handles = [] if len(stages) < 2 else [  # one kind of marker needs no key
         Line2D([], [], ls="", marker="o", markersize=6, markerfacecolor=STAGE_STYLE[s]["facecolor"],
                markeredgecolor=STAGE_STYLE[s]["edgecolor"], label=STAGE_STYLE[s]["label"]) for s in stages]
@@ -168,11 +212,12 @@ def draw(rows: list[Row], title: str = "STS Spearman x100"):
     return fig
 
 
-def save_chart(rows: list[Row], path: Path, title: str = "STS Spearman x100") -> None:
+def save_chart(rows: list[Row], path: Path, title: str = "STS Spearman x100",
+               spreads: list[Spread] | None = None) -> None:
     """``draw`` to a PNG, written atomically (an interrupted run never leaves half a picture)."""
     import matplotlib.pyplot as plt
 
-    fig = draw(rows, title)
+    fig = draw(rows, title, spreads)
     with atomic_file(path) as tmp:
         fig.savefig(tmp, dpi=DPI, format="png")
     plt.close(fig)

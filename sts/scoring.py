@@ -71,9 +71,11 @@ def pair_sentences(tasks: Sequence[STSTask]) -> list[str]:
     return [s for p in pairs for s in p.sentences1] + [s for p in pairs for s in p.sentences2]
 
 
-def score_tasks(scorer: Scorer, tasks: Sequence[STSTask], bootstrap: Bootstrap | None = None) -> dict[str, dict]:
+def score_tasks(scorer: Scorer, tasks: Sequence[STSTask], bootstrap: Bootstrap | None = None,
+                keep: dict[str, dict[str, np.ndarray]] | None = None) -> dict[str, dict]:
     """Score every pair of every task with ONE ``score_pairs`` call (each sentence encoded once); ``bootstrap``:
-    add intervals (module docstring)."""
+    add intervals (module docstring); ``keep``: filled with the similarities, ``{task: {subset: array}}``, for a
+    paired comparison later (``sts.predictions``)."""
     s1: list[str] = []
     s2: list[str] = []
     spans: list[tuple[STSTask, str, int, int]] = []
@@ -89,6 +91,8 @@ def score_tasks(scorer: Scorer, tasks: Sequence[STSTask], bootstrap: Bootstrap |
     preds: dict[str, dict[str, np.ndarray]] = {}
     for task, name, lo, hi in spans:
         preds.setdefault(task.name, {})[name] = sims[lo:hi]
+    if keep is not None:
+        keep.update(preds)
     results = {task.name: aggregate(task, preds[task.name], bootstrap) for task in tasks}
     for name, values in geometry.items():
         results[name]["geometry"] = values

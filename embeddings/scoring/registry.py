@@ -63,6 +63,46 @@ def check_scorer_spec(spec: str | Mapping[str, Any], defaults: Mapping[str, Mapp
     return name, label, cls, options
 
 
+def _option_text(value: Any) -> str:
+    """A value as the command line writes it: ``true``, ``0.5``, ``[1,2]``."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_option_text(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ",".join(f"{k}:{_option_text(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+def distinct_labels(specs: list[str | Mapping[str, Any]]) -> list[str]:
+    """Each spec's row label: its ``label`` if given, else its name; two variants of one scorer without a label
+    (``scorers=[prompt,{name:prompt,denoise:true}]``) are told apart by the options they set that the others of
+    the same name do not set alike: ``prompt`` and ``prompt(denoise=true)``.
+
+    Why: two rows labelled alike collapse into one in every table, chart and W&B key read by label. A spec whose
+    name is used once keeps its plain name (tables, caches and tests key on it). Labels still equal after that
+    (the same spec twice, or two equal ``label`` values) are one ``ConfigError`` line.
+    """
+    parts = [_split_spec(spec) for spec in specs]
+    explicit = [not isinstance(spec, str) and "label" in spec for spec in specs]
+    labels = []
+    for i, (name, label, options) in enumerate(parts):
+        same = [o for j, (n, _, o) in enumerate(parts) if j != i and n == name and not explicit[j]]
+        if explicit[i] or not same:
+            labels.append(label)
+            continue
+        missing = object()
+        differ = [k for k, v in options.items() if any(o.get(k, missing) != v for o in same)]
+        labels.append(f"{name}({','.join(f'{k}={_option_text(options[k])}' for k in differ)})" if differ else name)
+    seen: dict[str, int] = {}
+    for i, label in enumerate(labels):
+        if label in seen:
+            raise ConfigError(f"scorers {seen[label] + 1} and {i + 1} would both be labelled {label!r}: give one a "
+                              f"label, e.g. {{name:{parts[i][0]},label:{label}_2,...}}")
+        seen[label] = i
+    return labels
+
+
 def build_scorer(spec: str | Mapping[str, Any], encoder: BaseEncoder | None,
                  defaults: Mapping[str, Mapping[str, Any]] | None = None) -> Scorer:
     """Instantiate the scorer ``spec`` on ``encoder``.

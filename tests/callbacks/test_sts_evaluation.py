@@ -190,6 +190,14 @@ def test_single_process_matches_score_tasks_and_restores_modes(tiny_model_dir, d
     # (e) the before / after table written at the end of training
     table = (Path(trainer.default_root_dir) / "sts_before_after.md").read_text()
     assert f"| stsb-dev | {first[KEY]:.2f} | {callback.last_metrics[KEY]:.2f} |" in table
+    # (f) the per-pair similarities behind the before and after numbers, for compare_runs' paired differences
+    from sts_lightning.sts.predictions import read_predictions
+    from sts_lightning.sts.scoring import correlations
+
+    for stage, metrics in (("before", first), ("after", callback.last_metrics)):
+        saved = read_predictions(Path(trainer.default_root_dir) / "sts_predictions" / f"{stage}.npz", "pred")
+        rho = correlations(saved.sims["stsb-dev"], saved.pairs["stsb-dev"].gold)["spearman"]
+        assert rho == pytest.approx(metrics[KEY], abs=1e-6)
 
 
 def test_probe_poolings_are_logged_beside_the_modules_own_vector(tiny_model_dir, data_dir, tmp_path):

@@ -13,11 +13,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from scipy.stats import spearmanr
 
 from sts_lightning.embeddings.errors import DataError
-from sts_lightning.runs.compare_runs import LEGEND, SAME, chart_rows, flatten, markdown_table, row_intervals
+from sts_lightning.runs.compare_runs import SAME, chart_rows, flatten, markdown_table, task_columns
+from sts_lightning.runs.row_differences import row_differences
 from sts_lightning.runs.run_results import RunRows, read_run
+from sts_lightning.sts.paired import AVG, interval, paired_table
+from sts_lightning.sts.predictions import TaskPairs, write_predictions
 from tests.paths import CONFIG_DIR
 
 ROOT = CONFIG_DIR.parent
@@ -70,7 +75,8 @@ def _csv_spearman(path: Path) -> list[dict[str, float]]:
 
 def _table_rows(table: str) -> dict[tuple[str, str], list[str]]:
     """The table's cells by (run, stage), without the ``~`` marks (the legend line after the table is skipped)."""
-    lines = [line.strip().strip("|").split("|") for line in table.splitlines()[2:] if line.startswith("|")]
+    main = table.split("\n\n")[0]  # the paired differences' table below is not part of it
+    lines = [line.strip().strip("|").split("|") for line in main.splitlines()[2:] if line.startswith("|")]
     return {(cells[0].strip(), cells[1].strip()): [c.strip().rstrip(SAME) for c in cells[2:]] for cells in lines}
 
 
@@ -153,22 +159,132 @@ def test_chart_gets_the_tables_average_and_none_of_one_task():
     assert [scores for _, _, scores in chart_rows(flatten(runs))] == [{"sts13": 80.0, "sts12": 60.0}, {"sts12": 70.0}]
 
 
-def test_differences_inside_the_intervals_are_marked_and_explained():
-    runs = [RunRows(Path("e"), "a / mean", [("eval", {"sts12": 80.0, "sts16": 70.0})],
-                    {"eval": {"sts12": (78.0, 82.0), "sts16": (69.0, 71.0)}}),
-            RunRows(Path("e"), "a / cls", [("eval", {"sts12": 79.0, "sts16": 60.0})],
-                    {"eval": {"sts12": (77.5, 79.5), "sts16": (58.0, 62.0)}}),
-            RunRows(Path("s"), "ct/seeds0,1", [("after (mean of 2 seeds)", {"sts12": 70.0, "sts16": 72.5})],
-                    {"after (mean of 2 seeds)": {"sts12": (69.0, 71.0), "sts16": (70.0, 75.0), "avg": (70.0, 72.0)}})]
-    lines = markdown_table(flatten(runs), row_intervals(runs)).splitlines()
-    # sts12: cls's 79 is inside mean's (78, 82); sts16: mean's 70 is inside the seeds' (70, 75), cls is not;
-    # avg: 75 (mean) is best, no interval of its own; the seeds' 71.25 with (70, 72) does not reach it.
-    assert lines[2] == "| a / mean | eval | 80.00 | 70.00~ | 75.00 |"
-    assert lines[3] == "| a / cls | eval | 79.00~ | 60.00 | 69.50 |"
-    assert lines[4] == "| ct/seeds0,1 | after (mean of 2 seeds) | 70.00 | 72.50 | 71.25 |"
-    assert lines[-1] == LEGEND
-    plain = markdown_table(flatten(runs))  # no intervals: nothing marked, no legend
-    assert SAME not in plain and LEGEND not in plain
+def _saved(tmp_path: Path, name: str, sims: dict[str, np.ndarray], gold: dict[str, np.ndarray],
+           fingerprint: str = "same") -> tuple[Path, str]:
+    path = write_predictions(tmp_path / f"{name}.npz", {"pred": sims},
+                             {t: TaskPairs(g, f"{fingerprint}:{t}") for t, g in gold.items()})
+    return path, "pred"
+
+
+def _three_systems(tmp_path: Path) -> list[RunRows]:
+    """On two tasks: a; b, a with a little noise of its own (a small difference that every resample shows);
+    c, clearly worse."""
+    rng = np.random.default_rng(0)
+    gold = {t: np.round(rng.uniform(0, 5, 400), 1) for t in ("sts12", "sts16")}
+    a = {t: g + rng.normal(size=400) for t, g in gold.items()}
+    sims = {"a": a, "b": {t: v + 0.25 * rng.normal(size=400) for t, v in a.items()},
+            "c": {t: g + 3 * rng.normal(size=400) for t, g in gold.items()}}
+    runs = []
+    for name, s in sims.items():
+        scores = {t: float(100 * spearmanr(s[t], gold[t]).statistic) for t in gold}
+        cis = {t: tuple(interval(paired_table([s], gold, 1000).replicates[t][0])) for t in gold}
+        runs.append(RunRows(tmp_path / name, f"m / {name}", [("eval", scores)], {"eval": cis},
+                            predictions={"eval": _saved(tmp_path, name, s, gold)}))
+    return runs
+
+
+def test_marks_and_differences_come_from_the_paired_bootstrap(tmp_path):
+    runs = _three_systems(tmp_path)
+    rows = flatten(runs)
+    tasks, common = task_columns(rows)
+    diffs = row_differences(runs, tasks, common, samples=1000)
+    text = markdown_table(rows, diffs)
+    table, differences = text.split("\nPaired differences to the first row:\n\n")
+    lines = table.splitlines()
+    for i, task in enumerate([*tasks, AVG]):
+        column = [float(line.split("|")[3 + i].strip().rstrip(SAME)) for line in lines[2:5]]
+        best = int(np.argmax(column))
+        for row in range(3):
+            d = diffs.difference(task, row, best)
+            assert lines[2 + row].split("|")[3 + i].strip().endswith(SAME) == (row != best and d.same)
+    # a vs b: their separate bootstrap intervals overlap, yet the paired interval of b - a excludes 0
+    (lo_a, hi_a), (lo_b, hi_b) = runs[0].intervals["eval"]["sts12"], runs[1].intervals["eval"]["sts12"]
+    assert lo_a < hi_b and lo_b < hi_a
+    b_minus_a = diffs.difference("sts12", 1, 0)
+    assert b_minus_a.hi < 0 and not b_minus_a.same
+    assert differences.splitlines()[:4] == [
+        "| minus m / a (eval) | sts12 | sts16 | avg |", "|---|---|---|---|",
+        "| m / b (eval) | " + " | ".join(diffs.difference(c, 1, 0).cell() for c in ("sts12", "sts16", AVG)) + " |",
+        "| m / c (eval) | " + " | ".join(diffs.difference(c, 2, 0).cell() for c in ("sts12", "sts16", AVG)) + " |"]
+    avg = diffs.difference(AVG, 2, 0)  # the average's resamples: the mean of the tasks' paired differences
+    per_task = [diffs.table.replicates[t][2] - diffs.table.replicates[t][0] for t in tasks]
+    assert (avg.lo, avg.hi) == pytest.approx(interval((per_task[0] + per_task[1]) / 2))
+
+
+def test_other_pairs_are_refused_in_one_line(tmp_path):
+    runs = _three_systems(tmp_path)
+    gold = {"sts12": np.round(np.random.default_rng(5).uniform(0, 5, 400), 1)}
+    runs.append(RunRows(tmp_path / "x", "other data", [("after", {"sts12": 50.0})],
+                        predictions={"after": _saved(tmp_path, "x", {"sts12": gold["sts12"]}, gold, "other")}))
+    with pytest.raises(DataError, match=r"were not scored on the same pairs of sts12"):
+        row_differences(runs, ["sts12", "sts16"], ["sts12"])
+    assert row_differences(runs, ["sts12", "sts16"], ["sts12"], samples=0).table is None  # --samples 0: no check
+
+
+def test_seed_groups_are_compared_over_their_seeds(tmp_path):
+    from sts_lightning.runs.seed_table import summarise_seeds
+
+    for name, shift in (("s1", 0.0), ("s2", 0.2), ("s3", -6.0)):
+        summary = summarise_seeds({k: {"val/stsb-dev_spearman": 70.0 + k + shift, "val/sts12_spearman": 50.0 - k}
+                                   for k in range(3)})
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "seeds_sts.json").write_text(json.dumps(summary))
+    runs = [run for name in ("s1", "s2", "s3") for run in read_run(tmp_path / name)]
+    rows = flatten(runs)
+    tasks, common = task_columns(rows)
+    diffs = row_differences(runs, tasks, common)
+    d = diffs.difference("stsb-dev", 1, 0)  # the same seeds: every per-seed difference is 0.2
+    assert d.diff == pytest.approx(0.2) and (d.lo, d.hi) == pytest.approx((0.2, 0.2))
+    assert diffs.difference("sts12", 1, 0).same  # identical: the interval [0, 0] contains 0
+    lines = markdown_table(rows, diffs).splitlines()
+    # sts12 is the same for all three (the first is the best, the others ~); a constant 0.2 is resolved
+    assert [line.split("|", 3)[3] for line in lines[2:5]] == [" 49.00 | 71.00 | 60.00 |", " 49.00~ | 71.20 | 60.10 |",
+                                                              " 49.00~ | 65.00 | 57.00 |"]
+
+
+def test_the_chart_draws_every_row_and_refuses_two_rows_with_one_name(tmp_path):
+    import matplotlib.pyplot as plt
+    from matplotlib.collections import PathCollection
+
+    from sts_lightning.sts.score_chart import check_rows, draw
+
+    runs = _three_systems(tmp_path)
+    # one label twice, in directories of one name (an older results.json's two "prompt" rows): numbered, not merged
+    runs.append(RunRows(tmp_path / "old" / "a", "m / a", [("eval", {"sts12": 1.0, "sts16": 2.0})]))
+    rows = chart_rows(flatten(runs))
+    assert [r[0] for r in rows] == ["m / a (a) #1", "m / b", "m / c", "m / a (a) #2"]
+    fig = draw(rows)
+    dots = sum(len(c.get_offsets()) for ax in fig.axes for c in ax.collections if isinstance(c, PathCollection))
+    plt.close(fig)
+    assert dots == sum(len(scores) for _, _, scores in rows) == 4 * 3  # 2 tasks + avg, every row
+    with pytest.raises(DataError, match="two chart rows are both 'x' \\(eval\\)"):
+        check_rows([("x", "eval", {"sts12": 1.0}), ("x", "eval", {"sts12": 2.0})])
+
+
+def test_a_seed_group_is_drawn_as_training_with_its_std(tmp_path):
+    import matplotlib.pyplot as plt
+    from matplotlib.collections import PathCollection
+    from matplotlib.colors import to_rgba
+
+    from sts_lightning.runs.compare_runs import chart_spreads
+    from sts_lightning.runs.seed_table import summarise_seeds
+    from sts_lightning.sts.score_chart import STAGE_STYLE, draw, panel_points, style_of
+
+    summary = summarise_seeds({0: {"val/stsb-dev_spearman": 70.0, "val/sts12_spearman": 50.0},
+                               1: {"val/stsb-dev_spearman": 74.0, "val/sts12_spearman": 52.0}})
+    (tmp_path / "seeds_sts.json").write_text(json.dumps(summary))
+    runs = read_run(tmp_path) + [RunRows(tmp_path, "e / mean", [("eval", {"stsb-dev": 71.0, "sts12": 49.0})])]
+    rows, spreads = chart_rows(flatten(runs)), chart_spreads(runs)
+    assert style_of(rows[0][1]) == "after" and spreads[1] == {}
+    points = panel_points("stsb-dev", rows, spreads)
+    assert points[0].spread == pytest.approx((72.0 - 8**0.5, 72.0 + 8**0.5)) and points[1].spread is None
+    assert panel_points("avg", rows, spreads)[0].spread == pytest.approx((61.5 - 1.5 * 2**0.5, 61.5 + 1.5 * 2**0.5))
+    fig = draw(rows, spreads=spreads)
+    bars = [c for ax in fig.axes for c in ax.containers]
+    faces = {tuple(c.get_facecolors()[0]) for ax in fig.axes for c in ax.collections if isinstance(c, PathCollection)}
+    plt.close(fig)
+    assert len(bars) == 3  # stsb-dev, sts12, avg: one error bar each, the seed group's
+    assert faces == {to_rgba(STAGE_STYLE[s]["facecolor"]) for s in ("after", "eval")}  # seeds: a training result
 
 
 def test_a_seed_group_is_one_row_of_means_with_mean_plus_minus_std(tmp_path):
