@@ -20,6 +20,12 @@ from a stop inside a validation, stopped again in the next one). The stages, eac
 Then, unless ``--skip-flow``: ``python train.py model=flow`` (``FLOW_MODEL``) on an empty feature cache, SIGTERM ``--delay`` s into the
 feature caching, and the same command with ``ckpt_path=last`` (it must build the cache and finish).
 
+Then, unless ``--skip-teachers``: the phases before step 1 that encode other models (issue 48), each ``train.py <model>
+trainer.max_steps=1 export=false`` on an empty ``STS_CACHE_DIR``, SIGTERM ``--delay`` s after its stretch began
+(``TEACHER_ROWS``: SED's and RankCSE's teachers, one MiniLM and the e5 one each, and a cross-view AE source;
+``--rows`` picks some); the row also says whether the ``stopped:`` line names that phase. Each is expected to end
+within 10 s on an idle machine (one batch of the engine, plus the exit).
+
 Each stage runs through ``python -m tests.runs.fault_driver --script train.py`` (``train.py`` in-process) whose
 ``FAULT_PAUSE`` (``tests/runs/phase_pause.py``) only writes a marker when the phase's first stop check runs; the
 signal is sent ``--delay`` s later while the run goes on. The table (phase, seconds to exit, exit code, the step
@@ -53,6 +59,17 @@ CHAIN = [("STS scoring before training", "scoring STS", 1, False),
          ("validation mid-training", "scoring STS", 2, False),
          ("end scoring", "scoring STS", 2, False),
          ("export", "writing the export", 1, True)]
+# key: (label, train.py overrides, the stretch the SIGTERM lands in); each on an empty cache
+TEACHER_ROWS = {
+    "sed-minilm": ("SED teacher all-MiniLM-L6-v2", ["model=sed"], "encoding SED teacher all-MiniLM-L6-v2"),
+    "sed-e5": ("SED teacher multilingual-e5-small", ["model=sed"], "encoding SED teacher multilingual-e5-small"),
+    "rankcse-minilm": ("RankCSE teacher all-MiniLM-L6-v2", ["model=rankcse"],
+                       "encoding RankCSE teacher all-MiniLM-L6-v2"),
+    "rankcse-e5": ("RankCSE teacher multilingual-e5-small", ["model=rankcse"],
+                   "encoding RankCSE teacher multilingual-e5-small"),
+    "views": ("cross-view AE source all-MiniLM-L6-v2", ["model=cross_view_ae"],
+              "encoding cross-view AE source all-MiniLM-L6-v2"),
+}
 FLOW_MODEL = "paraphrase-MiniLM-L3-v2"  # packaged, small: its 20k-sentence feature cache takes about a minute on 2 cores
 
 
@@ -153,6 +170,29 @@ def flow_cache(out: Path, delay: float) -> tuple[tuple, int, list[str]]:
     return row, again, files
 
 
+def stopped_line(log: Path) -> str:
+    """The run's ``stopped: ...`` line (empty when it printed none)."""
+    return next((line for line in log.read_text(errors="replace").splitlines() if line.startswith("stopped: ")), "")
+
+
+def teacher_rows(out: Path, keys: list[str], delay: float) -> tuple[list, list[str]]:
+    """One row per ``TEACHER_ROWS`` key, and each run's ``stopped:`` line (up to its first ';')."""
+    rows, lines = [], []
+    for key in keys:
+        label, overrides, where = TEACHER_ROWS[key]
+        with tempfile.TemporaryDirectory(prefix="teacher-cache-") as cache:
+            cmd = [*DRIVER, *overrides, "trainer.max_steps=1", "export=false", f"hydra.run.dir={out / key}"]
+            log = out / f"{key}.log"
+            seconds, code = stop_once(cmd, where, 1, False, delay, log, out / "markers", _env(STS_CACHE_DIR=cache))
+        line = stopped_line(log)
+        named = f"while {where}" in line
+        rows.append((f"{label} (empty cache){'' if named else ': stopped line does NOT name it'}", seconds, code,
+                     checkpoint_step(out / key)))
+        lines.append(f"{label}: {line.split(';')[0] or '(no stopped: line)'}")
+        print(table(rows[-1:]).splitlines()[-1], flush=True)
+    return rows, lines
+
+
 def main(argv: list[str] | None = None) -> str:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default="outputs/signal_phases")
@@ -161,8 +201,15 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--delay", type=float, default=3.0, help="seconds into a phase before the SIGTERM")
     parser.add_argument("--skip-flow", action="store_true")
     parser.add_argument("--skip-chain", action="store_true", help="only the flow cache case")
+    parser.add_argument("--skip-teachers", action="store_true", help="not the teacher / source rows")
+    parser.add_argument("--rows", default=",".join(TEACHER_ROWS),
+                        help=f"teacher / source rows, comma-separated among {', '.join(TEACHER_ROWS)}")
     parser.add_argument("--uninterrupted", default=None, help="an uninterrupted run of the same command (its dir)")
     args = parser.parse_args(argv)
+    keys = [k.strip() for k in args.rows.split(",") if k.strip()]
+    unknown = [k for k in keys if k not in TEACHER_ROWS]
+    if unknown:
+        parser.error(f"--rows: unknown {', '.join(unknown)} (choose among {', '.join(TEACHER_ROWS)})")
     out = Path(args.out).resolve()
     if out.exists():
         shutil.rmtree(out)
@@ -176,6 +223,9 @@ def main(argv: list[str] | None = None) -> str:
     if not args.skip_flow:
         row, again, files = flow_cache(out, args.delay)
         report += ["", table([row]), "", f"the same command with ckpt_path=last: exit {again}; cache folder: {files}"]
+    if not args.skip_teachers and keys:
+        rows, lines = teacher_rows(out, keys, args.delay)
+        report += ["", table(rows), "", *lines]
     text = "\n".join(report) + "\n"
     (out / "signal_phases.md").write_text(text)
     print(text)

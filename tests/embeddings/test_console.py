@@ -5,10 +5,15 @@ from __future__ import annotations
 import io
 import logging
 import re
+import signal
+import time
 
 import lightning.pytorch  # noqa: F401  (adds Lightning's own console handlers, as in a real run)
+import pytest
 
+from sts_lightning.embeddings import stop_request
 from sts_lightning.embeddings.console import Phase, _logged, configure_console, phase, progress, progress_line
+from sts_lightning.embeddings.stop_request import StopRequested, stretch
 
 
 def test_lightning_lines_once_and_no_adverts():
@@ -84,3 +89,20 @@ def test_a_phase_line_extrapolates_from_computed_work_only():
     counter = Phase.__new__(Phase)
     counter.desc, counter.total, counter.unit, counter.done, counter.skipped = "x", 40, "sentences", 20.0, 10.0
     assert counter.line(30.0) == "x: 20/40 sentences (50%), 0m30s elapsed, ~1m00s left"  # 10 computed in 30 s
+
+
+def test_a_phase_logs_while_one_batch_runs_long_and_stops_between_batches(caplog):
+    """Issue 48: one e5 batch took 31-54 s and the phase printed nothing meanwhile; a SIGTERM waited for the whole
+    teacher because that engine's loop checked nothing."""
+    ran = []
+    with caplog.at_level(logging.INFO, logger="sts_lightning.embeddings.console"):
+        with pytest.raises(StopRequested) as stopped, stretch("encoding a teacher"), \
+                phase("teachers", 30, every_s=1) as counter:
+            with counter.part(30):
+                for item in progress(range(3), "slow engine"):
+                    ran.append(item)
+                    time.sleep(2.2)  # one long batch: the heartbeat logs meanwhile
+                    stop_request.request(signal.SIGTERM)
+    assert ran == [0] and str(stopped.value) == "SIGTERM while encoding a teacher"
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("teachers: 0/30")]
+    assert len(lines) >= 1  # during the long first batch, nothing done yet

@@ -26,7 +26,8 @@ from sts_lightning.embeddings import stop_request
 # every module that calls check_stop (each imported it by name): the pause wraps it in all of them
 CHECKERS = ("sts_lightning.embeddings.encoders.base", "sts_lightning.callbacks.sts_evaluation",
             "sts_lightning.embeddings.io.export_manifest", "sts_lightning.datamodules.token_state_cache",
-            "sts_lightning.datamodules.line_scan", "sts_lightning.runs.stopping")
+            "sts_lightning.datamodules.line_scan", "sts_lightning.runs.stopping", "sts_lightning.embeddings.console",
+            "sts_lightning.datamodules.distillation")
 
 
 def _rank() -> int:
