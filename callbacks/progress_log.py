@@ -50,7 +50,7 @@ class LogProgress(L.Callback):
             return
         self._first_step_seen = True
         if trainer.is_global_zero:
-            log.info("%s", first_step_line(trainer.global_step + 1, process_age_s(), self.estimate_s,
+            log.info("%s", first_step_line(trainer.global_step + 1, since_launch_s(), self.estimate_s,
                                            None if self.estimated_at is None else time.monotonic() - self.estimated_at))
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch,
@@ -93,6 +93,22 @@ def first_step_line(step: int, since_launch: float, estimate: float | None, sinc
     return text
 
 
+def run_begins() -> None:
+    """``train()`` calls it as it starts: the first run of a process counts from the process's start (the command,
+    imports, Hydra), every later one -- a seed of ``seeds=[...]``, a pipeline stage -- from its own start.
+
+    Why: measured (issue 48), seed 2 of a seeds run logged ``step 1 starts 6m20s after launch``: the clock counted
+    seeds 0 and 1 too."""
+    global _runs, _launched
+    _runs += 1
+    _launched = None if _runs == 1 else time.monotonic()
+
+
+def since_launch_s() -> float:
+    """Seconds since this run was launched (see :func:`run_begins`)."""
+    return process_age_s() if _launched is None else time.monotonic() - _launched
+
+
 def process_age_s() -> float:
     """Seconds since this process started (the user's command, imports included); psutil, else this module's import."""
     try:
@@ -104,3 +120,5 @@ def process_age_s() -> float:
 
 
 _IMPORTED = time.monotonic()
+_runs = 0  # train() calls in this process so far
+_launched: float | None = None  # time.monotonic() when this process's latest run began (None: its first run)

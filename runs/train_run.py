@@ -21,6 +21,7 @@ from omegaconf import DictConfig, open_dict
 from omegaconf.errors import MissingMandatoryValue
 from torch.utils.data import DataLoader
 
+from sts_lightning.callbacks.progress_log import run_begins
 from sts_lightning.callbacks.step_budget import StepBudget
 from sts_lightning.embeddings.console import configure_console, interactive
 from sts_lightning.embeddings.errors import ConfigError, DataError, DivergedError, first_line
@@ -181,6 +182,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
     stops every phase within a batch, exit 75 (``runs.stopping``).
     """
     group_in_use()
+    run_begins()  # "step 1 starts ... after launch" counts from here for a later seed / stage of this process
     with listening(preemption_signals(cfg)):
         try:
             metrics = _train(cfg)
