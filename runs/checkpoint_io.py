@@ -9,7 +9,8 @@ checkpoint-sized orphan in ``/tmp`` forever. Here the temporary file sits beside
 next write removes it if the process died), is fsynced before the rename (a power cut leaves the old or
 the new checkpoint, not an empty file), and every load goes through
 ``embeddings.io.checkpoint_file.load_checkpoint`` (weights only, one-line errors naming the file).
-Remote paths (``s3://`` ...) keep Lightning's behaviour.
+Remote paths (``s3://`` ...) keep Lightning's behaviour. A checkpoint saved twice at one step (the best one and
+``last.ckpt``) is one file with two names (``runs.checkpoint_links``).
 
 A full disk: the temporary copy is removed, ``last.ckpt`` stays the previous one, and ``DiskFullError`` (one
 line, exit ``EXIT_DISK_FULL`` from ``train.py``) says how much the checkpoint needs -- the bytes of every tensor
@@ -28,6 +29,7 @@ from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
 from sts_lightning.embeddings.io.atomic import atomic_file
 from sts_lightning.embeddings.io.checkpoint_file import load_checkpoint
 from sts_lightning.embeddings.io.disk_full import payload_bytes
+from sts_lightning.runs.checkpoint_links import SameStepLinks
 
 
 def _local(path: Any) -> bool:
@@ -37,14 +39,21 @@ def _local(path: Any) -> bool:
 class AtomicCheckpointIO(TorchCheckpointIO):
     """``TorchCheckpointIO`` whose local saves are atomic and durable, and whose loads are checked."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.links = SameStepLinks()
+
     def save_checkpoint(self, checkpoint: dict[str, Any], path: Any, storage_options: Any | None = None) -> None:
         if storage_options is not None or not _local(path):
             return super().save_checkpoint(checkpoint, path, storage_options)
         target = Path(str(path).removeprefix("file://"))
+        if self.links.link_instead(checkpoint, target):
+            return None
         with atomic_file(target, needed=payload_bytes(checkpoint)) as tmp, open(tmp, "wb") as fh:
             torch.save(checkpoint, fh)
             fh.flush()
             os.fsync(fh.fileno())
+        self.links.written(checkpoint, target)
         return None
 
     def load_checkpoint(self, path: Any, map_location: Any | None = None,

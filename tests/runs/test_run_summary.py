@@ -41,3 +41,27 @@ def test_an_installed_package_names_its_commands(tmp_path, monkeypatch):
     text = run_summary(tmp_path, 1.0, exported=True)
     assert f"sts-evaluate 'encoders=[{tmp_path / 'export'}]' 'scorers=[cls]'" in text
     assert "sts-train --help" in text and "python evaluate.py" not in text and "python train.py" not in text
+
+
+def test_summary_states_the_run_directorys_size_counting_a_shared_file_once(tmp_path):
+    """Issue 48: what the run takes on disk; best and last.ckpt of one step are one file (two names)."""
+    import os
+
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "last.ckpt").write_bytes(b"x" * 2_500_000)
+    os.link(tmp_path / "checkpoints" / "last.ckpt", tmp_path / "checkpoints" / "best-step3.ckpt")
+    (tmp_path / "config.yaml").write_bytes(b"y" * 500_000)
+    text = run_summary(tmp_path, 1.0)
+    assert "run directory: 3.0 MB (1 file shared by two names, counted once)" in text
+
+
+def test_summary_names_what_sentence_transformers_needs(tmp_path):
+    """PromptBERT's own module needs trust_remote_code=True; a refused export gets no SentenceTransformer line."""
+    from sts_lightning.embeddings.io.st_refusal import write_refusal
+    from sts_lightning.embeddings.methods.promptbert.head import write_prompt_export
+
+    (tmp_path / "export").mkdir()
+    write_prompt_export(tmp_path / "export", {"template": "[X] [MASK]", "denoise": False, "max_length": 32}, None)
+    assert "trust_remote_code=True) and AutoModel" in run_summary(tmp_path, 1.0, exported=True)
+    write_refusal(tmp_path / "export", "a BERT-flow export")
+    assert "SentenceTransformer(" not in run_summary(tmp_path, 1.0, exported=True)
