@@ -24,7 +24,7 @@ from sts_lightning.embeddings.io.atomic import atomic_write
 from sts_lightning.runs.row_differences import RowDifferences, row_differences
 from sts_lightning.runs.run_results import Interval, RunRows, read_run
 from sts_lightning.sts.paired import AVG, differences_table
-from sts_lightning.sts.score_chart import save_chart
+from sts_lightning.sts.score_chart import numbered, save_chart
 from sts_lightning.sts.task_order import ordered_tasks
 
 Row = tuple[str, str, dict[str, float]]  # (run label, stage, {task: Spearman x100})
@@ -34,24 +34,13 @@ LEGEND = (f"{SAME}: the paired difference to the column's best has a 95% interva
           "over the same pairs; seed groups: mean difference ± its spread): not a difference these data resolve")
 
 
-def _unique(labels: list[str]) -> list[str]:
-    """``labels`` with a repeated one numbered (``x #1``, ``x #2``): a table row and a chart dot each."""
-    counts = {lb: labels.count(lb) for lb in labels}
-    seen: dict[str, int] = {}
-    out = []
-    for lb in labels:
-        seen[lb] = seen.get(lb, 0) + 1
-        out.append(lb if counts[lb] == 1 else f"{lb} #{seen[lb]}")
-    return out
-
-
 def flatten(runs: list[RunRows]) -> list[Row]:
     """One row per (run, stage); a label two runs share gets the run directory's name appended, and one still
     shared (one evaluate run's two rows of an older ``results.json``) a number."""
     counts: dict[str, int] = {}
     for run in runs:
         counts[run.label] = counts.get(run.label, 0) + 1
-    labels = _unique([run.label if counts[run.label] == 1 else f"{run.label} ({run.run_dir.name})" for run in runs])
+    labels = numbered([run.label if counts[run.label] == 1 else f"{run.label} ({run.run_dir.name})" for run in runs])
     return [(label, stage, scores) for run, label in zip(runs, labels, strict=True) for stage, scores in run.rows]
 
 

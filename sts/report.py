@@ -13,7 +13,7 @@ from pathlib import Path
 from sts_lightning.embeddings.io.atomic import atomic_write
 from sts_lightning.sts.paired import AVG, differences_table
 from sts_lightning.sts.predictions import RunPredictions
-from sts_lightning.sts.score_chart import save_chart
+from sts_lightning.sts.score_chart import numbered, save_chart
 from sts_lightning.sts.scoring import main_score
 from sts_lightning.sts.task_order import ordered_tasks
 from sts_lightning.sts.tasks import STANDARD_TASKS
@@ -79,7 +79,8 @@ def chart_rows(results: list[dict]) -> list[tuple[str, str, dict[str, float]]]:
     """``sts.score_chart`` rows: one per (encoder, scorer), its tasks plus ``avg`` (the table's average) when
     there are two tasks or more (the average of one task is that task again)."""
     rows = []
-    for label, scores in rows_of(results):
+    labelled = rows_of(results)
+    for label, (_, scores) in zip(numbered([lb for lb, _ in labelled]), labelled, strict=True):  # encoders=[a,a]
         values = list(scores.values())
         rows.append((label, "eval", {**scores, **({"avg": sum(values) / len(values)} if len(values) > 1 else {})}))
     return rows

@@ -67,6 +67,17 @@ class Point:
     spread: tuple[float, float] | None = None
 
 
+def numbered(labels: list[str]) -> list[str]:
+    """``labels`` with a repeated one numbered (``x #1``, ``x #2``), so that each is its own row and dot."""
+    counts = {lb: labels.count(lb) for lb in labels}
+    seen: dict[str, int] = {}
+    out = []
+    for lb in labels:
+        seen[lb] = seen.get(lb, 0) + 1
+        out.append(lb if counts[lb] == 1 else f"{lb} #{seen[lb]}")
+    return out
+
+
 def check_rows(rows: list[Row]) -> None:
     """One ``DataError`` line when two rows share a label and stage: one of their dots would hide the other."""
     seen: set[tuple[str, str]] = set()
@@ -201,10 +212,13 @@ def draw(rows: list[Row], title: str = "STS Spearman x100", spreads: list[Spread
     for ax in axes[:, 0]:
         ax.set_yticks(range(len(layout.labels)), [wrap_label(lb) for lb in reversed(layout.labels)], fontsize=8)
     stages = [s for s in STAGE_STYLE if any(style_of(stage) == s for _, stage, _ in rows)]
+    seeds = " (seeds: mean ± std)" if any(spreads or []) else ""
     handles = [] if len(stages) < 2 else [  # one kind of marker needs no key
         Line2D([], [], ls="", marker="o", markersize=6, markerfacecolor=STAGE_STYLE[s]["facecolor"],
-               markeredgecolor=STAGE_STYLE[s]["edgecolor"], label=STAGE_STYLE[s]["label"]) for s in stages]
-    fig.suptitle(f"{title}  (each panel zooms to its task: read the numbers, compare within a panel)", fontsize=10)
+               markeredgecolor=STAGE_STYLE[s]["edgecolor"], label=STAGE_STYLE[s]["label"] + (seeds if s == "after" else ""))
+        for s in stages]
+    heading = f"{title}  (each panel zooms to its task: read the numbers, compare within a panel)"
+    fig.suptitle(textwrap.fill(heading, max(30, int(layout.figsize[0] * 12))), fontsize=10)  # one panel: 2 lines
     bottom = 0.45 / layout.figsize[1] if handles else 0.0
     if handles:
         fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)

@@ -29,3 +29,10 @@ def test_a_bootstrap_interval_stands_beside_its_score_and_the_legend_under_the_t
     assert lines[2] == "| enc / mean | 70.00 [68.50, 71.25] | 86.00 | 78.00 | 1.0 |"
     assert lines[-1].startswith("[lo, hi]: bootstrap 95% confidence interval")
     assert "bootstrap" not in markdown_table([_result("mean", {"sts12": 70.0})])
+
+
+def test_two_rows_of_one_name_are_two_dots():
+    """``encoders=[a,a]`` (or an older results.json's two ``prompt`` rows): numbered, never merged into one dot."""
+    rows = chart_rows([_result("prompt", {"sts12": 70.0}), _result("prompt", {"sts12": 72.0})])
+    assert [(label, scores) for label, _, scores in rows] == [("enc / prompt #1", {"sts12": 70.0}),
+                                                            ("enc / prompt #2", {"sts12": 72.0})]
