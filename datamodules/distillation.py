@@ -272,7 +272,7 @@ class DistillationDataModule(ResumableDataModule):
         # one counter over every teacher's pass (a cached teacher counts as done): embeddings.console.phase
         with phase(f"{self._user} teacher vectors ({sources} x {len(sentences):,} sentences)", sources * len(sentences)) as counter:
             if self.align_to is not None:
-                with self._encoding(self.align_to, "student space (data.align_to)"), counter.part(len(sentences)):
+                with self._encoding(self.align_to, "align_to source"), counter.part(len(sentences)):
                     reference = cached_source_vectors(reference_source, sentences, self.cache_dir / "distillation")
                 del reference_source
             total, parts = None, []

@@ -124,3 +124,16 @@ def test_a_stop_during_a_cross_view_source_ends_at_its_next_batch_and_names_it(t
         dm.prepare_data()
     assert str(stopped.value) == f"SIGTERM while encoding cross-view AE source {SLOW}"
     assert built[-1].batches == 3
+
+
+def test_a_stop_while_the_align_to_source_encodes_names_it(tmp_path, data_dir, tiny_model_dir, monkeypatch):
+    from sts_lightning.datamodules import distillation
+
+    build, built = _engines(signal_at=1)
+    monkeypatch.setattr(distillation, "build_source", build)
+    dm = distillation.DistillationDataModule(data_dir=str(data_dir), teachers=[str(tiny_model_dir)], align_to=SLOW,
+                                             cache_dir=str(tmp_path / "cache"))
+    with pytest.raises(StopRequested) as stopped:
+        dm.prepare_data()
+    assert str(stopped.value) == f"SIGTERM while encoding SED align_to source {SLOW}"
+    assert built[-1].batches == 1
