@@ -107,15 +107,15 @@ def _logged(iterable: Iterable[T], desc: str, total: int | None, unit: str, ever
     """Log lines for a loop off a terminal: one as it starts (no phase is silent), then every ``every_s``."""
     log.info("%s", f"{desc}: {total} {unit} to go" if total else f"{desc}: started")
     start = last = time.monotonic()
-    done = 0
+    done = logged = 0
     for item in iterable:
         yield item
         done += 1
         now = time.monotonic()
         if now - last >= every_s:
-            last = now
+            last, logged = now, done
             log.info("%s", progress_line(desc, done, total, now - start, unit))
-    if done and time.monotonic() - start >= every_s:
+    if done != logged and time.monotonic() - start >= every_s:  # the last count, unless its line just came
         log.info("%s", progress_line(desc, done, total, time.monotonic() - start, unit))
 
 

@@ -106,3 +106,9 @@ def test_a_phase_logs_while_one_batch_runs_long_and_stops_between_batches(caplog
     assert ran == [0] and str(stopped.value) == "SIGTERM while encoding a teacher"
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("teachers: 0/30")]
     assert len(lines) >= 1  # during the long first batch, nothing done yet
+
+
+def test_the_last_count_of_a_loop_is_logged_once(caplog):
+    with caplog.at_level(logging.INFO, logger="sts_lightning.embeddings.console"):
+        list(_logged(range(3), "encode", 3, "batch", every_s=1e-9))
+    assert sum("encode: 3/3 batch" in r.getMessage() for r in caplog.records) == 1
