@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 from sts_lightning.embeddings.isolated_rng import isolated_rng
 from sts_lightning.embeddings.sources.build import build_source
+from sts_lightning.embeddings.stop_request import check_stop
 
 log = logging.getLogger(__name__)
 SAMPLE = 32  # sentences timed per (encoder, length), in one pass: ~0.2 s for a MiniLM on 2 idle cores
@@ -66,6 +67,7 @@ def measured_rates(work: Sequence[tuple[str, str, int, float]], device: str = "c
     for _, encoder, _, chars in work:
         by_encoder.setdefault(encoder, set()).add(round(float(chars), 1))
     for encoder, lengths in by_encoder.items():
+        check_stop(f"timing {encoder} for the before-step-1 estimate")  # a SIGTERM here: no model load after it
         try:
             with isolated_rng():
                 source = build(encoder, batch_size=SAMPLE, device=device)

@@ -3,12 +3,15 @@ an encoder that cannot be timed falls back on the compute count, and nothing her
 
 from __future__ import annotations
 
+import signal
 import time
 from types import SimpleNamespace
 
 import pytest
 import torch
 
+from sts_lightning.embeddings import stop_request
+from sts_lightning.embeddings.stop_request import StopRequested
 from sts_lightning.runs import encode_speed, first_step
 from sts_lightning.runs.encode_speed import measured_rates, rate_of, sample_sentences
 
@@ -63,3 +66,11 @@ def test_the_estimate_uses_the_measured_speed_and_the_compute_count_only_for_wha
     assert seconds - counted == pytest.approx(2000 * rate_of(measured_rates(
         [("x", "teacher", 1, 100.0)], build=_build({"teacher": 0.005}, {})), "teacher", 100.0), rel=0.5)
     assert 2000 * 0.005 <= seconds - counted < 2000 * 0.05
+
+
+def test_a_stop_while_timing_ends_before_the_next_model_loads():
+    built = {}
+    stop_request.request(signal.SIGTERM)
+    with pytest.raises(StopRequested, match="SIGTERM while timing fast for the before-step-1 estimate"):
+        measured_rates([("x", "fast", 10, 50.0)], build=_build({"fast": 0.001}, built))
+    assert not built
