@@ -245,7 +245,7 @@ class DistillationDataModule(ResumableDataModule):
         sentences = [index.sentence(i) for i in range(len(index))]
         names, dims, fingerprints = [], [], []
         for spec in self.teachers:
-            check_stop(f"loading {self._user} teacher {_model_of(spec)}")  # loading e5 takes seconds: not after all
+            check_stop(f"loading {self._user} teacher {_model_of(spec)}")  # before each load (seconds each)
             source = self._build(spec)
             names.append(source.name)
             dims.append(source.dim)
