@@ -23,7 +23,7 @@ from sts_lightning.embeddings.sources.build import build_source
 from sts_lightning.embeddings.stop_request import check_stop
 
 log = logging.getLogger(__name__)
-SAMPLE = 32  # sentences timed per (encoder, length), in one pass: ~0.2 s for a MiniLM on 2 idle cores
+SAMPLE = 64  # sentences a timed pass (the teachers' batch): per-call costs weigh on fewer (L3, load 9: 14-20/s at 32, 20-29 at 64)
 WORDS = ("the city was founded in the early years of the century by settlers who came from the north and built "
          "a small church near the river where the old road crossed the water before the railway reached the town "
          "and its people began to work in the mills that made cloth for markets across the country").split()
