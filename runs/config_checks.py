@@ -23,6 +23,7 @@ from sts_lightning.lightning_modules.arg_rules import (
     check_choice,
     check_value,
 )
+from sts_lightning.sts.tasks import expand_groups
 
 _ABSENT = object()
 COUNT = Rule(int, 0)
@@ -103,3 +104,28 @@ def check_data_mixture(cfg: DictConfig) -> None:
     weights = data.get("mixture_weights")
     check_mixture([sources] if isinstance(sources, str) else list(sources), data.get("mixture"),
                   list(weights) if OmegaConf.is_list(weights) else weights, data.get("no_duplicates", False))
+
+
+def check_monitored_task(cfg: DictConfig) -> None:
+    """The best checkpoint's metric (``callbacks.model_checkpoint.monitor``) is one the STS evaluation logs.
+
+    Why: ``callbacks.sts_evaluation.tasks=[sts16]`` without ``stsb-dev`` trained to its first validation, then died in
+    Lightning's ModelCheckpoint with a 60-line traceback (``could not find the monitored key``): found when a test
+    cut a default run down to one small task (issue 48). The line names the keys that will exist.
+    """
+    callbacks = cfg.get("callbacks") or {}
+    checkpoint, evaluation = callbacks.get("model_checkpoint"), callbacks.get("sts_evaluation")
+    monitor = checkpoint.get("monitor") if checkpoint is not None else None
+    if not isinstance(monitor, str) or not monitor.startswith("val/") or not monitor.endswith("_spearman") \
+            or evaluation is None or evaluation.get("tasks") is None:
+        return
+    tasks = [evaluation.tasks] if isinstance(evaluation.tasks, str) else [str(t) for t in evaluation.tasks]
+    if any("${" in t for t in tasks):
+        return
+    tasks = expand_groups(tasks)
+    logged = [f"val/{t}_spearman" for t in tasks] + ["val/sts_avg_spearman"]
+    if monitor in logged:
+        return
+    raise ConfigError(f"callbacks.model_checkpoint.monitor={monitor} is not evaluated: "
+                      f"callbacks.sts_evaluation.tasks={tasks} logs {', '.join(logged)}; "
+                      f"set callbacks.model_checkpoint.monitor={logged[0]} (or val/sts_avg_spearman)")

@@ -31,6 +31,7 @@ from sts_lightning.runs.config_checks import (
     check_data_mixture,
     check_mini_batch_size,
     check_model_options,
+    check_monitored_task,
     check_numbers,
 )
 from sts_lightning.runs.packaged_installs import packaged_installs_problem
@@ -51,6 +52,7 @@ def precheck_train(cfg: DictConfig) -> None:
     check_model_options(cfg)
     check_data_mixture(cfg)
     check_backbones(cfg)
+    check_monitored_task(cfg)
     check_templates(cfg)
     check_matryoshka_option(cfg)
     devices = OmegaConf.select(cfg, "trainer.devices", default=1)

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePath
 
+from sts_lightning.embeddings.io.user_form import command
 from sts_lightning.sts.tasks import LOCAL_DEFAULT_TASKS, MTEB_TASKS, expand_groups
 
 log = logging.getLogger(__name__)
@@ -83,7 +84,7 @@ def warn_leaks(data_cfg: Mapping, eval_tasks: Sequence[str]) -> dict[str, str]:
                     "with callbacks.sts_evaluation.tasks=[...])", source, task)
     for task, source in leaked_tasks(data_cfg, LOCAL_DEFAULT_TASKS).items():
         if task not in leaks:
-            log.warning("train/test leak: the training data %r contains %s, which `python evaluate.py` scores by "
-                        "default (tasks=default: %s); the export's numbers on it are not held out", source, task,
-                        ", ".join(LOCAL_DEFAULT_TASKS))
+            log.warning("train/test leak: the training data %r contains %s, which `%s` scores by default "
+                        "(tasks=default: %s); the export's numbers on it are not held out", source, task,
+                        command("evaluate"), ", ".join(LOCAL_DEFAULT_TASKS))
     return leaks

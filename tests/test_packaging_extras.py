@@ -87,3 +87,14 @@ def test_installed_form_names_installed_commands(monkeypatch):
     assert user_form.split_command("sts-evaluate 'encoders=[a]'") == ("evaluate", ["encoders=[a]"])
     assert user_form.split_command("python evaluate.py x=1") == ("evaluate", ["x=1"])
     assert user_form.split_command("echo hi") is None
+
+
+def test_a_monitor_the_evaluation_does_not_log_is_one_line():
+    from sts_lightning.runs.config_checks import check_monitored_task
+
+    with pytest.raises(ConfigError, match=r"monitor=val/stsb-dev_spearman is not evaluated.*val/sts16_spearman"):
+        check_monitored_task(compose_train(["model=simcse", "callbacks.sts_evaluation.tasks=[sts16]"]))
+    check_monitored_task(compose_train(["model=simcse", "callbacks.sts_evaluation.tasks=[sts16]",
+                                        "callbacks.model_checkpoint.monitor=val/sts_avg_spearman"]))
+    for model in MODELS:  # every default is consistent
+        check_monitored_task(compose_train([f"model={model}"]))

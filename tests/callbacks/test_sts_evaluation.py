@@ -213,7 +213,10 @@ def test_probe_poolings_are_logged_beside_the_modules_own_vector(tiny_model_dir,
     for pooling in ("cls", "first_last_avg"):
         expected = main_score(score_tasks(PoolingScorer(module.encoder, pooling), callback.tasks)["stsb-dev"])
         assert logger.records[-1][1][f"probe/{pooling}/stsb-dev_spearman"] == pytest.approx(expected, abs=1e-4)
-    assert logger.records[-1][1][KEY] != logger.records[-1][1]["probe/cls/stsb-dev_spearman"]
+    # the monitored metric is the module's own (mean) vector's: on the fixture's few pairs two poolings can rank
+    # alike, so this compares with the own scorer's score rather than asserting it differs from a probe's
+    own = main_score(score_tasks(module.scorer(), callback.tasks)["stsb-dev"])
+    assert logger.records[-1][1][KEY] == pytest.approx(own, abs=1e-4)
     assert "probe/cls/stsb-dev_spearman" in logger.records[0][1]  # before training too
     assert not [k for k in callback.last_metrics if k.startswith("probe/")]
     assert "probe" not in (Path(trainer.default_root_dir) / "sts_before_after.md").read_text()
