@@ -90,3 +90,16 @@ def test_the_export_names_the_sentence_transformers_module_that_exists():
     from sts_lightning.embeddings.methods.promptbert.st_module import PromptBERTEmbedding
 
     assert ST_MODULE == f"{PromptBERTEmbedding.__module__}.{PromptBERTEmbedding.__qualname__}"
+
+
+def test_sentence_transformers_saves_and_reloads_the_module(tiny_model_dir, tmp_path, one_thread):
+    """``SentenceTransformer.save`` of a loaded export writes what the export held: it loads back to the same vectors."""
+    from sentence_transformers import SentenceTransformer
+
+    module = _module(tiny_model_dir, objective="supervised", head="transform", eval_denoise=True, template2=None)
+    folder = module.export(tmp_path / "export")
+    model = SentenceTransformer(str(folder), device="cpu", trust_remote_code=True)
+    model.save(str(tmp_path / "saved"))
+    again = SentenceTransformer(str(tmp_path / "saved"), device="cpu", trust_remote_code=True)
+    torch.testing.assert_close(again.encode(SENTENCES[:3], convert_to_tensor=True),
+                               model.encode(SENTENCES[:3], convert_to_tensor=True), atol=0, rtol=0)
