@@ -24,6 +24,9 @@ from sts_lightning.embeddings.io.user_form import command as user_command
 from sts_lightning.embeddings.io.user_form import split_command
 
 NOTE_FILE = "LOADING.md"
+# In a ``sentence_transformers`` text: the export loads with its own module, which sentence-transformers imports only
+# when asked to (``SentenceTransformer(path, trust_remote_code=True)``): the evaluated vectors, not a refusal.
+REMOTE_CODE = "trust_remote_code=True"
 EXPORT = "<export>"  # stands for this directory in the commands of the note
 
 log = logging.getLogger(__name__)
@@ -74,6 +77,8 @@ def loading_body(what: str, command: str, sentence_transformers: str | None) -> 
     embeds under its own heading, so the two never disagree."""
     if sentence_transformers is None:
         st = f'`SentenceTransformer("{EXPORT}").encode(...)` gives exactly the vectors that were evaluated.'
+    elif loads_with_own_module(sentence_transformers):
+        st = f"{sentence_transformers}."
     else:
         st = (f"not a sentence-transformers model: {sentence_transformers}. "
               "Load it with sts-lightning, as below.")
@@ -117,6 +122,11 @@ def read_loading_command(folder: str | os.PathLike) -> tuple[list[str], str, lis
     if not encoders or not scorer:
         raise DataError(f"{note}: its evaluate.py line names no encoder or no scorer: {line}")
     return encoders.split(","), scorer, [a for a in args if not a.startswith(("encoders=", "scorers="))]
+
+
+def loads_with_own_module(sentence_transformers: str | None) -> bool:
+    """Whether a note's sentence-transformers text says the export loads with its own module (``REMOTE_CODE``)."""
+    return sentence_transformers is not None and REMOTE_CODE in sentence_transformers
 
 
 def evaluate_line(line: str) -> list[str] | None:

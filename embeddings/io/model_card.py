@@ -28,7 +28,7 @@ import yaml
 
 from sts_lightning.embeddings.encoders.packaged import hub_id
 from sts_lightning.embeddings.io.atomic import atomic_write
-from sts_lightning.embeddings.io.export_note import EXPORT, LoadingNote, loading_body
+from sts_lightning.embeddings.io.export_note import EXPORT, LoadingNote, loading_body, loads_with_own_module
 from sts_lightning.embeddings.methods.declaration import MethodInfo
 
 CARD_FILE = "README.md"
@@ -93,7 +93,7 @@ class TrainingFacts:
 
 def _front_matter(method: MethodInfo, base_models: tuple[str, ...], note: LoadingNote,
                   training: TrainingFacts | None) -> dict:
-    st = note.sentence_transformers is None
+    st = note.sentence_transformers is None  # an own module (PromptBERT) needs trust_remote_code: not a plain ST model
     tags = ["sentence-transformers", "feature-extraction"] if st else []
     tags += ["sentence-similarity", "sts-lightning", method.key]
     meta: dict = {}
@@ -156,9 +156,10 @@ def _training_section(training: TrainingFacts | None) -> list[str]:
 def _snippet(note: LoadingNote, base_models: tuple[str, ...], hf_weights: bool) -> list[str]:
     """Copy-paste Python for the export: ``SentenceTransformer`` where it reproduces the evaluated vectors, else
     the Hugging Face encoder (the export's own, or the frozen one it builds on) beside the ``evaluate.py`` line."""
-    if note.sentence_transformers is None:
+    if note.sentence_transformers is None or loads_with_own_module(note.sentence_transformers):
+        remote = ", trust_remote_code=True" if note.sentence_transformers is not None else ""
         return ["```python", "from sentence_transformers import SentenceTransformer", "",
-                f'model = SentenceTransformer("{EXPORT}")', f"embeddings = model.encode({EXAMPLE!r})",
+                f'model = SentenceTransformer("{EXPORT}"{remote})', f"embeddings = model.encode({EXAMPLE!r})",
                 "print(model.similarity(embeddings, embeddings))", "```"]
     encoder = EXPORT if hf_weights else base_models[0] if len(base_models) == 1 else None
     if encoder is None:
