@@ -59,6 +59,7 @@ from sts_lightning.embeddings.io.npy_cache import inspect_npy_cache, key_digest,
 from sts_lightning.embeddings.methods.meta.projections import orthogonal_procrustes
 from sts_lightning.embeddings.sources.build import build_source
 from sts_lightning.embeddings.sources.cache import cached_source_vectors, pending_sources, sentences_digest
+from sts_lightning.embeddings.sources.names import spec_source_name
 from sts_lightning.embeddings.stop_request import check_stop, stretch
 
 log = logging.getLogger(__name__)
@@ -226,7 +227,12 @@ class DistillationDataModule(ResumableDataModule):
             return []
         index = self._index()
         sentences = [index.sentence(i) for i in range(len(index))]
-        specs = [*self.teachers, *([self.align_to] if self.align_to is not None else [])]
+        specs, names = [], set()
+        for spec in [*self.teachers, *([self.align_to] if self.align_to is not None else [])]:
+            name = spec_source_name(spec) or repr(spec)  # SED's align_to is its first teacher: encoded once, not twice
+            if name not in names:
+                names.add(name)
+                specs.append(spec)
         return [(f"{self._user} teacher vectors", _model_of(spec), len(sentences), mean_chars(sentences))
                 for spec in pending_sources(specs, sentences, self.cache_dir / "distillation")]
 
