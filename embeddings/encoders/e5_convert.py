@@ -5,7 +5,9 @@ Why a ``BertModel`` and not an ``XLMRobertaModel``: the two differ only in posit
 (and the packed forward, ``embeddings.encoders.packing``) does. The weights are the 4-bit ones dequantized
 (``e5_weights``), stored in float32 (``nibble x fp16 scale`` is exact there); the engine also quantizes activations
 to int8, which this model does not, so vectors differ slightly from the engine's (docs/models.md gives the parity).
-Built once, atomically, by ``embeddings.encoders.packaged`` (the short name ``multilingual-e5-small``).
+Built once, atomically (``packaged.materialise``), into ``<cache root>/models/multilingual-e5-small`` by
+``e5_model_dir``: the sources ``multilingual-e5-small`` / ``e5`` (``embeddings.sources.sentence_source.E5Source``) load
+it. Not a packaged short name of ``load_encoder``: without E5's ``query: `` prefix its vectors are not E5's.
 """
 
 from __future__ import annotations
