@@ -19,7 +19,7 @@ METHOD = MethodDeclaration(
                          options=("path", "batch_size", "allow_other_encoder"), encoder_free=True),
              ScorerGroup(("source",), "sts_lightning.embeddings.sources.build:SourceScorer",
                          "One source as a scorer (cosine of its vectors): the single-source rows of an ensemble table.",
-                         options=("model", "pooling", "prefix", "max_length"), encoder_free=True)),
+                         options=("model", "pooling", "prefix", "max_length", "engine"), encoder_free=True)),
     evaluate="python -m sts_lightning.runs.fit_meta --method gcca --sources paraphrase-MiniLM-L3-v2,all-MiniLM-L6-v2 "
              "--out <export>; "
              "python evaluate.py encoders=[none] 'scorers=[{name:meta,path:<export>}]'",
