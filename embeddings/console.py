@@ -104,19 +104,55 @@ def _length(iterable: Iterable) -> int | None:
 
 
 def _logged(iterable: Iterable[T], desc: str, total: int | None, unit: str, every_s: float) -> Iterator[T]:
-    """Log lines for a loop off a terminal: one as it starts (no phase is silent), then every ``every_s``."""
+    """Log lines for a loop off a terminal: one as it starts (no phase is silent), then every ``every_s``, also
+    while one item runs longer than that (:class:`_Lines`)."""
     log.info("%s", f"{desc}: {total} {unit} to go" if total else f"{desc}: started")
-    start = last = time.monotonic()
-    done = logged = 0
-    for item in iterable:
-        yield item
-        done += 1
-        now = time.monotonic()
-        if now - last >= every_s:
-            last, logged = now, done
-            log.info("%s", progress_line(desc, done, total, now - start, unit))
-    if done != logged and time.monotonic() - start >= every_s:  # the last count, unless its line just came
-        log.info("%s", progress_line(desc, done, total, time.monotonic() - start, unit))
+    count = [0]
+    lines = _Lines(lambda elapsed: progress_line(desc, count[0], total, elapsed, unit), every_s, lambda: count[0])
+    try:
+        for item in iterable:
+            yield item
+            count[0] += 1
+            lines.log_if_due()
+    finally:
+        lines.close()
+    if count[0] and lines.logged_at != count[0] and lines.elapsed() >= every_s:
+        log.info("%s", lines.line(lines.elapsed()))  # the last count, unless its line just came
+
+
+class _Lines:
+    """``line(elapsed)`` logged at most every ``every_s`` seconds: by the loop as it advances, and by a heartbeat
+    thread while one item runs longer than that (only a log call there: no stop, no I/O of the loop's)."""
+
+    def __init__(self, line, every_s: float, count=lambda: None) -> None:
+        self.line, self.every_s, self.count = line, float(every_s), count
+        self.start = self._last = time.monotonic()
+        self.logged_at = None  # ``count()`` when the last line was logged
+        self._lock, self._closed, self._ticker = threading.Lock(), threading.Event(), None
+        if self.every_s >= 1:
+            self._ticker = threading.Thread(target=self._heartbeat, name="progress-lines", daemon=True)
+            self._ticker.start()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    def log_if_due(self) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if now - self._last < self.every_s:
+                return
+            self._last = now
+        self.logged_at = self.count()
+        log.info("%s", self.line(now - self.start))
+
+    def _heartbeat(self) -> None:
+        while not self._closed.wait(self.every_s / 4):
+            self.log_if_due()
+
+    def close(self) -> None:
+        self._closed.set()
+        if self._ticker is not None:
+            self._ticker.join(timeout=1.0)
 
 
 def progress_line(desc: str, done: int, total: int | None, elapsed: float, unit: str = "batch") -> str:
@@ -158,18 +194,15 @@ class Phase:
         self.skipped = 0.0  # units that needed no work (cached parts)
         self.in_part = False
         self._fed = False
-        self._start = self._last = time.monotonic()
-        self._bar = None
-        self._lock, self._closed, self._ticker = threading.Lock(), threading.Event(), None
+        self._start = time.monotonic()
+        self._bar, self._lines = None, None
         if interactive():
             from tqdm import tqdm
 
             self._bar = tqdm(total=self.total, desc=desc, unit=f" {unit}")
         else:
             log.info("%s", f"{desc}: {self.total:,} {unit} to go")
-            if self.every_s >= 1:  # a line while one batch runs long, too (no loop item to log it)
-                self._ticker = threading.Thread(target=self._heartbeat, name="phase-progress", daemon=True)
-                self._ticker.start()
+            self._lines = _Lines(self.line, self.every_s)  # a line while one batch runs long, too
 
     @contextlib.contextmanager
     def part(self, size: int) -> Iterator[None]:
@@ -198,21 +231,8 @@ class Phase:
         if self._bar is not None:
             self._bar.update(int(done) - int(self.done))
         self.done = done
-        if self._bar is None:
-            self._log_if_due()
-
-    def _log_if_due(self) -> None:
-        with self._lock:
-            now = time.monotonic()
-            if now - self._last < self.every_s:
-                return
-            self._last = now
-        log.info("%s", self.line(now - self._start))
-
-    def _heartbeat(self) -> None:
-        """Off a terminal: a line every ``every_s`` even while one batch runs (only a log call: no stop, no I/O)."""
-        while not self._closed.wait(self.every_s / 4):
-            self._log_if_due()
+        if self._lines is not None:
+            self._lines.log_if_due()
 
     def line(self, elapsed: float) -> str:
         """``desc: 8,192/20,000 sentences (41%), 1m02s elapsed, ~1m29s left``; the time left from computed work."""
@@ -224,9 +244,8 @@ class Phase:
         return text
 
     def close(self) -> None:
-        self._closed.set()
-        if self._ticker is not None:
-            self._ticker.join(timeout=1.0)
+        if self._lines is not None:
+            self._lines.close()
         if self._bar is not None:
             self._bar.close()
         else:

@@ -112,3 +112,13 @@ def test_the_last_count_of_a_loop_is_logged_once(caplog):
     with caplog.at_level(logging.INFO, logger="sts_lightning.embeddings.console"):
         list(_logged(range(3), "encode", 3, "batch", every_s=1e-9))
     assert sum("encode: 3/3 batch" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_plain_loop_logs_while_one_item_runs_long(caplog):
+    """The STS scoring's first batch (the longest sentences) ran 17 s with no line at load 6."""
+    with caplog.at_level(logging.INFO, logger="sts_lightning.embeddings.console"):
+        for _ in _logged(range(2), "scoring", 2, "batch", every_s=1):
+            time.sleep(1.6)
+    lines = [r.getMessage() for r in caplog.records]
+    assert any(line.startswith("scoring: 0/2 batch") for line in lines)  # during the first item
+    assert sum(line.startswith("scoring: 2/2 batch") for line in lines) == 1
