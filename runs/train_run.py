@@ -39,6 +39,7 @@ from sts_lightning.runs.config_checks import (
     check_numbers,
 )
 from sts_lightning.runs.ddp_exit import group_in_use, release_group_at_exit
+from sts_lightning.runs.early_checks import check_packaged_installs
 from sts_lightning.runs.first_step import announce_first_step
 from sts_lightning.runs.hub_push import check_hub_push, push_from_config
 from sts_lightning.runs.run_summary import run_summary
@@ -219,6 +220,7 @@ def _train(cfg: DictConfig) -> dict[str, float]:
     datamodule = _build(cfg.data)
     ensure_val_loop(datamodule)
     isolate_preparation(datamodule)
+    check_packaged_installs(cfg)  # every missing packaged weight in one line, before the first model loads
     # plain lists / dicts (not ListConfig): hyper-parameters go into checkpoints, which load weights-only
     model = _build(cfg.model, _convert_="all")
     if cfg.get("export") and not isinstance(model, Exportable):

@@ -11,7 +11,7 @@ of each codepoint except 45 control / zero-width characters that it drops or tur
 followed by a combining accent) where the engine maps each codepoint alone, 74 codepoints newer than the map's
 Unicode (and the fullwidth tilde, kept by SentencePiece) are NFKC-normalized, and consecutive unknown characters
 are one ``<unk>`` token, not one each. Token counts were checked against the engine on real sentences
-(tests/embeddings/encoders/test_e5_torch.py, docs/models.md).
+(tests/embeddings/encoders/test_e5_convert_torch.py, docs/models.md).
 """
 
 from __future__ import annotations

