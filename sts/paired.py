@@ -24,10 +24,9 @@ import numpy as np
 
 from sts_lightning.embeddings.errors import DataError
 from sts_lightning.sts.bootstrap import (
-    CHUNK_CELLS,
     CONFIDENCE,
-    ResampledRanks,
-    draw_counts,
+    percentile_interval,
+    shared_replicates,
     spearman_of_counts,
 )
 
@@ -66,29 +65,16 @@ def task_replicates(predictions: Sequence[np.ndarray], gold: np.ndarray, samples
                     rng: np.random.Generator) -> np.ndarray:
     """(systems, samples) Spearman x100 of every system on the SAME resamples of the task's pairs."""
     gold = np.asarray(gold, dtype=np.float64)
-    n = gold.size
     preds = [np.asarray(p, dtype=np.float64) for p in predictions]
     if any(p.shape != gold.shape for p in preds):
-        raise DataError(f"predictions of {[p.size for p in preds]} pairs for {n} gold scores")
-    gold_ranks = ResampledRanks(gold)
-    ranks = [ResampledRanks(p) for p in preds]
-    step = max(1, CHUNK_CELLS // max(n, 1))
-    out = np.empty((len(preds), samples))
-    for start in range(0, samples, step):
-        counts = draw_counts(n, min(step, samples - start), rng)
-        for i, (p, r) in enumerate(zip(preds, ranks, strict=True)):
-            out[i, start:start + counts.shape[0]] = spearman_of_counts(p, gold, counts, (r, gold_ranks))
-    return out
+        raise DataError(f"predictions of {[p.size for p in preds]} pairs for {gold.size} gold scores")
+    return shared_replicates(preds, gold, samples, rng)
 
 
 def interval(replicates: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """The percentile interval of the finite replicates (NaN, NaN when none is)."""
-    finite = replicates[np.isfinite(replicates)]
-    if finite.size == 0:
-        return (float("nan"), float("nan"))
-    tail = 100.0 * (1.0 - confidence) / 2.0
-    lo, hi = np.percentile(finite, [tail, 100.0 - tail])
-    return (float(lo), float(hi))
+    lo, hi = percentile_interval(replicates, confidence)
+    return (lo, hi)
 
 
 def spearman(predicted: np.ndarray, gold: np.ndarray) -> float:

