@@ -139,7 +139,6 @@ class STSEvaluationCallback(L.Callback):
         self.start_metrics: dict[str, float] | None = None
         self.last_step: int | None = None  # global step of the last evaluation (None: none yet)
         self._frozen: dict[int, tuple[object, str, ReadingStore]] = {}  # id(encoder) -> (encoder, digest, store)
-        self._stage = "after"  # which predictions file a fit's scoring writes (before: on_train_start's)
         self._sims: dict[str, dict[str, np.ndarray]] | None = None  # rank 0: the main scorer's last similarities
 
     # ------------------------------------------------------------------ setup: tasks and pair indices
@@ -183,11 +182,7 @@ class STSEvaluationCallback(L.Callback):
             return
         if trainer.is_global_zero:  # seconds to minutes on a CPU: say what runs before the first step
             log.info("scoring STS before training (%s) ...", ", ".join(self.task_names))
-        self._stage = "before"
-        try:
-            metrics = self.evaluate(trainer, pl_module)
-        finally:
-            self._stage = "after"
+        metrics = self.evaluate(trainer, pl_module, stage="before")
         self.start_metrics = metrics
         if trainer.is_global_zero:  # loggers write on rank 0 only; every rank took part in evaluate()
             log.info("STS Spearman x100 before training: %s", spearman_line(metrics))
@@ -259,8 +254,9 @@ class STSEvaluationCallback(L.Callback):
 
     # ------------------------------------------------------------------ evaluation
     @rng_isolated  # scoring (a frozen scorer loaded on first use, MC dropout) never shifts the training's random stream
-    def evaluate(self, trainer: L.Trainer, pl_module: L.LightningModule) -> dict[str, float]:
-        """Collective: every rank must call it. Returns the flat metrics, identical on every rank."""
+    def evaluate(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str = "after") -> dict[str, float]:
+        """Collective: every rank must call it. Returns the flat metrics, identical on every rank. ``stage``: the
+        predictions file a fit's scoring writes (``before``: the scoring before training; the last one is "after")."""
         if self.tasks is None:
             self.setup(trainer, pl_module, "validate")
         if not isinstance(pl_module, Scorable):
@@ -283,7 +279,7 @@ class STSEvaluationCallback(L.Callback):
         self.last_results = outcome
         self.last_metrics = self._flatten(outcome)
         if sims is not None and trainer.is_global_zero and trainer.state.fn == "fit":
-            self._save_predictions(trainer, sims)
+            self._save_predictions(trainer, sims, stage)
         probe_metrics = {f"probe/{pooling}/{task}_spearman": main_score(result, "spearman")
                          for pooling, results in probes.items() for task, result in results.items()}
         if probe_metrics and trainer.is_global_zero:
@@ -291,12 +287,12 @@ class STSEvaluationCallback(L.Callback):
                 f"{k[len('probe/'):-len('_spearman')]} {v:.2f}" for k, v in probe_metrics.items()))
         return {**self.last_metrics, **probe_metrics}
 
-    def _save_predictions(self, trainer: L.Trainer, sims: dict[str, dict[str, np.ndarray]]) -> None:
+    def _save_predictions(self, trainer: L.Trainer, sims: dict[str, dict[str, np.ndarray]], stage: str) -> None:
         """``<run dir>/sts_predictions/<stage>.npz``: the per-pair similarities behind the logged Spearman, so
         ``compare_runs`` can compare this run with another pair by pair (``sts.predictions``); the last scoring of
         the fit is the "after" one."""
         tasks = self.tasks or []
-        write_predictions(Path(trainer.default_root_dir) / PREDICTIONS_DIR / f"{self._stage}.npz",
+        write_predictions(Path(trainer.default_root_dir) / PREDICTIONS_DIR / f"{stage}.npz",
                           {"pred": {t.name: pooled(t, sims[t.name]) for t in tasks}},
                           {t.name: task_pairs(t) for t in tasks})
 
