@@ -44,9 +44,9 @@ def install(phase: str, n: int, ranks: set[int], marker_dir: Path, timeout_s: fl
     state = {"evaluations": 0, "done": False}
     evaluate = STSEvaluationCallback.evaluate
 
-    def counted(self, trainer, pl_module):
+    def counted(self, trainer, pl_module, *args, **kwargs):
         state["evaluations"] += 1
-        return evaluate(self, trainer, pl_module)
+        return evaluate(self, trainer, pl_module, *args, **kwargs)
 
     STSEvaluationCallback.evaluate = counted
     real = stop_request.check_stop
