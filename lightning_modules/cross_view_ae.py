@@ -8,7 +8,7 @@ The STS callback scores ``scorer()``: the sources are rebuilt from their specs o
 module, not as submodules: they are frozen and must not enter checkpoints). ``export`` writes a
 meta-embedding directory (``embeddings.methods.meta.scorer``) that ``evaluate.py`` and SED load back.
 A user trains it through ``python train.py model=cross_view_ae`` only (``runs.fit_meta --method ae`` points
-there); ``fit_cross_view_ae`` is the in-memory loop of ``benchmarks.meta_embeddings``' loss x depth sweep, the same
+there); ``fit_cross_view_ae`` is the in-memory loop of ``benchmarks.results.meta_embeddings``' loss x depth sweep, the same
 module on views already in memory.
 """
 

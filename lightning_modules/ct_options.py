@@ -45,7 +45,7 @@ def train_only_word_embeddings(model: torch.nn.Module) -> None:
 
     Why (ours, for training from scratch): CT with halves as positives can only agree on co-occurring words,
     which is a property of the word vectors. On a bag of wordpieces (no positions) that objective lifts STS-B dev
-    from 58.3 to 67.8 in two epochs over the 100k Wikipedia sentences (``benchmarks.bag_of_words_ct``), but as soon as the encoder sees positions it
+    from 58.3 to 67.8 in two epochs over the 100k Wikipedia sentences (``benchmarks.studies.bag_of_words_ct``), but as soon as the encoder sees positions it
     matches halves by their (correlated) lengths instead, and a random BERT whose layers CT may update does just
     that: AdamW on all weights takes STS-B dev from 55.5 to 39 in 200 steps, one direction holding half the
     variance and the cosine following the length difference (docs/dev/scratch-learning-signal.md, "Session 8").

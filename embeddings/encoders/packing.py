@@ -11,7 +11,7 @@ for the duration of the call the model's config switches to :data:`PACKED`, an a
 transformers (mask built as for ``sdpa``: none here) that keeps each sentence's attention inside its own block.
 
 Which block-diagonal attention, chosen by measurement on this CPU (2 cores, torch 2.13; MiniLM-L6 shapes, 12 heads
-x 32; 190 STS-B dev sentences drawn at random, 3,107 tokens; ``python -m benchmarks.encode_engine --attention 3000``;
+x 32; 190 STS-B dev sentences drawn at random, 3,107 tokens; ``python -m benchmarks.speed.encode_engine --attention 3000``;
 the machine was shared, load 11-14, so the ratios count, not the milliseconds: ``docs/speed.md``):
 
 - gathered SDPA (chosen on CPU, and on CUDA whenever the flash varlen kernel does not apply): each sentence's
@@ -29,7 +29,7 @@ the machine was shared, load 11-14, so the ratios count, not the milliseconds: `
   bucketed. Not taken; the GPU script may measure it compiled.
 - On CUDA in fp16 / bf16 without attention dropout: ``torch.nn.attention.varlen.varlen_attn`` (the flash varlen
   kernel: no gather, no padding at all) when this torch has it; if it is missing or refuses the call, the
-  gathered SDPA (recorded once in :data:`VARLEN_STATE`, printed by ``benchmarks.encode_engine``). Its speed is the
+  gathered SDPA (recorded once in :data:`VARLEN_STATE`, printed by ``benchmarks.speed.encode_engine``). Its speed is the
   GPU script's to measure.
 
 The whole MiniLM-L6 forward on such a random (training-like) batch took 0.56x the padded forward's time, 1.04x on a

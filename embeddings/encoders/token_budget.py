@@ -6,9 +6,9 @@ ones in oversized ones. A budget gives every pass about the same work. What coun
 computes: on the padded path ``rows x longest`` (the padded area), on the packed path the real tokens (the dense
 work; ``embeddings.encoders.packing``). Sentences come sorted by length (longest first), so the two are close.
 
-Defaults (``DEFAULT_MAX_TOKENS``), chosen by measurement (``benchmarks/encode_engine.py``, numbers in
+Defaults (``DEFAULT_MAX_TOKENS``), chosen by measurement (``benchmarks/speed/encode_engine.py``, numbers in
 ``docs/speed.md``): on the CPU the budget that encoded STS-B dev fastest with all-MiniLM-L6-v2 on this 2-core
-machine; on CUDA a PROVISIONAL figure, to be measured by the GPU script (``benchmarks/gpu_checklist.sh``).
+machine; on CUDA a PROVISIONAL figure, to be measured by the GPU script (``benchmarks/gpu/gpu_checklist.sh``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from sts_lightning.embeddings.errors import ConfigError
 # device type -> tokens per forward pass when neither ``batch_size`` nor ``max_tokens`` is set. cpu: the fastest of
 # 2048 / 4096 / 8192 / 16384 on STS-B dev with all-MiniLM-L6-v2 (1.98x 64 sentences a batch, docs/speed.md).
 # cuda: PROVISIONAL, not measured by us: issue 39's padded bf16 BERT-base forward on an H200 peaked at batch 2,048
-# (~65k tokens); the GPU script (benchmarks.encode_engine --device cuda) is to measure it.
+# (~65k tokens); the GPU script (benchmarks.speed.encode_engine --device cuda) is to measure it.
 DEFAULT_MAX_TOKENS = {"cpu": 4096, "cuda": 65536}
 
 

@@ -11,7 +11,7 @@ evaluation), as they would.
 --script``): ``<phase>`` is a ``check_stop`` phase name (``scoring STS``, ``caching features``, ``writing the
 export``...); for ``scoring STS`` ``<n>`` says which evaluation (1: before training, 2: the next validation...);
 ``<ranks>``: the global ranks held, comma-separated (none: the marker only says when the phase began, for a
-timing with the run going on: ``benchmarks/signal_phases.py``).
+timing with the run going on: ``benchmarks/reliability/signal_phases.py``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``trainer.precision=bf16-mixed`` on a CPU: every trainable method takes real steps with finite losses.
 
-Why: bf16 autocast is where CPU training gets its next speed-up (benchmarks/train_speed.py), and each method
+Why: bf16 autocast is where CPU training gets its next speed-up (benchmarks/speed/train_speed.py), and each method
 has a part that must stay fp32 (contrastive logits, KL terms, Gumbel-Softmax, flow log-determinants,
 reconstruction errors); a method that silently produced NaN or refused bf16 weights would only show on a
 long run. Each model config trains a few steps on the tiny fixtures in bf16-mixed, and its losses and STS

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from benchmarks.sbert_wk_loop import sbert_wk_loop
+from benchmarks.speed.sbert_wk_loop import sbert_wk_loop
 from sts_lightning.embeddings.encoders.token_batch import TokenBatch
 from sts_lightning.embeddings.errors import ConfigError, DataError
 from sts_lightning.embeddings.methods.sbert_wk import (
@@ -189,11 +189,11 @@ def test_linearly_dependent_states_are_a_data_error():
 
 
 def test_speed_benchmark_prints_the_ratio_last(monkeypatch, capsys, tiny_model_dir, tiny_data_dir):
-    """``benchmarks/sbert_wk_speed.py`` end to end on the tiny model: parity line, Spearman line, ratio last."""
+    """``benchmarks/speed/sbert_wk_speed.py`` end to end on the tiny model: parity line, Spearman line, ratio last."""
     import re
     import sys
 
-    from benchmarks import sbert_wk_speed
+    from benchmarks.speed import sbert_wk_speed
 
     monkeypatch.setattr(sys, "argv", ["sbert_wk_speed", "--model", str(tiny_model_dir), "--data-dir",
                                       str(tiny_data_dir), "--repeats", "2", "--batch-size", "8",
