@@ -1,13 +1,9 @@
-"""Training DataLoaders that survive a mid-epoch kill: per-epoch shuffling read from the Trainer, and a
-position Lightning saves in ``last.ckpt`` and hands back on resume.
+"""Training DataLoaders that survive a mid-epoch kill: the epoch read from the Trainer, the position saved in
+``last.ckpt`` and handed back on resume.
 
-Why: Lightning restarts a plain DataLoader from batch 0 after a mid-epoch resume (the rest of the epoch
-then replays its first batches), and it creates the first iterator of a (resumed) epoch *before* it calls
-``sampler.set_epoch``, so a sampler that waits for ``set_epoch`` draws the wrong permutation. Here the
-epoch is read from the fit loop whenever an iterator is created, and ``ResumableLoader`` implements the
-``state_dict`` / ``load_state_dict`` pair that Lightning's fit loop stores with the checkpoint
-(``loops.fit_loop.combined_loader``). The saved position is the Trainer's own count of processed batches,
-not the loader's count of yielded ones (Lightning prefetches one batch ahead).
+Lightning restarts a plain DataLoader from batch 0 after a mid-epoch resume, and creates the first iterator of an
+epoch before it calls ``sampler.set_epoch``. Here the epoch is read from the fit loop whenever an iterator is
+created, and the saved position is the Trainer's count of processed batches (Lightning prefetches one ahead).
 """
 
 from __future__ import annotations
@@ -35,11 +31,7 @@ def per_device_batch_size(batch_size: int, world_size: int) -> int:
 
 
 def trainer_epoch(trainer) -> int | None:
-    """The epoch the next training iterator belongs to: epochs processed so far, right after a resume too.
-
-    (``current_epoch`` lags by one when resuming from an end-of-epoch checkpoint; it is only the fallback
-    for a stand-in without a fit loop, and ``None`` where that has no epoch either.)
-    """
+    """The epoch the next training iterator belongs to, right after a resume too (``None`` where there is none)."""
     if trainer is None:
         return None
     loop = getattr(trainer, "fit_loop", None)
@@ -47,11 +39,7 @@ def trainer_epoch(trainer) -> int | None:
 
 
 def trainer_position(trainer) -> dict[str, int] | None:
-    """``{"epoch", "batches_done"}``: where the next training batch comes from.
-
-    During epoch ``e`` the fit loop's ``ready`` count is ``e + 1`` (``processed`` only moves at its end);
-    once all of the epoch's batches are done the position is the start of epoch ``e + 1``.
-    """
+    """``{"epoch", "batches_done"}``: where the next training batch comes from."""
     loop = getattr(trainer, "fit_loop", None)
     if loop is None:
         return None
@@ -65,29 +53,17 @@ def trainer_position(trainer) -> dict[str, int] | None:
 class ResumableDataModule(LightningDataModule):
     """Puts the training position into every checkpoint and hands it to the first loader after a resume.
 
-    A killed run resumed from ``last.ckpt`` then trains on exactly the batches, in exactly the order, an
-    uninterrupted run would have seen: each epoch's order is a function of ``(seed, epoch)`` alone, and the
-    first iterator after a resume skips the batches the saved position says were done.
+    A resumed run then sees exactly the batches, in exactly the order, of an uninterrupted one: each epoch's order is a
+    function of ``(seed, epoch)``, and the first iterator after a resume skips the batches already done.
 
-    What a subclass provides (``tests/datamodules/test_loader.py`` checks every ``configs/data`` class):
+    A subclass provides (``tests/datamodules/test_loader.py`` checks every ``configs/data`` class): ``dataset``
+    (map-style, or an ``IterableDataset`` with ``set_epoch(epoch, skip_batches=...)``), ``batch_size`` (GLOBAL),
+    ``seed``, ``shuffle``, ``num_workers``, and ``train_dataloader`` returning a ``ResumableLoader`` (for map-style data
+    ``resumable_loader(collate_fn)``). ``resumable = False`` with ``resume_note`` where the order cannot be restored.
 
-    * ``dataset``: built by ``setup`` (``None`` before). Map-style, or an ``IterableDataset`` with an
-      ``epoch`` attribute and ``set_epoch(epoch, skip_batches=...)`` that shards, orders and skips itself
-      (``datamodules.sentence_stream.SentenceStream``).
-    * ``batch_size`` (GLOBAL: every device gets ``batch_size // world_size``), ``seed``, ``shuffle``,
-      ``num_workers``: ``seed`` also seeds the loader's worker base seed per epoch.
-    * ``train_dataloader`` returning a ``ResumableLoader(..., datamodule=self)``. For map-style data
-      ``resumable_loader(collate_fn)`` is the whole method: an ``EpochShuffleSampler`` (or file order),
-      the per-device batch, workers.
-
-    ``resumable`` / ``resume_note`` say whether and how a class resumes mid-epoch; a DataModule that truly
-    cannot (its order depends on something no checkpoint holds) sets ``resumable = False`` and says why.
-
-    Why the DataModule and not the loader's own ``state_dict`` (which Lightning also supports): when
-    ``configure_optimizers`` reads ``trainer.estimated_stepping_batches`` (our warm-up schedules do),
-    Lightning builds the train loader and its first iterator *before* it restores the loops, and then
-    never hands the loader its saved state. DataModule state is restored before that, so the first
-    iterator already knows the epoch and the number of batches to skip.
+    The DataModule holds the position, not the loader's ``state_dict``: Lightning builds the first iterator before it
+    restores the loops when ``configure_optimizers`` reads ``estimated_stepping_batches``, and DataModule state is
+    restored before that.
     """
 
     resumable: ClassVar[bool] = True
@@ -109,12 +85,7 @@ class ResumableDataModule(LightningDataModule):
         return self.trainer.world_size if self.trainer is not None else 1
 
     def data_facts(self) -> DataFacts:
-        """The training data for the export's model card (``embeddings.io.model_card``), as ``setup`` learnt it.
-
-        The configured ``files``; the rows used: those of the sentence index where the dataset reads one (its
-        count and skip reasons cover all ranks), else the dataset's length; nothing is read again for the card.
-        A datamodule that reads its sources one by one (NLI) overrides it with per-source counts.
-        """
+        """The training data for the export's model card, as ``setup`` learnt it (nothing is read again)."""
         index = getattr(self.dataset, "index", None)  # datamodules.sentence_files.SentenceIndex
         sized = index if index is not None else self.dataset
         rows = len(sized) if isinstance(sized, Sized) else None
@@ -140,11 +111,7 @@ class ResumableDataModule(LightningDataModule):
 
     # ------------------------------------------------------------------ tokenization in the workers
     def tokenize_with(self, tokenizer: BatchTokenizer | None) -> None:
-        """Tokenize every training batch with ``tokenizer`` in the loader's workers (``None``: the module's own).
-
-        Without it, the Trainer's LightningModule is asked (``EncoderModule.batch_tokenizer``) when a loader is
-        built, so ``Trainer.fit(module, datamodule)`` needs no wiring; this is for a loader used outside a Trainer.
-        """
+        """Tokenize every training batch with ``tokenizer`` in the loader's workers (``None``: ask the Trainer's module)."""
         self._batch_tokenizer = tokenizer
 
     def batch_tokenizer(self) -> BatchTokenizer | None:
@@ -156,12 +123,7 @@ class ResumableDataModule(LightningDataModule):
         return make() if callable(make) else None
 
     def training_collate(self, collate: Callable | None) -> Callable | None:
-        """``collate`` followed by the batch tokenizer, so token ids are made in the workers, not in the step.
-
-        Why in the collate function: it runs in the worker processes (``num_workers > 0``) while the previous
-        step runs, and nothing about the batches' order, sharding or resume position changes (those are the
-        sampler's and the dataset's); with ``num_workers=0`` it runs in the loader, still outside the step.
-        """
+        """``collate`` followed by the batch tokenizer, so token ids are made in the workers, not in the step."""
         tokenizer = self.batch_tokenizer()
         return collate if tokenizer is None else TokenizingCollate(collate, tokenizer)
 
@@ -173,10 +135,8 @@ class ResumableDataModule(LightningDataModule):
 
     def resumable_loader(self, collate_fn: Callable | None = None, drop_last: bool = False,
                          batch_sampler: Sampler[list[int]] | None = None) -> ResumableLoader:
-        """The training loader of map-style ``self.dataset``: shuffled by ``EpochShuffleSampler(seed)`` (or
-        in dataset order), ``batch_size // world_size`` a device, workers kept alive across epochs.
-
-        ``batch_sampler``: one that orders, batches and shards by itself (``datamodules.mixture``) instead.
+        """The training loader of map-style ``self.dataset``: ``EpochShuffleSampler(seed)`` (or dataset order),
+        ``batch_size // world_size`` a device, persistent workers; ``batch_sampler`` replaces the sampler.
         """
         if self.dataset is None:
             self.setup("fit")
@@ -192,12 +152,7 @@ class ResumableDataModule(LightningDataModule):
 
 
 class EpochShuffleSampler(Sampler[int]):
-    """A permutation of ``range(n)`` seeded by ``(seed, epoch)``, identical on every rank.
-
-    ``ResumableLoader`` sets the epoch before each iterator starts drawing (Lightning's own ``set_epoch``
-    comes after the first batch of an epoch was prefetched). Under DDP Lightning wraps this sampler in
-    its ``DistributedSamplerWrapper``, which forwards ``set_epoch`` and shards the permutation by rank.
-    """
+    """A permutation of ``range(n)`` seeded by ``(seed, epoch)``, identical on every rank (Lightning shards it)."""
 
     def __init__(self, n: int, seed: int = 0):
         self.n, self.seed, self.epoch = int(n), int(seed), 0
@@ -214,11 +169,7 @@ class EpochShuffleSampler(Sampler[int]):
 
 
 class _SkipBatches:
-    """A batch sampler without its first ``skip`` batches (indices only: no data is loaded for them).
-
-    ``skip`` is read when an iterator is created (``iter`` is eager, the batches lazy), so the loader can
-    set it for one iterator and clear it again before the next.
-    """
+    """A batch sampler without its first ``skip`` batches (indices only), read when an iterator is created."""
 
     def __init__(self, batch_sampler, skip: int = 0):
         self.batch_sampler, self.skip = batch_sampler, skip
@@ -240,18 +191,9 @@ class _SkipBatches:
 class ResumableLoader(DataLoader):
     """A DataLoader that starts each iterator at the position its ``ResumableDataModule`` names.
 
-    Args (besides DataLoader's):
-        datamodule: gives ``(epoch, batches to skip)`` for every new iterator, and the tokenizer its collate
-            function ends with (``ResumableDataModule.training_collate``) and whether to pin memory.
-
-    The epoch goes to the sampler (map-style; skipped batches are dropped as index lists, no data is
-    loaded for them) or to the dataset's ``set_epoch(epoch, skip_batches)`` (iterable, e.g.
-    ``SentenceStream``). ``state_dict`` / ``load_state_dict`` are present (the position itself travels
-    in the DataModule's state) so that Lightning knows this loader resumes mid-epoch.
-
-    The index sampler is one ``_SkipBatches`` for the loader's life: with persistent workers DataLoader
-    keeps its first iterator and re-reads only *that* iterator's index sampler each epoch, so a wrapper
-    made for the first (resumed) iterator alone would skip the same batches again every later epoch.
+    The epoch goes to the sampler (map-style) or to the dataset's ``set_epoch(epoch, skip_batches)``; the empty
+    ``state_dict`` pair tells Lightning this loader resumes mid-epoch. The ``_SkipBatches`` lives as long as the loader:
+    persistent workers re-read only the first iterator's index sampler.
     """
 
     _skipper: _SkipBatches | None = None

@@ -1,56 +1,16 @@
 """SBERT-WK (Wang & Kuo 2020): training-free sentence vectors by dissecting a transformer's layers.
 
-Each token's states over layers ``layer_start..L`` are fused with weights from their *alignment*
-(inverse) and *novelty* w.r.t. a window of neighbouring layers; tokens are then averaged with
-weights from how much they change across layers (variance of adjacent-layer cosines).
+Each token's states over layers ``layer_start..L`` are fused with weights from their alignment (inverse) and
+novelty w.r.t. a window of neighbouring layers; tokens are averaged with weights from how much they change across
+layers (variance of adjacent-layer cosines). ``variant="code"`` reproduces the authors' code, ``"paper"`` the
+paper where they disagree (the table: docs/results/sbert_wk.md).
 
-Why a closed form instead of the authors' QR: every quantity the authors read from the reduced QR
-of a window matrix ``M = [context..., centre]`` is a function of its Gram matrix ``M^T M``, and the
-Cholesky factor of that Gram *is* ``R`` (up to row signs, which no formula depends on). So we build
-one ``(layers x layers)`` Gram per token in float64 (exact products of float32 inputs), and for
-all layer positions whose windows have the same size one batched Cholesky of the tiny context
-blocks plus one triangular solve for the centres' columns (the centre's residual is clamped at 0,
-where the QR would give ~0). That is vectorised over all tokens of the batch and loops only over
-window sizes (at most 3 for m=2); it is ~60x cheaper than a batched ``torch.linalg.qr`` of the
-``(hidden x rows)`` windows. Padding is never touched: only the selected tokens are gathered, and
-the token and layer weights are folded into one coefficient per (token, layer), so fusing layers
-and averaging tokens is one batched product. The pool costs ~1-3% of the forward pass that made
-its batch (``python -m benchmarks.sbert_wk_speed``). float64 because novelty is a residual
-norm, a difference of nearly equal numbers when layers are near-parallel: on synthetic states with
-adjacent-layer cosine ~0.99995 a float32 Gram is off by 2% relative (the authors' float32 QR by 6%),
-float64 by 3e-8. (On all-MiniLM-L6-v2, adjacent cosines <= 0.99, float32 would also do: 5e-13.)
+Instead of the authors' QR of each window matrix, a closed form: everything read from ``R`` is a function of the
+Gram matrix, whose Cholesky factor is ``R``. One float64 Gram per token (novelty is a residual norm of nearly
+parallel layers), one batched Cholesky per window size; padding is never touched.
 
-``variant="code"`` reproduces ``utils.dissecting`` of BinWang28/SBERT-WK-Sentence-Embedding;
-``variant="paper"`` follows the paper where the two disagree:
-
-==================  ==========================================  ====================================
-aspect              code (default, as the authors ran it)       paper (Sec. IV)
-==================  ==========================================  ====================================
-tokens in sentence  first ``len-1`` positions: [CLS] kept,      words only: tokens flagged in
-                    final [SEP] dropped                         ``special_tokens_mask`` excluded
-                                                                ([CLS]/[SEP]/<s>/</s>)
-lower window edge   Python slice ``feat[k-m:k]``: a negative    truncated: layers max(0,k-m)..k-1
-                    start wraps, usually to an EMPTY window
-alignment           mean_j <c_j/|c_j|, v> / |P_C v| (projected  Eq. 5: mean_j cos(v, c_j) over the
-                    centre, not |v|), weight 1/(a * rows * 2)   context present; weight 1/a (Eq. 6)
-                    with rows = |window|+1 varying at edges
-novelty             |r_-1| / |r| = |v - P_C v| / |v|            Eq. 8 (same); Eq. 14 as printed,
-                                                                r/|r|, is only a sign: a typo
-combination         (a + n) renormalised, i.e. omega = 0.5     Eq. 9 omega*a + (1-omega)*n
-==================  ==========================================  ====================================
-
-Shared by both: layers from ``layer_start`` on (default 4: embedding output and layers 1-3
-dropped, Sec. V) for the fusion *and* for the word-importance variance (Sec. IV-B says "all
-layers"; the code and the experiments use the sliced ones); token weights are the l1-normalised
-variances (ddof 0). ``omega`` follows Eq. 9 (omega weights alignment); note Table VII of the paper
-labels omega=0 "Alignment", contradicting Eq. 9. Not reproducible here: the authors' batcher
-truncates ids without re-appending [SEP], so for over-long sentences it drops a real token; our
-encoders keep [SEP].
-
-Degenerate inputs: a sentence with one usable token gets that token's unified vector (its weight
-is exactly 1, no 0/0); if all variances of a sentence are 0 its tokens are averaged uniformly; a
-sentence with no usable token raises ``DataError``. Layer counts for which the method is undefined
-(fewer than 3 fused layers, or a window that leaves some layer with no context) raise ConfigError.
+Degenerate inputs: one usable token gives that token's vector; all-zero variances average tokens uniformly; no
+usable token raises ``DataError``; fewer than 3 fused layers, or a window leaving a layer no context, ConfigError.
 """
 
 from __future__ import annotations
@@ -72,10 +32,7 @@ MIN_FUSED_LAYERS = 3  # the word-importance variance needs >= 2 adjacent-layer c
 
 
 def context_windows(n_layers: int, window: int, variant: str) -> list[list[int]]:
-    """Context layer indices of each layer position k (centre excluded), left then right.
-
-    Why per k only: the window depends on k, never on the token, so the fast path loops over k.
-    """
+    """Context layer indices of each layer position k (centre excluded), left then right."""
     layers = list(range(n_layers))
     if variant == "code":  # Python slice semantics, exactly as the authors index their array
         return [layers[k - window : k] + layers[k + 1 : k + window + 1] for k in layers]
@@ -124,8 +81,7 @@ def _selected_tokens(batch: TokenBatch, variant: str) -> torch.Tensor:
 def window_groups(n_layers: int, window: int, variant: str) -> list[tuple[list[int], list[list[int]]]]:
     """Layer positions grouped by the size of their context window: ``[(positions, their contexts)]``.
 
-    Why: windows of one size stack into one tensor, so each group is ONE batched Cholesky over
-    (tokens x positions) instead of one per position (3 groups for 9 fused layers and m=2, not 9).
+    Windows of one size stack into one tensor: one batched Cholesky per group, not one per position.
     """
     groups: dict[int, tuple[list[int], list[list[int]]]] = {}
     for k, ctx in enumerate(context_windows(n_layers, window, variant)):
@@ -166,17 +122,13 @@ def _layer_weights(gram: torch.Tensor, window: int, omega: float, variant: str) 
 
 def sbert_wk_pool(batch: TokenBatch, layer_start: int = 4, window: int = 2, omega: float = 0.5,
                   variant: str = "code") -> torch.Tensor:
-    """SBERT-WK sentence vectors of one padded batch, vectorised over all its tokens.
+    """SBERT-WK sentence vectors ``(batch, hidden)`` of one right-padded batch, vectorised over all its tokens.
 
     Args:
-        batch: all-layer token states; padding must be on the right (as every encoder here does).
         layer_start: first fused layer, an index into ``hidden_states`` (0 = embedding output).
         window: context half-width m over neighbouring layers.
         omega: weight of the inverse-alignment term against novelty (Eq. 9); 0.5 = the code.
-        variant: ``"code"`` (the authors' implementation) or ``"paper"`` (see module docstring).
-
-    Returns:
-        ``(batch, hidden)`` tensor in the dtype of the hidden states.
+        variant: ``"code"`` (the authors' implementation) or ``"paper"``.
     """
     check_config(batch.num_layers, layer_start, window, omega, variant, source="the batch")
     keep = _selected_tokens(batch, variant)
@@ -209,13 +161,9 @@ def sbert_wk_pool(batch: TokenBatch, layer_start: int = 4, window: int = 2, omeg
 
 
 class SBERTWKScorer(VectorScorer):
-    """SBERT-WK sentence vectors compared by cosine.
+    """SBERT-WK sentence vectors compared by cosine (a layered encoder; static word vectors are rejected).
 
-    Args:
-        encoder: a layered encoder (transformer); static word vectors are rejected.
-        layer_start, window, omega, variant: see ``sbert_wk_pool``; ``layer_start="auto"`` is 4 for
-            models with >= 6 layers and the deepest start leaving 3 layers for shallower ones.
-        batch_size: sentences per forward pass (default: the encoder's).
+    ``layer_start="auto"`` is 4 for models with >= 6 layers, else the deepest start leaving 3 layers.
     """
 
     name = "sbert_wk"

@@ -1,15 +1,12 @@
 """Latte-Mix (Li et al.): the tensor maths of a token-level VAE on frozen token states, and its distances.
 
-Pure functions, no Lightning, so the training module and the scorer share one tested implementation.
-Paper map: Gumbel-Softmax reparameterisation (Sec. 2.4, Eq. 4); the beta-weighted ELBO (Eq. 3) with a
-uniform categorical prior or N(0, I) and KL thresholding (App. A.4); a sentence is the MIXTURE of its
-tokens' posteriors, ``p(z|m) ~ 1/K sum_i q(z|u_i)`` (Eq. 2), compared by cosine, Jensen-Shannon or L2
-(Sec. 3, App. A.5-A.6); the Normal VAE uses the closed-form L2 between Gaussian mixtures (Sec. 4.2).
+Paper map: Gumbel-Softmax (Sec. 2.4, Eq. 4); the beta-weighted ELBO (Eq. 3) with a uniform categorical prior or
+N(0, I) and KL thresholding (App. A.4); a sentence is the MIXTURE of its tokens' posteriors (Eq. 2), compared by
+cosine, Jensen-Shannon or L2 (Sec. 3, App. A.5-A.6); the Normal VAE's closed-form L2 of Gaussian mixtures (Sec. 4.2).
 
-Sign conventions: ``mixture_js_divergence`` and ``mixture_l2_distance`` return the DISTANCE (>= 0, 0 for
-identical mixtures), as their names say; ``LatteMixScorer.similarity`` turns them into the ``Scorer``
-convention, similarity = -distance (higher = more similar). ``mixture_cosine``, ``gaussian_mixture_l2`` and
-``gaussian_mixture_log_cosine`` are similarities already (their docstrings say so).
+``mixture_js_divergence`` and ``mixture_l2_distance`` return DISTANCES (>= 0); ``LatteMixScorer.similarity`` turns
+them into similarity = -distance. ``mixture_cosine``, ``gaussian_mixture_l2`` and ``gaussian_mixture_log_cosine``
+are similarities already.
 """
 
 from __future__ import annotations
@@ -37,9 +34,7 @@ def _f32(x: torch.Tensor) -> torch.Tensor:
 def gumbel_softmax(logits: torch.Tensor, tau: float, generator: torch.Generator | None = None) -> torch.Tensor:
     """Relaxed one-hot sample over the last dim (Eq. 4): ``softmax((log pi + g) / tau)``, g ~ Gumbel(0, 1).
 
-    ``logits`` may be unnormalised: ``log pi = logits - logsumexp(logits)`` differs by a constant that
-    the softmax cancels. ``g = -log(-log u)`` (footnote 1) with u clamped inside (0, 1) so neither log
-    sees 0; the argmax of a sample is an exact draw from ``softmax(logits)`` at any temperature.
+    ``g = -log(-log u)`` (footnote 1) with u clamped inside (0, 1); ``logits`` may be unnormalised.
     """
     work = _f32(logits)
     device = logits.device if generator is None else generator.device
@@ -50,10 +45,7 @@ def gumbel_softmax(logits: torch.Tensor, tau: float, generator: torch.Generator 
 
 
 def categorical_kl_uniform(logits: torch.Tensor) -> torch.Tensor:
-    """``KL(softmax(logits) || Uniform(K))`` over the last dim -> ``(...)``; the KL term of Eq. 3 (App. A.4).
-
-    ``sum q log q + log K``, with ``log q`` from ``log_softmax`` so that a near one-hot q stays finite.
-    """
+    """``KL(softmax(logits) || Uniform(K))`` over the last dim; the KL term of Eq. 3 (``log_softmax``: finite near one-hot)."""
     log_q = torch.log_softmax(_f32(logits), dim=-1)
     return (log_q.exp() * log_q).sum(-1) + math.log(logits.shape[-1])
 
@@ -66,21 +58,11 @@ def gaussian_kl_standard(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor
 
 def thresholded_kl(kl_per_unit: torch.Tensor, mask: torch.Tensor,
                    threshold: float) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """KL thresholding / free bits (Kingma et al. 2016, App. A.4: epsilon = 0.3) against KL vanishing.
+    """KL thresholding / free bits (App. A.4: epsilon = 0.3) against KL vanishing.
 
-    Each latent unit's KL is averaged over the real tokens of the batch; a unit pays
-    ``max(avg, threshold)``, so a unit already under the threshold gets no gradient pushing it further
-    to the prior (it is free to carry information). An all-padding batch averages over one token (0).
-
-    Args:
-        kl_per_unit: ``(B, T, U)`` KL per token and unit (U categorical variables or Gaussian dims).
-        mask: ``(B, T)`` True/1 for real tokens.
-        threshold: free nats per unit (0 gives the plain KL summed over units).
-
-    Returns:
-        The loss (scalar) and detached stats: ``kl_raw`` (unthresholded sum over units of the average
-        KL), ``active_units`` (units above ``ACTIVE_UNIT_NATS``; a collapsed unit has ~0) and
-        ``frac_below_threshold``.
+    Each unit's KL ``(B, T, U)`` is averaged over the real tokens of ``mask``; a unit pays ``max(avg, threshold)``.
+    Returns the loss and detached stats: ``kl_raw``, ``active_units`` (above ``ACTIVE_UNIT_NATS``),
+    ``frac_below_threshold``.
     """
     real = mask.bool().unsqueeze(-1)
     kl = kl_per_unit.masked_fill(~real, 0.0)  # not a product: padding garbage (inf, nan) must not leak
@@ -111,10 +93,9 @@ def token_mixture(per_token: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def class_usage(probs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Perplexity of the batch-aggregated posterior per categorical variable, averaged over D.
+    """Perplexity of the batch-aggregated posterior per categorical variable, averaged over D (Sec. 2.5).
 
-    A collapse / KL-vanishing diagnostic (Sec. 2.5): ~1 means every token lands in one class, ~K
-    means all classes are used evenly. ``probs`` ``(B, T, D, K)``, ``mask`` ``(B, T)``.
+    ~1: every token lands in one class (collapse); ~K: all classes used. ``probs`` ``(B, T, D, K)``, ``mask`` ``(B, T)``.
     """
     real = mask.bool()[..., None, None]
     agg = _f32(probs).masked_fill(~real, 0.0).sum((0, 1)) / real.sum().clamp_min(1)  # (D, K)
@@ -128,11 +109,9 @@ def mixture_cosine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def mixture_js_divergence(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Jensen-Shannon divergence (nats, >= 0; 0 for identical mixtures) of ``(n, D, K)`` mixtures, summed over
-    the D variables. A distance: the scorer's similarity is its negative.
+    """Jensen-Shannon divergence (nats, >= 0) of ``(n, D, K)`` mixtures, summed over the D variables.
 
-    ``JS = H((P+Q)/2) - (H(P) + H(Q))/2`` per variable, in float64 with ``xlogy`` (0 log 0 = 0);
-    in [0, log 2] per variable, clamped at 0 against rounding.
+    ``H((P+Q)/2) - (H(P) + H(Q))/2`` in float64 with ``xlogy``, clamped at 0 against rounding.
     """
     p, q = a.double(), b.double()
     m = 0.5 * (p + q)
@@ -152,8 +131,7 @@ def mixture_l2_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def _log_cross(mu_a, var_a, mask_a, mu_b, var_b, mask_b) -> torch.Tensor:
     """``log int p q`` per row for equal-weight diagonal Gaussian mixtures, chunked over rows.
 
-    ``int N(x; a, A) N(x; b, B) dx = N(a; b, A + B)``; the pair terms are combined by a masked
-    logsumexp, so nothing is exponentiated and no term can under- or overflow.
+    ``int N(x; a, A) N(x; b, B) dx = N(a; b, A + B)``, combined by a masked logsumexp (no under- or overflow).
     """
     n, dz = mu_a.shape[0], mu_a.shape[-1]
     wa = _masked_weights(mask_a, torch.float64).log()  # log(1/T) on real tokens, -inf on padding
@@ -178,10 +156,8 @@ def gaussian_mixture_log_l2(mu_a: torch.Tensor, var_a: torch.Tensor, mask_a: tor
                             mu_b: torch.Tensor, var_b: torch.Tensor, mask_b: torch.Tensor) -> torch.Tensor:
     """``log ||p - q||_2`` (float64, ``-inf`` where p = q) of the sentences' Gaussian mixtures (Sec. 4.2).
 
-    ``L2^2 = int p^2 - 2 int p q + int q^2``; with ``M`` the largest of the three logs,
-    ``log L2^2 = M + log(e^{A-M} - 2 e^{B-M} + e^{C-M})``. Rows are sentences: ``mu``/``var``
-    ``(n, T, Dz)`` padded, ``mask`` ``(n, T)``, every token weighted 1/T_real. The difference of the
-    three terms cancels to relative ~1e-16, the float64 resolution of L2^2 near p = q.
+    ``L2^2 = int p^2 - 2 int p q + int q^2`` combined in log space. ``mu``/``var`` ``(n, T, Dz)`` padded, ``mask``
+    ``(n, T)``, every token weighted 1/T_real.
     """
     aa = _log_cross(mu_a, var_a, mask_a, mu_a, var_a, mask_a)
     ab = _log_cross(mu_a, var_a, mask_a, mu_b, var_b, mask_b)
@@ -193,13 +169,10 @@ def gaussian_mixture_log_l2(mu_a: torch.Tensor, var_a: torch.Tensor, mask_a: tor
 
 def gaussian_mixture_log_cosine(mu_a: torch.Tensor, var_a: torch.Tensor, mask_a: torch.Tensor,
                                 mu_b: torch.Tensor, var_b: torch.Tensor, mask_b: torch.Tensor) -> torch.Tensor:
-    """``log`` of the cosine between two Gaussian-mixture densities, ``int pq / sqrt(int p^2 int q^2)``.
+    """``log`` of the cosine between two Gaussian-mixture densities, ``int pq / sqrt(int p^2 int q^2)`` (<= 0).
 
-    Not in the paper: the L2 between densities contains each mixture's self-term ``int p^2``, which in
-    ``Dz`` dimensions scales like ``sigma^-Dz`` and can swamp the cross term, so L2 ends up ranking sentences
-    by their posterior variances. Normalising by the self-terms (the density analogue of cosine) removes that.
-    Returned as a log (<= 0, 0 for identical mixtures): a monotone transform, so Spearman is unchanged and
-    nothing under- or overflows.
+    Not in the paper: L2's self-terms scale like ``sigma^-Dz`` and make L2 rank sentences by their posterior variances;
+    normalising by them removes that.
     """
     aa = _log_cross(mu_a, var_a, mask_a, mu_a, var_a, mask_a)
     ab = _log_cross(mu_a, var_a, mask_a, mu_b, var_b, mask_b)
@@ -212,14 +185,11 @@ def gaussian_mixture_l2(mu_a: torch.Tensor, var_a: torch.Tensor, mask_a: torch.T
                         scale: str = "auto") -> torch.Tensor:
     """Similarity of Gaussian mixtures from their closed-form L2 distance (Normal VAE, Sec. 4.2).
 
-    In high dimension L2 is routinely out of float range (``int p^2`` of a 768-d N(0, I) token is
-    e^-972; a sharp posterior's is e^+hundreds), and ``Scorer.score_pairs`` casts to float32.
+    In high dimension L2 is routinely out of float range, and ``Scorer.score_pairs`` casts to float32.
 
     Args:
-        scale: ``"linear"``: ``-L2``; ``"log"``: ``-log(L2 + e^LOG_FLOOR)``, a strictly monotone
-            transform (same Spearman ranking, finite for identical mixtures); ``"auto"``: linear if
-            every nonzero L2 of THIS call lies in ``e^[-80, 80]`` (safe in float32), else log for the
-            whole call (so one call's scores are always comparable) with a warning.
+        scale: ``"linear"``: ``-L2``; ``"log"``: ``-log(L2 + e^LOG_FLOOR)`` (same ranking); ``"auto"``: linear if
+            every nonzero L2 of THIS call lies in ``e^[-80, 80]``, else log for the whole call, with a warning.
     """
     log_l2 = gaussian_mixture_log_l2(mu_a, var_a, mask_a, mu_b, var_b, mask_b)
     if scale == "auto":

@@ -1,55 +1,15 @@
-"""Sen2Pro (Shen et al. 2023): a sentence as a distribution, estimated from a frozen encoder.
+"""Sen2Pro (Shen et al. 2023): a sentence as a distribution (mean, variance) estimated from a frozen encoder.
 
-Following the paper:
-- Model uncertainty (Sec. 3.1, Eq. 1): N forward passes with MC dropout (``encoder.stochastic()``:
-  every dropout site of the model at its own rate; on CPU the same masks are drawn more cheaply,
-  see ``embeddings.methods.sen2pro.mc_dropout``). Each pass encodes every distinct sentence once.
-- Data uncertainty (Sec. 3.1, Eq. 2): N word-level augmented copies (drop / swap / replace / insert,
-  one op per copy, see ``embeddings.methods.sen2pro.augment``), encoded in eval mode - all copies of
-  all sentences in one ``encode`` call, so a repeated string is encoded once.
-- Estimation (Sec. 3.2): mean (Eq. 3) and the banding estimator of the covariance (Eq. 4-5), i.e.
-  only its diagonal, with the population normaliser 1/|S|.
-- Pooling ``first_last_avg`` and N = 15 per source (Sec. 4.3); the appendix prefers 50 MC passes and
-  >= 30 augmentations for STS, at 3-7x the cost.
-- Distance (Eq. 7): ``(1 - alpha) * l1(mu_a - mu_b) + alpha * l1(var_a - var_b)``; similarity is its
-  negative so that higher means more similar, like every ``Scorer``.
-
-Our choices where the paper is silent or ambiguous:
-- Combining sources for STS: Sec. 4.1 states ``(mu_m + mu_d) / 2`` and ``(var_m + var_d) / 2`` only
-  for classification; we use the same (the "individual estimation" of Appendix D) for STS.
-- Augmentation vocabulary: the words of the sentences passed to ``represent`` (encoder-agnostic), or
-  the ``vocabulary`` argument. With the default, replace/insert draw from the words of that call, so
-  a sentence's representation depends on the word set of the call (``score_pairs`` passes a whole
-  dataset at once). MC-dropout masks likewise depend on how ``encode`` batches the call.
-- Alpha (Eq. 8, ``alpha = l1(dmu) / l1(dvar)``), three modes:
-
-  * ``"paper"``: Eq. 8 per pair, as printed. Algebra: then ``alpha * l1(dvar) == l1(dmu)`` and
-    ``d = (2 - alpha) * l1(dmu) = 2 l1(dmu) - l1(dmu)**2 / l1(dvar)``; once alpha > 1 (the mean gap
-    larger than the variance gap, the usual case) the mean term enters with a NEGATIVE weight.
-  * ``"dataset"``: Eq. 8 with both l1 norms averaged over all pairs of one ``similarity`` call, so
-    the two terms have equal average size (one balance factor per dataset). Same sign problem.
-  * ``"inverse"``: the inverse ratio over all pairs of the call, ``mean l1(dvar) / mean l1(dmu)``,
-    which lands in the paper's stated 0.01-0.05 range.
-  * a float in [0, 1]: fixed alpha. DEFAULT 0.05 (the paper's upper value): a pair's score then does
-    not depend on which other pairs are scored with it.
-
-  Measured (``benchmarks/sen2pro_ablation.py``, all-MiniLM-L6-v2, 300 STS-B dev pairs): Eq. 8 as
-  printed gives alpha ~ 20-80 and Spearman -66 to -92, i.e. the ranking is inverted. The INVERSE
-  ratio ``l1(dvar) / l1(dmu)`` is 0.013-0.044, the paper's "alpha is usually 0.01-0.05", so Eq. 8 is
-  most likely printed upside down. With alpha that small the variance term barely moves the ranking
-  (alpha = 0, 0.01 and 0.05 agree to 0.05 points), so the default is the fixed 0.05.
-- ``normalize`` (default False, the paper's setting): L2-normalise every sample vector before the
-  moments. Sentence-transformers models are trained for cosine; l1 of unnormalised means ranks
-  worse than cosine (see docs/results/sen2pro.md), normalising puts the distance on the cosine scale.
-
-  A zero variance gap (a deterministic encoder has no model uncertainty) makes Eq. 8 undefined;
-  there alpha is 0, i.e. the plain l1 distance of the means.
-- An encoder without its own ``stochastic()`` (static vectors) would give N identical passes, so it
-  gets one pass and a zero model variance.
-- ``whitening`` (Table 1, "BERT-whitening + Ours"): a BERT-whitening export (``python train.py
-  model=whitening``); every sample vector is whitened, ``(x - mu) @ W``, BEFORE the mean and variance are
-  taken, so both moments live in the whitened space. The export must have been fitted on this encoder
-  with this pooling (one ConfigError line otherwise); ``normalize`` then applies to the whitened vectors.
+- Model uncertainty (Sec. 3.1, Eq. 1): N MC-dropout passes (``embeddings.methods.sen2pro.mc_dropout``).
+- Data uncertainty (Eq. 2): N word-level augmented copies (``embeddings.methods.sen2pro.augment``), eval mode.
+- Estimation (Sec. 3.2): mean (Eq. 3) and the banded (diagonal) covariance (Eq. 4-5), population normaliser.
+- Distance (Eq. 7): ``(1 - alpha) * l1(mu_a - mu_b) + alpha * l1(var_a - var_b)``; similarity is its negative.
+- Sources are combined as ``(mu_m + mu_d) / 2``, ``(var_m + var_d) / 2`` (Sec. 4.1, Appendix D).
+- Alpha: ``"paper"`` (Eq. 8 per pair), ``"dataset"`` (Eq. 8 over the call's pairs), ``"inverse"`` (the inverse
+  ratio, in the paper's stated 0.01-0.05 range) or a fixed float (default 0.05, so a pair's score does not depend
+  on the other pairs). Eq. 8 as printed inverts the ranking: docs/results/sen2pro.md. A zero variance gap gives 0.
+- An encoder without ``stochastic()`` (static vectors) gets one pass and a zero model variance.
+- ``whitening`` (Table 1): every sample is whitened before the moments are taken.
 """
 
 from __future__ import annotations
@@ -77,8 +37,7 @@ ALPHA_MODES = ("paper", "dataset", "inverse")
 def banded_moments(samples: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean (Eq. 3) and banded covariance diagonal (Eq. 4-5) of ``(N, n, d)`` samples -> two ``(n, d)``.
 
-    Population variance (divide by N, as Eq. 4); computed in float64 because the variances are
-    small differences of large pooled values.
+    Population variance (divide by N); float64 because the variances are small differences of large values.
     """
     x = samples.double()
     mu = x.mean(0)
@@ -89,8 +48,7 @@ def banded_moments(samples: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 class RunningMoments:
     """``banded_moments`` of samples added one ``(n, d)`` tensor at a time (no ``(N, n, d)`` stack).
 
-    Float64 sums of the samples minus the first one: the shift keeps small variances of large pooled
-    values exact (no cancellation), and memory is three ``(n, d)`` tensors whatever N is.
+    Float64 sums of the samples minus the first one: the shift keeps small variances exact (no cancellation).
     """
 
     def __init__(self) -> None:
@@ -210,13 +168,10 @@ class Sen2ProScorer(Scorer):
         self.readings = None  # a ReadingStore for the deterministic passes (``use_readings``)
 
     def use_readings(self, store) -> None:
-        """Take the pooled vectors of the DETERMINISTIC passes from ``store`` (``embeddings.scoring.reading_store``).
+        """Take the pooled vectors of the deterministic passes from ``store``.
 
-        Why only those: the eval-mode pass over the augmented copies (and the one pass of an encoder without
-        dropout) is a function of each string, so a warm embedding cache serves it and the copies' vectors are
-        computed once across runs. MC-dropout passes are random draws and always run: caching them would freeze
-        one draw per seed for every later run, and their seed is the evaluation's, so a cache keyed by it would
-        hold a new entry per seed and help only an exact re-run.
+        Eval-mode passes are functions of each string, so a warm cache serves them; MC-dropout passes are random draws
+        (seeded by the evaluation) and always run.
         """
         self.readings = store
 
@@ -255,12 +210,7 @@ class Sen2ProScorer(Scorer):
         return moments.result()
 
     def _data_moments(self, sentences: Sequence[str], bar: tqdm) -> tuple[torch.Tensor, torch.Tensor]:
-        """Moments of N augmented copies per sentence, eval mode.
-
-        Eval mode is deterministic, so the copies of all N passes go through ONE ``encode`` call:
-        a string that occurs several times (a copy repeated across passes, a copy equal to another
-        sentence or to its own sentence) is encoded once, and all copies are sorted by length together.
-        """
+        """Moments of N augmented copies per sentence, eval mode, all copies in ONE ``encode`` call."""
         copies = augment(sentences, self.n_samples, self.seed, self.ops, self.vocabulary)
         flat = [c for row in copies for c in row]  # sentence-major: row i*N + k is copy k of sentence i
         self.last_stats["augmented copies"] = f"{len(set(flat))} distinct of {len(flat)}"
