@@ -1,34 +1,11 @@
 """Sentences paired with the MEAN embedding of N frozen teachers: the training data of SED.
 
-Why a datamodule of its own: Sentence Ensemble Distillation (Carlsson & Sahlgren) regresses a student onto
-``S_E = 1/N sum_i M_i(S)`` (paper Eq. 1) for the same ~100k Wikipedia sentences every epoch, and the
-teachers are frozen, so their vectors are computed once. ``prepare_data`` (once per node) reads the lines
-exactly as ``datamodules.sentences`` / ``cached_embeddings`` do (``source_paths`` + ``SentenceIndex``: same
-files, same skipping of empty / non-UTF-8 lines, same ``max_sentences``), gets every teacher's vectors
-through ``embeddings.sources.cache`` (cached by the teacher's fingerprint and a digest of the sentences, so
-another seed or method reuses them) and writes their mean as one float32 ``.npy``. The file name hashes a
-key that needs no model loading (teacher specs and model-file stats, sentence-file stats, filters), so
-``setup`` on every rank maps it without building a teacher; its sidecar also holds the full key (teacher
-fingerprints, sentence digest), which ``prepare_data`` checks before reusing it.
-
-Teachers are ``build_source`` specs: a model name or directory (mean pooling) or a mapping
-``{model: ..., pooling: ..., max_length: ...}``. All must give vectors of one size (an average of
-differently sized vectors is undefined), unless ``align_to`` names a source (the student's starting
-model): then every teacher's vectors are first mapped onto that source's space, by an orthogonal
-Procrustes map between the centred spaces (plus one scale) fitted on the training corpus, plus the
-source's corpus mean. Why: packaged sentence models of one size live in unrelated coordinate systems
-and scales (multilingual-e5-small's unit vectors beside paraphrase-MiniLM-L3-v2's 4x longer ones), so
-their plain mean mixes unrelated axes and is dominated by the longest vectors; the map keeps each
-teacher's centred geometry and puts every teacher on the student's axes, scale and mean, so the target
-starts near the student (measured on L3 + L6 + e5: STS avg 79.97 plain, 81.70 mapped).
-
-``combine="each"`` keeps every teacher's own vectors instead of their mean (RankCSE distils each teacher's
-similarity LIST of a batch, so sizes may differ and nothing is averaged or mapped): the cache holds them side by
-side in one ``(N, sum d_k)`` array, its sidecar their sizes, and batches carry ``"teachers"``, one ``(B, d_k)``
-tensor per teacher (same teachers, same per-teacher cache as SED).
-
-Batches are ``{"sentences": list[str], "targets": (B, D)}`` from a map-style dataset; shuffling is
-``EpochShuffleSampler`` (resumable mid-epoch), which Lightning wraps in a distributed sampler under DDP.
+SED (Carlsson & Sahlgren) regresses a student onto ``S_E = 1/N sum_i M_i(S)`` (Eq. 1); the teachers are frozen, so
+``prepare_data`` (once per node) computes their vectors once (``embeddings.sources.cache``) and writes the mean as one
+float32 ``.npy`` named by a key that needs no model loading, which ``setup`` maps on every rank.
+Teachers of different sizes need ``align_to`` (the student's start): each is first mapped onto its space
+(:func:`map_onto`; docs/results/sed.md). ``combine="each"`` keeps every teacher's own vectors instead (RankCSE),
+side by side in one ``(N, sum d_k)`` array; batches then carry ``"teachers"``.
 """
 
 from __future__ import annotations
@@ -118,8 +95,7 @@ def collate_distillation(rows: Sequence[tuple[str, torch.Tensor]]) -> dict[str, 
 
 
 class CollateTeachers:
-    """``combine="each"``: raw strings and ``"teachers"``, the side-by-side row split back into one ``(B, d_k)``
-    tensor per teacher (a class, not a closure: loader workers pickle it)."""
+    """``combine="each"``: raw strings and ``"teachers"``, one ``(B, d_k)`` tensor per teacher (picklable)."""
 
     def __init__(self, dims: Sequence[int]) -> None:
         self.dims = [int(d) for d in dims]
@@ -133,18 +109,12 @@ class DistillationDataModule(ResumableDataModule):
     """Training batches ``{"sentences", "targets"}``: sentences and their teachers' mean embedding.
 
     Args:
-        data_dir: the data directory; ``None`` falls back to ``$STS_DATA_DIR`` (only for local files).
-        files: sentence files relative to ``data_dir`` (or absolute), ``hub:...`` or ``sts:<task>``.
+        data_dir, files: sentence files relative to ``data_dir`` (``None``: ``$STS_DATA_DIR``), ``hub:...`` or ``sts:<task>``.
         teachers: one or more ``build_source`` specs, all of one vector size unless ``align_to`` is set.
-        align_to: ``None`` (the paper: the plain mean) or a ``build_source`` spec, normally the student's
-            starting model with its training pooling: each teacher is mapped onto its space first (see the
-            module docstring); the targets then have its size.
-        max_sentences: use only the first N usable sentences (in file order).
+        align_to: ``None`` (the paper: the plain mean) or a ``build_source`` spec each teacher is mapped onto.
+        max_sentences, min_words, max_words: the first N usable sentences; line filters as in ``SentenceDataModule``.
         batch_size: GLOBAL batch size; every device gets ``batch_size // world_size``.
-        cache_dir: line indexes, teacher vectors (``<cache_dir>/distillation/sources``) and targets
-            (default ``$STS_CACHE_DIR`` or ``~/.cache/sts-lightning``).
-        num_workers, seed, shuffle: the DataLoader (the permutation of epoch ``e`` depends on ``(seed, e)``).
-        min_words, max_words: line filters, as in ``SentenceDataModule``.
+        cache_dir: line indexes, teacher vectors and targets (default ``$STS_CACHE_DIR`` or ``~/.cache/sts-lightning``).
         encode_batch_size, encode_device: the one-off teacher passes (``auto``: CUDA when available).
         combine: ``mean`` (SED's target) or ``each`` (every teacher's own vectors, any sizes; RankCSE).
     """
@@ -180,10 +150,9 @@ class DistillationDataModule(ResumableDataModule):
 
     @property
     def _user(self) -> str:
-        """Who reads these vectors, for the progress lines: SED (the mean) or RankCSE (each teacher's)."""
+        """Who reads these vectors, for the progress lines."""
         return "SED" if self.combine == "mean" else "RankCSE"
 
-    # ---------------------------------------------------------------------------------- the cache
     def _paths(self) -> list[Path]:
         return source_paths(self.files, self.data_dir, self.cache_dir, self.max_sentences)
 
@@ -214,14 +183,11 @@ class DistillationDataModule(ResumableDataModule):
         return build_source(spec, batch_size=self.encode_batch_size, device=self.encode_device)
 
     def _encoding(self, spec: str | dict, role: str = "teacher"):
-        """The stop-check stretch of one source's pass, named for the ``stopped:`` line: a SIGTERM there ends with
-        ``SIGTERM while encoding SED teacher multilingual-e5-small`` (was: the next phase's name, "scoring STS")."""
+        """The stop-check stretch of one source's pass, named for the ``stopped:`` line."""
         return stretch(f"encoding {self._user} {role} {_model_of(spec)}")
 
     def pending_encodes(self) -> list[tuple[str, str, int, float]]:
-        """What ``prepare_data`` will encode, for the estimate printed before step 1 (``runs.first_step``):
-        ``(what, encoder, sentences, mean characters)`` per teacher whose vectors are not cached (none when the
-        targets are)."""
+        """``(what, encoder, sentences, mean characters)`` per teacher ``prepare_data`` will encode (for ``runs.first_step``)."""
         _, problem = inspect_npy_cache(self.targets_path(), {})
         if not problem:
             return []
@@ -239,11 +205,8 @@ class DistillationDataModule(ResumableDataModule):
     def prepare_data(self) -> None:
         """Teacher vectors (cached per teacher) and their mean (cached per ensemble), once per node.
 
-        One teacher is loaded at a time (the paper's ensemble is 10 BERT-large): a first pass reads each
-        one's name, size and fingerprint, so sizes are checked and a cached mean found before any
-        encoding; only on a miss are they loaded again, one by one, to encode (or read their caches).
-        With ``align_to`` its source's vectors are read (or encoded) first and each teacher is mapped onto
-        them before it joins the sum.
+        One teacher is loaded at a time: a first pass reads names, sizes and fingerprints, so sizes are checked and a cached
+        mean is found before any encoding.
         """
         key = self.cache_key()
         path = self.targets_path(key)
@@ -302,7 +265,6 @@ class DistillationDataModule(ResumableDataModule):
         log.info("SED targets: mean of %d teachers %s, %d x %d, in %s", len(names), names,
                  *target.shape, path)
 
-    # ------------------------------------------------------------------------------------ loading
     def setup(self, stage: str | None = None) -> None:
         """Map the targets copy-on-write (pages shared by the ranks of a node); no teacher is loaded."""
         if self.dataset is not None:

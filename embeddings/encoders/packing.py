@@ -1,43 +1,14 @@
 """The padding-free forward: the sentences of a batch packed into ONE sequence, attention kept within each sentence.
 
-Why: a padded batch computes every matmul of every layer on ``rows x longest`` positions; packed, the dense work
-(QKV, output and FFN projections, LayerNorms: nearly all the FLOPs at sentence lengths) runs on the real tokens
-only, so a batch can be cut by a token budget (``embeddings.encoders.token_budget``) without paying for the
-padding of its shortest rows, and a GPU gets large batches of even work.
+The dense work (projections, FFN, LayerNorms) runs on the real tokens only, so batches can be cut by a token budget
+(``embeddings.encoders.token_budget``) without paying for padding. For transformers models on ``sdpa`` attention
+with absolute learned positions (BERT, MiniLM, e5): ``input_ids`` is ``(1, N)``, ``position_ids`` restart at 0 for
+every sentence, and the model's config switches to :data:`PACKED` for the call.
 
-How (for transformers models on ``sdpa`` attention with absolute learned positions: BERT, MiniLM, e5, ...):
-``input_ids`` is ``(1, N)`` (N = real tokens of the batch), ``position_ids`` restart at 0 for every sentence, and
-for the duration of the call the model's config switches to :data:`PACKED`, an attention function registered with
-transformers (mask built as for ``sdpa``: none here) that keeps each sentence's attention inside its own block.
-
-Which block-diagonal attention, chosen by measurement on this CPU (2 cores, torch 2.13; MiniLM-L6 shapes, 12 heads
-x 32; 190 STS-B dev sentences drawn at random, 3,107 tokens; ``python -m benchmarks.speed.encode_engine --attention 3000``;
-the machine was shared, load 11-14, so the ratios count, not the milliseconds: ``docs/speed.md``):
-
-- gathered SDPA (chosen on CPU, and on CUDA whenever the flash varlen kernel does not apply): each sentence's
-  q / k / v gathered into a ``(batch, heads, longest, dim)`` view, one SDPA with the key-padding mask, the real
-  rows gathered back. Attention costs what the padded path's does (``rows x longest^2``), the dense work is
-  padding-free. Fastest here (1.0), exact.
-- one SDPA over the packed sequence with a dense block-diagonal ``(N, N)`` mask: ``N^2`` scores where the
-  sentences need ``sum l_i^2``: 4.4x the gathered SDPA's time. It is also what transformers' own packed path
-  (``position_ids`` detected by ``find_packed_sequence_indices``) builds for ``sdpa``, so that path was not taken.
-- SDPA over nested jagged tensors: 5.9x (on CPU torch runs the math kernel sentence by sentence). On CUDA it
-  reaches the flash / memory-efficient varlen kernels, which ``torch.nn.attention.varlen.varlen_attn`` calls
-  directly (below).
-- FlexAttention with a document mask: 55x eager (torch itself says to compile it); compiled, its compile time
-  exceeds one STS evaluation's forward on this CPU and every new batch shape recompiles unless shapes are
-  bucketed. Not taken; the GPU script may measure it compiled.
-- On CUDA in fp16 / bf16 without attention dropout: ``torch.nn.attention.varlen.varlen_attn`` (the flash varlen
-  kernel: no gather, no padding at all) when this torch has it; if it is missing or refuses the call, the
-  gathered SDPA (recorded once in :data:`VARLEN_STATE`, printed by ``benchmarks.speed.encode_engine``). Its speed is the
-  GPU script's to measure.
-
-The whole MiniLM-L6 forward on such a random (training-like) batch took 0.56x the padded forward's time, 1.04x on a
-length-sorted one; whole encodes at the same 4096-token budget ran 1.12x / 1.22x faster packed (two runs). Hence
-``packing: auto`` packs inference on the CPU and everything on CUDA (``hf.AUTO_PACKS_ON``).
-
-Outputs are unpacked into the padded ``TokenBatch`` contract (``embeddings.encoders.token_batch.unpack_layers``),
-so every scorer sees what the padded path gives it.
+Block-diagonal attention (candidates measured in docs/speed.md): each sentence's q / k / v gathered into a
+``(batch, heads, longest, dim)`` view and one SDPA with the key-padding mask (exact); on CUDA in fp16 / bf16
+without dropout, ``torch.nn.attention.varlen.varlen_attn`` when this torch has it (a failure is recorded once in
+:data:`VARLEN_STATE`). Outputs are unpacked into the padded ``TokenBatch`` contract, so scorers see the same.
 """
 
 from __future__ import annotations
@@ -60,8 +31,6 @@ class PackedLayout:
     """Where each sentence of a packed batch sits, computed once per batch on the host and copied once.
 
     Attributes:
-        lengths: real tokens per sentence (host ints).
-        longest: the longest sentence.
         gather: ``(batch, longest)`` packed index of each padded position (0 for padding; masked out).
         flat: ``(N,)`` index of each packed token in the flattened ``(batch * longest)`` padded grid.
         key_mask: ``(batch, 1, 1, longest)`` bool, True for real keys; ``None`` when no row is padded.

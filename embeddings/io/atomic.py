@@ -1,23 +1,14 @@
 """Write a file or directory so a reader never sees it half-written (exports, caches, converted models, reports).
 
-Why: an interrupted write that leaves a plausible-looking but incomplete file or directory is silent data
-loss the next time it is loaded. Everything is built beside its target under a hidden temporary name and
-then swapped in with ``os.replace``; on an error the temporary copy is removed and the target is untouched.
-This module is the only place in the project that does that dance:
+Everything is built beside its target under a hidden temporary name and swapped in with ``os.replace``; on an error
+the temporary copy is removed and the target is untouched. The only place in the project that does this:
 
-- ``atomic_files(*targets)``: temp paths for several files, renamed in the given order (an array before
-  the sidecar that describes it); ``atomic_file`` / ``atomic_write`` are its one-file forms.
-- ``atomic_directory(target)``: a directory built in full, then swapped in (an existing one replaced, or
-  kept when ``keep`` says it is already complete, e.g. written by a concurrent run).
+- ``atomic_files(*targets)``: temp paths for several files, renamed in order (an array before its sidecar);
+  ``atomic_file`` / ``atomic_write`` are its one-file forms.
+- ``atomic_directory(target)``: a directory built in full, then swapped in (or kept when ``keep`` says so).
 
-A full disk (ENOSPC / EDQUOT, however deep and however wrapped) becomes ``DiskFullError`` after the temporary
-copy is removed: one line naming the target, the bytes it needs and the bytes free (``embeddings.io.disk_full``;
-``needed=`` is the writer's estimate of the whole output), the previous target untouched.
-
-Orphans: a process killed mid-write (kill -9, OOM, preemption) cannot clean up, so its temporary copy
-stays. Every temporary name carries its writer's host and process id (``.<name>.tmp-<host>-<pid>-<random>``);
-the next write beside it (``remove_orphans``, called by every writer here) or a sweep of a run directory
-(``sweep_orphans``) deletes those whose process is gone, and never one a live process is still writing.
+A full disk becomes ``DiskFullError`` (``embeddings.io.disk_full``). Temporary names carry their writer's host and
+pid, so ``remove_orphans`` / ``sweep_orphans`` delete those of dead processes, never one still being written.
 """
 
 from __future__ import annotations
@@ -72,11 +63,7 @@ def _remove(path: Path) -> None:
 
 
 def sweep_orphans(folder: str | os.PathLike, name: str | None = None) -> list[Path]:
-    """Delete the temporary copies in ``folder`` (of ``name`` only, if given) left by dead processes.
-
-    Returns what was removed (a warning names each): half-written checkpoints, exports or caches that no
-    process will ever finish.
-    """
+    """Delete the temporary copies in ``folder`` (of ``name`` only, if given) left by dead processes; returns them."""
     folder = Path(folder)
     removed: list[Path] = []
     if not folder.is_dir():
@@ -100,10 +87,8 @@ def _raise_if_disk_full(err: BaseException, target: Path, temps: list[Path], pre
                         needed: int | None) -> None:
     """Remove ``temps`` and raise ``DiskFullError`` for ``target`` when ``err`` is (or wraps) ENOSPC / EDQUOT.
 
-    Measured before the temporary copies go: what was written (a lower bound) and the copies being replaced.
-    A ``DiskFullError`` of a nested write (the model card inside an export's temporary directory) is raised
-    again for this target: the user frees space for the export, not for its card. A writer that knows the
-    size only once it fails (a preallocated memory map) sets ``needed`` on its ``OSError``.
+    A nested write's ``DiskFullError`` is raised again for this target (the user frees space for the export, not its
+    card). A writer that knows the size only once it fails sets ``needed`` on its ``OSError``.
     """
     cause = disk_full_cause(err)
     if cause is None:
@@ -120,9 +105,8 @@ def _raise_if_disk_full(err: BaseException, target: Path, temps: list[Path], pre
 def atomic_files(*targets: str | os.PathLike, needed: int | None = None) -> Iterator[list[Path]]:
     """Yield one temp path per target (parents created); on normal exit rename each into place, in order.
 
-    Why the order: a reader that checks the last file (a sidecar) never finds it describing files that are
-    not yet in place. On an exception nothing is renamed and every temp file is removed; a full disk is
-    raised as ``DiskFullError`` naming the first target (``needed``: the writer's estimate of all of them).
+    The order lets a reader that checks the last file (a sidecar) trust the ones before it. On an exception nothing is
+    renamed and every temp file is removed.
     """
     paths = [Path(t) for t in targets]
     for p in paths:
@@ -155,10 +139,9 @@ def atomic_write(path: str | os.PathLike, data: bytes) -> None:
 
 
 def _ordinary_modes(root: Path) -> None:
-    """Give everything under ``root`` the mode a new file or directory gets from the umask (root's own mode).
+    """Give everything under ``root`` the mode a new file gets from the umask (root's own mode).
 
-    Why: some writers make private files whatever the umask (safetensors 0.8's ``save_file``, hence
-    ``save_pretrained``: 0600), and an export or a cache is read by other users and tools.
+    Some writers make private files whatever the umask (safetensors' ``save_file``: 0600); exports are shared.
     """
     dir_mode = stat.S_IMODE(root.stat().st_mode)
     for folder, dirs, files in os.walk(root):
@@ -174,12 +157,9 @@ def atomic_directory(target: str | os.PathLike, keep: Callable[[Path], bool] | N
     """Yield a temp dir beside ``target``; on normal exit it replaces ``target`` (an old copy is removed).
 
     Args:
-        target: the directory to write.
-        keep: asked (with ``target``) before the swap and when the rename fails; ``True`` keeps the existing
-            ``target`` and drops the new copy. Why: a cache built by concurrent runs (packaged models) keeps
-            whichever complete copy won the race instead of replacing it under a reader.
-        needed: the writer's estimate of the whole directory in bytes, for the ``DiskFullError`` of a full disk
-            (else the previous copy's size, or what was written before the disk filled up).
+        keep: asked before the swap and when the rename fails; ``True`` keeps the existing ``target`` (a cache built
+            by concurrent runs keeps whichever complete copy won the race).
+        needed: the writer's estimate of the whole directory in bytes, for the ``DiskFullError``.
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -1,20 +1,11 @@
 """``README.md``: the model card every export carries (the sentence-transformers / Hugging Face convention).
 
-Why a card inside the export: an export is copied, uploaded as a W&B artifact or pushed to a hub long after the
-run directory that explains it is gone. The card keeps, inside the directory and listed by its manifest, what
-a reader needs to trust or reuse it: YAML front-matter (``base_model``, ``library_name``, ``pipeline_tag``,
-``tags``, ``datasets``, a ``model-index`` of the STS Spearman scores) that the Hugging Face hub and
-``huggingface_hub.ModelCard`` read, then the method and its paper, the training data, steps, precision, wall
-time, the resolved config, the STS table before / after training, and how to load it (the same text as
-``LOADING.md``: ``embeddings.io.export_note.loading_body``).
+An export outlives the run directory that explains it, so the card keeps what a reader needs: YAML front-matter the
+hub reads (``base_model``, ``tags``, ``datasets``, a ``model-index`` of STS scores), the method and its paper, the
+training data, steps, precision, wall time, the resolved config, the STS table, and how to load it.
 
-Pure rendering, no Lightning: the facts come in as dataclasses. ``MethodInfo`` is what the export writer
-knows (``MethodDeclaration.card()``: each method's declaration names it and its paper); ``TrainingFacts`` is what only ``runs/train_run.py``
-knows (config, data, steps, scores). An export written outside a training run (``module.export(path)``)
-gets ``training=None`` and its card says that those facts are unknown instead of guessing them.
-
-``sentence_transformers.SentenceTransformer(path)`` reads ``README.md`` as its model card text and writes it
-back unchanged on ``save`` (no training happened there), so the card survives a round trip through it.
+Pure rendering: ``MethodInfo`` comes from the method's declaration, ``TrainingFacts`` from ``runs/train_run.py``
+(``None`` outside a training run: the card then says those facts are unknown).
 """
 
 from __future__ import annotations
@@ -43,12 +34,9 @@ class DataFacts:
     Args:
         sources: files (relative to the data directory) or ``hub:`` specs, as configured.
         rows: training items after filtering (``unit``), ``None`` when the datamodule cannot tell.
-        unit: what a row is ("NLI pairs", "sentences", ...).
-        per_source: rows per source, where each source was read separately.
-        source_unit: what a ``per_source`` count counts where it differs from ``unit`` (NLI triplets are built
-            from labelled pairs: the sources are counted in pairs).
+        per_source, source_unit: rows per source where each was read separately, and what they count if not ``unit``.
         skipped: reason -> count of rows left out while reading.
-        notes: further facts in a line each (e.g. pairs a triplet build did not use).
+        notes: further facts in a line each.
     """
 
     sources: tuple[str, ...] = ()
@@ -69,14 +57,10 @@ class TrainingFacts:
     """What the training run knows and the export writer does not (``runs/train_run.py`` builds it).
 
     Args:
-        config_yaml: the resolved training config, with run-location keys replaced (see ``train_run``).
-        data: the training data, ``None`` when unknown.
-        steps: optimizer steps done (``None``: not a step-based fit).
+        config_yaml: the resolved training config, with run-location keys replaced.
         epochs: epochs done, a fraction where ``max_steps`` stopped the run mid-epoch.
-        precision: the trainer's precision (``32-true``, ``bf16-mixed`` ...).
         sts_table: the STS callback's before / after markdown table (Spearman x100), ``None`` without one.
         sts_after: task -> Spearman x100 after training (the ``model-index``).
-        wall_time_s: seconds the training process ran; ``None`` when unknown.
         resumed: the process resumed from a checkpoint, so ``wall_time_s`` covers its last part only.
     """
 
@@ -177,13 +161,11 @@ def render_model_card(method: MethodInfo, base_models: tuple[str, ...], note: Lo
     """The markdown of the card.
 
     Args:
-        method: the method that made the export.
         base_models: the encoder(s) it starts from or builds on (several for a meta-embedding).
         note: the export's ``LOADING.md`` facts; the card embeds the same text.
         training: the run's facts, ``None`` when the export was written outside a training run.
         hf_weights: the export holds Hugging Face weights (``config.json``), loadable with ``AutoModel``.
-        encoder_snippet: show ``AutoModel`` code for the one frozen encoder a non-sentence-transformers export
-            builds on (``False`` for a meta-embedding: no single encoder gives any part of its vectors).
+        encoder_snippet: show ``AutoModel`` code for the one frozen encoder the export builds on.
     """
     front = yaml.safe_dump(_front_matter(method, base_models, note, training), sort_keys=False, allow_unicode=True)
     bases = ", ".join(f"`{b}`" for b in base_models) or "unknown"
@@ -210,9 +192,7 @@ class ModelCard:
     encoder_snippet: bool = True  # see render_model_card
 
     def write(self, folder: str | os.PathLike, shown_as: str | os.PathLike | None = None) -> Path:
-        """Write the note and the card (after the weights: ``config.json`` tells whether ``AutoModel`` loads
-        the directory); returns the card. Call it after every other file (a ``save_pretrained`` never
-        writes ``README.md``, but nothing may follow the card and replace it)."""
+        """Write the note and the card, last (``config.json`` tells whether ``AutoModel`` loads it); returns the card."""
         self.note.write(folder, shown_as=shown_as)
         path = Path(folder) / CARD_FILE
         text = render_model_card(self.method, self.base_models, self.note, self.training,

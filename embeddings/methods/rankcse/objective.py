@@ -1,33 +1,14 @@
-"""RankCSE's objective (Liu et al., ACL 2023, arXiv 2305.16726) as pure functions on tensors.
+"""RankCSE's objective (Liu et al., ACL 2023) as pure functions on tensors.
 
-RankCSE keeps unsupervised SimCSE's InfoNCE over two dropout views and adds two listwise terms on the in-batch
-similarity lists (row ``i``: anchor ``i``'s view 1 against every view 2 of the batch):
+Unsupervised SimCSE's InfoNCE plus two listwise terms on the in-batch similarity lists (row ``i``: anchor ``i``'s
+view 1 against every view 2): ranking distillation (``gamma``: ListNet or ListMLE of the teachers' ranking) and
+ranking consistency (``beta``: Jensen-Shannon divergence of the two views' lists).
 
-* ranking distillation (weight ``gamma``): the student's list learns the TEACHERS' ranking of the same batch,
-  either as ListNet (cross-entropy between the teacher's and the student's top-1 distributions, the anchor's own
-  positive left out of both) or as ListMLE (Plackett-Luce likelihood of the teacher's order, the positive kept);
-* ranking consistency (weight ``beta``): the lists of the two dropout views (view 1 against view 2, and view 2
-  against view 1) should agree, by their Jensen-Shannon divergence (the paper).
-
-Reference implementation: perceptiveshawty/RankCSE (a community implementation; the authors released none),
-``rankcse/models.py`` (``ListNet``, ``ListMLE``, ``Divergence``, ``cl_forward``) and ``rankcse/trainers.py``
-(the teachers' lists) at commit 17c5226be5962803f893b80f63e409eea20f27a3. What it does, and so what this does:
-
-- teachers' lists are ``cos(t_i, t_j) / tau2`` of each frozen teacher's vectors of the batch sentences (eval mode,
-  so both "views" of a teacher are one vector), combined as a weighted average (its ``alpha * T1 + (1 - alpha) * T2``;
-  here any number of teachers, weights normalised to sum 1);
-- the student's list is the InfoNCE logits themselves, ``cos / temperature`` (its ``ListNet`` builds a ``tau / 2``
-  similarity but never uses it; ``rank_temperature`` can set another one);
-- ListMLE shuffles the columns before the (descending) sort of the teacher's list, so tied teacher scores are
-  ordered at random, and adds 1e-7 inside the log; its ``y_true == -1`` padding mask (from allRank) is left out:
-  a teacher logit of exactly -1 is not padding here;
-- its ``Divergence`` takes the log of the mixture and THEN clamps it at 1e-7, which turns every log-mixture into
-  the constant 1e-7: the term it trains with is minus the mean entropy of the two lists (less 1e-7), not a
-  divergence. ``consistency="jsd"`` (default) is the paper's divergence; ``consistency="repo"`` is that formula,
-  for runs that must match the repository's training.
-
-DDP: as SimCSE here (``embeddings.methods.simcse.objective``), each rank scores its own anchors against the
-candidates of every rank gathered WITH gradients, so a rank's rows of every list are the single-device rows.
+Reference: perceptiveshawty/RankCSE (community code) at 17c5226. As there: the teachers' lists are
+``cos(t_i, t_j) / tau2`` of frozen teachers, weighted (weights normalised); the student's list is the InfoNCE
+logits; ListMLE shuffles columns before sorting (random ties) and adds 1e-7 inside the log. Its ``Divergence``
+clamps the log-mixture to the constant 1e-7, so it trains minus the mean entropy: ``consistency="repo"`` is that
+formula, ``"jsd"`` (default) the paper's divergence. DDP: as SimCSE, candidates gathered with gradients.
 """
 
 from __future__ import annotations
@@ -62,11 +43,8 @@ def teacher_scores(teachers: Sequence[Tensor], weights: Sequence[float], tempera
                    rows: int | None = None) -> Tensor:
     """The teachers' combined list ``sum_k w_k cos(T_k[rows], T_k) / temperature`` (weights normalised).
 
-    Args:
-        teachers: per teacher, ``(N, d_k)`` vectors of the global batch (constants; sizes may differ).
-        weights: one positive weight per teacher (the repository's ``alpha``, ``1 - alpha`` for two).
-        temperature: ``tau2``.
-        offset, rows: this rank's anchors are rows ``offset .. offset + rows`` (default: all).
+    ``teachers``: per teacher ``(N, d_k)`` vectors of the global batch; this rank's anchors are rows
+    ``offset .. offset + rows`` (default: all).
     """
     if len(teachers) != len(weights) or not teachers:
         raise ValueError(f"{len(teachers)} teachers but {len(weights)} weights")
@@ -81,11 +59,7 @@ def teacher_scores(teachers: Sequence[Tensor], weights: Sequence[float], tempera
 
 
 def listnet_loss(teacher: Tensor, student: Tensor, offset: int = 0) -> Tensor:
-    """ListNet: ``-sum_j q_ij log p_ij`` averaged over rows, own positive left out of both distributions.
-
-    ``q = softmax(teacher)``, ``p = softmax(student)`` over each row's other candidates (the repository fills the
-    diagonal with -inf and ``nansum``s; the same numbers without NaNs).
-    """
+    """ListNet: ``-sum_j q_ij log p_ij`` averaged over rows, own positive left out of both distributions."""
     own = _own_columns(student, offset)
     log_p = F.log_softmax(student.masked_fill(own, float("-inf")), dim=-1)
     q = F.softmax(teacher.masked_fill(own, float("-inf")), dim=-1)
@@ -95,9 +69,7 @@ def listnet_loss(teacher: Tensor, student: Tensor, offset: int = 0) -> Tensor:
 def listmle_loss(teacher: Tensor, student: Tensor, generator: torch.Generator | None = None) -> Tensor:
     """ListMLE: minus the Plackett-Luce log-likelihood of the teacher's order under the student's scores.
 
-    Per row: sort the candidates by the teacher (descending; columns shuffled first so ties fall at random, as the
-    repository's ``torch.randperm`` with the global generator unless ``generator``), then
-    ``sum_k log(sum_{l >= k} exp s_l + eps) - s_k`` on the max-shifted student scores; mean over rows.
+    Columns are shuffled before the sort so ties fall at random (``generator``, else the global one).
     """
     perm = torch.randperm(student.shape[-1], generator=generator, device=generator.device if generator else "cpu")
     perm = perm.to(student.device)
@@ -109,12 +81,7 @@ def listmle_loss(teacher: Tensor, student: Tensor, generator: torch.Generator | 
 
 
 def consistency_loss(forward: Tensor, backward: Tensor, kind: str = "jsd") -> Tensor:
-    """Agreement of the two views' lists (rows: softmax over candidates), mean over rows.
-
-    ``jsd``: Jensen-Shannon divergence ``(KL(p||m) + KL(q||m)) / 2``, ``m = (p + q) / 2`` (the paper's ranking
-    consistency). ``repo``: the repository's ``Divergence`` as it computes (see the module docstring):
-    ``sum p (log p - 1e-7) / 2 + sum q (log q - 1e-7) / 2`` over rows, probabilities clamped at 1e-7.
-    """
+    """Agreement of the two views' lists (rows: softmax over candidates), mean over rows: ``jsd`` or ``repo``."""
     p = F.softmax(forward, dim=-1).clamp(min=PROB_FLOOR)
     q = F.softmax(backward, dim=-1).clamp(min=PROB_FLOOR)
     n = forward.shape[0]
@@ -133,12 +100,10 @@ def rankcse_loss(view1: Tensor, view2: Tensor, teacher: Tensor, *, temperature: 
 
     Args:
         view1, view2: ``(n, d)`` this rank's two dropout views (with gradients).
-        teacher: ``(n, N)`` this rank's rows of the teachers' combined list (``teacher_scores``), constants.
-        temperature: InfoNCE's ``tau1`` (0.05), also the student list's unless ``rank_temperature``.
-        ranking_loss: ``listnet`` or ``listmle``; gamma, beta: the terms' weights; consistency: ``jsd`` | ``repo``.
+        teacher: ``(n, N)`` this rank's rows of ``teacher_scores``, constants.
+        temperature: InfoNCE's ``tau1``, also the student list's unless ``rank_temperature``.
 
-    Returns:
-        ``{"loss", "infonce", "consistency", "distillation"}`` (the last two unweighted), each a scalar.
+    Returns ``{"loss", "infonce", "consistency", "distillation"}`` (the last two unweighted).
     """
     z2, offset = gather_with_grad(view2) if gather else (view2, 0)
     z1 = gather_with_grad(view1)[0] if gather else view1

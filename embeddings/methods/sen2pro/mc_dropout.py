@@ -1,36 +1,14 @@
 """MC dropout at close to the cost of an eval pass: the same dropout, cheaper random numbers.
 
-What a Sen2Pro MC-dropout pass is (kept exactly): the encoder's own ``stochastic()`` context (for
-``HFEncoder``: ``model.train()``), so every dropout site of the model is active with its configured
-rate - for BERT / MPNet the embedding output, the attention probabilities and both residual branches
-of every layer - and each element is kept independently with probability ``1 - p`` and scaled by
-``1 / (1 - p)``. Nothing else changes (no weights, no sites added or removed).
+A Sen2Pro MC-dropout pass is the encoder's own ``stochastic()`` context: every dropout site at its configured rate,
+each element kept with probability ``1 - p`` and scaled by ``1 / (1 - p)``. On CPU torch draws one Bernoulli per
+element, which dominates the pass (docs/speed.md). Here, on CPU only:
 
-Why the plain way is slow on CPU (torch profiler, all-MiniLM-L6-v2, 512 STS-B dev sentences):
-- torch's CPU dropout draws one Bernoulli per element in a scalar generator loop (~10-15 ns per
-  element measured here, where a multiply costs ~0.3 ns; it does not spread over threads while the
-  matmuls do), then divides the mask and multiplies. MiniLM-L6 has 13 sites of ``tokens x hidden``
-  elements per pass plus 6 of ``batch x heads x L x L``: ``bernoulli_`` alone was 12% of a pass on
-  one thread, more on two.
-- transformers passes the attention dropout to ``scaled_dot_product_attention`` (``dropout_p``); on
-  CPU the fused flash kernel refuses ``dropout_p > 0``, so attention runs the math kernel (bmm,
-  softmax, masks) with that same Bernoulli dropout on the probabilities. At STS lengths the math
-  kernel costs about what the flash kernel does; its dropout is the cost. There is no fused CPU
-  attention with dropout to stay on.
+- every ``torch.nn.Dropout`` runs :func:`sparse_dropout`: the same distribution, drawn as the POSITIONS of the
+  dropped elements (the gaps of a Bernoulli(p) process are Geometric(p): about ``p * n`` draws, not ``n``);
+- a model on transformers' ``sdpa`` attention switches to :data:`SPARSE_SDPA` for the context: the math-kernel
+  attention with :func:`sparse_dropout` on the probabilities; calls it does not cover go to ``sdpa``.
 
-What changes here (CPU only; on CUDA torch's dropout and SDPA's own fused dropout are already fast
-and are left as they are):
-- every ``torch.nn.Dropout`` module of the model runs :func:`sparse_dropout`: same distribution,
-  drawn as the POSITIONS of the dropped elements - the gaps between successes of a Bernoulli(p)
-  process are Geometric(p), so about ``p * n`` draws instead of ``n`` - then one multiply by
-  ``1 / (1 - p)`` and a scatter of zeros;
-- attention that calls its ``nn.Dropout`` on the probabilities (eager, e.g. MPNet) is covered by
-  the above. A model on transformers' ``sdpa`` attention (BERT, MiniLM) only hands ``p`` to SDPA;
-  for the context its config switches to :data:`SPARSE_SDPA`, an attention function registered
-  with transformers (mask built as for ``sdpa``) that computes the same math-kernel attention
-  (``softmax(q k^T * scale + mask) v``) with :func:`sparse_dropout` on the probabilities, and hands
-  every call it does not cover (no dropout, causal, grouped keys, a position bias) to ``sdpa``.
-  Without it that dropout alone was ~6% of a MiniLM-L6 pass on two threads.
 Randomness comes from torch's default generator, so ``torch.manual_seed`` makes a pass reproducible.
 """
 
@@ -49,10 +27,7 @@ from sts_lightning.embeddings.encoders.base import BaseEncoder
 def drop_positions(n: int, p: float, device: torch.device | str = "cpu", chunk: int | None = None) -> torch.Tensor:
     """Sorted indices in ``[0, n)``, each present independently with probability ``p`` (a Bernoulli process).
 
-    The gaps between successive successes of a Bernoulli(p) process are i.i.d. Geometric(p) on
-    {1, 2, ...}, so the positions are cumulative sums of geometric draws (minus 1): about ``n * p``
-    draws instead of ``n``. Draws come in chunks (default: the mean + 6 sd, so almost always one)
-    until the positions pass ``n``.
+    Cumulative sums of Geometric(p) gaps, drawn in chunks (the mean + 6 sd: almost always one) until they pass ``n``.
     """
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability must be in [0, 1], got {p}")
@@ -74,11 +49,7 @@ def drop_positions(n: int, p: float, device: torch.device | str = "cpu", chunk: 
 
 
 def sparse_dropout(x: torch.Tensor, p: float) -> torch.Tensor:
-    """Training-mode dropout of ``x`` (same distribution as ``F.dropout(x, p, True)``), fast on CPU.
-
-    Each element is zeroed independently with probability ``p``, the others are scaled by
-    ``1 / (1 - p)``. Returns a new tensor (``x`` is never modified). Off CPU: ``F.dropout``.
-    """
+    """Training-mode dropout of ``x`` (same distribution as ``F.dropout(x, p, True)``), fast on CPU; a new tensor."""
     if x.device.type != "cpu":
         return torch.nn.functional.dropout(x, p, True)
     if p == 0.0:
@@ -107,9 +78,8 @@ def sparse_dropout_attention(module: torch.nn.Module, query: torch.Tensor, key: 
                              is_causal: bool | None = None, **kwargs) -> tuple[torch.Tensor, None]:
     """transformers' ``sdpa`` attention, with :func:`sparse_dropout` on the probabilities when ``dropout > 0``.
 
-    ``query, key, value``: ``(batch, heads, L, head_dim)``; ``attention_mask``: what ``sdpa_mask``
-    builds (boolean, True = attend, or additive float) or None. Returns ``(batch, L, heads, head_dim)``
-    like ``sdpa_attention_forward``. Calls it does not cover go to ``sdpa_attention_forward`` as they are.
+    ``query, key, value``: ``(batch, heads, L, head_dim)``; returns ``(batch, L, heads, head_dim)`` like
+    ``sdpa_attention_forward``, which gets every call this does not cover.
     """
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
@@ -152,9 +122,8 @@ def _patchable(module: torch.nn.Module) -> bool:
 def mc_dropout(encoder: BaseEncoder, fast: bool = True) -> Iterator[None]:
     """The encoder's ``stochastic()`` context, with its dropout drawn by :func:`sparse_dropout`.
 
-    Patches every plain ``nn.Dropout`` module, and switches a config on ``sdpa`` attention to
-    :data:`SPARSE_SDPA`. ``fast=False`` (or an encoder without a ``torch.nn.Module`` ``model``, or
-    one off CPU) is exactly ``encoder.stochastic()``. Everything is restored on exit, also after an error.
+    ``fast=False`` (or an encoder without a ``torch.nn.Module`` ``model``, or one off CPU) is exactly
+    ``encoder.stochastic()``. Everything is restored on exit, also after an error.
     """
     model = getattr(encoder, "model", None)
     patch = fast and isinstance(model, torch.nn.Module) and encoder.device.type == "cpu"
