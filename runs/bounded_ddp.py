@@ -1,26 +1,18 @@
-"""DDP whose surviving ranks stop in bounded time, with one line, when a rank dies or hangs (issue 30, item 3).
+"""How a multi-rank run ends: a lost rank stops the others in bounded time with one line; a clean run exits 0.
 
-Why: measured on 2 gloo CPU ranks (``trainer.accelerator=cpu trainer.devices=2``), ``kill -9`` of one rank at step 3:
-the survivor's next collective failed with gloo's "Connection reset by peer" about 4 s later and the process ended
-with exit 1 and a 120-line traceback. A rank that hangs instead of dying (a frozen node, a lost network) would
-have kept the others waiting for torch's default process-group timeout, 30 minutes. And when rank 1 (a child
-process of rank 0 under Lightning's subprocess launcher) died, Lightning's child-process observer SIGKILLs rank 0
-within 5 s: a race with rank 0's own error, which ended it either with exit 137 and nothing printed or as above.
-
-A peer lost after this rank received a stop signal (``embeddings.stop_request``) is a stop, not a loss: the peer
-stopped alone in a stretch it runs by itself (rank 0 building a cache in ``prepare_data`` while the others wait),
-so this rank exits 75 too.
-
-Here: the process-group timeout is ``trainer.collective_timeout_s`` (every collective, barriers included, fails
-after that long without an answer); rank 0's launcher watches its child ranks with an observer of our own that
-gives rank 0 a few seconds to stop by itself (its next collective fails at once, a dead peer's socket is closed)
-and otherwise prints the line and exits itself; and :func:`stop_on_lost_rank` turns the communication error into
-:class:`RankLostError`: one line naming the rank, the step and the resume command, exit ``EXIT_RANK_LOST``.
+Why: a rank that dies or hangs otherwise leaves the others a 120-line gloo traceback, a SIGKILL from Lightning's
+child-process observer, or a 30-minute wait (docs/reliability.md, "A dying rank"). Here every collective times out
+after ``trainer.collective_timeout_s``; rank 0 watches its child ranks itself (a grace period, then the line and
+exit 69); :func:`stop_on_lost_rank` turns the communication error into :class:`RankLostError`, or into a stop
+(75) when this rank was signalled too. After a clean ``train()`` the process group is destroyed before Python's
+teardown, where gloo's worker thread releasing a Python tensor aborts the process (exit -6).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import gc
 import os
 import signal
 import subprocess
@@ -33,13 +25,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import torch.distributed as dist
-from lightning.fabric.utilities.distributed import _set_num_threads_if_needed
 from lightning.pytorch.strategies import DDPStrategy
-from lightning.pytorch.strategies.launchers.subprocess_script import _SubprocessScriptLauncher
 
 from sts_lightning.embeddings import stop_request
 from sts_lightning.embeddings.errors import EXIT_RANK_LOST, Preempted, RankLostError
 from sts_lightning.embeddings.stop_request import StopRequested
+from sts_lightning.runs.compat import WatchesChildRanks, child_processes
 
 DEFAULT_TIMEOUT_S = 1800.0  # torch's own default: longer than any single-rank stretch (rank 0's STS evaluation, export)
 GRACE_S = 10.0  # how long rank 0 may take to notice a dead child rank by itself before its observer ends it
@@ -48,21 +39,19 @@ _LOST = ("connection reset by peer", "connection closed by peer", "broken pipe",
          "nccl communicator was aborted", "socket", "connection refused")
 _BACKENDS = ("gloo", "nccl", "c10d")  # their errors name their source file; a DataLoader's timeout does not
 _REPORTED = threading.Lock()  # one line per process: whichever of the training thread and the observer is first
-
-
-def _signal_name(code: int) -> str:
-    try:
-        return signal.Signals(-code).name
-    except ValueError:
-        return f"signal {-code}"
+_clean = False  # the last train() in this process ended without an error: no collective is left queued
+_registered = False
 
 
 def how_it_ended(code: int) -> str:
     """A child rank's return code in words (``-9``: SIGKILL, what the kernel's OOM killer sends)."""
-    if code < 0:
-        hint = ", as the OOM killer does" if code == -signal.SIGKILL else ""
-        return f"died (killed by {_signal_name(code)}{hint})"
-    return f"died (exit code {code})"
+    if code >= 0:
+        return f"died (exit code {code})"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    return f"died (killed by {name}{', as the OOM killer does' if code == -signal.SIGKILL else ''})"
 
 
 class _ChildWatch(threading.Thread):
@@ -107,24 +96,8 @@ def kill_children(procs: list) -> None:
             proc.send_signal(signal.SIGKILL)
 
 
-class _WatchedLauncher(_SubprocessScriptLauncher):
-    """Lightning's subprocess launcher (rank 0 runs the script, ranks 1.. are re-runs of it) with our observer."""
-
-    resume = ""
-    watch: _ChildWatch | None = None
-
-    def launch(self, function, *args, trainer=None, **kwargs):
-        self.cluster_environment.validate_settings(num_devices=self.num_processes, num_nodes=self.num_nodes)
-        if not self.cluster_environment.creates_processes_externally:
-            self._call_children_scripts()
-            self.watch = _ChildWatch(self.procs, self.resume)
-            self.watch.start()
-        _set_num_threads_if_needed(num_processes=self.num_processes)
-        return function(*args, **kwargs)
-
-
-class BoundedDDPStrategy(DDPStrategy):
-    """``DDPStrategy`` (the one ``strategy=ddp`` names) with ``collective_timeout_s`` and the watched launcher.
+class BoundedDDPStrategy(WatchesChildRanks, DDPStrategy):
+    """``DDPStrategy`` (the one ``strategy=ddp`` names) with ``collective_timeout_s`` and rank 0's own observer.
 
     Numerically the same strategy: only how long a collective may wait and what happens when a rank is lost differ.
     """
@@ -132,11 +105,12 @@ class BoundedDDPStrategy(DDPStrategy):
     def __init__(self, collective_timeout_s: float = DEFAULT_TIMEOUT_S, **kwargs):
         super().__init__(timeout=timedelta(seconds=float(collective_timeout_s)), **kwargs)
         self.collective_timeout_s = float(collective_timeout_s)
+        self.resume = ""  # the resume hint the observer prints (set by stop_on_lost_rank)
+        self.watch: _ChildWatch | None = None
 
-    def _configure_launcher(self) -> None:
-        super()._configure_launcher()
-        if type(self._launcher) is _SubprocessScriptLauncher:
-            self._launcher = _WatchedLauncher(self.cluster_environment, self.num_processes, self.num_nodes)
+    def watch_children(self, procs: list) -> None:
+        self.watch = _ChildWatch(procs, self.resume)
+        self.watch.start()
 
 
 def _lost_cause(err: BaseException) -> str | None:
@@ -173,15 +147,14 @@ def stop_on_lost_rank(trainer, output_dir: Path) -> Iterator[None]:
     failed run leaves no process behind.
     """
     strategy = trainer.strategy
-    launcher = getattr(strategy, "launcher", None)
-    if isinstance(launcher, _WatchedLauncher):
-        launcher.resume = resume_hint(output_dir)
+    if isinstance(strategy, BoundedDDPStrategy):
+        strategy.resume = resume_hint(output_dir)
     try:
         yield
     except RankLostError:
         raise
     except Preempted:  # rank 0 of Lightning's launcher ends after its child ranks: none left writing behind it
-        wait_for_children(getattr(launcher, "procs", None) or [])
+        wait_for_children(child_processes(strategy))
         raise
     except Exception as err:  # noqa: BLE001 -- re-raised unless it is a lost peer
         cause = _lost_cause(err) if trainer.world_size > 1 else None
@@ -194,7 +167,7 @@ def stop_on_lost_rank(trainer, output_dir: Path) -> Iterator[None]:
             raise stop from None
         _REPORTED.acquire()  # the observer prints nothing now: this error is the line
         timeout = getattr(strategy, "collective_timeout_s", None)
-        watch = getattr(launcher, "watch", None)
+        watch = getattr(strategy, "watch", None)
         if watch is not None and watch.lost is None:
             time.sleep(1.0)  # the peer's socket closed as it died: let the observer see its return code
         if watch is not None and watch.lost is not None:
@@ -204,7 +177,31 @@ def stop_on_lost_rank(trainer, output_dir: Path) -> Iterator[None]:
             silent = "timed out" in cause.lower() or "timeout" in cause.lower()
             ended = (f"stopped responding (no collective answer in {timeout:g} s, trainer.collective_timeout_s)"
                      if silent and timeout else f"is gone ({cause})")
-        if launcher is not None and getattr(launcher, "procs", None):
-            kill_children(launcher.procs)
+        kill_children(child_processes(strategy))
         raise RankLostError(lost_rank_message(rank, ended, trainer.global_rank, trainer.world_size,
                                               trainer.global_step, resume_hint(output_dir))) from None
+
+
+def group_in_use() -> None:
+    """A ``train()`` starts: until it ends cleanly, the exit handler leaves the process group alone."""
+    global _clean
+    _clean = False
+
+
+def release_group_at_exit() -> None:
+    """A ``train()`` ended cleanly on this rank: destroy the process group when the process exits."""
+    global _clean, _registered
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    _clean = True
+    if not _registered:
+        atexit.register(release_group)
+        _registered = True
+
+
+def release_group() -> None:
+    """Collect the cycles that hold the group (trainer, DDP wrapper), then destroy it, joining gloo's worker
+    threads; a no-op unless the last run ended cleanly (else the destructor would wait for a queued collective)."""
+    if _clean and dist.is_available() and dist.is_initialized():
+        gc.collect()
+        dist.destroy_process_group()

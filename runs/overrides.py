@@ -10,7 +10,7 @@ torch), and a mistake becomes one ``error:`` line with the closest valid name (`
 - an unknown key: ``unknown key 'model.temprature'; did you mean 'model.temperature'?``; when the selected option
   has nothing close, the group's other options are searched (``model.temperature`` is SimCSE's);
 - ``+key=value`` for a key that exists (Hydra: "Could not append"), or that the node's ``_target_`` does not take
-  (its constructor read from source, ``runs.target_args``);
+  (its constructor read from source, ``runs.constructor_defaults``);
 - anything else Hydra refuses while composing: its message's first line.
 
 A valid command line costs one extra composition; the run itself is composed again by ``@hydra.main``.
@@ -26,10 +26,11 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from sts_lightning.embeddings.errors import ConfigError, did_you_mean, first_line, run_or_exit
 from sts_lightning.embeddings.io.package_files import CONFIG_DIR
+from sts_lightning.runs.compat import hydra_args_parser
 from sts_lightning.runs.constructor_defaults import GROUP as CONSTRUCTOR_GROUP
 from sts_lightning.runs.constructor_defaults import nodes as constructor_nodes
 from sts_lightning.runs.constructor_defaults import register as register_constructor_defaults
-from sts_lightning.runs.target_args import target_args
+from sts_lightning.runs.constructor_defaults import target_args
 
 _SKIP = ("help", "hydra_help", "info", "shell_completion", "experimental_rerun", "config_path")
 
@@ -42,14 +43,13 @@ def exit_on_bad_overrides(app: str, argv: list[str] | None = None) -> None:
 def check_command_line(app: str, argv: list[str]) -> None:
     """Raise ``ConfigError`` for the first override of ``argv`` that ``configs/<app>.yaml`` cannot take."""
     from hydra import compose, initialize_config_dir
-    from hydra._internal.utils import get_args_parser
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
     register_constructor_defaults()  # the configs' defaults lists name these nodes (runs/constructor_defaults.py)
-    args, _ = get_args_parser().parse_known_args(argv)
+    args, _ = hydra_args_parser().parse_known_args(argv)
     if any(getattr(args, flag, None) for flag in _SKIP) or not args.overrides:
         return  # help, another primary config, shell completion: Hydra's business
     if args.config_dir is not None and not os.path.isdir(args.config_dir):

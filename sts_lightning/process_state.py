@@ -1,20 +1,11 @@
 """What a run changes in its process, put back afterwards: ``sl.train`` twice in one notebook, or inside a caller's app.
 
-Why: ``sts-train`` is a process of its own and whatever a run leaves behind ends with it. ``sl.train`` runs the same
-program inside the caller's process (a notebook, a script training several models, a caller's own Hydra app), where
-leftovers would change the next run or the caller's code:
-
-- Hydra's singletons: a second ``initialize`` raises while one is active, and a caller's own Hydra app must keep
-  its state (:func:`fresh_hydra` sets it aside and puts it back, as ``sl.load`` always did);
-- logging: Hydra points the root logger at the run's ``train.log`` (the next run would log into the last run's
-  file); the handlers, levels and filters of every logger are put back and the run's own handlers closed;
-- environment variables (``PL_GLOBAL_SEED`` from Lightning's ``seed_everything``, ``TQDM_DISABLE``, W&B's
-  ``WANDB_MODE`` which ``WandbLogger(offline=True)`` sets for the whole process), the working directory, warning
-  filters, torch's thread count;
-- signal handlers (Lightning's and the run's own SIGTERM / SIGUSR1 recorders);
-- a process group a run started (torch.distributed), destroyed;
-- the random streams (``embeddings.isolated_rng``): the caller's draws continue as if no run had happened, and each
-  run draws only from its own seed, as a separate ``sts-train`` process does.
+Why: ``sts-train`` is a process of its own; ``sl.train`` runs the same program inside the caller's process, where
+leftovers would change the next run or the caller's code. Put back: Hydra's singletons (a caller's Hydra app keeps
+its state), every logger's handlers, levels and filters (the run's own handlers closed), environment variables
+(``PL_GLOBAL_SEED``, ``TQDM_DISABLE``, ``WANDB_MODE``), the working directory, warning filters, signal handlers,
+torch's thread count and matmul precision, the random streams (``embeddings.isolated_rng``); a process group the
+run started is destroyed.
 """
 
 from __future__ import annotations
@@ -31,37 +22,33 @@ from contextlib import contextmanager
 
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
-from hydra.core.singleton import Singleton
 from hydra.core.utils import JobRuntime
 from hydra.initialize import get_gh_backup, restore_gh_from_backup
 from hydra.version import VersionBase
 
 from sts_lightning.embeddings.isolated_rng import isolated_rng
+from sts_lightning.runs.compat import hydra_singletons
 
 _RUNTIME = (JobRuntime, HydraConfig, VersionBase)  # Hydra's singletons besides GlobalHydra that a run changes
 
 
 @contextmanager
 def fresh_hydra() -> Iterator[None]:
-    """Hydra with no app initialised inside the block; the caller's Hydra state (if any) restored after it.
-
-    Hydra keeps its state in singletons: the initialised app (``GlobalHydra``) and, changed in place by every
-    initialisation and job, the job name (``JobRuntime``), the running job's config (``HydraConfig``) and the
-    ``version_base`` (``VersionBase``). Each is set aside as it was (a copy) and put back.
-    """
-    backup = get_gh_backup()
-    kept = {kind: (obj, copy.deepcopy(vars(obj))) for kind in _RUNTIME if (obj := Singleton._instances.get(kind))}
+    """Hydra with no app initialised inside the block; the caller's Hydra state (if any) restored after it: the
+    app (``GlobalHydra``), and a copy of each singleton every initialisation and job changes in place."""
+    backup, instances = get_gh_backup(), hydra_singletons()
+    kept = {kind: (obj, copy.deepcopy(vars(obj))) for kind in _RUNTIME if (obj := instances.get(kind))}
     GlobalHydra.instance().clear()
     try:
         yield
     finally:
         restore_gh_from_backup(backup)
         for kind in _RUNTIME:
-            Singleton._instances.pop(kind, None)
+            instances.pop(kind, None)
         for kind, (obj, state) in kept.items():
             vars(obj).clear()
             vars(obj).update(state)
-            Singleton._instances[kind] = obj
+            instances[kind] = obj
 
 
 def _loggers() -> list[logging.Logger]:

@@ -18,14 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from hydra import version
-from hydra._internal.hydra import Hydra
-from hydra._internal.utils import create_config_search_path
 from hydra.core.config_search_path import ConfigSearchPath, SearchPathQuery
 from omegaconf import DictConfig
 
 from sts_lightning.embeddings.errors import ConfigError, user_errors
 from sts_lightning.embeddings.io.package_files import CONFIG_DIR
 from sts_lightning.process_state import kept_process_state
+from sts_lightning.runs.compat import config_search_path, main_hydra
 from sts_lightning.runs.overrides import check_command_line
 from sts_lightning.train import run as job  # the command's own job (importing it registers ${run_id:} & co.)
 
@@ -79,7 +78,7 @@ def command_line(model: str | None, overrides: Sequence[str], experiment: str | 
 def search_path(config_dirs: Sequence[Path]) -> ConfigSearchPath:
     """The package's configs, then the user's folders where ``--config-dir`` puts one (before the schema entry):
     the run, and the stages a pipeline composes inside it, see the user's configs as ``sts-train`` does."""
-    path = create_config_search_path(str(CONFIG_DIR))
+    path = config_search_path(str(CONFIG_DIR))
     for folder in config_dirs:
         path.prepend(provider="command-line", path=f"file://{folder}", anchor=SearchPathQuery(provider="schema"))
     return path
@@ -118,6 +117,6 @@ def train(model: str | None = None, overrides: Sequence[str] = (), *, experiment
 
     with kept_process_state():  # as @hydra.main: version base, the app (Hydra.create_main_hydra2), its run
         version.setbase("1.3")
-        hydra = Hydra.create_main_hydra2(task_name="train", config_search_path=search_path(dirs))
+        hydra = main_hydra("train", search_path(dirs))
         done = hydra.run(config_name="train", task_function=task, overrides=args)
     return Run(Path(done.hydra_cfg.hydra.runtime.output_dir), metrics, done.cfg)

@@ -1,4 +1,4 @@
-"""``runs/ddp_exit.py``: after a clean ``train()`` the process group is destroyed and gloo's worker threads are joined
+"""``runs/bounded_ddp.py``: after a clean ``train()`` the process group is destroyed and gloo's worker threads are joined
 before Python's teardown (where one still releasing a Python tensor aborts the process: exit -6).
 
 The race itself is timing-dependent (3 aborts in 20 two-rank runs on 2 cores); what is deterministic, and tested here,
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch.distributed as dist
 
-from sts_lightning.runs import ddp_exit
+from sts_lightning.runs import bounded_ddp
 
 
 def gloo_workers() -> int:
@@ -41,7 +41,7 @@ def one_rank_group(tmp_path):
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
-        ddp_exit.group_in_use()
+        bounded_ddp.group_in_use()
 
 
 class HoldsTheGroup:
@@ -57,21 +57,21 @@ def test_a_clean_run_leaves_no_gloo_worker_behind(one_rank_group):
     dist.broadcast_object_list(box, src=0)  # a collective whose tensors were made in Python
     HoldsTheGroup()
     assert named_workers() > 0
-    ddp_exit.release_group_at_exit()
-    ddp_exit.release_group()
+    bounded_ddp.release_group_at_exit()
+    bounded_ddp.release_group()
     assert not dist.is_initialized()
     assert gloo_workers() == 0
 
 
 def test_a_run_that_did_not_end_cleanly_keeps_its_group(one_rank_group):
-    ddp_exit.release_group_at_exit()  # an earlier train() ended cleanly
-    ddp_exit.group_in_use()  # the next one started and did not return
-    ddp_exit.release_group()
+    bounded_ddp.release_group_at_exit()  # an earlier train() ended cleanly
+    bounded_ddp.group_in_use()  # the next one started and did not return
+    bounded_ddp.release_group()
     assert dist.is_initialized() and named_workers() > 0
 
 
 def test_nothing_to_release_without_a_group():
     assert not dist.is_initialized()
-    ddp_exit.release_group_at_exit()
-    ddp_exit.release_group()  # no error, nothing registered to do
+    bounded_ddp.release_group_at_exit()
+    bounded_ddp.release_group()  # no error, nothing registered to do
     assert not dist.is_initialized()

@@ -1,0 +1,88 @@
+"""The private names of Lightning and Hydra that we import, in one place.
+
+Why here: only runs/ and sts_lightning/ (the top layer) import these; the private attributes reached through an
+object are in ``embeddings/compat.py``, which every layer can import. Each import waits for the function that
+needs it, so the command line's checks (``runs/overrides.py``) load neither Lightning nor torch.
+tests/runs/test_compat.py fails by name when an installed version lacks one; pyproject.toml bounds the versions
+it passed with.
+"""
+
+from __future__ import annotations
+
+import functools
+
+
+def hydra_args_parser():
+    """Hydra's own command-line parser (``hydra._internal.utils.get_args_parser``): the flags ``@hydra.main`` reads."""
+    from hydra._internal.utils import get_args_parser
+
+    return get_args_parser()
+
+
+def config_search_path(primary: str):
+    """The search path ``@hydra.main`` builds for a primary config folder (``create_config_search_path``)."""
+    from hydra._internal.utils import create_config_search_path
+
+    return create_config_search_path(primary)
+
+
+def main_hydra(task_name: str, search_path):
+    """The app ``@hydra.main`` creates (``hydra._internal.hydra.Hydra.create_main_hydra2``); ``.run`` runs a job."""
+    from hydra._internal.hydra import Hydra
+
+    return Hydra.create_main_hydra2(task_name=task_name, config_search_path=search_path)
+
+
+def hydra_singletons() -> dict:
+    """Hydra's live singleton table (``Singleton._instances``: class -> instance), to set a caller's aside."""
+    from hydra.core.singleton import Singleton
+
+    return Singleton._instances
+
+
+def lightning_is_interactive() -> bool:
+    """Lightning's own test for a notebook / REPL (``_IS_INTERACTIVE``), where its ``auto`` picks ``ddp_notebook``."""
+    from lightning.fabric.utilities.imports import _IS_INTERACTIVE
+
+    return bool(_IS_INTERACTIVE)
+
+
+class WatchesChildRanks:
+    """Before Lightning's ``DDPStrategy``: its subprocess launcher (rank 0 runs the script, ranks 1.. re-run it)
+    calls ``self.watch_children(procs)`` instead of starting Lightning's observer, which SIGKILLs every rank once
+    one child has exited non-zero."""
+
+    def watch_children(self, procs: list) -> None:
+        raise NotImplementedError
+
+    def _configure_launcher(self) -> None:
+        super()._configure_launcher()
+        plain, watched = _launchers()
+        if type(self._launcher) is plain:
+            self._launcher = watched(self.cluster_environment, self.num_processes, self.num_nodes)
+            self._launcher.watch = self.watch_children
+
+
+def child_processes(strategy) -> list:
+    """The child ranks rank 0 started (the subprocess launcher's ``procs``); empty for every other launcher."""
+    return list(getattr(getattr(strategy, "launcher", None), "procs", None) or [])
+
+
+@functools.cache
+def _launchers() -> tuple[type, type]:
+    """Lightning's ``_SubprocessScriptLauncher`` and the same with our watcher (its ``launch``, observer swapped)."""
+    from lightning.fabric.utilities.distributed import _set_num_threads_if_needed
+    from lightning.pytorch.strategies.launchers.subprocess_script import _SubprocessScriptLauncher
+
+    class Watched(_SubprocessScriptLauncher):
+        watch = None
+
+        def launch(self, function, *args, trainer=None, **kwargs):
+            self.cluster_environment.validate_settings(num_devices=self.num_processes, num_nodes=self.num_nodes)
+            if not self.cluster_environment.creates_processes_externally:
+                self._call_children_scripts()
+                self.watch(self.procs)
+            _set_num_threads_if_needed(num_processes=self.num_processes)
+            return function(*args, **kwargs)
+
+    return _SubprocessScriptLauncher, Watched
