@@ -1,29 +1,16 @@
 """Batches drawn one source at a time (``data.mixture``) and without a text twice in a batch (``data.no_duplicates``).
 
-Why: pooling several sources into one shuffled set mixes their tasks inside a batch, so an in-batch-negatives loss
-(``model.objective=mnrl``) contrasts an NLI anchor with, say, a question pair's answer, an easy negative that
-teaches little; and the same premise in two triplets of one batch makes its own positive a false negative.
-sentence-transformers answers both with its batch samplers (``MultiDatasetBatchSamplers``, ``NO_DUPLICATES``);
-this is their rule, re-implemented so that it resumes exactly and splits global batches over DDP ranks:
+Pooled sources mix tasks inside a batch (easy in-batch negatives), and a text twice in a batch makes its own
+positive a false negative. sentence-transformers' rule (``MultiDatasetBatchSamplers``, ``NO_DUPLICATES``),
+re-implemented to resume exactly and split global batches over DDP ranks:
 
-* Each epoch is a pure function of ``(seed, epoch)``: every source shuffles with a generator seeded
-  ``seed * 100_003 + epoch`` (``EpochShuffleSampler``'s seed; each source its own generator, seeded alike, as
-  sentence-transformers reseeds its one generator per source), and ``proportional`` orders the sources' batches
-  with a permutation from a generator seeded the same. A resumed run's loader skips the done batches
-  (``loader.ResumableLoader``) and sees the uninterrupted run's.
-* No duplicates (sentence-transformers' ``NoDuplicatesBatchSampler``): a row joins the batch being filled only when
-  none of its texts is in it yet; a row put off waits, in order, ahead of the rows not read yet, for the next batch.
-* Every source gives a fixed number of batches an epoch (``mixture_rules.batch_slots``), so ``len`` is exact and
-  every rank stops together. Rows the no-duplicates rule leaves over after a source's last batch are not served
-  this epoch (sentence-transformers drops them as well inside a mixture; alone it serves them as extra small batches
-  beyond its advertised length); a source that falls short (``drop_last``) is read again, reshuffled, up to two
-  more passes, as sentence-transformers does. Both are counted in ``epoch_stats`` and logged at setup.
-* DDP: every rank computes the same global batches and takes its contiguous slice of each (``batch_size //
-  world_size`` rows); a last, short batch is padded by repeating its own rows (like ``DistributedSampler``) so
-  every rank gets the same number of rows.
-
-It is a ``BatchSampler`` with a ``sampler`` argument only so that Lightning, under DDP, can hand it its
-``DistributedSampler``: that gives the rank and the world size; its order is not used.
+* Each epoch is a pure function of ``(seed, epoch)`` (every source shuffles as ``EpochShuffleSampler`` does).
+* No duplicates: a row joins the batch only when none of its texts is in it; a row put off waits for the next.
+* Every source gives a fixed number of batches an epoch (``mixture_rules.batch_slots``), so ``len`` is exact;
+  rows left over are not served, a source that falls short is read again (up to two passes), both counted in
+  ``epoch_stats``.
+* DDP: every rank computes the same global batches and takes its slice; a short last batch is padded by repeating
+  its rows. It is a ``BatchSampler`` with a ``sampler`` only so Lightning can hand it its ``DistributedSampler``.
 """
 
 from __future__ import annotations
@@ -61,8 +48,7 @@ def distinct_batches(order: Iterable[int], texts: Texts, batch_size: int, drop_l
                      stats: Counter) -> Iterator[list[int]]:
     """Batches in which no text occurs twice; a row that would repeat one waits for a later batch.
 
-    The rows waiting are tried first, in their order, then the unread rows; ``stats["deferred"]`` counts the rows
-    that had to wait at least once. Short batches (the end of the pass) are dropped with ``drop_last``.
+    Waiting rows are tried first, in order; ``stats["deferred"]`` counts them. ``drop_last`` drops short batches.
     """
     unread, waiting, was_deferred = iter(order), [], set()
     while True:
@@ -100,12 +86,9 @@ class MixtureBatchSampler(BatchSampler):
     Args:
         sampler: Lightning's ``DistributedSampler`` under DDP (its rank and world size are used, not its order).
         sizes: rows per source; the dataset holds the sources one after another in this order.
-        batch_size: GLOBAL batch size.
         rule: ``proportional``, ``round_robin`` or ``None`` (one source: the pooled data).
         weights: ``proportional`` only: relative shares of the epoch's batches (``None``: by size).
         texts: row -> its texts, for the no-duplicates rule; ``None``: batches are plain slices of the shuffle.
-        seed, shuffle, drop_last: as the DataModule's (``shuffle=False``: each source in file order).
-        world_size, rank: used when ``sampler`` is not a ``DistributedSampler``.
     """
 
     def __init__(self, sampler=None, *, sizes: Sequence[int], batch_size: int, rule: str | None = None,
@@ -188,11 +171,7 @@ class MixtureBatchSampler(BatchSampler):
 
 
 def mixture_sampler(dm) -> MixtureBatchSampler:
-    """The batch sampler of a DataModule with ``mix`` (``MixtureOptions``) and ``source_rows`` set by its ``setup``.
-
-    Rank and world size come from the Trainer; under DDP Lightning rebuilds the sampler with its
-    ``DistributedSampler``, which says the same.
-    """
+    """The batch sampler of a DataModule with ``mix`` (``MixtureOptions``) and ``source_rows`` set by its ``setup``."""
     return MixtureBatchSampler(sizes=list(dm.source_rows.values()), batch_size=dm.batch_size, rule=dm.mix.rule,
                                weights=dm.mix.weights, texts=row_texts(dm.dataset) if dm.mix.no_duplicates else None,
                                seed=dm.seed, shuffle=dm.shuffle, drop_last=dm.drop_last, world_size=dm.world_size,

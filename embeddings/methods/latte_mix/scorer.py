@@ -1,23 +1,12 @@
 """Latte-Mix scorer: frozen token states -> trained VAE posterior per token -> sentence mixture -> distance.
 
-Why a scorer of its own: the representation is a distribution (the average of the tokens' posteriors,
-Eq. 2), not a pooled vector, and the Normal VAE's mixture cannot even be summarised by one vector (its
-L2 needs every token's mean and variance). The posterior net is any ``nn.Module`` with the interface
+The representation is a distribution (the average of the tokens' posteriors, Eq. 2), not a pooled vector. The
+posterior net runs on the real tokens of ``hidden_states[layer]``: ``posterior(features (N, H)) -> dict``,
+categorical ``{"logits": (N, D, K)}``, normal ``{"mu", "logvar": (N, Dz)}``, ae ``{"code": (N, Dz)}``.
 
-    ``posterior(features (N, H)) -> dict``: categorical ``{"logits": (N, D, K)}``,
-    normal ``{"mu": (N, Dz), "logvar": (N, Dz)}``, ae ``{"code": (N, Dz)}``,
-
-run on the real (non-padding) tokens of ``hidden_states[layer]`` only.
-
-Choices: at test time the categorical posterior is the deterministic tempered softmax
-``softmax(logits / tau)`` -- no Gumbel noise, so a sentence always gets the same representation; a
-small tau (0.3, "for training and test", App. A.5) sharpens each token's modes in the mixture. The
-Normal VAE's representation is padded to the longest sentence of the ``represent`` call.
-
-Sign convention: ``similarity`` is higher for more similar sentences, whatever the ``distance`` option:
-``js`` and ``l2`` give similarity = -distance (the Jensen-Shannon divergence in nats, the Euclidean
-distance: ``mixture_js_divergence`` / ``mixture_l2_distance`` return them positive), ``cosine`` the cosine.
-So Spearman against gold scores is positive for a good model under every distance.
+At test time the categorical posterior is the tempered softmax ``softmax(logits / tau)`` without Gumbel noise
+(deterministic; tau 0.3, App. A.5). ``similarity`` is higher for more similar sentences under every distance:
+``js`` and ``l2`` give similarity = -distance, ``cosine`` the cosine.
 """
 
 from __future__ import annotations
@@ -57,10 +46,7 @@ def valid_combinations() -> str:
 
 
 def check_combination(latent: str, distance: str | None = None) -> str:
-    """The distance to use for ``latent`` (``None``: its default); a ConfigError for an invalid pair.
-
-    Separate from the scorer so a training config fails at start-up, not after an epoch of training.
-    """
+    """The distance to use for ``latent`` (``None``: its default); a ConfigError for an invalid pair, at start-up."""
     if latent not in DISTANCES:
         raise unknown_choice("latte-mix latent", latent, DISTANCES)
     distance = DISTANCES[latent][0] if distance is None else distance
@@ -74,16 +60,12 @@ class LatteMixScorer(Scorer):
     """Sentence = mixture of its tokens' VAE posteriors, compared by the configured distance.
 
     Args:
-        encoder: the frozen encoder the VAE was trained on.
         posterior: the VAE's encoder net (interface in the module docstring).
         layer: which ``hidden_states`` entry feeds the VAE (Hugging Face order: 0 embeddings, -1 last).
         latent: ``"categorical"`` (Latte-Mix), ``"normal"`` (Normal VAE) or ``"ae"`` (autoencoder).
-        distance: ``"cosine"``, ``"js"`` or ``"l2"`` (``None``: cosine, or l2 for normal); see
-            ``DISTANCES`` for the valid combinations. ``similarity`` returns -distance for js and l2.
+        distance: ``"cosine"``, ``"js"`` or ``"l2"`` (``None``: cosine, or l2 for normal); see ``DISTANCES``.
         tau: test temperature of the categorical posterior.
-        batch_size: sentences per encoder forward pass (``None``: the encoder's).
-        pad_tokens: normal latent only: pad every representation to this many tokens instead of the
-            call's longest, so that shards encoded on different DDP ranks can be all-gathered.
+        pad_tokens: normal latent only: pad every representation to this many tokens (DDP shards all-gather).
     """
 
     def __init__(self, encoder: BaseEncoder, posterior: torch.nn.Module, layer: int = -1,
@@ -197,14 +179,8 @@ def load_token_vae_scorer(path: str | os.PathLike, encoder: BaseEncoder | None =
                           allow_other_encoder: bool = False) -> LatteMixScorer:
     """Rebuild the scorer of a ``LatteMixModule.export`` directory.
 
-    Args:
-        path: the export directory (``token_vae_config.json`` + ``token_vae.safetensors``).
-        encoder: an already loaded encoder to reuse (must be the one the config names); ``None`` loads it.
-        device: where a newly loaded encoder and the posterior run.
-        batch_size: sentences per forward pass.
-        distance: override the exported distance (e.g. score a categorical VAE by ``js`` and ``cosine``);
-            ``js`` and ``l2`` score as similarity = -distance (higher = more similar).
-        allow_other_encoder: score on an encoder other than the recorded one (a warning, not an error).
+    ``encoder``: an already loaded encoder to reuse (``None`` loads the recorded one); ``distance`` overrides the
+    exported one; ``allow_other_encoder`` scores on another encoder with a warning.
     """
 
     if encoder is None:
@@ -219,9 +195,7 @@ class LatteMixExportScorer(LatteMixScorer):
     """Registry entry ``{name: latte_mix, path: <export dir>, distance: cosine|js|l2}`` on the configured
     encoder; js and l2 score as similarity = -distance (higher = more similar).
 
-    Why an adapter: ``evaluate.py`` builds every scorer as ``cls(encoder, **options)``; the export's own
-    config says which layer, latent and temperature the VAE was trained with, and the encoder must be the one
-    it was fitted on (``check_fitted_on``; ``allow_other_encoder: true`` scores on another anyway, warning).
+    The export's config gives the layer, latent and temperature; the encoder must be the one it was fitted on.
     """
 
     def __init__(self, encoder: BaseEncoder, path: str, distance: str | None = None,

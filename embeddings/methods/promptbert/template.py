@@ -1,26 +1,14 @@
 """PromptBERT's templates (Jiang et al. 2022): the text around a sentence whose [MASK] state is the sentence vector.
 
-A template is plain text with one ``[X]`` (where the sentence goes) and one ``[MASK]`` (replaced by the
-tokenizer's own mask token: ``[MASK]`` for BERT, ``<mask>`` for RoBERTa). The authors write templates in their
-own syntax (``*cls*_This_sentence_:_"*sent_0*"_means*mask*.*sep+*``, kongds/Prompt-BERT ``run.sh``); ours is that
-string with ``_`` as spaces, ``*sent_0*`` as ``[X]``, ``*mask*`` as ``[MASK]`` and the ``*cls*`` / ``*sep+*``
-markers dropped (the tokenizer adds them), so the paper's default is ``This sentence : "[X]" means[MASK].``
-(spacing kept as theirs: no space before the mask, which matters for RoBERTa's BPE and not for BERT's WordPiece).
+A template is plain text with one ``[X]`` (the sentence) and one ``[MASK]`` (the tokenizer's own mask token). The
+authors' ``*cls*_This_sentence_:_"*sent_0*"_means*mask*.*sep+*`` becomes ``This sentence : "[X]" means[MASK].``
+(their spacing kept: it matters for RoBERTa's BPE).
 
-Two ways the authors turn (template, sentence) into token ids, both kept here because each is what their code
-does where it does it (kongds/Prompt-BERT at 690ba6e):
-
-- evaluation (``evaluation.py``'s ``batcher``): a period is appended to a sentence that does not end in one of
-  ``.?"'``; the sentence is put in the template as text and the whole string tokenized at once (``eval_ids``);
-- training (``train.py``'s ``prepare_features``): the template halves tokenized apart, the sentence tokenized
-  alone (no special tokens, no period) and truncated to ``max_seq_length``, the three id lists concatenated
-  (``train_ids``).
-
-Template denoising (``evaluation.py``'s / ``models.py``'s ``get_delta``) subtracts the [MASK] state of the
-template with no sentence in it, computed with the position ids the template's tokens have when a sentence of
-``n`` tokens sits in it: ``template_only`` gives those ids, ``delta_positions`` the position ids.
-
-Torch-free (plain strings and a tokenizer): ``runs.early_checks`` reads templates before torch is imported.
+Two ways the authors (kongds/Prompt-BERT at 690ba6e) make token ids, both kept: evaluation appends a period where
+missing and tokenizes the filled string whole (``eval_ids``); training tokenizes the template halves and the
+sentence apart and concatenates them (``train_ids``). Template denoising (``get_delta``) subtracts the template's
+own [MASK] state at the positions a sentence of ``n`` tokens gives it (``template_only``, ``delta_positions``).
+Torch-free: config checks read templates before torch is imported.
 """
 
 from __future__ import annotations
@@ -96,8 +84,7 @@ def _encode(tokenizer, text: str, special: bool = True) -> list[int]:
 def train_parts(tokenizer, template: Template) -> tuple[list[int], list[int]]:
     """``(bs, es)`` of train.py: ``encode(prefix)[:-1]`` ([CLS] + prefix) and ``encode(suffix)[1:]`` (suffix + [SEP]).
 
-    The prefix is stripped (their code strips it for RoBERTa, where a trailing space is a token of its own; for
-    BERT's WordPiece stripping changes nothing); the suffix keeps its leading space (RoBERTa's ``Ġ"``).
+    The prefix is stripped (as theirs, for RoBERTa); the suffix keeps its leading space.
     """
     bs = _encode(tokenizer, template.prefix.replace(MASK, tokenizer.mask_token).strip())[:-1]
     es = _encode(tokenizer, template.suffix.replace(MASK, tokenizer.mask_token))[1:]
@@ -127,11 +114,9 @@ def prefix_length(tokenizer, template: Template) -> int:
 
 def eval_ids(tokenizer, template: Template, sentences: Sequence[str], max_length: int | None,
              add_period: bool = True) -> tuple[list[list[int]], list[int]]:
-    """evaluation.py's ids (the filled string tokenized whole) and each sentence's token count ``n`` (the ids'
-    length minus the template's: the index of its denoising state).
+    """evaluation.py's ids (the filled string tokenized whole) and each sentence's token count ``n``.
 
-    ``max_length`` caps a sentence's own tokens, as ``max_seq_length`` does in training (the template comes on top,
-    so its [MASK] is never cut off); a longer sentence is assembled as in training (``train_ids``), its tokens cut.
+    ``max_length`` caps a sentence's own tokens (the template comes on top); a longer sentence is assembled as in training.
     """
     texts = [template.filled(with_period(s) if add_period else s, tokenizer.mask_token) for s in sentences]
     whole = tokenizer(texts, add_special_tokens=True, return_attention_mask=False,
@@ -148,13 +133,10 @@ def eval_ids(tokenizer, template: Template, sentences: Sequence[str], max_length
 
 
 def mask_slot(tokenizer, template: Template) -> int:
-    """Where the template's [MASK] sits in every row: ``k >= 0`` is index ``k`` (a mask before the sentence), ``k < 0``
-    is index ``length + k`` (a mask after it).
+    """Where the template's [MASK] sits in every row: ``k >= 0`` is index ``k``, ``k < 0`` is index ``length + k``.
 
-    Why a constant: the mask token is special, so the text on its far side from the sentence is tokenized apart from
-    the sentence (even by RoBERTa's BPE, which merges across a sentence's last character and the template's quote);
-    the authors' ``input_ids == mask_token_id`` finds the same place, and a pooling of a ``TokenBatch`` (which holds
-    no ids) can use it.
+    A constant because the mask token is special, so the text beyond it is tokenized apart from the sentence; a
+    pooling of a ``TokenBatch`` (which holds no ids) can use it.
     """
     ids = template_only(tokenizer, template)
     where = [i for i, t in enumerate(ids) if t == tokenizer.mask_token_id]

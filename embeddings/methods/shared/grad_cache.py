@@ -1,29 +1,12 @@
-"""Cached in-batch losses (GradCache, Gao et al. 2021, arXiv:2101.06983): big contrastive batches, small memory.
+"""Cached in-batch losses (GradCache, Gao et al. 2021): big contrastive batches, small memory.
 
-Why: an in-batch loss (MNRL, in-batch CT, SimCSE) scores every sentence against every other of the batch, so
-the batch cannot be split into independent gradient-accumulation steps; its activation memory grows with the
-batch. GradCache splits the work at the embeddings instead:
-
-1. embed every mini-batch WITHOUT a graph (``torch.no_grad``), saving the RNG state (CPU and CUDA) before
-   each, so dropout can be replayed;
-2. ``loss = loss_fn(*reps)`` on leaf copies of the embeddings and ``g = d loss / d reps`` (cheap: the loss
-   only sees ``(n, dim)`` tensors; under DDP it gathers the other ranks' rows with gradients as before);
-3. per mini-batch: restore its RNG state, embed it again WITH a graph, and pull ``g`` back to the
-   parameters with ``torch.autograd.grad``; only one mini-batch's activations are alive at a time;
-4. return a surrogate whose value is the loss and whose gradient w.r.t. each parameter is the sum from 3.
-
-Why ``autograd.grad`` + a surrogate and not ``.backward()`` per mini-batch (sentence-transformers'
-``CachedMultipleNegativesRankingLoss`` does that in a backward hook): ``autograd.grad`` does not accumulate
-into ``.grad`` and so fires none of DDP's reducer hooks; the surrogate's ordinary backward then accumulates
-each parameter's gradient ONCE. Lightning's automatic optimization, DDP's one all-reduce per parameter,
-gradient clipping, ``accumulate_grad_batches`` (it scales the surrogate's incoming gradient) and bf16-mixed
-work unchanged, with no ``no_sync`` juggling. The cost: one gradient-sized buffer per parameter.
-
-The forward passes of step 1 and step 3 see identical inputs (the same token ids of the same mini-batch),
-so with the RNG replayed the gradient equals that of one graph over the same mini-batch passes, up to
-float rounding. Mini-batches are cut from the LENGTH-SORTED list (``chunk_ids``): least padding.
-Pure torch (no Lightning), shared by every method with an in-batch loss (``model.mini_batch_size``):
-``lightning_modules.base.EncoderModule.views_and_loss`` wires it.
+An in-batch loss scores every sentence against every other, so its batch cannot be split into accumulation
+steps. GradCache splits at the embeddings: (1) embed every mini-batch without a graph, saving the RNG state;
+(2) the loss and ``g = d loss / d reps`` on leaf copies; (3) per mini-batch, replay the RNG, embed again with a
+graph and pull ``g`` back with ``torch.autograd.grad``; (4) return a surrogate whose value is the loss and whose
+gradient is the sum from (3). ``autograd.grad`` fires none of DDP's reducer hooks, so the surrogate's ordinary
+backward accumulates each gradient once: DDP, clipping, accumulation and bf16 work unchanged.
+Wired by ``lightning_modules.base.EncoderModule.views_and_loss`` (``model.mini_batch_size``).
 """
 
 from __future__ import annotations
@@ -46,11 +29,7 @@ class EncoderView(NamedTuple):
 
 
 class Chunked(NamedTuple):
-    """One list of texts as mini-batch forward passes (in order) and the rows' way back to input order.
-
-    ``forwards[i]()`` embeds mini-batch ``i`` (a graph only where gradients are enabled);
-    ``cat(outputs)[inverse]`` is the list in input order.
-    """
+    """One list of texts as mini-batch forward passes; ``cat(outputs)[inverse]`` is the list in input order."""
 
     forwards: list[Callable[[], Tensor]]
     inverse: Tensor
@@ -71,11 +50,9 @@ def chunk_view(encoder, pool: Callable, texts: Sequence[str], mini_batch_size: i
 
 
 def chunk_ids(encoder, pool: Callable, ids: Sequence[Sequence[int]], mini_batch_size: int) -> Chunked:
-    """Sort tokenized sentences by length, cut into forward passes of ``mini_batch_size`` sentences.
+    """Sort tokenized sentences by length and cut them into forward passes of ``mini_batch_size`` (least padding).
 
-    Why sorted: each pass pads to its own longest sentence, so neighbours in length waste the least
-    (this replaces ``embed_length_buckets``' two groups). ``encoder``: an ``HFEncoder`` (``forward_ids``);
-    ``pool``: token states -> ``(batch, dim)``; ``ids``: token ids per sentence (the loader's workers made them).
+    ``encoder``: an ``HFEncoder`` (``forward_ids``); ``pool``: token states -> ``(batch, dim)``; ``ids``: token ids.
     """
     if mini_batch_size < 1:
         raise ValueError(f"mini_batch_size must be >= 1, got {mini_batch_size}")
@@ -88,11 +65,7 @@ def chunk_ids(encoder, pool: Callable, ids: Sequence[Sequence[int]], mini_batch_
 
 
 class RngState:
-    """The CPU (and one CUDA device's) RNG state at construction; ``replay()`` runs a block from it.
-
-    Like GradCache's ``RandContext``: the block runs inside ``torch.random.fork_rng``, so the outer
-    stream continues as if the replay had not happened.
-    """
+    """The CPU (and one CUDA device's) RNG state at construction; ``replay()`` runs a block from it (in ``fork_rng``)."""
 
     def __init__(self, device: torch.device) -> None:
         self.device = device if device.type == "cuda" else None
@@ -132,16 +105,8 @@ def _accumulate(total: Tensor | None, grad: Tensor | None) -> Tensor | None:
 
 
 def cached_loss(views: Sequence[Chunked], loss_fn: Callable[..., Tensor], params: Sequence[Tensor]) -> Tensor:
-    """The GradCache surrogate of ``loss_fn(*(v.embed() for v in views))`` (see the module docstring).
-
-    Args:
-        views: the embedded lists, one ``loss_fn`` argument each (CT: model 1's and model 2's).
-        loss_fn: a scalar loss of the ``(n_i, dim)`` embeddings; parameters it uses itself (a head) get
-            their gradients directly.
-        params: every trainable parameter (a parameter no pass reaches keeps ``grad=None``, as uncached).
-
-    Returns:
-        A scalar equal to the loss; its backward puts the loss's gradient into ``params``.
+    """The GradCache surrogate of ``loss_fn(*(v.embed() for v in views))``: equal to the loss, its backward puts
+    the loss's gradient into ``params`` (a parameter no pass reaches keeps ``grad=None``).
     """
     params = [p for p in params if p.requires_grad]
     device = params[0].device if params else torch.device("cpu")
