@@ -1,30 +1,17 @@
 """Readers of scored sentence pairs (STS-B, SICK relatedness) as TRAINING data, scores normalised to [0, 1].
 
-Sources are named ``"<corpus>:<split>"`` and read from the one data directory (``paths.data_dir`` or
-``$STS_DATA_DIR``), the same original files the STS tasks of ``sts.tasks`` read::
+Sources are ``"<corpus>:<split>"`` in the data directory, the same files ``sts.tasks`` reads::
 
-    stsb:train -> stsb/sts-train.csv      (score column 0-5; also stsb:dev, stsb:test)
-    sick:train -> sick/SICK_train.txt     (relatedness_score 1-5; also sick:trial, sick:test)
-    nli:snli:train -> any NLI source of ``datamodules.nli_readers`` (nli:sick:train, nli:hub:snli:train,
-                  nli:my/nli.tsv) read as AnglE reads NLI (SeanLee97/AnglE examples/NLI/train_nli.py):
-                  entailment 1, contradiction 0, neutral pairs dropped
-    my/sts.csv -> your own file (.tsv, .csv, .jsonl, .json, .parquet) or a folder of them, columns sentence1 /
-                  sentence2 / score (or data.columns), found as in ``datamodules.table_files``; scores on the
-                  scale ``data.score_scale`` (default: already in [0, 1])
+    stsb:train -> stsb/sts-train.csv      (score 0-5; also stsb:dev, stsb:test)
+    sick:train -> sick/SICK_train.txt     (relatedness 1-5; also sick:trial, sick:test)
+    nli:snli:train -> an NLI source of ``datamodules.nli_readers`` read as AnglE reads NLI: entailment 1,
+                  contradiction 0, neutral dropped
+    my/sts.csv -> your own table or folder (``datamodules.table_files``), columns sentence1 / sentence2 / score,
+                  on the scale ``data.score_scale`` (default: already in [0, 1]; otherwise refused, never squeezed)
 
-Normalisation: ``(score - low) / (high - low)`` over the source's own gold scale (``sts.readers``: STS-B 0-5,
-SICK 1-5), so 0 is "unrelated" and 1 "equivalent" in every source and pooled sources mean the same thing by
-the same number (what ``CosineSimilarityLoss`` regresses the cosine onto; the ranking losses need only the
-order). A SICK 1 becomes 0, not 0.2 as a plain ``/ 5`` would make it. Your own files have no known scale, so
-``score_scale`` says it (``[0, 5]`` for STS-B-like scores); left out, the scores must already lie in [0, 1], and a
-file whose scores do not is refused with a message naming its range, never squeezed silently.
-
-Why not ``sts.readers`` as is: those readers stop at the first malformed row, right for an evaluation set
-that must be complete. Training data follows the NLI readers' policy instead (``datamodules.nli_readers``):
-malformed rows (wrong column count, a score that is no finite number or lies outside the scale, an empty
-or control-characters-only sentence, bad UTF-8, a blank line) are skipped and counted per reason with a
-warning naming the file and the first line numbers, and more than ``max_malformed_fraction`` of them stops
-the run. The row checks are ``sts.readers``' (same scales, same control-character rule).
+Scores become ``(score - low) / (high - low)`` over the source's own scale, so pooled sources mean the same thing
+by the same number (a SICK 1 is 0, not 0.2). Unlike ``sts.readers`` (an evaluation set must be complete), malformed
+rows are skipped and counted as the NLI readers do, up to ``max_malformed_fraction``; the row checks are theirs.
 """
 
 from __future__ import annotations
@@ -154,9 +141,8 @@ def _rows_of(path: Path, rows: _Rows, header_names: tuple[str, ...] | None, colu
              minimum: int = 0) -> ScoredPairs:
     """Feed every line of ``path`` to ``rows``: tab-separated, never quoted-CSV (the files hold stray quotes).
 
-    With ``header_names`` the first non-blank line is a header naming (sentence 1, sentence 2, score) and
-    every row must have the header's column count; else ``columns`` gives their indices and a row needs at
-    least ``minimum`` columns (STS-B rows may carry licence columns after the 7th).
+    With ``header_names`` the first non-blank line names the columns and fixes their count; else ``columns`` gives
+    their indices and a row needs at least ``minimum`` (STS-B rows may carry licence columns after the 7th).
     """
     expected = None
     for lineno, line in enumerate(_read_lines(path), start=1):
@@ -204,10 +190,7 @@ def source_files(spec: str, root: Path) -> list[Path]:
 def load_scored_source(spec: str, data_dir: str | os.PathLike | None = None, max_malformed_fraction: float = 0.01,
                        columns: dict[str, str] | None = None,
                        score_scale: tuple[float, float] | None = None) -> ScoredPairs:
-    """One source (see the module docstring), e.g. ``"stsb:train"`` or ``"my/sts.csv"``; scores in [0, 1].
-
-    ``columns`` and ``score_scale`` apply to file sources only (a named source has its own columns and scale).
-    """
+    """One source, e.g. ``"stsb:train"`` or ``"my/sts.csv"``; scores in [0, 1] (``columns``, ``score_scale``: files only)."""
     if str(spec).startswith(NLI_PREFIX):
         return load_nli_as_scored(spec, data_dir, max_malformed_fraction, columns)
     if is_file_source(spec):
@@ -225,11 +208,7 @@ def load_scored_source(spec: str, data_dir: str | os.PathLike | None = None, max
 
 def load_nli_as_scored(spec: str, data_dir: str | os.PathLike | None = None, max_malformed_fraction: float = 0.01,
                        columns: dict[str, str] | None = None) -> ScoredPairs:
-    """``nli:<source>``: NLI pairs as AnglE's NLI recipe reads them, entailment 1.0, contradiction 0.0, neutral dropped.
-
-    Why: AnglE's full objective trains on NLI through the same scored-pair batches (their "format A"): the ranking
-    terms order entailments above contradictions, the in-batch term takes each entailment as a positive.
-    """
+    """``nli:<source>``: NLI pairs as AnglE's NLI recipe reads them, entailment 1.0, contradiction 0.0, neutral dropped."""
     pairs = load_source(spec[len(NLI_PREFIX):], data_dir, max_malformed_fraction, columns)
     out = ScoredPairs(source=pairs.source, skipped=pairs.skipped)
     for a, b, label in zip(pairs.premises, pairs.hypotheses, pairs.labels, strict=True):

@@ -1,15 +1,10 @@
 """Sentence files, one sentence a line: scanned once into a cached index of byte spans, read by offset.
 
-Why: unsupervised objectives (CT, SED, the VAEs) read millions of lines, so the data stays on disk.
-``load_spans`` scans each file once into the byte spans of its usable lines (``datamodules.line_scan``: numpy
-over an mmap; cached as ``.npy``, keyed by path, size, mtime and the word filters, and memory-mapped from there by
-``datamodules.span_cache``); ``SentenceIndex`` then reads any line with ``os.pread`` in any worker.
-Empty or whitespace-only lines and lines that are not UTF-8 are skipped and counted with file:line,
-never yielded. Your own ``.tsv`` / ``.csv`` / ``.jsonl`` / ``.parquet`` files are written once into a text file
-of their text column (``datamodules.sentence_tables``) and then read like any other. Hub sources (``hub:<dataset>[:<config>]:<split>``, column ``text``, e.g.
-``hub:wikitext:wikitext-103-raw-v1:train``) are streamed once into a text file in the cache
-directory (one row a line) and then read like a local file; so are ``sts:<task>`` sources, the
-distinct sentences of local STS tasks without their scores (BERT-flow's target-domain setting).
+Unsupervised objectives read millions of lines, so the data stays on disk: ``load_spans`` scans each file once
+(``datamodules.line_scan``; cached by ``datamodules.span_cache``) and ``SentenceIndex`` reads any line with
+``os.pread``. Empty and non-UTF-8 lines are skipped and counted. Tables (``datamodules.sentence_tables``),
+``hub:<dataset>[:<config>]:<split>`` and ``sts:<task>`` sources are written once into a text file in the cache
+directory and then read like any other.
 """
 
 from __future__ import annotations
@@ -74,14 +69,9 @@ def materialize_hub(spec: str, cache_dir: Path, max_rows: int | None = None) -> 
 class SentenceIndex:
     """Usable lines of several files as byte spans per file; reads a line with ``os.pread``.
 
-    Each file's spans are its cached ``.npy`` (``datamodules.span_cache``), read 16 bytes at a time with
-    ``os.pread`` at ``offset + 16 * row`` (``parts[f] = (path, offset)``), or, without a cache directory, an
-    array in memory. Why ``pread`` and not a memory map: both read through the page cache, which every rank and
-    worker shares, but a map's random faults pull whole neighbourhoods of the 1.6 GB index into each process's
-    RSS (fault-around), so a rank's memory grew with the part of the epoch it had read. ``bounds[f]`` is the
-    index of file ``f``'s first sentence, so nothing per line is held here. At most ``MAX_OPEN`` descriptors
-    (text and index files) are open at once, least recently used closed first: a corpus of thousands of shards
-    needs no raised ``ulimit``.
+    Each file's spans are its cached ``.npy``, read 16 bytes at a time at ``offset + 16 * row``, or an array in memory.
+    ``pread``, not a memory map: a map's random faults pull neighbourhoods of a large index into each process's RSS.
+    At most ``MAX_OPEN`` descriptors are open at once (least recently used closed first).
     """
 
     MAX_OPEN = 64
@@ -125,11 +115,9 @@ class SentenceIndex:
         return {k: v for k, v in self.__dict__.items() if k != "_fds"}  # descriptors don't cross processes
 
     def split_tail(self, n: int) -> tuple[SentenceIndex, list[str]]:
-        """(the index without its last ``n`` sentences, those ``n`` sentences in order): a held-out set.
+        """(the index without its last ``n`` sentences, those ``n`` sentences): a held-out set.
 
-        Why the tail: it needs no RNG and no extra file, is identical on every rank and every run of the same
-        sources, and comes from the same corpus the model trains on (held-out loss measures fitting, not a
-        domain shift); the training stream never sees it.
+        The tail needs no RNG, is identical on every rank and run, and comes from the training corpus itself.
         """
         if not 0 < n < len(self):
             raise DataError(f"cannot hold out {n} of {len(self)} usable sentences (need 0 < n < {len(self)})")
@@ -157,9 +145,7 @@ class SentenceIndex:
 def materialize_sts(spec: str, data_dir: str | None, cache_dir: Path) -> Path:
     """``sts:<task>[+<task>...]``: the distinct sentences of local STS tasks, one a line, scores dropped.
 
-    Why: BERT-flow's best setting fits the flow on the unlabelled sentences of the target task itself
-    (Li et al. 2020, "target" rows); this makes those sentences a training source like any file. The file
-    is named by a hash of the sentences, so a changed data directory gives a new file.
+    BERT-flow's "target" setting fits on them. The file is named by a hash of the sentences.
     """
 
     name = spec.split(":", 1)[1]
@@ -179,11 +165,9 @@ def materialize_sts(spec: str, data_dir: str | None, cache_dir: Path) -> Path:
 
 def source_paths(files: Sequence[str], data_dir: str | None, cache_dir: Path, max_sentences: int | None,
                  columns: Mapping[str, str] | None = None, max_malformed_fraction: float = 0.01) -> list[Path]:
-    """One-sentence-a-line files of the sources, in order: local text files as they are (absolute, or relative
-    to the data directory or else the working directory; a folder gives its files); local tables
-    (``.tsv``/``.csv``/``.jsonl``/``.parquet``, ``datamodules.sentence_tables``; ``columns`` names their text
-    column) and ``hub:`` sources written once into ``cache_dir``; ``sts:`` sources (the sentences of local STS
-    tasks) written once into ``cache_dir``."""
+    """One-sentence-a-line files of the sources, in order: local text files as they are (a folder gives its files);
+    tables, ``hub:`` and ``sts:`` sources written once into ``cache_dir``.
+    """
 
     def paths(f: str) -> list[Path]:
         if f.startswith("hub:"):
@@ -197,10 +181,8 @@ def source_paths(files: Sequence[str], data_dir: str | None, cache_dir: Path, ma
 
 def read_sentences(files: Sequence[str], data_dir: str | None, min_words: int = 1, max_words: int | None = None,
                    max_sentences: int | None = None, cache_dir: str | os.PathLike | None = None) -> list[str]:
-    """The usable lines of sentence files, de-duplicated in order, then the first ``max_sentences``.
-
-    Why de-duplicated: a fitting corpus (meta-embeddings) weighs every sentence once; the same list (and so
-    the same source-cache key) comes back for the same arguments.
+    """The usable lines of sentence files, de-duplicated in order (a fitting corpus weighs every sentence once),
+    then the first ``max_sentences``.
     """
     cache = cache_dir_or_root(cache_dir)
     index = SentenceIndex.build(source_paths(list(files), data_dir, cache, None), cache, min_words, max_words)

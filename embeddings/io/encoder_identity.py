@@ -1,21 +1,11 @@
 """What identifies a loaded encoder's weights: a head fitted on one encoder must refuse another.
 
-Why: a post-processor fitted on frozen pooled vectors (BERT-whitening's ``mu`` and ``W``) applies to the
-encoder it was fitted on. Given another one with the same width -- a fine-tuned copy, a model of the same
-family -- it silently produces plausible but meaningless vectors. A name is not enough (a directory
-retrained in place keeps its name; the same weights can be named by a packaged short name or a path), and
-``embeddings.io.fingerprint`` keys caches on file stats, which change when a model is copied. So the export
-records the name, the width and a digest of the weights' VALUES: SHA-256 over every parameter rounded to
-bfloat16, in ``state_dict`` order. Rounding to bf16 makes an fp32 and a bf16 load of the same weights agree
-(both round to nearest) while any training step still changes the digest (some of millions of values cross
-a bf16 rounding boundary). An fp16 load rounds differently, so its digest is not comparable: ``None``.
-
-The precision the fitted vectors were computed in is recorded too (a bf16 forward pass gives other vectors
-than an fp32 one of the same weights), and ``check_fitted_on`` is the ONE check every fitted export runs
-before it scores (flow, whitening, token VAEs, meta-embeddings): one ``ConfigError`` line naming the export
-file and what differs, or -- with the scorer option ``allow_other_encoder: true`` -- one warning line and
-on. An export written before identities were recorded has none: it loads, with a note that nothing could be
-checked beyond the vector width.
+A post-processor fitted on frozen vectors (BERT-whitening's ``mu`` and ``W``) gives plausible but meaningless
+vectors on another encoder of the same width, and names or file stats do not identify weights. So an export records
+the name, the width, the precision and a digest of the weights' VALUES: SHA-256 over every parameter rounded to
+bfloat16 (an fp32 and a bf16 load agree, any training step changes it; fp16 loads have none).
+``check_fitted_on`` is the ONE check every fitted export runs before it scores: one ``ConfigError`` line, or with
+``allow_other_encoder: true`` one warning. An export without a recorded identity loads with a note.
 """
 
 from __future__ import annotations
@@ -49,11 +39,7 @@ def weights_digest(encoder) -> str | None:
 
 
 def tensors_sha256(tensors, floats_as: torch.dtype | None = None) -> str:
-    """SHA-256 over each ``(name, tensor)``'s name, shape and bytes; floating tensors cast to ``floats_as`` first.
-
-    Why one function: the fitted-on identity hashes bf16-rounded weights (the same model in fp32 and bf16 is the
-    same encoder), the embedding cache the exact bytes (a rounding difference is another computation).
-    """
+    """SHA-256 over each ``(name, tensor)``'s name, shape and bytes; floating tensors cast to ``floats_as`` first."""
     digest = hashlib.sha256()
     for name, tensor in tensors:
         t = tensor.detach()
@@ -73,10 +59,7 @@ def encoder_precision(encoder) -> str:
 def encoder_identity(encoder, name: str | None = None, precision: str | None = None) -> dict:
     """``{"name", "hidden_size", DIGEST_KEY, "precision"}`` of a loaded encoder.
 
-    Args:
-        name: how the config named it (default ``encoder.name``).
-        precision: the precision the fitted vectors were computed in, when not the encoder's own (a head
-            fitted on features cached by a bf16 pass, while the reference encoder loads in fp32).
+    ``precision``: the one the fitted vectors were computed in, when not the encoder's own (features cached in bf16).
     """
     return {"name": str(name if name is not None else encoder.name), "hidden_size": int(encoder.hidden_size),
             DIGEST_KEY: weights_digest(encoder), "precision": str(precision or encoder_precision(encoder))}
@@ -92,9 +75,7 @@ def width_mismatch(recorded: Mapping, encoder) -> str | None:
 def identity_mismatch(recorded: Mapping, encoder, **settings) -> str | None:
     """Why ``encoder`` is not the recorded one, or ``None`` when it is (or cannot tell).
 
-    Compared: the width, the weights (bf16 digest, when both sides have one), the precision (when recorded) and
-    each of ``settings`` (``pooling=...``) that the record also holds. Names alone never decide: the same
-    weights may be named differently, different weights alike.
+    Compared: the width, the weights' digest, the precision and the recorded ``settings``; never the names alone.
     """
     why = width_mismatch(recorded, encoder)
     if why is not None:
@@ -114,19 +95,15 @@ def identity_mismatch(recorded: Mapping, encoder, **settings) -> str | None:
 
 def check_fitted_on(recorded: Mapping | None, encoder, export: str, allow_other_encoder: bool = False,
                     width: int | None = None, **settings) -> None:
-    """Refuse to score a fitted export on an encoder other than the one it was fitted on.
+    """Refuse to score a fitted export on an encoder other than the one it was fitted on (one ``ConfigError`` line).
 
     Args:
         recorded: the export's ``encoder_identity`` (``None``: an export older than identities).
-        encoder: the encoder it is about to score with.
         export: the export for messages: its config file (``ExportFormat.describe``).
         allow_other_encoder: score anyway (one warning line) when only the weights, precision or settings
-            differ; another width is refused regardless (the fitted maps would not even apply).
+            differ; another width is refused regardless.
         width: the vector width the export's tensors take, checked when nothing else is recorded.
         settings: further things the record may hold and the caller uses (``pooling=...``).
-
-    Raises:
-        ConfigError: one line naming the export, both encoders and what differs.
     """
     if recorded is None:
         log.warning("%s records no encoder identity (written before identities were recorded): cannot check "

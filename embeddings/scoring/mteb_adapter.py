@@ -1,28 +1,14 @@
 """Any ``Scorer`` as an ``mteb`` model (mteb 2.x ``EncoderProtocol``), so ``mteb`` STS tasks score OUR method.
 
-How mteb 2.x scores an STS task (``mteb/_evaluators/any_sts_evaluator.py``, ``mteb/abstasks/sts.py``): it calls
-``encode`` on the first sentences, then on the second sentences, and from the two arrays computes
-``cosine_spearman`` (cosine of the arrays; the task's ``main_score``, the leaderboard number), Manhattan and
-Euclidean, and ``spearman`` from the model's own ``similarity_pairwise`` when it has one. This adapter:
+mteb encodes the first and second sentences and computes ``cosine_spearman`` (the main score) from the arrays and
+``spearman`` from the model's ``similarity_pairwise``. Here ``encode`` packs the scorer's representation into one
+row per sentence and ``similarity_pairwise`` unpacks it and calls ``scorer.similarity``, so ``spearman`` is
+``evaluate.py``'s number for every scorer. For a cosine scorer the row IS the vector and both scores agree; for the
+others read ``spearman`` (``scores_by_cosine`` tells which).
 
-- ``encode`` returns the scorer's representation packed into one row per sentence (every tensor of the
-  representation flattened and concatenated, in a fixed layout);
-- ``similarity_pairwise`` unpacks both arrays and calls ``scorer.similarity``, so mteb's ``spearman`` is
-  exactly the number ``evaluate.py`` reports for the same pairs, for every scorer;
-- for a cosine scorer (the poolings, SBERT-WK, flow, a source: representation ``{"embedding"}`` compared by
-  cosine) the packed row IS the sentence vector, so ``cosine_spearman`` (the main score) equals ``spearman``;
-  for the others (Sen2Pro's L1 of mean / variance, Latte-Mix's mixture distances, meta's z-scored dot products)
-  ``cosine_spearman`` is a cosine of packed numbers with no meaning: read ``spearman``
-  (``scores_by_cosine`` tells which case a scorer is).
-
-Why a representation cache (``prepare``): some representations depend on the whole call (Sen2Pro draws its
-augmentation vocabulary from the call's words; MC-dropout masks and Latte-Mix's token padding depend on the
-call's batches), and ``evaluate.py`` represents every distinct sentence of all its pairs in ONE call
-(``Scorer.score_pairs``). ``prepare([*sentences1, *sentences2])`` makes that same call; ``encode`` then only looks
-rows up, so mteb's numbers equal ``evaluate.py``'s bit for bit. Sentences ``encode`` meets unprepared are
-represented on the spot (one call per ``encode``), which is exact for every deterministic per-sentence scorer.
-
-mteb itself is imported only where its types are needed (``mteb_model_meta``), so this module loads without it.
+``prepare([*sentences1, *sentences2])`` represents every sentence in ONE call, as ``Scorer.score_pairs`` does
+(some representations depend on the call), so mteb's numbers equal ``evaluate.py``'s bit for bit.
+mteb is imported only where its types are needed, so this module loads without it.
 """
 
 from __future__ import annotations
@@ -129,10 +115,7 @@ def model_name(encoder_name: str, scorer_label: str) -> str:
 class MTEBScorerModel:
     """A ``Scorer`` speaking mteb 2.x's ``EncoderProtocol``: ``encode``, ``similarity(_pairwise)``, ``mteb_model_meta``.
 
-    Args:
-        scorer: any scorer of ours (``embeddings.scoring.registry.build_scorer``), on any encoder or export.
-        name: the model name mteb files results under (``model_name(encoder, scorer)``).
-        revision: a free label for mteb's result cache (e.g. an export's checksum).
+    ``name``: the model name mteb files results under; ``revision``: a free label for its result cache.
     """
 
     def __init__(self, scorer: Scorer, name: str | None = None, revision: str = "local") -> None:
@@ -146,10 +129,7 @@ class MTEBScorerModel:
 
     # -- our side ---------------------------------------------------------------------------------------
     def prepare(self, sentences: Iterable[str]) -> None:
-        """Represent every not-yet-seen distinct sentence in ONE ``represent`` call (see the module docstring).
-
-        Pass ``[*sentences1, *sentences2]`` of all pairs to reproduce ``Scorer.score_pairs`` exactly.
-        """
+        """Represent every not-yet-seen distinct sentence in ONE ``represent`` call."""
         new = [s for s in dict.fromkeys(sentences) if s not in self._rows]
         if not new:
             return

@@ -1,16 +1,13 @@
 """Sentence meta-embeddings (Poerner et al. 2020): one vector from the vectors of J frozen sources.
 
-Every method here is a pure function of the source vectors ("views", ``(n, d_j)`` each). The naive ones
-need no fitting; SVD and GCCA are closed forms fitted once on unlabelled sentences; the cross-view
-autoencoder is trained (``lightning_modules.cross_view_ae``) and plugs in through ``apply``.
+Pure functions of the source vectors ("views", ``(n, d_j)`` each); the cross-view autoencoder is trained
+(``lightning_modules.cross_view_ae``) and plugs in through ``apply``.
 
 - ``conc``: ``[x_1/|x_1|; ...; x_J/|x_J|]`` (Sec. 3.1).
 - ``avg``: the mean of the length-normalised views, zero-padded to the largest dimension (Sec. 3.1).
-- ``svd``: ``V^T (conc(s) - E[conc])`` with ``V`` the top-d right singular vectors of the centred
-  concatenation of the fitting corpus (Sec. 3.2).
-- ``gcca``: ``sum_j Theta_j (x_j - mu_j)`` with ``Theta`` the top-d generalized eigenvectors of
-  (off-diagonal covariance blocks) vs (block-diagonal covariances + tau * mean(diag Sigma_jj) * I)
-  (Sec. 3.3, Bach & Jordan 2002). Fitted in float64: the blocks are ~2000 x 2000 and ill-conditioned.
+- ``svd``: ``V^T (conc(s) - E[conc])``, ``V`` the top-d right singular vectors of the centred concatenation (Sec. 3.2).
+- ``gcca``: ``sum_j Theta_j (x_j - mu_j)``, ``Theta`` the top-d generalized eigenvectors of (off-diagonal covariance
+  blocks) vs (block-diagonal covariances + tau * mean(diag Sigma_jj) * I) (Sec. 3.3); float64 (ill-conditioned).
 """
 
 from __future__ import annotations
@@ -34,12 +31,10 @@ def l2_normalize(x: Tensor, eps: float = 1e-12) -> Tensor:
 
 
 def orthogonal_procrustes(source: Tensor, target: Tensor) -> tuple[Tensor, float]:
-    """``(R, s)`` minimising ``|s * source @ R - target|`` over matrices ``R`` with orthonormal rows or columns.
+    """``(R, s)`` minimising ``|s * source @ R - target|`` over ``R`` with orthonormal rows or columns (float64).
 
-    Why one function: a meta-embedding's ``align_to`` and SED's ``align_to`` (teachers mapped onto the
-    student's space, ``datamodules.distillation``) both need it. ``source`` ``(n, d_s)`` and ``target``
-    ``(n, d_t)`` are rows of the same sentences; centre them first for a map between centred spaces. For
-    ``d_s != d_t`` the thin SVD gives the semi-orthogonal ``(d_s, d_t)`` solution. Computed in float64.
+    ``source`` ``(n, d_s)`` and ``target`` ``(n, d_t)`` are rows of the same sentences (centre them first for a map
+    between centred spaces); ``d_s != d_t`` gives the semi-orthogonal thin-SVD solution.
     """
     if source.shape[0] != target.shape[0]:
         raise ConfigError(f"Procrustes needs the same sentences on both sides, got {source.shape[0]} and {target.shape[0]} rows")
@@ -86,12 +81,9 @@ def fit_svd(views: Sequence[Tensor], d: int) -> dict[str, Tensor]:
 
 
 def fit_gcca(views: Sequence[Tensor], d: int, tau: float = 0.1) -> dict[str, Tensor]:
-    """Per-view ``mean_j`` ``(d_j,)`` and ``theta_j`` ``(d_j, d)`` of GCCA (see the module docstring).
+    """Per-view ``mean_j`` ``(d_j,)`` and ``theta_j`` ``(d_j, d)`` of GCCA.
 
-    Args:
-        views: the fitting corpus through each source, ``(n, d_j)``.
-        d: output dimension (the paper: the largest source dimension); at most ``sum d_j``.
-        tau: regulariser, relative to each view's mean variance (paper Table 1: 1 to 10 best).
+    ``d``: output dimension (at most ``sum d_j``); ``tau``: regulariser relative to each view's mean variance.
     """
     from scipy.linalg import eigh
 
@@ -130,11 +122,7 @@ def fit_gcca(views: Sequence[Tensor], d: int, tau: float = 0.1) -> dict[str, Ten
 
 @dataclass
 class MetaProjection:
-    """A fitted (or naive) meta-embedding: method, source dims, options and its tensors.
-
-    ``autoencoder`` is the trained ``CrossViewAutoencoder`` for ``method="ae"`` (its weights are saved
-    from and loaded into ``tensors`` by ``embeddings.methods.meta.scorer``).
-    """
+    """A fitted (or naive) meta-embedding: method, source dims, options and its tensors (``autoencoder`` for ``ae``)."""
 
     method: str
     dims: list[int]
@@ -154,15 +142,9 @@ class MetaProjection:
     def align_to(self, views: Sequence[Tensor], target: Tensor, add_target_mean: bool = False) -> MetaProjection:
         """Rotate (and scale) the output onto ``target``'s space: orthogonal Procrustes on the fitting corpus.
 
-        Why: a distillation student regresses onto the meta-embedding by MSE, but GCCA / SVD / AE coordinates
-        are arbitrary; rotated onto the student's own starting vectors the target is reachable from step 0.
-        A rotation and one global scale leave every cosine, hence every STS score, unchanged.
-
-        ``add_target_mean``: fit the rotation between the CENTRED output and the CENTRED target, then add
-        the target's corpus mean. GCCA / SVD outputs are centred but a transformer's mean-pooled vectors
-        share a large common component; without it the student would first have to unlearn its own mean.
-        The offset changes cosines (measured on mpnet + L3 + e5 GCCA-384 onto L3: STS avg 82.66 -> 83.32,
-        start cosine student-target 0.75 -> 0.78), so it is off unless asked for.
+        A distillation student regresses onto it by MSE, and GCCA / SVD / AE coordinates are arbitrary; a rotation and one
+        scale leave every cosine unchanged. ``add_target_mean``: map the centred spaces and add the target's corpus mean
+        (a transformer's pooled vectors share a large common component); this changes cosines (docs/results/sed.md).
         """
         out = self._combine(views).double()
         target = target.double()
