@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterator, Sized
 from typing import ClassVar
 
 import torch
-from lightning.fabric.utilities.data import _set_sampler_epoch
 from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader, Dataset, IterableDataset, Sampler
 
+from sts_lightning.embeddings.compat import IndexSamplerHook, index_sampler, set_sampler_epoch
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.io.model_card import DataFacts
 from sts_lightning.embeddings.methods.shared.batch_tokens import BatchTokenizer, TokenizingCollate
@@ -188,7 +188,7 @@ class _SkipBatches:
         yield from it
 
 
-class ResumableLoader(DataLoader):
+class ResumableLoader(IndexSamplerHook, DataLoader):
     """A DataLoader that starts each iterator at the position its ``ResumableDataModule`` names.
 
     The epoch goes to the sampler (map-style) or to the dataset's ``set_epoch(epoch, skip_batches)``; the empty
@@ -214,9 +214,7 @@ class ResumableLoader(DataLoader):
     def load_state_dict(self, state_dict: dict) -> None:
         """Nothing to do: ``ResumableDataModule.load_state_dict`` restored the position earlier."""
 
-    @property
-    def _index_sampler(self):
-        base = super()._index_sampler
+    def index_sampler(self, base):
         if isinstance(self.dataset, IterableDataset):  # it skips by itself (``set_epoch``)
             return base
         if self._skipper is None or self._skipper.batch_sampler is not base:
@@ -230,11 +228,11 @@ class ResumableLoader(DataLoader):
             self.dataset.set_epoch(self.dataset.epoch if epoch is None else epoch, skip_batches=skip)
             return super().__iter__()
         if epoch is not None:
-            _set_sampler_epoch(self, epoch)  # the sampler (Lightning's function skips a batch sampler's own)
+            set_sampler_epoch(self, epoch)  # the sampler (Lightning's function skips a batch sampler's own)
             if callable(getattr(self.batch_sampler, "set_epoch", None)):
                 self.batch_sampler.set_epoch(epoch)
-        self._index_sampler.skip = skip
+        index_sampler(self).skip = skip
         try:
             return super().__iter__()
         finally:
-            self._index_sampler.skip = 0  # len(loader) is the full epoch again
+            index_sampler(self).skip = 0  # len(loader) is the full epoch again

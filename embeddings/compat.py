@@ -38,6 +38,20 @@ def set_sampler_epoch(loader, epoch: int) -> None:
             sampler.set_epoch(epoch)
 
 
+class IndexSamplerHook:
+    """Before torch's ``DataLoader``: the batch sampler its iterators read (the private ``_index_sampler``) is
+    ``self.index_sampler(torch's)``."""
+
+    @property
+    def _index_sampler(self):
+        return self.index_sampler(super()._index_sampler)
+
+
+def index_sampler(loader):
+    """The batch sampler ``loader``'s next iterator reads (torch's ``DataLoader._index_sampler``)."""
+    return loader._index_sampler
+
+
 def after_lightning_signal_handlers(trainer, install: Callable[[], None]) -> None:
     """Call ``install`` each time Lightning has registered its signal handlers (``trainer._signal_connector``,
     after the ``setup`` hooks), so ours replace its for our signals; wrapped once per trainer."""

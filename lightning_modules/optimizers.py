@@ -16,6 +16,8 @@ from collections.abc import Iterable
 
 import torch
 
+from sts_lightning.embeddings.compat import unscale_before_step
+
 FUSED_DEVICES = ("cpu", "cuda")
 
 
@@ -41,7 +43,7 @@ def adam(params, lr: float, decoupled: bool = False, **kwargs) -> torch.optim.Op
     # A fused optimizer advertises that it unscales fp16-GradScaler gradients itself, and Lightning then refuses
     # gradient clipping under any mixed precision (bf16 has no scaler at all). Without the flag a GradScaler
     # unscales first and calls the plain step: correct either way, and clipping works.
-    optimizer._step_supports_amp_scaling = False
+    unscale_before_step(optimizer)
     return optimizer
 
 

@@ -14,10 +14,10 @@ import logging
 from collections.abc import Callable
 
 import torch
-from lightning.fabric.utilities.imports import _IS_INTERACTIVE
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.runs.compat import lightning_is_interactive
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ def bound_collectives(trainer_cfg: DictConfig, devices: int) -> None:
     strategy = trainer_cfg.get("strategy", "auto")
     several = devices * int(trainer_cfg.get("num_nodes", 1) or 1) > 1
     if not isinstance(strategy, str) or not (strategy in DDP_NAMES or (strategy == "auto" and several)) \
-            or (strategy == "auto" and _IS_INTERACTIVE):  # a notebook: Lightning's auto picks ddp_notebook
+            or (strategy == "auto" and lightning_is_interactive()):  # a notebook: Lightning's auto picks ddp_notebook
         return
     node = {"_target_": BOUNDED_DDP, **DDP_NAMES.get(strategy, {})}
     if timeout is not None:

@@ -83,3 +83,16 @@ def test_lightning_still_names_its_child_process_observer_and_its__run():
 def test_lightning_still_has_the_accelerator_connectors_cluster_environment():
     trainer = L.Trainer(logger=False, enable_checkpointing=False, enable_progress_bar=False)
     assert compat.cluster_environment(trainer) is trainer._accelerator_connector.cluster_environment
+
+
+def test_torch_dataloader_iterators_still_read__index_sampler():
+    from torch.utils.data import BatchSampler, DataLoader, SequentialSampler
+
+    class Reversed(compat.IndexSamplerHook, DataLoader):
+        def index_sampler(self, base):
+            return list(reversed(list(base)))
+
+    loader = Reversed(list(range(6)), batch_size=2)
+    assert isinstance(DataLoader(list(range(6)), batch_size=2)._index_sampler, BatchSampler)
+    assert [b.tolist() for b in loader] == [[4, 5], [2, 3], [0, 1]] and len(loader) == 3
+    assert compat.index_sampler(DataLoader([1], sampler=SequentialSampler([1]), batch_size=None)) is not None

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 
 from torch import nn
 
+from sts_lightning.embeddings.compat import own_parameters
 from sts_lightning.embeddings.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -93,15 +94,15 @@ def tie_to_encoder(decoder: nn.Module, encoder: nn.Module) -> int:
     for name, param in list(body.named_parameters()):
         module_name, _, attr = name.rpartition(".")
         source = encoder_modules.get(module_name)
-        shared = source._parameters.get(attr) if source is not None else None
+        shared = own_parameters(source).get(attr) if source is not None else None
         if shared is not None and shared.shape == param.shape:
             replaced[id(param)] = shared
     if not replaced:
         raise ConfigError(f"no parameter of {type(decoder).__name__} matches the encoder: not the same architecture")
     for module in decoder.modules():
-        for attr, param in list(module._parameters.items()):
+        for attr, param in list(own_parameters(module).items()):
             if param is not None and id(param) in replaced:
-                module._parameters[attr] = replaced[id(param)]
+                own_parameters(module)[attr] = replaced[id(param)]
     return len(replaced)
 
 
