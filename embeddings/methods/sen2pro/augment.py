@@ -1,21 +1,10 @@
 """Seeded word-level augmentation: the data-uncertainty sampler of Sen2Pro (Shen et al. 2023, Sec. 3.1).
 
-Each augmented copy of a sentence applies ONE random operation (the paper's list): drop a word, swap
-two words, replace a word with a vocabulary word, or insert a vocabulary word.
-
-Choices the paper leaves open, and why we made them:
-- Words are whitespace tokens, so punctuation stays attached ("park.") and copies stay readable to
-  any tokenizer; the encoder re-tokenizes the augmented text itself.
-- The vocabulary is, by default, the distinct words (punctuation stripped) of the sentences being
-  augmented, sorted. That needs nothing from the encoder, so it works for GloVe and any subword
-  tokenizer alike (a subword vocabulary would insert "##ing" fragments). Sorting makes it independent
-  of input order. An explicit ``vocabulary`` makes every copy independent of the other sentences.
-- An operation that cannot change the sentence is not applicable and another one is drawn: drop on
-  a 1-word sentence (would leave it empty), swap when all words are equal, replace when the vocabulary
-  has no other word. If no configured operation applies, the copy is the sentence itself.
-- Randomness is per (seed, sentence text, copy index) through a stable hash (blake2b, not Python's
-  salted ``hash``), so a copy does not depend on which other sentences are in the call, their order,
-  or the process.
+Each copy applies ONE random operation: drop, swap, replace or insert a word. Where the paper is silent: words are
+whitespace tokens (the encoder re-tokenizes the text); the default vocabulary is the sorted distinct words of the
+sentences augmented (works for any tokenizer); an operation that cannot change the sentence is redrawn (a copy is
+the sentence itself if none applies); randomness is per (seed, sentence text, copy index) through a stable hash,
+so a copy does not depend on the other sentences of the call or the process.
 """
 
 from __future__ import annotations
@@ -69,11 +58,7 @@ def drop_word(words: Sequence[str], rng: random.Random) -> list[str]:
 
 
 def swap_words(words: Sequence[str], rng: random.Random) -> list[str]:
-    """Exchange two positions holding different words (so the copy really differs).
-
-    Positions are drawn by rejection (uniform over the valid pairs) instead of listing all O(L^2)
-    pairs, which is slow for long sentences.
-    """
+    """Exchange two positions holding different words, drawn by rejection (no O(L^2) list of pairs)."""
     if len(set(words)) < 2:
         raise ValueError("swap needs two different words")
     while True:
@@ -86,11 +71,7 @@ def swap_words(words: Sequence[str], rng: random.Random) -> list[str]:
 
 
 def replace_word(words: Sequence[str], vocabulary: Sequence[str], rng: random.Random) -> list[str]:
-    """Put a vocabulary word different from the current one at a random position.
-
-    ``vocabulary`` holds distinct words. The new word is drawn by rejection (expected < 2 draws)
-    because building "vocabulary minus the current word" would cost O(|V|) per copy.
-    """
+    """Put a vocabulary word different from the current one at a random position (drawn by rejection)."""
     positions = [i for i, w in enumerate(words) if len(vocabulary) >= 2 or (vocabulary and vocabulary[0] != w)]
     if not positions:
         raise ValueError("replace needs a vocabulary word different from the replaced one")
@@ -153,12 +134,7 @@ def augment(sentences: Sequence[str], n_copies: int, seed: int = 0, ops: Sequenc
             vocabulary: Sequence[str] | None = None) -> list[list[str]]:
     """``n_copies`` augmented copies of every sentence: ``out[i][k]`` is copy k of ``sentences[i]``.
 
-    Args:
-        sentences: non-empty strings.
-        n_copies: copies per sentence.
-        seed: base seed; copy k of sentence s uses ``sentence_rng(seed, s, k)``.
-        ops: allowed operations (subset of ``OPS``).
-        vocabulary: words for replace/insert; default ``build_vocabulary(sentences)``.
+    Copy k of sentence s uses ``sentence_rng(seed, s, k)``; ``vocabulary`` defaults to ``build_vocabulary(sentences)``.
     """
     ops = validate_ops(ops)
     vocab = build_vocabulary(sentences) if vocabulary is None else tuple(sorted(set(vocabulary)))
