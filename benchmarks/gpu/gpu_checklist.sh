@@ -1,8 +1,8 @@
 #!/bin/bash
-# Every GPU figure of issue 39 from ONE call of a lent GPU machine (the device tool), at most 8 minutes:
+# Every GPU figure of docs/speed.md from ONE call of a lent GPU machine (the device tool), at most 8 minutes:
 #   bash benchmarks/gpu/gpu_bundle.sh                     # here, once: wheels, a data subset, the tokenizer -> .gpu/
 #   run: bash benchmarks/gpu/gpu_checklist.sh  (carry [".gpu"], timeout_s 540)
-# Checks (GPU_CHECKS=a,b runs only those; default: the issue-39 set, in this order):
+# Checks (GPU_CHECKS=a,b runs only those; default: the set below, in this order):
 #   machine           card, driver, versions
 #   encode_bert_base  ours vs sentence-transformers, random BERT-base (12x768), fp32 / bf16 / fp16, like for like,
 #                     ST at its best batch of 32/128/512, 20,000 Wikipedia sentences; Spearman vs the padded path
@@ -95,7 +95,7 @@ done
 
 check budget_probe 1 sleep 4   # by name only: shows that a check over its budget is cut and the rest go on
 
-# ---- older checks (issues 18 / 30), by name only: GPU_CHECKS=quickstart_gpu,evaluate,mixed_precision,resume
+# ---- older checks (resume and precision on a GPU), by name only: GPU_CHECKS=quickstart_gpu,evaluate,mixed_precision,resume
 grep_last() { grep -h "$1" "$2" 2>/dev/null | tail -"${3:-3}"; }
 check quickstart_gpu 200 $PY train.py $QS $TR trainer.max_steps=$STEPS hydra.run.dir=$R/qs > $R/qs.log 2>&1
 wanted quickstart_gpu && { grep_last "precision\|Using\|GPU available" $R/qs.log 6; cat $R/qs/sts_before_after.md 2>/dev/null; }

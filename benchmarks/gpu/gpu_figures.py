@@ -1,4 +1,4 @@
-"""The GPU figures of issue 39 in one table: what each benchmark recorded, with the card and versions beside it.
+"""The GPU figures in one table: what each benchmark recorded, with the card and versions beside it.
 
 Why a file of records and a separate table: ``benchmarks/gpu/gpu_checklist.sh`` runs every check under its own time
 budget, so any check may be cut; each benchmark appends one JSON line per finished result (``append_record``) as it

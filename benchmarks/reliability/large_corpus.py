@@ -1,26 +1,14 @@
-"""A 100M-line sentence corpus, before and after issue 30 item 5: peak RSS per rank, scan lines/s, steps/s, and
-whether a resumed epoch continues the uninterrupted order.
+"""A 100M-line sentence corpus: peak RSS per rank, scan lines/s, steps/s, and whether a resumed epoch continues the
+uninterrupted order; optionally against an older revision.
 
-    python -m benchmarks.reliability.large_corpus --lines 100000000 --dir /work/tmp/large_corpus
+    python -m benchmarks.reliability.large_corpus --lines 100000000 --dir /work/tmp/large_corpus [--old-rev <rev>]
 
-Why: the first scan was a Python loop per line and every rank held 16 bytes a line of spans (plus 4 of file
-ids) and an 8-byte-a-line permutation per epoch; that is minutes and gigabytes per rank at 100M lines. Both
-sides run the same script in fresh subprocesses, each importing ``sts_lightning`` from its own code root:
-"before" is ``git archive <--old-rev>`` unpacked under ``--dir``, "after" this checkout. Phases:
-
-* ``scan``: ``load_spans`` of the corpus into an empty cache directory (the one-time first scan and cache
-  write); lines/s counts every line of the file.
-* ``rank``: what one DDP rank does before its first batch (``SentenceIndex.build`` from the cache,
-  ``SentenceStream`` as rank 1 of 2), then the first ``--check`` sentences of an epoch resumed at batch
-  ``--skip`` compared with the same positions of the uninterrupted epoch.
-* ``train``: ``--steps`` CT steps (paraphrase-MiniLM-L3-v2, 16 sentences a step, one CPU process, a Lightning
-  Trainer with no validation or checkpoints); steps/s over the steps after the first two, and the seconds
-  from process start to the first step (index load + epoch order).
-
-Peak RSS is the process's ``VmHWM`` (``imports_MiB``: its value after the imports, torch and transformers
-included, the same on both sides); ``RssAnon`` (private memory) and ``RssFile`` (pages of mapped files: the
-memory-mapped index, shared through the page cache by every rank) are read at the end. The corpus (random
-4-letter words, 3-7 a line; one empty line in 10,000 so skips are counted) is written with numpy.
+Why: a corpus of that size must index in seconds and cost a rank little memory. Each phase runs in a fresh
+subprocess importing ``sts_lightning`` from its own code root ("before": ``git archive <--old-rev>``; "after": this
+checkout): ``scan`` (the first scan and cache write), ``rank`` (what a DDP rank does before its first batch, and the
+first ``--check`` sentences of an epoch resumed at ``--skip`` against the uninterrupted one), ``train`` (``--steps``
+CT steps; steps/s and seconds to the first step). Memory: ``VmHWM``, with ``RssAnon`` and ``RssFile`` (the mapped
+index, shared by every rank) at the end. The corpus is random 4-letter words, one empty line in 10,000.
 """
 
 from __future__ import annotations

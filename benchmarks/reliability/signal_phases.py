@@ -1,35 +1,16 @@
 """Seconds from SIGTERM to exit in every phase of ``python train.py experiment=quickstart``, and a resume that ends
-equal to the uninterrupted run (issue 38).
+equal to the uninterrupted run.
 
     STS_DATA_DIR=/work/shared/data python -m benchmarks.reliability.signal_phases [--out outputs/signal_phases] [--steps 30]
         [--val-every 15] [--delay 3] [--skip-flow | --skip-chain]
 
-Why a chain: one run interrupted in every phase in turn, each stop resumed by the next process, must end with the
-same weights, STS table and export as one run never interrupted; that also shows the resumes compose (a run resumed
-from a stop inside a validation, stopped again in the next one). The stages, each ``train.py`` with
-``hydra.run.dir=<out>/chain`` (``ckpt_path=last`` from the second on):
-
-1. SIGTERM ``--delay`` s into the STS scoring before training: nothing to save (the next stage starts again);
-2. ... into the validation after step ``--val-every`` (``+trainer.val_check_interval``): ``last.ckpt`` at that step;
-3. ... into the end scoring (the validation at ``--steps``), which stage 3 reaches after running stage 2's validation
-   again: ``last.ckpt`` at ``--steps``;
-4. during the export: held at its first stop check until the signal arrives (a small model's export takes under a
-   second, so a delay could miss it);
-5. no signal: the resume writes the export.
-
-Then, unless ``--skip-flow``: ``python train.py model=flow`` (``FLOW_MODEL``) on an empty feature cache, SIGTERM ``--delay`` s into the
-feature caching, and the same command with ``ckpt_path=last`` (it must build the cache and finish).
-
-Then, unless ``--skip-teachers``: the phases before step 1 that encode other models (issue 48), each ``train.py <model>
-trainer.max_steps=1 export=false`` on an empty ``STS_CACHE_DIR``, SIGTERM ``--delay`` s after its stretch began
-(``TEACHER_ROWS``: SED's and RankCSE's teachers, one MiniLM and the e5 one each, and a cross-view AE source;
-``--rows`` picks some); the row also says whether the ``stopped:`` line names that phase. Each is expected to end
-within 10 s on an idle machine (one batch of the engine, plus the exit).
-
-Each stage runs through ``python -m tests.runs.fault_driver --script train.py`` (``train.py`` in-process) whose
-``FAULT_PAUSE`` (``tests/runs/phase_pause.py``) only writes a marker when the phase's first stop check runs; the
-signal is sent ``--delay`` s later while the run goes on. The table (phase, seconds to exit, exit code, the step
-in ``last.ckpt``) and the comparison are printed and written to ``<out>/signal_phases.md``.
+Why a chain: one run stopped in every phase in turn (``CHAIN``: the STS scoring before training, a validation, the
+end scoring, the export, then no signal), each stop resumed by the next process with ``ckpt_path=last``, must end
+with the same weights, STS table and export as a run never stopped. Then, unless skipped: ``model=flow`` stopped in
+its feature caching and resumed, and the phases before step 1 that encode other models (``TEACHER_ROWS``; ``--rows``
+picks some), each expected to end within 10 s. Each stage runs through ``tests/runs/fault_driver.py``, whose
+``FAULT_PAUSE`` marks when the phase's first stop check runs; the signal follows ``--delay`` s later. The table and
+the comparison are printed and written to ``<out>/signal_phases.md``.
 """
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ ROWS: tuple[Row, ...] = (
         base="whitening", paper=70.39, paper_note=f"{SEN2PRO_T2} (69.21 without)"),
     Row("sen2pro_simcse", "Sen2Pro on unsup. SimCSE", "on", scorer="{name:sen2pro,pooling:cls}", base="simcse",
         encoder_is_export=True, paper=75.44, paper_note=f"{SEN2PRO_T2} (75.11 without)"),
-    # PromptBERT (issue 41): training-free on the backbone, then both trained recipes
+    # PromptBERT: training-free on the backbone, then both trained recipes
     Row("prompt", "prompt [MASK] (training-free)", "pool", scorer="prompt", seeded=False, paper=67.85,
         paper_note=PROMPT_RUN),
     Row("prompt_denoise", "prompt [MASK] + template denoising", "pool", scorer="{name:prompt,denoise:true}",

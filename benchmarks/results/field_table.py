@@ -1,26 +1,15 @@
 """The field's comparison table (SimCSE Table 5's shape) on one backbone, from one command.
 
     python -m benchmarks.results.field_table --backbone paraphrase-MiniLM-L3-v2 --seeds 0,1,2 --steps 200 --out results/field
-
-Every row of ``benchmarks.results.field_rows`` runs on the same backbone and data: pooling baselines and Sen2Pro are
-``evaluate.py`` scorers; trained / fitted rows run ``train.py`` (``--steps`` caps each run's optimizer steps so a CPU
-run stays bounded) and their export is then scored exactly as its ``LOADING.md`` says (the command a user would
-run), so the table measures what a user gets. Why subprocesses: each run is a fresh process, as on the command
-line, and a failing row is reported in its cell without stopping the table. Runs already in ``--out`` are reused
-(a stopped table resumes). A row of several seeds shows mean +- std over the seeds in every cell; a row run once
-(the pooling baselines, ``--row-seeds key=0``) shows each task's bootstrap 95% interval from its ``evaluate.py``
-run (``[lo, hi]``, ``sts.bootstrap``); the papers' numbers stand beside each row with their backbone and task set
-named. Output: the table printed, ``field_table.md`` and ``field_table.json``.
-
-Our papers' claims on a raw (MLM-pretrained, not sentence-tuned) backbone, each row beside its reference
-(``benchmarks.results.paper_rows``; gains and verdicts: ``benchmarks.results.paper_verdicts``), from the same runner:
-
     python -m benchmarks.results.field_table --table papers --backbone <export dir> --seeds 0,1,2 --steps N --out <dir>
 
-It writes ``papers_table.md`` / ``.json`` (measured gain vs the reference row, mean over seeds; the paper's gain;
-reproduces / direction only / does not); rows shared with the field table keep their keys and run directories,
-so both tables in one ``--out`` train each run once. Ensemble rows (SED, GCCA, cross-view AE) use the exports of
-their base row (CT) over all ``--seeds`` as members; seeded ensemble rows train one student per seed.
+Every row (``field_rows.py``; the papers table: ``paper_rows.py``, verdicts ``paper_verdicts.py``) runs on the same
+backbone and data, as a user would run it: pooling rows and Sen2Pro through ``evaluate.py``, trained rows through
+``train.py`` (``--steps`` caps each run) and their export scored as its ``LOADING.md`` says. Why subprocesses: each
+run is a fresh process, and a failing row is reported in its cell without stopping the table. Runs already in
+``--out`` are reused (a stopped table resumes; both tables in one ``--out`` train each run once). Cells: mean +- std
+over seeds, or a row run once with each task's bootstrap 95% interval; the papers' numbers stand beside each row.
+Ensemble rows use the exports of their base row over all ``--seeds`` as members.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
-"""The rows of the papers-on-a-raw-backbone table (issue 29): each method beside the row it claims to beat.
+"""The rows of the papers-on-a-raw-backbone table: each method beside the row it claims to beat.
 
-Why a second declaration beside ``benchmarks.results.field_rows``: the field table compares absolute numbers with the
-papers' absolute numbers on BERT-base, which says little when the backbone is a small BERT we pretrained
-ourselves. What carries over is each paper's *claim*: "X gains g over reference R". So a row here is a field
-row (same key, so a papers run in the same ``--out`` reuses the field table's runs) plus ``versus`` (R), the
-paper's gain ``gain`` (X - R, Spearman x100 unless the source says Pearson) and where that gain comes from.
-
-Ensemble rows (``kind="ensemble"``) are built from the exports of their ``base`` row over all the table's seeds
-(the students: seeds 0..n-1 of CT); ``overrides`` is then the whole command, with ``{backbone}``, ``{members}``
-(the exports, comma-separated) and ``{export}`` (this row's export directory) filled in; a command starting with
-``train.py`` also gets the seed, step budget, validation task and run directory as every trained row does. Their
-reference is the best of their members (``versus`` = ``BEST_MEMBER``), as the SED and meta-embedding papers claim.
+Why a second declaration beside ``field_rows.py``: on a small backbone we pretrained ourselves, absolute numbers say
+little next to the papers' BERT-base ones; what carries over is each paper's claim, "X gains g over R". A row here
+is a field row (same key, so the two tables share runs) plus ``versus`` (R), the paper's ``gain`` and its source.
+Ensemble rows (``kind="ensemble"``) are built from their ``base`` row's exports over the table's seeds: ``overrides``
+is the whole command with ``{backbone}``, ``{members}`` and ``{export}`` filled in, and their reference is the best
+member (``BEST_MEMBER``), as the SED and meta-embedding papers claim.
 """
 
 from __future__ import annotations
@@ -48,7 +43,7 @@ SEN2PRO_NOTE = ("Sen2Pro Table 2: BERT-base first-last avg, 'Avg' 63.69 -> 66.70
 # the members' exports are plain encoder directories: mean pooling, as CT trains them (build_source's default)
 SED_COMMAND = ("train.py", "model=sed", "model.model_name_or_path={backbone}", "data.teachers=[{members}]",
                "data.align_to=null")
-GCCA_COMMAND = ("-m", "sts_lightning.runs.fit_meta", "--method", "gcca", "--sources", "{members}",
+GCCA_COMMAND = ("-m", "sts_lightning.fit_meta", "--method", "gcca", "--sources", "{members}",
                 "--max-sentences", "6000", "--out", "{export}")  # the cross-view AE's default corpus size
 AE_COMMAND = ("train.py", "model=cross_view_ae", "data.sources=[{members}]")
 

@@ -1,11 +1,10 @@
 """Gains and verdicts of the papers table: each row's measured gain over its reference beside the paper's claim.
 
 Why a rule in code rather than words in a results page: "reproduces" is read off dozens of rows and backbones,
-so it must mean the same every time. The rule (issue 29): ``reproduces`` when the measured gain has the paper's
-sign and at least half its size; ``direction only`` when it has the sign but is smaller; ``does not`` when its
-sign is the other one or it is inside the seeds' noise (|gain| < the larger std over seeds of the row and its
-reference); ``-`` where the paper gives no figure. An ensemble row's reference is the best of its members (the
-base row's seeds), the bar the SED and meta-embedding papers set themselves.
+so it must mean the same every time. ``reproduces`` when the measured gain has the paper's sign and at least half
+its size; ``direction only`` when it has the sign but is smaller; ``does not`` when its sign is the other one or it
+is inside the seeds' noise (|gain| < the larger std over seeds of the row and its reference); ``-`` where the paper
+gives no figure. An ensemble row's reference is the best of its members.
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
 """Peak memory and speed of one big in-batch step: uncached vs cached (GradCache) vs gradient checkpointing.
 
-What is measured: ``model=sbert_nli model.objective=mnrl`` (``SBERTNLIModule._mnrl_step``, dropout on) on
-SNLI triplets, one optimizer step = training loss + ``backward`` + AdamW ``step`` + ``zero_grad``, for a
-per-device batch of ``--batch`` triplets (3 x batch sentences). Each variant runs in a FRESH subprocess, so
-no two share a high-water mark or an allocator cache:
-
-* ``uncached``: today's path (one graph over the whole batch, two length buckets);
-* ``cached``: ``model.mini_batch_size=--mini-batch`` (``embeddings.methods.shared.grad_cache``);
-* ``checkpointing``: ``model.gradient_checkpointing=true``, uncached;
-* ``cached+checkpointing``: both.
-
-Memory on CPU: the process's peak resident set (``VmHWM``) during the timed steps minus the resident set
-just before them (model, data, and the optimizer state of a warm-up step in the base), i.e. what a step
-adds at its peak. The peak is reset before the timed steps through ``/proc/self/clear_refs`` (Linux); where
-that fails the lifetime peak is used and said so. The workers run with ``MALLOC_MMAP_THRESHOLD_=131072``:
-glibc then returns every freed block over 128 KiB to the system at once, so the resident set follows the
-live tensors (by default the threshold grows after the first large free and the warm-up step's freed
-activations would stay resident, hiding the next step's peak inside the base). On CUDA
-(``--device cuda``): ``torch.cuda.max_memory_allocated`` over the timed steps minus the allocation before.
-Speed: steps/s = 1 / median step time. The cached variants compute the gradients of the same loss
-(tests/embeddings/methods/shared/test_grad_cache.py); their printed losses differ from the uncached ones only by
-dropout's masks (other forward-pass shapes draw other masks); checkpointing alone gives identical losses.
+One optimizer step of ``model=sbert_nli model.objective=mnrl`` (dropout on) on ``--batch`` SNLI triplets, in four
+variants: ``uncached``, ``cached`` (``model.mini_batch_size=--mini-batch``), ``checkpointing``
+(``model.gradient_checkpointing=true``) and both. Each runs in a fresh subprocess, so no two share a high-water mark.
+Memory is what a timed step adds at its peak: on a CPU ``VmHWM`` (reset through ``/proc/self/clear_refs``) over the
+resident set before, with ``MALLOC_MMAP_THRESHOLD_=131072`` so freed activations leave the resident set; on CUDA
+``max_memory_allocated`` over the allocation before. Speed: 1 / median step time. The cached variants compute the
+same gradients (tests/embeddings/methods/shared/test_grad_cache.py); their losses differ only by dropout's masks.
 
     python -m benchmarks.speed.cached_loss_memory --batch 512 --mini-batch 32 --steps 3 --threads 2
 """

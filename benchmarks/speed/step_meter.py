@@ -1,19 +1,15 @@
 """End-to-end training throughput of a real ``train.py`` run: steps/s, real tokens/s, MFU and the GPU's idle share.
 
-Why a callback given on the command line and not a benchmark loop: the end-to-end figure must include everything a
-user's run does between two optimizer steps (the DataLoader, collate, logging, callbacks), so it is measured inside
-that run, with no change to the product:
+Why a callback given on the command line: the end-to-end figure must include everything a user's run does between
+two steps (DataLoader, collate, logging, callbacks), so it is measured inside that run, with no change to the product:
 
     python train.py model=simcse trainer=gpu +callbacks.step_meter._target_=benchmarks.speed.step_meter.StepMeter \\
         +callbacks.step_meter.out=<file.jsonl> +callbacks.step_meter.run=simcse
 
-Steps ``[0, skip)`` warm up; steps ``[skip, skip + profile_steps)`` run under ``torch.profiler`` (CUDA activity) for
-the idle fraction (``benchmarks/tools/device_meter.py``; "n/a" on a CPU); the steps after them are timed: the host's clock
-from the end of one step to the end of the next (after a validation: from its end), the device synchronised
-only at the window's two ends (so the host may run ahead as in any run). Tokens: every sentence of the timed batches,
-tokenized and truncated as the module's encoder does (unsupervised SimCSE counted twice: two views); batches that
-carry an ``attention_mask`` tensor count its ones instead. MFU: ``benchmarks/tools/mfu.py`` (3 x forward FLOPs, MLM's head
-on 15% of the tokens) over a matmul in the trainer's precision measured at the end of the run.
+Steps before ``skip`` warm up; the next ``profile_steps`` run under ``torch.profiler`` for the idle fraction
+(``tools/device_meter.py``); the steps after are timed on the host's clock (device synchronised only at the window's
+ends; validations left out). Tokens: every sentence of the timed batches as the module's encoder tokenizes them.
+MFU: ``tools/mfu.py``, against a matmul in the trainer's precision measured at the end of the run.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from benchmarks.tools.cpu_features import cpu_line
 from sts_lightning.embeddings.methods.registry import trained_methods
 
 ROOT = Path(__file__).resolve().parents[2]
-LIMIT_S = 180  # the bound: every model reaches its first step within 3 minutes on 2 cores
+LIMIT_S = 180  # the bound: every model reaches its first step within 3 minutes on 2 cores
 
 
 def all_models() -> list[str]:

@@ -1,25 +1,11 @@
 """A token-VAE epoch over CACHED frozen token states vs the same epoch RE-ENCODING with the frozen encoder.
 
 Why: the token VAEs (Latte-Mix, Normal VAE, AE) train a small network on frozen token states, so
-``TokenStateDataModule`` encodes the corpus once into a memory-mapped cache. This measures what that buys
-and what it costs, in one process, on the same batches:
-
-* cached epoch:     ``TokenStateDataModule.train_dataloader()`` (memory map -> padded float32 batch) + step;
-* re-encode epoch:  the same sentences in the same shuffled order (same seeded ``RandomSampler``), tokenized
-                    and run through the frozen encoder under ``torch.no_grad()`` every batch + the same step;
-* the one-off cache build (``prepare_data``: tokenize pass, encode, write), the cache's bytes on disk, and
-  the peak RSS increase while iterating the cached epoch: once with the loader alone (the data path's own
-  cost; it runs first, so the memory map's page faults land there) and once with the step (which adds the
-  model's activations, gradients and Adam state). RSS is sampled from ``/proc/self/statm`` after every
-  batch and split into file-backed / shared pages (the memory map, and library code paged in by a first
-  call) and the rest; ``ru_maxrss`` elsewhere.
-
-Each side runs ``--rounds`` epochs, alternating which goes first; the fastest epoch of each side is kept.
-
-The "step" is pluggable (``--step``): ``latte_mix`` is ``LatteMixModule.training_step`` (paper defaults,
-``input_dim`` = the cache's width) + ``backward`` + Adam; ``mlp`` a 2-layer MLP autoencoder on the real
-tokens; ``auto`` (default) takes ``latte_mix`` when it imports and says which ran. Both epochs start from
-the same initial weights (same seed), so they do the same arithmetic apart from the data path.
+``TokenStateDataModule`` encodes the corpus once into a memory-mapped cache; this measures what that buys and costs.
+Both epochs see the same sentences in the same seeded order and run the same step (``--step``: ``latte_mix``,
+``mlp`` or ``auto``) from the same initial weights, alternating over ``--rounds`` (fastest epoch kept). Also printed:
+the one-off cache build, its bytes on disk, and the peak RSS added by the cached epoch, loader alone and with the
+step, split into file-backed pages (the memory map) and the rest.
 
     OMP_NUM_THREADS=1 python -m benchmarks.speed.token_cache_speed --data-dir ../shared/data --max-sentences 1000 \
         --threads 1

@@ -1,12 +1,10 @@
 """Where our training step's time goes, op by op: fp32 against bf16-mixed, one forward group against two.
 
-Why (issue 39): on an H200 SBERT-NLI's step got SLOWER in bf16-mixed (209 ms against 82.6 ms in fp32) and CT's
-forward + loss took 66 ms against sentence-transformers' 29. A step time alone does not say why; this prints,
-for each setting, the phases of a step (forward + loss, backward, optimizer), the kernels launched and the host
-syncs a step makes (on a GPU), the operators it dispatches and autocast's casts among them, which attention kernel ran, and the profiler's op table sorted by self time
-(device time on a GPU, CPU time on a CPU). Batches come tokenized, as the DataLoader's workers make them, so the
-step holds no tokenizer time. ``--groups`` forces the length-sorted forward passes per embedded list (our
-modules pick ``length_buckets`` on a CPU and 1 on a GPU: ``EncoderModule.forward_groups``).
+Why: a step time alone does not say why a precision or a method is slow. Per setting this prints the phases of a
+step (forward + loss, backward, optimizer), the kernels and host syncs a step makes (on a GPU), the operators it
+dispatches and autocast's casts, the attention kernel, and the profiler's op table by self time. Batches come
+tokenized, as the DataLoader's workers make them. ``--groups`` forces the number of length-sorted forward passes
+(our modules pick ``length_buckets`` on a CPU and 1 on a GPU: ``EncoderModule.forward_groups``).
 
     python -m benchmarks.speed.train_profile --method nli --model paraphrase-MiniLM-L3-v2 --batch-size 64
     python -m benchmarks.speed.train_profile --method ct --device cuda --model <random BERT-base dir> --groups 1,2

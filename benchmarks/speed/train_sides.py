@@ -1,24 +1,11 @@
 """The two sides of the training benchmark: our LightningModule's step and sentence-transformers' loss step.
 
-Why its own file: ``benchmarks/speed/train_speed.py`` is the loop and the report; what one optimizer step of each side is
-lives here, method by method (``benchmarks/speed/train_batches.py`` has the batches):
-
-* ours:   the loader's collate (``module.batch_tokenizer()``: token ids, timed as tokenize, as with
-          ``data.num_workers=0``) + ``module.training_step(batch, i)`` (padding, forward, loss; CT's pair sampling) +
-          ``backward`` + ``opt.step()`` + ``opt.zero_grad()``, under ``torch.autocast(bf16)`` for ``bf16-mixed`` (what
-          Lightning's ``trainer.precision=bf16-mixed`` does: fp32 master weights, the backward outside autocast).
-* theirs: ``st.tokenize`` of each column + ``batch_to_device`` + the sentence-transformers loss + ``backward`` + the
-          optimizer, under the same autocast for ``bf16-mixed`` (what its trainer's ``bf16=True`` does). Losses:
-          ``ContrastiveTensionLoss`` (ct), ``SoftmaxLoss`` (nli), ``MultipleNegativesRankingLoss`` scale 20 on
-          (anchor, positive, negative) (mnrl) and on (s, s) with dropout 0.1 (simcse, its unsupervised SimCSE
-          recipe), ``CoSENTLoss`` scale 20 (cosent); mlm: no sentence-transformers loss exists, so the peer is what
-          its MLM example trains, transformers' ``BertForMaskedLM`` with ``DataCollatorForLanguageModeling`` on one
-          padded sentence a row (ours packs sentences into rows of ``max_length``).
-
-Dropout as each recipe trains: on for NLI, MNRL, CoSENT, SimCSE and MLM, off for CT (the paper; the ST models are put
-in ``eval()`` so both sides do the same arithmetic). Optimizers: fused AdamW lr 2e-5 / weight decay 0.01 (none on 1-D
-params) everywhere but CT, RMSprop lr 1e-5 (alpha 0.9, eps 1e-7) for CT (ours: the module's own optimizer, i.e.
-row-sparse word-embedding updates on a CPU; ``--dense-embedding-grads``: torch's RMSprop as theirs).
+Why its own file: ``benchmarks/speed/train_speed.py`` is the loop and the report; what one optimizer step of each side
+is lives here, method by method. Ours: the loader's collate (timed as tokenize) + ``module.training_step`` +
+backward + optimizer, under bf16 autocast for ``bf16-mixed`` as Lightning does. Theirs: ``st.tokenize`` + the
+sentence-transformers loss (``ContrastiveTensionLoss``, ``SoftmaxLoss``, ``MultipleNegativesRankingLoss``,
+``CoSENTLoss``; for MLM, which has none, transformers' ``BertForMaskedLM`` with its collator) + backward + the same
+optimizer type and learning rate. Dropout and optimizers follow each recipe (CT: dropout off, RMSprop).
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """Training speed: our steps vs sentence-transformers' losses, like for like, same batches, one process.
 
-For each method (``--methods ct,nli,mnrl,cosent,simcse,mlm``) both sides run optimizer steps on the SAME batches
-(same sentences, batch size, max length, threads, optimizer type and learning rate; ``benchmarks/speed/train_batches.py``)
-in the same process, alternating in rounds (ours then theirs, then theirs then ours, ...) so machine noise hits both.
-A step is timed end to end, each phase to its last kernel (what each side's step is: ``benchmarks/speed/train_sides.py``).
-
-Like for like by default: the peer trains in the same precision as ours (``--precision bf16-mixed``: both under
-bf16 autocast, as Lightning's ``bf16-mixed`` and the sentence-transformers trainer's ``bf16=True`` do);
-``--peer-precision 32`` gives the old ours-bf16-vs-their-fp32 comparison. With a reduced precision our fp32 step from
-the same initial weights runs as a third side (``--fp32-reference``: which methods; default all), and both of our
-models are scored on STS-B dev after the timed steps (mean pooling, fp32).
-
-Per method it prints steps/s and real tokens/s of both sides (tokens: every sentence the step encodes, truncated,
-unpadded), the ratio, MFU (3 x forward FLOPs over those tokens / a matmul in the run's dtype, same process:
-``benchmarks/tools/mfu.py``), the device's idle fraction and peak memory (``--meter-steps`` more steps under
-``benchmarks/tools/device_meter.py``), and the per-phase split (tokenize / forward+loss / backward / optimizer).
+For each method (``--methods ct,nli,mnrl,cosent,simcse,mlm``) both sides run optimizer steps on the same batches
+(``train_batches.py``; what each side's step is: ``train_sides.py``) in the same precision (``--peer-precision``
+changes theirs), alternating in rounds so machine noise hits both. With a reduced precision our fp32 step runs as a
+third side (``--fp32-reference``) and both of ours are scored on STS-B dev after the timed steps. Per method: steps/s,
+real tokens/s, the ratio, MFU (``tools/mfu.py``), idle fraction and peak memory (``tools/device_meter.py``, over
+``--meter-steps`` more steps) and the per-phase split (tokenize / forward+loss / backward / optimizer).
 
     python -m benchmarks.speed.train_speed --model paraphrase-MiniLM-L3-v2 --data-dir ../shared/data
     python -m benchmarks.speed.train_speed --precision bf16-mixed --peer-precision 32   # ours bf16 vs their fp32

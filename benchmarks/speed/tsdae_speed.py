@@ -1,19 +1,10 @@
 """Training speed: our TSDAE step vs sentence-transformers' ``DenoisingAutoEncoderLoss``, same model and batches.
 
-Both sides train the same encoder (``--model``, [CLS] pooling, its sentence-transformers max length) with a tied
-decoder, on the SAME (noisy, original) batches of local Wikipedia sentences (the noise drawn once per batch by our
-``add_noise``, seed 0; sentence-transformers draws it in its dataset, off the clock, so the draw is off both
-clocks), dropout on (training mode), fused AdamW lr 3e-5 without weight decay (the paper's recipe). They alternate
-in rounds (ours then theirs, then theirs then ours, ...) so machine noise hits both. A step is timed end to end:
-
-* ours:   ``module.loss(noisy, originals)`` (tokenization, padding, encoder, pooling, decoder, loss)
-          + ``backward`` + ``opt.step()`` + ``opt.zero_grad()``; ``module.log`` is a no-op (no trainer);
-* theirs: ``st.preprocess`` (tokenization) of both columns + ``loss(features, None)`` + ``backward`` + ``opt.step()``
-          + ``opt.zero_grad()``.
-
-Steps/s = 1 / median step time. ``--batch-sizes 8,16,32,64`` (the paper's 8 first). ``--whole-head`` adds our step
-with the LM head over every position, padding included, as sentence-transformers computes it (what
-``decoder_loss``'s labelled-positions-only head saves).
+Both sides train the same encoder ([CLS] pooling) with a tied decoder on the same (noisy, original) batches of
+local Wikipedia sentences (noise drawn once by our ``add_noise``, off both clocks), dropout on, fused AdamW lr 3e-5
+(the paper's recipe), alternating in rounds. A step is timed end to end: tokenization, encoder, decoder, loss,
+backward, optimizer. Steps/s = 1 / median step time, per ``--batch-sizes``; ``--whole-head`` adds our step with the
+LM head over every position, as sentence-transformers computes it.
 
     nice -n 15 python -m benchmarks.speed.tsdae_speed --data-dir ../shared/data
 """

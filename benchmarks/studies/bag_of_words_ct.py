@@ -1,13 +1,9 @@
-"""Can CT's halves objective learn STS from scratch at all? A bag-of-wordpieces control for issue 3.
+"""Can CT's halves objective learn STS from scratch without a transformer? A bag-of-wordpieces control.
 
-Why: CT from scratch on a random BERT (``experiment=ct/scratch``) gains little when its layers learn. This
-script takes the transformer away: each copy is a mean of trainable wordpiece vectors (two independent copies,
-same random init, std 0.02 as BERT's), trained with the same objective as ``model.objective=in_batch
-model.views=mixed_halves`` (the two halves of a sentence are a positive, the other sentences of the batch the
-negatives, cosine x 20, ``in_batch_tension_loss``) and Adam. Variant ``positions`` adds what a BERT adds to
-the bag: [CLS] / [SEP] and one learned vector per position, so the bag can encode a half's length. Halves of
-one sentence have correlated lengths, so a shortcut opens: if that variant learns faster (lower loss) and
-scores worse, the length shortcut, not the objective, is what holds CT from scratch back.
+Why: CT from scratch on a random BERT (``experiment=ct/scratch``) gains little. Here each copy is a mean of trainable
+wordpiece vectors (two copies, BERT's init) trained with the loss of ``model.objective=in_batch
+model.views=mixed_halves`` and Adam. Variant ``positions`` adds [CLS] / [SEP] and a vector per position, so the bag can
+see a half's length: if it learns faster and scores worse, the length shortcut, not the objective, holds CT back.
 
     python -m benchmarks.studies.bag_of_words_ct --data-dir ../shared/data [--epochs 1] [--variants words positions]
 

@@ -1,11 +1,9 @@
 """How much STS signal does a plain-sentence corpus hold? Count-based word vectors as a reference point.
 
-Why: "CT from scratch" (issue 3) asks a random BERT to rise well above its untrained STS-B score using
-only the local Wikipedia sentences. The untrained model is a bag of random token vectors (lexical overlap,
-55.5 STS-B dev), and re-weighting its tokens by IDF does not lift it (``--random-bert``). What CAN be learned
-from the corpus alone is co-occurrence: PPMI + truncated SVD over the same wordpieces (window 5, context
-distribution smoothed by 0.75, Levy et al. 2015), averaged per sentence, tells how far an encoder that
-learned only word co-occurrence from these sentences could get. No training loop: seconds on a CPU.
+Why: CT from scratch asks a random BERT to rise well above its untrained STS-B score (a bag of random token vectors:
+lexical overlap) from the local Wikipedia sentences alone. What the corpus alone can teach is co-occurrence: PPMI +
+truncated SVD over the same wordpieces (window 5, context smoothing 0.75, Levy et al. 2015), averaged per sentence;
+``--random-bert`` adds the untrained model with and without IDF weights. No training loop: seconds on a CPU.
 
     python -m benchmarks.studies.cooccurrence_ceiling --data-dir ../shared/data [--random-bert outputs/random_bert]
 """

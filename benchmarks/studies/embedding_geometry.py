@@ -1,11 +1,9 @@
 """Where does an encoder's STS score come from? Geometry diagnostics of trained (or untrained) encoders.
 
-Why: CT from scratch (issue 3) rises ~+3 STS-B points and then falls. To tell "the copies learned little"
-from "they learned the wrong thing", this scores each encoder's mean-pooled vectors on STS-B dev as is,
-centred and whitened (mean and covariance of corpus sentences: the best *linear* post-processing, so a
-training method that only re-shapes the space linearly cannot beat it), and measures isotropy (mean cosine
-of random corpus pairs, variance share of the top principal direction) and the length shortcut (how much
-the cosine of STS-B pairs follows their length difference; how much the vector norm follows the length).
+Why: CT from scratch rises a little and then falls; this tells "the copies learned little" from "they learned the
+wrong thing". Each encoder's mean-pooled vectors are scored on STS-B dev as is, centred and whitened (the best
+*linear* post-processing, fitted on corpus sentences), with isotropy (mean cosine of random pairs, the top principal
+direction's variance share) and the length shortcut (how much cosine and norm follow sentence length).
 
     python -m benchmarks.studies.embedding_geometry --data-dir ../shared/data outputs/random_bert R/run/export R/run/checkpoints/last.ckpt
 """

@@ -1,18 +1,14 @@
 """Why a prompt [MASK] vector works or fails on a masked LM: what the LM predicts at the template's [MASK], and how
 alike the vectors of unrelated sentences are under each scorer.
 
-Why: PromptBERT's training-free claim (the [MASK] state of an untuned BERT beats its [CLS] and mean vectors) rests
-on the masked LM predicting sentence-specific words in ``This sentence : "[X]" means[MASK].``. Where the LM is weak
-(our `model=mlm` backbone: 14% held-out MLM accuracy) its arg-max there is the corpus's commonest piece for nearly
-every sentence, and the [MASK] state carries that prior instead of the sentence: the field table's prompt rows fall
-far under mean pooling. This measures both halves of that reason on any masked-LM directory:
+Why: PromptBERT's training-free claim rests on the masked LM predicting sentence-specific words at the [MASK] of
+``This sentence : "[X]" means[MASK].``. A weak LM predicts the corpus's commonest piece for nearly every sentence, and
+the [MASK] state then carries that prior instead of the sentence. Output: per scorer (cls, mean, prompt, prompt +
+denoising) the mean cosine of distinct STS-B dev sentences' vectors (1.0 = all the same), and the LM's arg-max
+pieces at the [MASK]. Scorers and ids are built as ``evaluate.py`` builds them, so the numbers describe the field
+table's rows.
 
     python -m benchmarks.studies.prompt_mask_diagnosis <masked LM directory> [--sentences 400] [--data-dir ../shared/data]
-
-Output: per scorer (cls, mean, prompt, prompt + denoising) the mean cosine of distinct STS-B dev sentences' vectors
-(1.0 = every sentence the same vector); the LM's arg-max pieces at the [MASK] (most common, how many distinct, the
-top one's share). Scorers run as ``evaluate.py`` runs them (``sts_lightning.load``), the ids as the prompt scorer
-builds them (``eval_ids``), so the numbers describe the field table's rows.
 """
 
 from __future__ import annotations

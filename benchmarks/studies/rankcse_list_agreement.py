@@ -1,26 +1,14 @@
 """How much a student's in-batch similarity lists already agree with RankCSE's teachers', over the whole list and
 at its head: what ListMLE and ListNet each have left to teach.
 
-Why: on the field table RankCSE's two variants swap order with the backbone. On paraphrase-MiniLM-L3-v2 ListNet
-(76.70) beats ListMLE (76.25, under unsup. SimCSE's 76.40); on the untuned ``model=mlm`` backbone ListMLE (39.31)
-beats ListNet (23.89), the paper's order. The two losses read different parts of the teachers' list: ListMLE is
-the Plackett-Luce likelihood of the teachers' WHOLE order (every one of the batch's 128 positions weighs the same),
-ListNet the cross-entropy with ``softmax(teacher / tau2)``, which weighs the head more (how much: measured below).
-So the question is, per backbone: how far is the student's list from the teachers' over the whole list and at the
-head, measured against how far the two teachers are from each other (what part of an order is the teachers' shared
-knowledge rather than one teacher's own)?
+Why: RankCSE's two variants swap order with the backbone. ListMLE learns the teachers' whole order, ListNet
+(``softmax(teacher / tau2)``) weighs its head more; so per backbone: how far is the student from the teachers over
+the whole list and at the head, against how far the teachers are from each other? The batches are the first ones
+``python train.py model=rankcse`` trains on (batch 128); the student's vectors are its [CLS], no dropout. Per anchor:
+``spearman`` with the teachers' combined list and with each teacher (and teacher with teacher), ``head overlap`` of
+the top-k (k = 8), and ``listnet head mass`` (the share of ListNet's target on the teachers' top-k).
 
     python -m benchmarks.studies.rankcse_list_agreement <student> [--batches 8] [--teachers all-MiniLM-L6-v2 multilingual-e5-small]
-
-The batches are the first ones ``python train.py model=rankcse`` trains on (its data group: the first 8,000 local
-Wikipedia sentences, the teachers' cached vectors, the epoch-0 order of seed 0, batch 128); the student's vectors
-are its [CLS] pooling (RankCSE's, the MLP being training-only), no dropout. Per anchor, over its 127 candidates:
-
-- ``spearman``: rank correlation of the student's list with the teachers' combined list (the whole order);
-- ``head overlap``: share of the teachers' top-k (k = 8) that is also in the student's top-k;
-- ``spearman`` of the student with each teacher alone, and of the teachers with each other (their shared knowledge:
-  a student as close to each teacher as they are to each other has little of their order left to learn);
-- ``listnet head mass``: the share of ListNet's target distribution on the teachers' top-k.
 """
 
 from __future__ import annotations

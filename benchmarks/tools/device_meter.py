@@ -3,15 +3,11 @@
 Why a separate pass: the profiler and a memory sampler cost time themselves, so the speed figures come from the
 timed runs and these two from one more run of the same work.
 
-* Idle fraction (CUDA): ``1 - busy / wall``, where ``busy`` is the length of the UNION of every device activity's
-  interval (kernels, copies, sets; from ``torch.profiler`` with CUDA activity only, so host ops are not slowed by
-  CPU-side tracing) and ``wall`` the host's clock from the call to the device's last kernel. Only a union length is
-  needed, so the device's and the host's clocks never have to be aligned. What is left is the time the GPU waited
-  for the host: tokenization, padding, Python, kernel launches. On a CPU the idea does not apply: ``None`` ("n/a").
-* Peak memory: what the pass allocated above its start, so the other side's model, resident in the same process,
-  does not count, nor this side's weights: CUDA ``max_memory_allocated`` minus ``memory_allocated`` at the start
-  (activations, workspaces, outputs); on a CPU the growth of the resident set over its level at the start, sampled
-  every 2 ms (memory the allocator already held from earlier work is reused and does not show).
+* Idle fraction (CUDA): ``1 - busy / wall``, ``busy`` the length of the union of every device activity's interval
+  (``torch.profiler``, CUDA activity only), ``wall`` the host's clock to the device's last kernel: the time the GPU
+  waited for the host. On a CPU: ``None`` ("n/a").
+* Peak memory above the pass's start (not the weights, nor another side's model): CUDA ``max_memory_allocated``
+  minus ``memory_allocated`` at the start; on a CPU the resident set's growth, sampled every 2 ms.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Write a randomly initialised BERT + the all-MiniLM-L6-v2 tokenizer into a directory.
 
-Used by the "learning signal from scratch" runs (issue 3, ``docs/dev/scratch-learning-signal.md``): the
-directory works as ``model.model_name_or_path=<dir>`` (``AutoModel`` / ``AutoTokenizer`` load it).
+Used by the "learning signal from scratch" runs (``docs/dev/scratch-learning-signal.md``): the directory works as
+``model.model_name_or_path=<dir>`` (``AutoModel`` / ``AutoTokenizer`` load it).
 
     python -m benchmarks.tools.make_random_bert --out outputs/random_bert --layers 4 --hidden 256 --seed 0
 

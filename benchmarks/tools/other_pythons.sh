@@ -1,5 +1,5 @@
 #!/bin/bash
-# The package under another CPython, as far as the registries allow (issue 40): torch 2.13.0 for cp312/cp313 is only
+# The package under another CPython, as far as the registries allow: torch 2.13.0 for cp312/cp313 is only
 # PyPI's CUDA build, whose nvidia-cudnn-cu13 this machine's registry lacks (and download.pytorch.org's CPU index is
 # unreachable), so this runs the torch-free paths of the wheel: install, compile every module, `sts-train --help`,
 # every model's composition (the constructors' defaults registered by Hydra's plugin discovery, no call of ours),
