@@ -47,6 +47,27 @@ def lightning_is_interactive() -> bool:
     return bool(_IS_INTERACTIVE)
 
 
+class KeepsCSVFile:
+    """Before Lightning's CSV ``ExperimentWriter``: its private ``_check_log_dir_exists``, which deletes an
+    existing ``metrics.csv``, does nothing; ``fs`` is its private file system ``_fs``."""
+
+    def _check_log_dir_exists(self) -> None:
+        pass
+
+    @property
+    def fs(self):
+        return self._fs
+
+
+def csv_experiment(logger, writer: type):
+    """``CSVLogger.experiment`` with our ``writer``: made once (its private ``_experiment``) after ``root_dir``
+    (with its private ``_fs``)."""
+    if logger._experiment is None:
+        logger._fs.makedirs(logger.root_dir, exist_ok=True)
+        logger._experiment = writer(log_dir=logger.log_dir)
+    return logger._experiment
+
+
 class WatchesChildRanks:
     """Before Lightning's ``DDPStrategy``: its subprocess launcher (rank 0 runs the script, ranks 1.. re-run it)
     calls ``self.watch_children(procs)`` instead of starting Lightning's observer, which SIGKILLs every rank once

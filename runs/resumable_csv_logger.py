@@ -17,14 +17,13 @@ from lightning.fabric.loggers.logger import rank_zero_experiment
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 
+from sts_lightning.runs.compat import KeepsCSVFile, csv_experiment
 
-class _ResumableWriter(ExperimentWriter):
+
+class _ResumableWriter(KeepsCSVFile, ExperimentWriter):
     def __init__(self, log_dir: str) -> None:
         self._trimmed = False
         super().__init__(log_dir)
-
-    def _check_log_dir_exists(self) -> None:
-        """Keep ``metrics.csv``: ``save`` trims it to the rows before this attempt's first step."""
 
     def save(self) -> None:
         if self.metrics and not self._trimmed:
@@ -33,16 +32,16 @@ class _ResumableWriter(ExperimentWriter):
         super().save()
 
     def _keep_rows_before(self, step: int) -> None:
-        if not self._fs.isfile(self.metrics_file_path):
+        if not self.fs.isfile(self.metrics_file_path):
             return
-        with self._fs.open(self.metrics_file_path, "r", newline="") as f:
+        with self.fs.open(self.metrics_file_path, "r", newline="") as f:
             rows: list[dict[str, Any]] = [r for r in csv.DictReader(f) if int(r["step"]) < step]
         # The header of the kept rows only (a column only a dropped row filled comes back if logged again).
         self.metrics_keys = sorted({k for r in rows for k, v in r.items() if v != ""} | ({"step"} if rows else set()))
         if not rows:
-            self._fs.rm_file(self.metrics_file_path)
+            self.fs.rm_file(self.metrics_file_path)
             return
-        with self._fs.open(self.metrics_file_path, "w", newline="") as f:
+        with self.fs.open(self.metrics_file_path, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=self.metrics_keys, extrasaction="ignore")
             writer.writeheader()
             writer.writerows(rows)
@@ -54,7 +53,4 @@ class ResumableCSVLogger(CSVLogger):
     @property
     @rank_zero_experiment
     def experiment(self) -> ExperimentWriter:
-        if self._experiment is None:  # as CSVLogger.experiment, with the writer above
-            self._fs.makedirs(self.root_dir, exist_ok=True)
-            self._experiment = _ResumableWriter(log_dir=self.log_dir)
-        return self._experiment
+        return csv_experiment(self, _ResumableWriter)  # as CSVLogger.experiment, with the writer above

@@ -61,3 +61,18 @@ def test_importing_it_loads_neither_lightning_nor_hydra():
     code = "import sys; import sts_lightning.runs.compat; print(sorted({'lightning', 'hydra', 'torch'} & set(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_lightning_csv_writer_still_has__check_log_dir_exists_and__fs_and_the_logger__experiment(tmp_path):
+    from lightning.pytorch.loggers import CSVLogger
+    from lightning.pytorch.loggers.csv_logs import ExperimentWriter
+
+    assert callable(ExperimentWriter._check_log_dir_exists)
+    (tmp_path / "metrics.csv").write_text("step\n0\n")
+
+    class Kept(compat.KeepsCSVFile, ExperimentWriter):
+        pass
+
+    assert Kept(str(tmp_path)).fs.isfile(str(tmp_path / "metrics.csv"))  # not deleted
+    logger = CSVLogger(str(tmp_path / "logs"))
+    assert logger._experiment is None and compat.csv_experiment(logger, Kept) is compat.csv_experiment(logger, Kept)
