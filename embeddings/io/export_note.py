@@ -1,12 +1,8 @@
 """``LOADING.md``: every export says, inside itself, how to load the vectors that were evaluated.
 
-Why one helper for every method: an export directory outlives the run that wrote it (W&B artifacts,
-copies), and the wrong loader fails silently: ``SentenceTransformer`` loads any Hugging Face directory
-with mean pooling, and a BERT-flow or VAE export's encoder alone scores as a plain pooling baseline. The
-note names the sentence-transformers status and the exact ``evaluate.py`` command that reproduces the
-evaluated scores (tested: ``tests/lightning_modules/test_export_roundtrip.py`` runs that command's loader). ``loading_note``
-returns the markdown; ``loading_body`` (the same without its title) is what the model card
-(``embeddings.io.model_card``, ``README.md``) embeds.
+The wrong loader fails silently (``SentenceTransformer`` loads any Hugging Face directory with mean pooling), so the
+note names the sentence-transformers status and the exact ``evaluate.py`` command that reproduces the scores.
+``loading_body`` (the note without its title) is what the model card embeds.
 """
 
 from __future__ import annotations
@@ -34,21 +30,16 @@ log = logging.getLogger(__name__)
 
 def evaluate_command(encoders: Sequence[str], scorer: str, max_length: int | None = None) -> str:
     """The shell-quoted ``evaluate.py`` line scoring ``scorer`` on ``encoders`` (``<export>`` = this dir), in the
-    writer's form (``python evaluate.py`` in a checkout, ``sts-evaluate`` installed: ``embeddings.io.user_form``).
-
-    ``max_length``: the truncation the method was evaluated with, when the encoder does not carry it.
+    writer's form; ``max_length``: the truncation evaluated with, when the encoder does not carry it.
     """
     args = [*user_command("evaluate").split(), f"encoders=[{','.join(encoders)}]", f"scorers=[{scorer}]"]
     return shlex.join(args + ([f"encoder.max_length={int(max_length)}"] if max_length is not None else []))
 
 
 def with_dims(note: LoadingNote, dims: Sequence[int], width: int) -> LoadingNote:
-    """The note of a Matryoshka-trained export (``model.matryoshka_dims``): which prefixes were trained, how to load
-    one, and how to score them too (the command plus ``dims=[...]``: a ``<scorer>@<d>`` row each).
+    """The note of a Matryoshka-trained export: which prefixes were trained, how to load one, how to score them.
 
-    Why in the note: the export is an ordinary encoder, so its note and card (which shows the same text) are where a
-    user learns that its first ``d`` numbers are embeddings too. The command itself stays the evaluated one: the
-    Python API and the field table read its extra arguments as encoder options (``read_loading_command``).
+    The command stays the evaluated one: readers take its extra arguments as encoder options (``read_loading_command``).
     """
     shorter = [int(d) for d in dims if int(d) < int(width)]
     if not shorter:
@@ -63,11 +54,8 @@ def with_dims(note: LoadingNote, dims: Sequence[int], width: int) -> LoadingNote
 def loading_note(what: str, command: str, sentence_transformers: str | None) -> str:
     """The markdown of the note.
 
-    Args:
-        what: one line on what the directory holds (method, representation).
-        command: ``evaluate_command(...)``: the project's way to get the evaluated scores.
-        sentence_transformers: ``None`` when ``SentenceTransformer(<export>)`` gives the evaluated vectors,
-            else why it cannot (then no sentence-transformers files were written).
+    ``command``: ``evaluate_command(...)``; ``sentence_transformers``: ``None`` when ``SentenceTransformer(<export>)``
+    gives the evaluated vectors, else why it cannot.
     """
     return f"# Loading this export\n\n{loading_body(what, command, sentence_transformers)}"
 
@@ -90,8 +78,7 @@ def write_loading_note(folder: str | os.PathLike, what: str, command: str,
                        sentence_transformers: str | None = None, shown_as: str | os.PathLike | None = None) -> Path:
     """Write ``LOADING.md`` into ``folder`` (atomically) and log how to load it; returns the file.
 
-    ``shown_as``: the directory named in the log when ``folder`` is the temporary copy of an export
-    (``embeddings.io.export_manifest.export_directory``), whose manifest must list the note.
+    ``shown_as``: the directory named in the log when ``folder`` is an export's temporary copy.
     """
     path = Path(folder) / NOTE_FILE
     atomic_write(path, loading_note(what, command, sentence_transformers).encode())
@@ -104,8 +91,8 @@ def write_loading_note(folder: str | os.PathLike, what: str, command: str,
 
 def read_loading_command(folder: str | os.PathLike) -> tuple[list[str], str, list[str]]:
     """``(encoders, scorer spec, other overrides)`` of the ``evaluate.py`` line in ``folder``'s ``LOADING.md``, with
-    ``<export>`` replaced by ``folder``: how every reader (the Python API, the field table) scores an export exactly
-    as it was evaluated. The scorer spec stays in ``evaluate.py``'s override syntax (``{name:flow,path:...}``)."""
+    ``<export>`` replaced by ``folder``: how readers score an export exactly as it was evaluated.
+    """
     folder = Path(folder)
     note = folder / NOTE_FILE
     try:

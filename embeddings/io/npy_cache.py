@@ -1,17 +1,9 @@
 """Arrays kept in a ``.npy`` cache with a JSON sidecar that says what they were computed from.
 
-Why one helper: source vectors (``embeddings.sources.cache``), frozen-encoder features
-(``datamodules.cached_embeddings``), distillation targets (``datamodules.distillation``) and token states
-(``datamodules.token_state_cache``) are all "compute once, reuse while the inputs are the same". Each cache
-is ``<name>.npy`` plus ``<name>.json`` = ``{"key": ..., "shape": [...], ...}``; the file name hashes the key
-(``key_digest``) and the sidecar repeats it, so a reader checks the key instead of trusting a name.
-
-- writing: ``npy_cache_writer`` / ``save_npy_cache`` go through ``embeddings.io.atomic.atomic_files``, the
-  array renamed into place before the sidecar: a sidecar never describes an array that is not there, and a
-  crash leaves no half-written file.
-- reading: ``inspect_npy_cache`` / ``npy_cache_problem`` say why a cache cannot be used (missing, other key,
-  unreadable or truncated array, shape or dtype not the sidecar's, NaN / inf rows); ``load_npy_cache`` returns the array or
-  ``None`` after a warning, and the caller rebuilds -- a bad cache is never used.
+Source vectors, frozen-encoder features, distillation targets and token states are all "compute once, reuse while
+the inputs are the same". A cache is ``<name>.npy`` plus ``<name>.json`` (``{"key", "shape", ...}``), named by
+``key_digest`` of the key, which the sidecar repeats so a reader checks it. Writes are atomic, the array before
+its sidecar; ``inspect_npy_cache`` / ``npy_cache_problem`` say why a cache cannot be used, and a bad one is rebuilt.
 """
 
 from __future__ import annotations
@@ -84,10 +76,9 @@ def inspect_npy_cache(path: str | os.PathLike, expect: Mapping, dtype=np.float32
 
 
 def non_finite_rows(array: np.ndarray, chunk: int = 1 << 14) -> list[int]:
-    """Indices of the rows of ``array`` (first axis) holding NaN or +-inf, read ``chunk`` rows at a time.
+    """Indices of the rows of ``array`` holding NaN or +-inf, read ``chunk`` rows at a time.
 
-    Why checked on every load: a NaN feature row trains a NaN loss, which the run then blames on the
-    learning rate; a cache is derived data, so a damaged one is rebuilt instead.
+    Checked on every load: a NaN feature row trains a NaN loss that looks like a learning-rate problem.
     """
     if array.dtype.kind != "f" or array.size == 0:
         return []
@@ -117,11 +108,8 @@ def load_npy_cache(path: str | os.PathLike, expect: Mapping, what: str, mmap_mod
 
 @contextlib.contextmanager
 def npy_cache_writer(path: str | os.PathLike, sidecar: Mapping, needed: int | None = None) -> Iterator[Path]:
-    """Yield a temp ``.npy`` path to fill (``np.save``, ``open_npy_memmap`` for chunked writes).
-
-    On normal exit the sidecar (``sidecar`` plus the ``shape`` read back from the written array) is written
-    and both files are renamed into place, the array first; on an exception nothing is left behind.
-    ``needed``: the array's bytes when known, for the one-line error of a full disk.
+    """Yield a temp ``.npy`` path to fill; on normal exit write the sidecar (with the array's ``shape``) and rename
+    both into place, the array first. ``needed``: the array's bytes, for the error of a full disk.
     """
     path = Path(path)
     with atomic_files(path, sidecar_of(path), needed=needed) as (tmp_array, tmp_meta):
@@ -138,11 +126,8 @@ def npy_cache_writer(path: str | os.PathLike, sidecar: Mapping, needed: int | No
 def open_npy_memmap(path: str | os.PathLike, dtype, shape: tuple[int, ...]) -> np.memmap:
     """``np.lib.format.open_memmap(path, "w+")`` whose disk blocks are allocated before it is filled.
 
-    Why: ``open_memmap`` makes a sparse file; on a full disk the kernel finds out only when it writes a
-    filled page back, and the process dies of SIGBUS -- no message, no cleanup, hours of encoding lost. With
-    every block allocated first (``posix_fallocate``) a full disk is an ``OSError`` (ENOSPC, its ``needed``
-    the file's exact size) here, before any work, which ``atomic_files`` reports in one line. File systems
-    that cannot allocate ahead keep the sparse file.
+    A sparse file on a full disk kills the process with SIGBUS when a page is written back; allocated first
+    (``posix_fallocate``), a full disk is an ``OSError`` here, before any work.
     """
     size = int(np.prod(shape)) * np.dtype(dtype).itemsize  # the array; its header (~128 B) is added once written
     try:

@@ -1,26 +1,12 @@
 """The on-disk embedding cache: readings (``embeddings.scoring.reading``) of an encoder, per sentence, across runs.
 
-Why: ``evaluate.py`` run again on the same encoder and tasks (another scorer, a whitening export fitted since, a
-re-run for the table) would encode every sentence again; with the cache the second run does no forward pass.
+Running ``evaluate.py`` again on the same encoder does no forward pass (docs/evaluate.md). The key is what decides
+the numbers: ``forward_fingerprint`` (the exact weights, config, class), the precision, dtype, device type, max
+length and reading, and per row the sentence's text and token ids.
 
-Key (what must be equal for a stored row to be used):
-- the encoder's computation (``forward_fingerprint``): a SHA-256 over the exact bytes of every weight (not the
-  name, not the file stats: a model changed in place, or the same weights under two names, are told apart or
-  shared correctly), the model config (minus its paths) and the encoder class with its special-token ids;
-- the precision it computes in, the stored dtype (float32), the device type (a GPU pass rounds differently),
-  the max length, and the reading (``pooled/first_last_avg``, ``layer/3``);
-- per row, the sentence: its text and its token ids (so a tokenizer change is a miss too).
-
-Layout: ``<STS_CACHE_DIR>/embeddings/<encoder name>/<reading>.<key digest>/`` holds shards, one per write:
-``<stamp>.npz`` (``keys`` (n, 16) uint8 digests of text + token ids, ``rows`` (total, d) float32, ``offsets`` (n + 1,);
-layer readings add ``special`` (total,) bool) and ``<stamp>.json`` (the key, the counts), renamed into place in that
-order (``embeddings.io.atomic.atomic_files``): a sidecar never describes a missing or half-written array. A shard
-that cannot be used (unreadable, truncated, another key, inconsistent shapes, NaN rows, an array without its
-sidecar) is deleted with ONE warning and its sentences are encoded again.
-
-Float rounding: a sentence's row is what the pass that first encoded it computed; encoded in another batch (another
-task set) it may differ from a cold run's in the last bits (~1e-7 relative), far below a reported digit.
-``embedding_cache=false`` runs without the cache.
+Layout: ``<root>/<encoder name>/<reading>.<key digest>/`` holds one shard per write: ``<stamp>.npz`` (``keys``
+(n, 16) uint8, ``rows`` (total, d) float32, ``offsets`` (n + 1,); layer readings add ``special``) and its sidecar
+``<stamp>.json``, renamed into place in that order. A shard that cannot be used is deleted with ONE warning.
 """
 
 from __future__ import annotations
@@ -61,11 +47,9 @@ def weights_sha256(module: torch.nn.Module | torch.Tensor) -> str:
 
 
 def forward_fingerprint(encoder: BaseEncoder) -> dict | None:
-    """What decides an encoder's outputs for given token ids; ``None`` for an encoder that is not a torch model
-    (static word vectors: their "pass" is a table lookup, cheaper than reading a cache back).
+    """What decides an encoder's outputs for given token ids; ``None`` for one that is not a torch model.
 
-    Computed once per encoder object (hashing ~90 MB of MiniLM-L6 weights takes ~0.2 s); an encoder whose weights
-    change afterwards (training) must not be served from a cache keyed on it -- the STS callback hashes again.
+    Computed once per encoder object: an encoder whose weights change afterwards must be hashed again.
     """
     cached = getattr(encoder, "_forward_fingerprint", None)
     if cached is not None:
@@ -102,12 +86,7 @@ def _safe(text: str) -> str:
 
 
 class ReadingCache:
-    """The shelves of one encoder under ``root`` (default: ``<STS_CACHE_DIR>/embeddings``).
-
-    Args:
-        encoder: the encoder whose readings are stored; ``enabled`` is False when it has no fingerprint.
-        root: the folder of all shelves.
-    """
+    """The shelves of one encoder under ``root`` (default: ``<STS_CACHE_DIR>/embeddings``); off without a fingerprint."""
 
     def __init__(self, encoder: BaseEncoder, root: str | os.PathLike | None = None) -> None:
         self.root = Path(root).expanduser() if root else cache_root() / FOLDER

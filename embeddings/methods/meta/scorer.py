@@ -1,15 +1,9 @@
 """Meta-embeddings as scorers and sources, and their export format.
 
-A fitted meta-embedding is a directory: ``meta_config.json`` (method, options, the SOURCE SPECS that
-``build_source`` rebuilds, their dimensions, what each source was when fitted -- ``source_encoders``: width,
-weights digest, precision, pooling, ``embeddings.io.encoder_identity`` -- and the autoencoder's settings for
-``ae``) and
-``meta.safetensors`` (the fitted tensors: SVD mean / components, GCCA means / thetas, or the autoencoder's
-state dict). The sources are referenced, not copied: they are frozen, and a 400 MB mpnet copy per fitted
-projection would buy nothing; because they are rebuilt by name, a source whose files changed since (a model
-directory trained further in place) is refused when the export loads. ``evaluate.py`` scores one as ``{name: meta, path: <dir>}``; SED uses one as
-a teacher through ``build_source({model: <dir>})`` (``embeddings.sources.build``, which also loads an export
-with its sources: ``load_meta_scorer``).
+An export is ``meta_config.json`` (method, options, the source specs ``build_source`` rebuilds, their dimensions and
+identities when fitted) and ``meta.safetensors`` (the fitted tensors). Sources are referenced, not copied; one whose
+files changed since is refused at load. ``evaluate.py`` scores one as ``{name: meta, path: <dir>}``; SED uses one as
+a teacher through ``build_source({model: <dir>})``.
 """
 
 from __future__ import annotations
@@ -40,7 +34,7 @@ EXPORT_FORMAT = ExportFormat(FORMAT, FORMAT_VERSION, CONFIG_FILE, WEIGHTS_FILE, 
 
 
 def meta_method(projection: str) -> MethodInfo:
-    """The card's method of a meta-embedding fitted by ``runs.fit_meta`` (``svd``, ``gcca``, ``ae`` ...)."""
+    """The card's method of a meta-embedding fitted by ``sts_lightning.fit_meta`` (``svd``, ``gcca``, ``ae`` ...)."""
     return MethodInfo(f"{METHOD.name}_{projection}", f"{METHOD.title} ({projection})", METHOD.paper)
 
 
@@ -51,11 +45,8 @@ def is_meta_export(path: str | os.PathLike) -> bool:
 class MetaEmbeddingScorer(VectorScorer):
     """Every source embeds the sentences; the projection combines them; cosine compares.
 
-    Args:
-        sources: the frozen sources, in the order the projection was fitted on.
-        projection: a ``MetaProjection`` (conc / avg / svd / gcca / ae).
-        cache_dir: keep each source's vectors of a sentence list in ``embeddings.sources.cache`` (``None``:
-            encode every time); distillation targets use it so a corpus is encoded once per source.
+    ``sources``: in the order the projection was fitted on; ``cache_dir``: keep each source's vectors in
+    ``embeddings.sources.cache`` (``None``: encode every time).
     """
 
     def __init__(self, sources: Sequence[SentenceSource], projection: MetaProjection,
@@ -76,11 +67,7 @@ class MetaEmbeddingScorer(VectorScorer):
 
 
 def source_spec_mapping(spec: str | Mapping) -> dict:
-    """A source spec as the mapping the export stores: a plain name ``x`` becomes ``{model: x}``.
-
-    Why: configs give sources either way (``data.sources=[all-mpnet-base-v2, {model: ..., pooling: cls}]``);
-    ``dict("all-mpnet-base-v2")`` failed only at export, after the whole training.
-    """
+    """A source spec as the mapping the export stores: a plain name ``x`` becomes ``{model: x}``."""
     mapping = {"model": spec} if isinstance(spec, str) else dict(spec) if isinstance(spec, Mapping) else {}
     if "model" not in mapping:
         raise ConfigError(f"source spec {spec!r} is neither a model name nor a mapping with a 'model' key")
@@ -90,11 +77,9 @@ def source_spec_mapping(spec: str | Mapping) -> dict:
 def save_meta_embedding(path: str | os.PathLike, projection: MetaProjection, sources: Sequence[str | Mapping],
                         method: MethodInfo | None = None, training: TrainingFacts | None = None,
                         fitted_on: Sequence[Mapping | None] | None = None) -> Path:
-    """Write the export directory atomically (see the module docstring), with its ``LOADING.md`` and model card.
+    """Write the export directory atomically, with its ``LOADING.md`` and model card.
 
-    ``method``: what the card names (default ``meta_method(projection.method)``); ``training``: the run's facts
-    for the card (``None``: unknown); ``fitted_on``: each source's ``SentenceSource.identity()`` when fitted
-    (``None``: not recorded, the export cannot check its sources when they are rebuilt).
+    ``fitted_on``: each source's ``SentenceSource.identity()`` when fitted (``None``: the sources cannot be checked).
     """
     if len(sources) != len(projection.dims):
         raise ConfigError(f"{len(sources)} source specs for a meta-embedding of {len(projection.dims)} sources")
@@ -144,9 +129,8 @@ def load_meta_export(path: str | os.PathLike) -> MetaExport:
 class StandardisedCosineEnsemble(Scorer):
     """Score-level ensemble: the mean over sources of each source's cosine, standardised.
 
-    Why: sources' cosines live on different scales (E5's sit in 0.7-1.0); z-scoring each with the mean and
-    std of its cosines over random sentence pairs of the fitting corpus (``fit``) lets them be averaged.
-    The baseline every meta-embedding has to beat (models.md: mpnet + L3 + e5 give 89.5 STS-B dev).
+    Sources' cosines live on different scales (E5's in 0.7-1.0), so each is z-scored with the mean and std of its
+    cosines over random sentence pairs of the fitting corpus (``fit``). The baseline a meta-embedding has to beat.
     """
 
     def __init__(self, sources: Sequence[SentenceSource]) -> None:

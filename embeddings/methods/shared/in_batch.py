@@ -1,17 +1,11 @@
 """The gathered in-batch loss that several methods share, and the DDP gather it needs (pure tensor functions).
 
-These objectives are NOT row-separable: every anchor is scored against every candidate of the batch, so under
-DDP the candidates of all ranks must be gathered (with gradients, :func:`gather_with_grad`) and each rank's
-targets offset by its rank for the loss to equal the single-device loss on the global batch.
+Every anchor is scored against every candidate of the batch, so under DDP the candidates of all ranks are gathered
+with gradients and each rank's targets offset, for the loss to equal the single-device loss on the global batch.
 
-* :func:`multiple_negatives_ranking_loss`: sentence-transformers' ``MultipleNegativesRankingLoss``
-  (Henderson et al. 2017), the NLI objective of SBERT's later recipe (``training_nli_v2.py``): premise as
-  anchor, its entailed hypothesis as the positive, a contradicted hypothesis of the same premise as a hard
-  negative, every other candidate of the (global) batch as a further negative; cosine similarity x scale.
-* :func:`in_batch_scores`: its scores and targets, for objectives that change the logits first.
-
-Its users: SBERT-NLI (``objective=mnrl``), CT's in-batch variant (``embeddings.methods.ct.objective``) and
-SimCSE (``embeddings.methods.simcse.objective``).
+* :func:`multiple_negatives_ranking_loss`: sentence-transformers' ``MultipleNegativesRankingLoss`` (Henderson et
+  al. 2017): anchor, its positive, an optional hard negative, every other candidate a negative; cosine x scale.
+* :func:`in_batch_scores`: its scores and targets, for objectives that change the logits first (CT, SimCSE).
 """
 
 from __future__ import annotations
@@ -33,16 +27,10 @@ def _world() -> tuple[int, int]:
 
 
 def gather_with_grad(x: Tensor) -> tuple[Tensor, int]:
-    """All ranks' ``x`` concatenated along dim 0 (rank order), gradients flowing back to every rank.
+    """``(gathered, offset)``: all ranks' ``x`` concatenated in rank order, and the row where this rank's starts.
 
-    Why ``torch.distributed.nn.all_gather`` and not ``dist.all_gather``: the latter returns detached
-    copies, so the other ranks' candidates would act as constants and the gradient would differ from the
-    single-device loss. Its backward sums the incoming gradients across ranks; together with DDP's average
-    over ranks the update equals that of the mean per-rank loss. Ranks must hold equal-sized ``x`` (the
-    DataModules pad every rank to the same number of equal batches).
-
-    Returns:
-        ``(gathered, offset)``: the concatenation and the row where this rank's own ``x`` starts.
+    ``torch.distributed.nn.all_gather``, not ``dist.all_gather`` (detached copies): gradients flow back to every
+    rank, so with DDP's average the update equals the single-device one. Ranks must hold equal-sized ``x``.
     """
     rank, world = _world()
     if world == 1:
@@ -73,20 +61,10 @@ def in_batch_scores(anchors: Tensor, positives: Tensor, negatives: Tensor | None
 @in_fp32
 def multiple_negatives_ranking_loss(anchors: Tensor, positives: Tensor, negatives: Tensor | None = None,
                                     scale: float = 20.0, gather: bool = True) -> Tensor:
-    """Cross-entropy of each anchor over all candidates, its own positive being the target.
+    """Cross-entropy of each anchor ``(n, d)`` over all candidates, its own positive being the target.
 
-    Candidates are ``[positives; negatives]`` (of every rank when ``gather``), compared by cosine x
-    ``scale`` (sentence-transformers' default 20, i.e. temperature 0.05).
-
-    Args:
-        anchors: ``(n, d)`` premise embeddings.
-        positives: ``(n, d)`` embeddings of the entailed hypotheses (row ``i`` belongs to anchor ``i``).
-        negatives: optional ``(n, d)`` hard negatives (contradictions); any further rows are fine too.
-        scale: inverse temperature.
-        gather: under DDP, score against the candidates of all ranks (the global batch).
-
-    Returns:
-        Scalar mean loss over this rank's anchors.
+    Candidates are ``[positives; negatives]`` (of every rank when ``gather``), compared by cosine x ``scale``
+    (sentence-transformers' default 20). Returns the mean loss over this rank's anchors.
     """
     scores, targets, _ = in_batch_scores(anchors, positives, negatives, scale, gather)
     return F.cross_entropy(scores, targets)

@@ -1,15 +1,9 @@
 """TSDAE's objective (Wang, Reimers & Gurevych, EMNLP Findings 2021): deletion noise and the reconstruction loss.
 
-The reference is sentence-transformers' ``DenoisingAutoEncoderDataset.delete`` (the noise) and
-``DenoisingAutoEncoderLoss.forward`` (the loss). One departure, forced: sentence-transformers splits words with
-nltk's ``word_tokenize`` and joins the kept ones with its ``TreebankWordDetokenizer``; nltk is not installed here,
-so words are whitespace-separated and rejoined with one space. The draws are the same (one uniform per word, a
-word kept when it exceeds the deletion ratio, one word kept at random when none is), so with whitespace words and
-the same random state the noisy sentence is the same string (tests/embeddings/methods/tsdae/test_objective.py).
-What differs is only what counts as a word: nltk splits punctuation and clitics off ("dog." -> "dog", ".").
-
-The noise is a pure function of ``(seed, rank, step)`` (``noise_rng``): a resumed run draws the same noise at the
-same step, and ranks draw different noise.
+The reference is sentence-transformers' ``DenoisingAutoEncoderDataset.delete`` and ``DenoisingAutoEncoderLoss``.
+One forced departure: nltk is not installed, so words are whitespace-separated and rejoined with one space (nltk
+splits punctuation off); the draws are the same, so whitespace words give the same noisy string. The noise is a
+pure function of ``(seed, rank, step)`` (``noise_rng``), so a resumed run draws the same noise at the same step.
 """
 
 from __future__ import annotations
@@ -27,21 +21,14 @@ __all__ = ["IGNORE", "add_noise", "decoder_loss", "delete_words", "noise_rng", "
 
 
 def noise_rng(seed: int, rank: int, step: int) -> np.random.Generator:
-    """The generator of one rank's deletion noise at one optimizer step: a pure function of its arguments.
-
-    Why not a stateful generator: a run resumed after a kill (or a rerun) deletes the same words at the same
-    step, and ranks draw independently. Micro-batches of one step (gradient accumulation) share the stream;
-    their sentences differ.
-    """
+    """The generator of one rank's deletion noise at one optimizer step: a pure function of its arguments."""
     return np.random.default_rng([int(seed), int(rank), int(step)])
 
 
 def delete_words(text: str, rng, ratio: float = 0.6) -> str:
     """``text`` with each whitespace word deleted with probability ``ratio``, at least one word kept, order kept.
 
-    ``DenoisingAutoEncoderDataset.delete`` with whitespace words (see the module docstring): ``rng`` is a numpy
-    ``Generator`` or ``RandomState`` (``random(n)`` and ``choice(n)`` are drawn as sentence-transformers draws
-    ``np.random.rand(n)`` and ``np.random.choice(n)``). A text without words is returned unchanged.
+    ``rng``: a numpy ``Generator`` or ``RandomState``, drawn as sentence-transformers draws ``np.random``.
     """
     words = text.split()
     n = len(words)
@@ -76,20 +63,12 @@ def _lm_head(decoder: nn.Module) -> nn.Module | None:
 
 
 def decoder_loss(decoder: nn.Module, sentence_vectors: Tensor, target_ids: Tensor, target_mask: Tensor) -> Tensor:
-    """TSDAE's loss: ``decoder`` (a causal LM with cross-attention) reconstructs the original sentences
-    ``target_ids`` (padded, special tokens included; ``target_mask`` 1 on real tokens) token by token, attending
-    to nothing of the input but its sentence vector (a memory of length 1).
+    """TSDAE's loss: ``decoder`` (a causal LM with cross-attention) reconstructs ``target_ids`` token by token,
+    attending only to the sentence vector (a memory of length 1); ``target_mask`` is 1 on real tokens.
 
-    As ``DenoisingAutoEncoderLoss.forward``: input tokens ``target_ids[:, :-1]``, labels ``target_ids[:, 1:]``
-    with padding ignored (it ignores the pad token's id, here the mask says what is padding: the same positions).
-    Two departures, neither changing the loss: the decoder gets the padding mask of its input (sentence-transformers
-    passes none; with right padding and causal attention no real token attends to padding either way, and a
-    left-padding tokenizer stays correct); and the LM head (a vocabulary-sized matmul and softmax, about half the
-    step's FLOPs on a small encoder) runs on the positions that have a label only, not on padding, where the
-    decoder's head is one module beside its body (BERT, RoBERTa); other decoders run whole.
-
-    With a memory of length 1 every cross-attention weight is 1, so its query and key get no gradient (in
-    sentence-transformers too): the sentence vector reaches the decoder through the value and output projections.
+    As ``DenoisingAutoEncoderLoss.forward``: inputs ``target_ids[:, :-1]``, labels ``target_ids[:, 1:]``, padding
+    ignored. Two departures that leave the loss unchanged: the decoder gets its input's padding mask, and the LM head
+    runs on labelled positions only where it is a module beside the body (BERT, RoBERTa).
     """
     inputs = target_ids[:, :-1]
     labels = target_ids[:, 1:].masked_fill(target_mask[:, 1:] == 0, IGNORE)
