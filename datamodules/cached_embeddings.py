@@ -1,17 +1,9 @@
 """Frozen-encoder sentence vectors, encoded once into a ``.npy`` cache and served as a map-style dataset.
 
-Why: objectives that train only a head on a FROZEN encoder (the Glow of BERT-flow) would otherwise
-re-encode every sentence at every step, which costs far more than the head itself. ``prepare_data``
-(once per node) encodes the sentences with the same ``load_encoder`` + ``get_pooling`` path the scorers
-use, chunk by chunk into a memory-mapped temp file, and renames it into place (``embeddings.io.npy_cache``:
-atomic, a reader sees no cache or a whole one). The cache is named by a hash of everything that changes
-the vectors (model and its files, pooling, max length, the sentence files' sizes / mtimes, filters,
-``max_sentences``) and a sidecar JSON repeats that key plus the array's shape: a cache whose sidecar
-disagrees, or whose array is truncated or unreadable, is rebuilt with a warning, never used. Lines are
-read with ``datamodules.sentences`` (same skipping rules, same hub handling) so both datamodules see the
-same sentences. Shuffling is ``EpochShuffleSampler`` (seeded by ``(seed, epoch)``) behind a
-``ResumableLoader``, so a run killed mid-epoch continues with exactly the batches it would have seen;
-Lightning wraps the sampler in a distributed one under DDP.
+A head trained on a FROZEN encoder (BERT-flow's Glow) would otherwise re-encode every sentence every step.
+``prepare_data`` (once per node) encodes the sentences with the scorers' ``load_encoder`` + ``get_pooling``, chunk
+by chunk into a memory-mapped cache (``embeddings.io.npy_cache``) named by everything that changes the vectors.
+Lines are read as ``datamodules.sentences`` reads them.
 """
 
 from __future__ import annotations
@@ -55,18 +47,11 @@ class CachedEmbeddingDataModule(ResumableDataModule):
     """Training batches ``[vectors (per_device_batch, dim)]`` of frozen pooled sentence embeddings.
 
     Args:
-        data_dir: the data directory; ``None`` falls back to ``$STS_DATA_DIR`` (only for local files).
         files: sentence files relative to ``data_dir`` (or absolute), or ``hub:<dataset>[:<config>]:<split>``.
         model_name_or_path, pooling, max_length: the frozen encoder (keep equal to the model's).
         batch_size: GLOBAL batch size; every device gets ``batch_size // world_size``.
-        cache_dir: where line indexes and feature caches live (default ``$STS_CACHE_DIR`` or
-            ``~/.cache/sts-lightning``).
-        max_sentences: use only the first N usable sentences (in file order).
-        num_workers, seed, shuffle: the DataLoader (the permutation of epoch ``e`` depends on ``(seed, e)``).
-        min_words, max_words: line filters, as in ``SentenceDataModule``.
-        encode_batch_size, encode_device: the one-off encoding pass (``auto``: CUDA when available).
-        encode_precision: ``fp32`` | ``bf16`` | ``fp16`` of that pass (``embeddings.encoders.precision``); the
-            cached vectors are fp32 either way, and the cache key names a precision other than fp32.
+        max_sentences, min_words, max_words: as in ``SentenceDataModule``.
+        encode_batch_size, encode_device, encode_precision: the one-off pass (the cache is fp32 either way).
         chunk_size: sentences encoded per ``encode`` call, bounding host memory on large corpora.
     """
 
@@ -132,8 +117,7 @@ class CachedEmbeddingDataModule(ResumableDataModule):
         log.info("cached %d x %d %s features of %s in %s", *shape, self.pooling, self.model_name_or_path, path)
 
     def pending_encodes(self) -> list[tuple[str, str, int, float]]:
-        """What ``prepare_data`` will encode, for the estimate printed before step 1 (``runs.first_step``):
-        ``(what, encoder, sentences, mean characters)`` per pass; nothing when the cache is valid."""
+        """``(what, encoder, sentences, mean characters)`` per pass ``prepare_data`` will run (for ``runs.first_step``)."""
         key = self.cache_key()
         if not self.check_cache(self.cache_path(key), key):
             return []

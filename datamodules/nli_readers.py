@@ -1,22 +1,15 @@
 """Readers of labelled NLI sentence pairs (SNLI, MultiNLI, SICK) for SBERT-style training.
 
-Sources are named ``"<corpus>:<split>"`` and read from the one data directory (``paths.data_dir`` or
-``$STS_DATA_DIR``)::
+Sources are ``"<corpus>:<split>"`` in the data directory::
 
     snli:dev       -> nli/snli/{s1,s2,labels}.dev            (SentEval layout; also SNLI/, nli/SNLI/)
     multinli:train -> nli/multinli/{s1,s2,labels}.train      (also MultiNLI/; splits like dev.matched)
     sick:train     -> sick/SICK_train.txt                    (entailment_judgment column)
-    hub:snli:train -> stanfordnlp/snli from the Hugging Face hub (hub:multi_nli:..., or any dataset id
-                      with premise / hypothesis / label columns)
-    my/nli.tsv     -> your own file (.tsv, .csv, .jsonl, .json, .parquet) or a folder of them, columns
-                      premise / hypothesis / label (or sentence1 / sentence2 / gold_label, or data.columns);
-                      found as in ``datamodules.table_files``
+    hub:snli:train -> stanfordnlp/snli from the hub (or any dataset with premise / hypothesis / label)
+    my/nli.tsv     -> your own table or folder (``datamodules.table_files``), premise / hypothesis / label
 
-Labels are 0=entailment, 1=neutral, 2=contradiction (the hub's own coding), given as those names (any case)
-or as the numbers. Pairs without a gold label (hub ``-1``, SNLI ``-``) are skipped and counted, as designed by
-the corpus. Malformed rows (unknown
-label, empty sentence, wrong column count, bad UTF-8) are skipped and counted per reason with a warning
-naming the file and first line numbers: a broken file never turns into silent training examples, and
+Labels are 0=entailment, 1=neutral, 2=contradiction, as names (any case) or numbers. Pairs without a gold label
+are skipped and counted; malformed rows are skipped and counted per reason with a warning naming the file, and
 more than ``max_malformed_fraction`` of them stops the run.
 """
 
@@ -134,8 +127,7 @@ def read_nli_tables(tables: list[Table], source: str, columns: dict[str, str],
 def _read_lines(path: Path) -> list[str | None]:
     """Lines without line ends (LF or CRLF); ``None`` for a line that is not UTF-8.
 
-    Splits on ``\\n`` only: ``str.splitlines`` also breaks on U+2028 and friends, which would shift
-    parallel s1/s2/labels files against each other.
+    Splits on ``\\n`` only: ``str.splitlines`` also breaks on U+2028, which would shift parallel files.
     """
     require_file(path)
     raw = path.read_bytes().split(b"\n")
@@ -215,11 +207,7 @@ def read_hub_nli(name: str, split: str, max_malformed_fraction: float = 0.01) ->
 
 def load_source(spec: str, data_dir: str | os.PathLike | None = None,
                 max_malformed_fraction: float = 0.01, columns: dict[str, str] | None = None) -> NLIPairs:
-    """One source (see the module docstring), e.g. ``"snli:dev"``, ``"hub:snli:train"`` or ``"my/nli.jsonl"``.
-
-    ``columns`` (``data.columns``) names the file's premise / hypothesis / label columns where they differ from
-    the defaults; it applies to file sources only.
-    """
+    """One source, e.g. ``"snli:dev"``, ``"hub:snli:train"`` or ``"my/nli.jsonl"`` (``columns``: files only)."""
     if is_file_source(spec):
         path, tables = read_tables(spec, data_dir, hint=NAME_HINT)
         return read_nli_tables(tables, str(path), check_roles(columns, ("nli", "triplets")), max_malformed_fraction)

@@ -1,16 +1,8 @@
 """Scored sentence pairs as training batches ``{"sentences1", "sentences2", "scores"}`` (supervised STS).
 
-The input of ``lightning_modules.cosent`` (CosineSimilarityLoss, CoSENT, AnglE): sentence-transformers'
-``training_stsbenchmark.py`` trains on STS-B train the same way. Source names, your own files (``my/sts.csv``,
-``.tsv``, ``.jsonl``, ``.parquet``: ``datamodules.table_files``), reading rules and the score normalisation to
-[0, 1] (STS-B 0-5 -> ``s / 5``, SICK 1-5 -> ``(s - 1) / 4``, a file by ``score_scale``) are in
-``datamodules.scored_pair_readers``.
-
-Shuffling is a per-epoch permutation seeded by ``(seed, epoch)`` (``EpochShuffleSampler``) and the loader
-resumes mid-epoch (``ResumableLoader``), so a killed run continues with exactly the batches it would have
-seen. Under DDP Lightning's ``DistributedSamplerWrapper`` cuts that same permutation into rank shards and
-pads every rank to the same number of equal batches (the CoSENT / AnglE losses gather the scores of all
-ranks, which needs equal batch sizes).
+The input of ``lightning_modules.cosent`` (CosineSimilarityLoss, CoSENT, AnglE), as sentence-transformers'
+``training_stsbenchmark.py``. Sources, reading rules and the normalisation to [0, 1] are in
+``datamodules.scored_pair_readers``. Under DDP every rank gets equal batches (the ranking losses gather scores).
 """
 
 from __future__ import annotations
@@ -63,25 +55,14 @@ class ScoredPairsDataModule(ResumableDataModule):
     """Training batches of scored pairs: ``{"sentences1", "sentences2", "scores"}``, scores in [0, 1].
 
     Args:
-        data_dir: the data directory; ``None`` falls back to ``$STS_DATA_DIR``.
-        sources: source names pooled into one training set, e.g. ``[stsb:train]`` or ``[stsb:train, sick:train]``
-            (a single name may be a plain string). Checked when the DataModule is built, before any file is read.
+        sources: source names pooled into one training set, e.g. ``[stsb:train, sick:train]`` (checked at build).
         batch_size: GLOBAL batch size; every device gets ``batch_size // world_size``.
-        num_workers: DataLoader worker processes.
-        seed: shuffle seed (the permutation of epoch ``e`` depends on ``(seed, e)`` only).
-        shuffle: shuffle the training pairs.
         drop_last: drop a last incomplete batch (CoSENT ranks pairs within a batch: a 1-pair batch has none).
         max_malformed_fraction: per-source share of malformed rows above which loading fails.
-        columns: the column names of your own files where they differ from the defaults, e.g.
-            ``{sentence1: s1, sentence2: s2, score: gold}``; unused by named sources.
-        score_scale: ``[low, high]`` of your own files' scores, mapped to [0, 1] (``[0, 5]`` for STS-B-like
-            scores); ``None``: they are in [0, 1] already. Named sources use their own scale.
-        mixture: ``null``: the sources pooled into one shuffled set; ``proportional`` or ``round_robin``: every
-            batch from one source (``datamodules.mixture_rules``), so CoSENT ranks pairs of one scale and task.
-        mixture_weights: ``proportional`` only: relative shares of the epoch's batches, one per source;
-            ``null``: by size (sentence-transformers' rule).
-        no_duplicates: a row joins a batch only when neither of its sentences is in it already
-            (sentence-transformers' ``NO_DUPLICATES``; worth it for in-batch negatives, e.g. AnglE's ``ibn_w``).
+        columns: your own files' column names where they differ, e.g. ``{sentence1: s1, sentence2: s2, score: gold}``.
+        score_scale: ``[low, high]`` of your own files' scores (``None``: already in [0, 1]).
+        mixture, mixture_weights: ``null`` (pooled) or every batch from one source (``datamodules.mixture_rules``).
+        no_duplicates: a row joins a batch only when neither of its sentences is in it (for AnglE's ``ibn_w``).
     """
 
     data_unit = "scored pairs"

@@ -1,18 +1,13 @@
 """Alignment and uniformity (Wang & Isola, ICML 2020) of sentence vectors on an STS task's pairs.
 
-Why: every contrastive sentence-embedding paper since SimCSE (Gao et al. 2021, Sec. 5 and Fig. 2) plots these
-two numbers beside Spearman, because they say *why* a Spearman moved: contrastive training keeps positive pairs
-close (alignment, lower is better) while spreading all sentences over the sphere (uniformity, lower is
-better); anisotropic pre-trained vectors have poor uniformity, and a collapse shows as alignment near 0 with
-uniformity near 0 too. SimCSE's protocol, followed here: vectors L2-normalised, positive pairs are the pairs with a
-gold score above 4 (on the 0-5 scale of STS-B and SemEval; the same cut on SICK's 1-5 scale), uniformity over
-the task's distinct sentences.
+They say why a Spearman moved (SimCSE, Sec. 5): positive pairs close (alignment) and sentences spread over the
+sphere (uniformity), both lower is better. SimCSE's protocol: L2-normalised vectors, positives the pairs with a
+gold score above 4, uniformity over the task's distinct sentences.
 
 * ``alignment = E_pos ||f(x) - f(y)||^2``  (alpha = 2)
 * ``uniformity = log E_{x != y} exp(-2 ||f(x) - f(y)||^2)``  (t = 2)
 
-Both are only defined for one-vector representations (``{"embedding": (n, d)}``); Latte-Mix mixtures and Sen2Pro's
-(mean, variance) have no such vector and get no geometry.
+Only for one-vector representations (``{"embedding": (n, d)}``).
 """
 
 from __future__ import annotations
@@ -38,8 +33,7 @@ def alignment(x: torch.Tensor, y: torch.Tensor) -> float:
 def uniformity(x: torch.Tensor, max_sentences: int = MAX_UNIFORMITY_SENTENCES) -> float:
     """``log mean_{i<j} exp(-2 ||x_i - x_j||^2)`` of the L2-normalised rows (NaN for fewer than 2).
 
-    Above ``max_sentences`` rows, evenly spaced rows are taken (deterministic, so runs compare). Computed from the
-    Gram matrix in float64 with a log-sum-exp, so nearly-collapsed vectors do not underflow to ``log 0``.
+    Above ``max_sentences`` rows, evenly spaced rows (deterministic); float64 Gram with a log-sum-exp (no ``log 0``).
     """
     n = x.shape[0]
     if n < 2:
@@ -56,15 +50,9 @@ def uniformity(x: torch.Tensor, max_sentences: int = MAX_UNIFORMITY_SENTENCES) -
 
 def pair_geometry(vectors1: torch.Tensor, vectors2: torch.Tensor, gold: np.ndarray,
                   sentence_vectors: torch.Tensor) -> dict[str, float]:
-    """``{"alignment", "uniformity", "positive_pairs"}`` of one task.
+    """``{"alignment", "uniformity", "positive_pairs"}`` of one task (the defined ones).
 
-    Args:
-        vectors1, vectors2: ``(pairs, d)`` vectors of each pair's two sentences.
-        gold: ``(pairs,)`` gold scores (positives: above :data:`POSITIVE_SCORE`).
-        sentence_vectors: ``(sentences, d)`` vectors of the task's distinct sentences.
-
-    Returns:
-        ``positive_pairs`` and whichever of ``alignment`` / ``uniformity`` is defined.
+    ``vectors1, vectors2``: ``(pairs, d)``; ``gold``: ``(pairs,)``; ``sentence_vectors``: the distinct sentences'.
     """
     positive = torch.as_tensor(np.asarray(gold, dtype=np.float64) > POSITIVE_SCORE)
     values = {"alignment": alignment(vectors1[positive], vectors2[positive]),
@@ -75,12 +63,9 @@ def pair_geometry(vectors1: torch.Tensor, vectors2: torch.Tensor, gold: np.ndarr
 
 def tasks_geometry(rep: dict[str, torch.Tensor], rows1: torch.Tensor, rows2: torch.Tensor,
                    spans: list[tuple]) -> dict[str, dict[str, float]]:
-    """Geometry per task from one representation of the distinct sentences of several tasks.
+    """Geometry per task from one representation ``rep`` of the distinct sentences of several tasks.
 
-    Args:
-        rep: the scorer's representation of the distinct sentences (geometry only if it is ``{"embedding": 2-D}``).
-        rows1, rows2: each pair's row in ``rep`` (all tasks' pairs, concatenated).
-        spans: ``(task, subset name, start, stop)`` of each subset's pairs in ``rows1`` / ``rows2``.
+    ``rows1, rows2``: each pair's row in ``rep``; ``spans``: ``(task, subset, start, stop)`` of each subset's pairs.
     """
     vectors = rep.get("embedding")
     if vectors is None or vectors.ndim != 2:

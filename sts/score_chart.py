@@ -1,23 +1,10 @@
 """The STS comparison chart: one small dot plot per task, one row per run, every value written beside its dot.
 
-Why dots and not bars: a bar shows its value by its length, so an honest bar starts at 0; from 0, the
-86.0 and 87.0 that decide between two methods differ by 1 % of a bar's length and look equal, and a bar
-axis cut at 81.5 makes 86 look twice 84 (a user read the old chart that way). A dot shows its value by its
-position, so its axis may start anywhere as long as it says so: each task's panel spans its own runs'
-range (at least ``MIN_SPAN`` points, so noise of 0.1 is not blown up to the full width), one point is
-then a visible step, and the number beside each dot gives the exact value. The x label of every panel
-names its range ("axis from 80, not 0").
-
-Why runs as rows with their names on the y axis and tasks as panels: run labels are long
-(``ct/minilm_l3/paraphrase-MiniLM-L3-v2/seed0``); on the axis they are read once per panel row and need no
-legend, and ten runs make the figure taller, not wider. Panels wrap at ``MAX_COLS`` per row, so the width
-stays under ``MAX_WIDTH_IN`` whatever the number of tasks, and the height is capped at ``MAX_HEIGHT_IN``.
-A training run's "before" (hollow, grey) and "after" (filled) share its row, joined by a line: the change
-that training made; a seed group's mean is an "after" dot with its +- std as an error bar. The legend names only
-those markers (when a chart has more than one kind) and sits below the panels.
-
-Every value of every row is drawn (``panel_points`` lists them; a NaN is written "n/a" in its row): two rows with
-one label and stage would share a y position and hide one dot, so they are refused (``DataError``), never merged.
+Dots, not bars: a bar must start at 0, where the one point that separates two methods is invisible; a dot's axis
+may start anywhere if it says so. Each panel spans its own runs' range (at least ``MIN_SPAN``) and its x label names
+it. Runs are rows (long labels read once per row), tasks are panels wrapped at ``MAX_COLS``. A training run's
+"before" (hollow) and "after" (filled) share its row; a seed group's mean has its std as an error bar. Two rows
+with one label and stage would hide a dot, so they are refused (``DataError``).
 """
 
 from __future__ import annotations
@@ -120,10 +107,7 @@ def panel_limits(values: list[float]) -> tuple[float, float]:
 
 
 def wrap_label(label: str) -> str:
-    """At most two lines of ``LABEL_CHARS``, broken after a ``/`` or a space where it can.
-
-    Longer labels keep their start and their end (``.../seed3``: what tells seeds apart) around an ellipsis.
-    """
+    """At most two lines of ``LABEL_CHARS``, broken after a ``/`` or a space; longer labels keep both ends."""
     n = LABEL_CHARS
     if len(label) <= n:
         return label

@@ -1,20 +1,9 @@
 """BERT's masked-language-model objective (Devlin et al. 2019) as pure functions: rows, masks, loss.
 
-Masking is ``transformers.DataCollatorForLanguageModeling.torch_mask_tokens`` itself (15% of the tokens, of
-those 80% ``[MASK]`` / 10% a random word piece / 10% kept; special tokens and padding never; ``whole_word_mask``
-masks every piece of a chosen word, and then, as the collator does, always with ``[MASK]``), so the recipe is
-the library's to the bit. What is ours: the collator draws from the generator it is handed, and
-``mask_generator`` makes that generator a pure function of (seed, stream, step, rank, ...): a resumed run draws
-the masks an uninterrupted one drew, DDP ranks draw different ones, the held-out set always the same ones.
-
-Packing (``pack_rows``): the batch's sentences, each ``[CLS] s [SEP]`` truncated to ``max_length``, are laid
-end to end, ``[CLS] s1 [SEP] s2 [SEP] ...``, and a row is closed when the next sentence would not fit (next
-fit, in batch order: deterministic, and no sentence is cut between rows). Measured on
-``wiki/wiki_sentences_100k.txt`` (bert-base-uncased word pieces, 31.6 a sentence with [CLS]/[SEP], max_length
-128, every batch of 64 sentences of a seeded shuffle): the padding share of the positions the encoder computes is
-58.8% without packing (each sentence padded to the batch's longest; 64 rows, 4908 positions a batch) and 14.9%
-with it (18.3 rows, 2320 positions: the rest of a row that the next sentence did not fit, and the last row).
-Cutting sentences between rows would bring it near 2%, at the price of sentences without their start or end.
+Masking is ``transformers.DataCollatorForLanguageModeling.torch_mask_tokens`` itself (15%, 80/10/10, whole-word
+masking as the collator does), drawn from ``mask_generator``: a pure function of (seed, stream, step, rank, ...),
+so a resumed run draws the same masks and ranks differ. ``pack_rows`` lays a batch's sentences end to end,
+``[CLS] s1 [SEP] s2 [SEP] ...``, next fit in batch order, no sentence cut (padding: docs/results/raw_backbone.md).
 """
 
 from __future__ import annotations
@@ -35,8 +24,7 @@ __all__ = ["IGNORE", "Rows", "build_rows", "mask_generator", "mask_rows", "maske
 
 
 def mask_generator(seed: int, *keys: int) -> torch.Generator:
-    """A CPU generator seeded from ``(seed, *keys)`` through numpy's ``SeedSequence`` (well mixed: nearby steps
-    or ranks give unrelated streams)."""
+    """A CPU generator seeded from ``(seed, *keys)`` through numpy's ``SeedSequence`` (nearby keys: unrelated streams)."""
     state = np.random.SeedSequence([int(seed), *map(int, keys)]).generate_state(1, np.uint64)[0]
     return torch.Generator().manual_seed(int(state))
 
@@ -53,8 +41,7 @@ def masker(tokenizer, mlm_probability: float = 0.15, whole_word_mask: bool = Fal
 
 @dataclass(frozen=True)
 class Rows:
-    """Padded rows the encoder reads: ids, attention mask, never-masked positions, word-piece character offsets
-    (``(rows, length, 2)``, whole-word masking only)."""
+    """Padded rows: ids, attention mask, never-masked positions, piece offsets (``(rows, length, 2)``, whole-word only)."""
 
     input_ids: Tensor
     attention_mask: Tensor
@@ -72,11 +59,7 @@ class Rows:
 
 def pack_rows(ids: Sequence[Sequence[int]], max_length: int,
               offsets: Sequence[Sequence[tuple[int, int]]] | None = None) -> tuple[list[list[int]], list[list] | None]:
-    """Sentences ``[CLS] s [SEP]`` -> rows ``[CLS] s1 [SEP] s2 [SEP] ...`` of at most ``max_length`` (next fit).
-
-    A sentence after the first of a row drops its ``[CLS]``; ``offsets`` (one ``(start, end)`` a piece) follow
-    the ids.
-    """
+    """Sentences ``[CLS] s [SEP]`` -> rows ``[CLS] s1 [SEP] s2 [SEP] ...`` of at most ``max_length`` (next fit)."""
     rows: list[list[int]] = []
     spans: list[list] = []
     for i, sentence in enumerate(ids):
@@ -92,8 +75,7 @@ def pack_rows(ids: Sequence[Sequence[int]], max_length: int,
 
 def build_rows(ids: Sequence[Sequence[int]], special_ids: Sequence[int], pad_id: int, max_length: int,
                pack: bool = True, offsets: Sequence[Sequence[tuple[int, int]]] | None = None) -> Rows:
-    """Tokenised sentences -> padded ``Rows`` (packed or one sentence a row), special positions marked as the
-    collator marks them (``tokenizer.all_special_ids``, padding included)."""
+    """Tokenised sentences -> padded ``Rows`` (packed or one a row), special positions marked as the collator does."""
     if pack:
         ids, offsets = pack_rows(ids, max_length, offsets)
     longest = max((len(r) for r in ids), default=0)
@@ -113,8 +95,7 @@ def build_rows(ids: Sequence[Sequence[int]], special_ids: Sequence[int], pad_id:
 
 
 def mask_rows(collator, rows: Rows, generator: torch.Generator) -> tuple[Tensor, Tensor]:
-    """(masked input ids, labels with ``IGNORE`` where nothing is predicted): the collator's own masking, drawn
-    from ``generator``. The rows are not changed."""
+    """(masked input ids, labels with ``IGNORE`` where nothing is predicted), drawn from ``generator``."""
     collator.generator = generator
     try:
         return collator.torch_mask_tokens(rows.input_ids.clone(), special_tokens_mask=rows.special.long(),
@@ -126,10 +107,8 @@ def mask_rows(collator, rows: Rows, generator: torch.Generator) -> tuple[Tensor,
 def masked_lm_loss(hidden: Tensor, labels: Tensor, head: Callable[[Tensor], Tensor]) -> tuple[Tensor, Tensor, Tensor]:
     """(mean cross-entropy over the masked positions, predicted ids, true ids) of those positions.
 
-    ``head`` (BERT's ``cls`` head, tied decoder) runs on the masked positions only: the loss is that of
-    ``BertForMaskedLM`` (``CrossEntropyLoss(ignore_index=-100)`` over all positions), but the vocabulary
-    projection, the largest matmul of a small BERT, is done for ~15% of the tokens. With nothing masked (a tiny
-    batch) the loss is 0 with every head parameter in the graph, so DDP sees the same parameters on every rank.
+    ``head`` runs on the masked positions only (``BertForMaskedLM``'s loss, ~15% of the vocabulary matmul). With
+    nothing masked the loss is 0 with every head parameter in the graph, so DDP sees the same parameters on every rank.
     """
     where = labels != IGNORE
     logits = head(hidden[where])
