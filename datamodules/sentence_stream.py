@@ -1,17 +1,10 @@
 """One rank's share of a sentence index as an IterableDataset, sharded by rank x dataloader worker.
 
-Why this shape: each epoch all ranks use the same order (``datamodules.epoch_order``: a bijection on the
-sentence ids keyed by ``(seed, epoch)``, evaluated only at the positions a shard needs, block by block, so no
-rank holds an array the size of the corpus); position ``i`` of it goes to shard ``i % (world_size * workers)``,
-shard = ``rank * workers + worker``. The order is cut to a multiple of ``world_size * workers * per_device_batch`` so every worker yields
-only full batches and every rank the SAME number of batches (an IterableDataset cannot be padded by a
-DistributedSampler, and unequal counts hang DDP). That drops up to ``world_size * workers *
-per_device_batch - 1`` sentences per epoch (a different, random set each epoch when shuffling).
-
-Mid-epoch resume: ``set_epoch(epoch, skip_batches=k)`` leaves out the first ``k`` batches this rank
-would have yielded. The DataLoader reads worker ``w``'s batches round-robin (batch ``j`` from worker
-``j % W``), so after skipping worker ``w`` takes the shard of worker ``(w + k) % W``: the resumed order is
-exactly the rest of the uninterrupted one.
+All ranks use the same order each epoch (``datamodules.epoch_order``, evaluated only where a shard needs it);
+position ``i`` goes to shard ``i % (world_size * workers)``. The order is cut to a multiple of ``world_size *
+workers * per_device_batch`` so every rank yields the SAME number of full batches (unequal counts hang DDP).
+``set_epoch(epoch, skip_batches=k)`` leaves out this rank's first ``k`` batches; as the DataLoader reads workers
+round-robin, worker ``w`` then takes worker ``(w + k) % W``'s shard, so the resumed order is exactly the rest.
 """
 
 from __future__ import annotations
@@ -36,8 +29,7 @@ def items_per_shard(n_items: int, world_size: int, num_workers: int, per_device_
 
 def shard_positions(n_items: int, rank: int, world_size: int, worker: int, num_workers: int,
                     per_device_batch: int) -> range:
-    """Positions of the epoch's order that one (rank, worker) yields, in order (``num_workers=0``: the main
-    process is the one worker)."""
+    """Positions of the epoch's order that one (rank, worker) yields, in order (``num_workers=0``: one worker)."""
     workers = max(num_workers, 1)
     if not (0 <= rank < world_size and 0 <= worker < workers and per_device_batch >= 1):
         raise ConfigError(f"invalid shard rank={rank}/{world_size} worker={worker}/{workers} "
@@ -49,8 +41,7 @@ def shard_positions(n_items: int, rank: int, world_size: int, worker: int, num_w
 
 def shard_indices(n_items: int, rank: int, world_size: int, worker: int, num_workers: int,
                   per_device_batch: int, epoch: int, seed: int, shuffle: bool = True) -> np.ndarray:
-    """Item indices that one (rank, worker) yields in one epoch, in order, as one array (pure, so it is
-    unit-tested; ``SentenceStream`` evaluates the same order block by block)."""
+    """Item indices that one (rank, worker) yields in one epoch, as one array (what ``SentenceStream`` streams)."""
     positions = shard_positions(n_items, rank, world_size, worker, num_workers, per_device_batch)
     return EpochOrder(n_items, seed, epoch, shuffle)[np.arange(positions.start, positions.stop, positions.step)]
 
@@ -58,12 +49,7 @@ def shard_indices(n_items: int, rank: int, world_size: int, worker: int, num_wor
 class SentenceStream(IterableDataset):
     """One rank's share of the sentences; each DataLoader worker takes its own shard (``shard_indices``).
 
-    Args:
-        index: the sentences.
-        per_device_batch: the DataLoader's batch size (equal batch counts are computed from it).
-        rank, world_size: this process's place in the DDP group.
-        num_workers: the DataLoader's ``num_workers`` (0 = main process); checked when iterating.
-        seed, shuffle: the per-epoch order (``datamodules.epoch_order``), identical on all ranks.
+    ``per_device_batch``: the DataLoader's batch size; ``num_workers``: checked when iterating.
     """
 
     def __init__(self, index: SentenceIndex, per_device_batch: int, rank: int = 0, world_size: int = 1,
@@ -74,8 +60,7 @@ class SentenceStream(IterableDataset):
         shard_positions(0, rank, world_size, 0, num_workers, per_device_batch)  # validates
 
     def set_epoch(self, epoch: int, skip_batches: int = 0) -> None:
-        """Pick the epoch's order (and batches already done, after a resume); must happen before
-        the DataLoader starts its workers."""
+        """Pick the epoch's order (and batches already done); must happen before the workers start."""
         if skip_batches < 0:
             raise ValueError(f"skip_batches must be >= 0, got {skip_batches}")
         self.epoch, self.skip_batches = int(epoch), int(skip_batches)

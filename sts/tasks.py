@@ -4,13 +4,10 @@ Layout of the data directory (the original releases, unmodified)::
 
     stsb/sts-{train,dev,test}.csv
     sick/SICK_{train,trial}.txt, sick/SICK_test_annotated.txt (or SICK_test.txt)
-    sts/STS20{12..16}-en-test/  (or STS{12..16}-en-test/, SentEval naming), each with
-        STS.input.<set>.txt + STS.gs.<set>.txt  (2016: STS2016.input.<set>.txt ...)
+    sts/STS20{12..16}-en-test/  (or STS{12..16}-en-test/), each with STS.input.<set>.txt + STS.gs.<set>.txt
 
-Tasks can be joined with ``+`` (``sick-train+sick-trial``): the subsets are pooled into one task. A task
-GROUP (``TASK_GROUPS``: ``standard``, ``default``, ``mteb``) stands for its tasks, each scored on its own:
-``tasks=standard`` is the papers' seven columns; ``load_tasks`` expands groups and, when sets of a group are
-missing, names every file to provide in one line instead of stopping at the first.
+``+`` pools tasks into one (``sick-train+sick-trial``); a GROUP (``TASK_GROUPS``: ``standard``, ``default``,
+``mteb``) stands for its tasks, each scored on its own.
 """
 
 from __future__ import annotations
@@ -52,8 +49,7 @@ class STSTask:
 
 
 class MissingTaskError(DataError):
-    """A local task whose files are not in the data directory (not a malformed file): ``load_tasks`` gathers
-    these into one line naming everything to provide."""
+    """A local task whose files are not in the data directory (``load_tasks`` names them all in one line)."""
 
     def __init__(self, message: str, task: str) -> None:
         super().__init__(message)
@@ -61,10 +57,7 @@ class MissingTaskError(DataError):
 
 
 def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path:
-    """The configured directory, else ``$STS_DATA_DIR``, else ``../shared/data`` beside the checkout if it exists.
-
-    A clear error says what to provide when none is there.
-    """
+    """The configured directory, else ``$STS_DATA_DIR``, else ``../shared/data`` beside the checkout; else an error."""
     value = data_dir or default_data_dir()
     if not value:
         raise DataError("no STS data directory configured.\n" + DATA_DIR_HELP)
@@ -161,12 +154,7 @@ def expand_groups(names: Sequence[str]) -> list[str]:
 
 def load_tasks(names: Sequence[str] | str, data_dir: str | os.PathLike | None = None,
                source: str = "local") -> list[STSTask]:
-    """Every task of ``names`` (a name, or a list; groups expanded), each loaded by ``load_task``.
-
-    Raises:
-        DataError: when local sets are missing, ONE line naming every missing task and the files it reads
-            (a user filling a data directory sees the whole list, not the first gap only).
-    """
+    """Every task of ``names`` (groups expanded), each loaded by ``load_task``; missing local sets: ONE ``DataError`` line."""
     names = [names] if isinstance(names, str) else [str(n) for n in names]
     tasks, missing = [], []
     for name in expand_groups(names):
@@ -203,11 +191,7 @@ def _load_mteb_name(name: str, data_dir: str | os.PathLike | None, source: str) 
 
 
 def load_task(name: str, data_dir: str | os.PathLike | None = None, source: str = "local") -> STSTask:
-    """Load a task (or a ``+``-joined pool of tasks) from the data directory or the hub.
-
-    MTEB's STS names (``MTEB_TASKS``: ``STSBenchmark``, ``SICK-R``, ``STS12`` .. ``STS16``) load the set MTEB
-    evaluates, under that name.
-    """
+    """Load a task (or a ``+``-joined pool) from the data directory or the hub; MTEB's names load MTEB's sets."""
     if name in MTEB_TASKS:
         return _load_mteb_name(name, data_dir, source)
     if name in TASK_GROUPS:

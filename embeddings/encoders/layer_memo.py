@@ -1,16 +1,10 @@
 """A frozen encoder whose token states of one layer are computed once per sentence and then served from memory.
 
-Why: a sweep that trains many small heads on one frozen encoder (Latte-Mix over K, D, tau, seeds and
-distances) would otherwise re-encode the same STS sentences for every configuration, and the encoder
-pass costs far more than the head; an evaluation shares one pass between the poolings and Latte-Mix
-(``embeddings.scoring.shared_pass``), and a warm embedding cache fills the memo from disk
-(``embeddings.scoring.reading_cache``). The memo is keyed by each sentence's token ids (the encoder's input: two
-strings that tokenise alike are one entry) and keeps ONLY the chosen layer (all layers of a 7-layer model would
-be 7x the memory) and its special-token mask, without padding. Scorers built on ``LayerMemoEncoder`` read layer
-``-1`` (the only one it returns); padding positions are zeros (every pooling masks them).
-
-A batch with a sentence not in the memo runs the wrapped encoder on the WHOLE batch as given, so its numbers are
-those of an unmemoised pass over the same batches; a sentence already in the memo keeps its first states.
+A sweep of small heads on one frozen encoder (Latte-Mix over K, D, tau, seeds) would otherwise re-encode the same
+sentences for every configuration. The memo is keyed by token ids and keeps ONLY the chosen layer and its
+special-token mask, without padding; it is filled by a shared evaluation pass or a warm embedding cache. Scorers
+read layer ``-1``; padding positions are zeros. A batch with any unseen sentence runs the wrapped encoder on the
+WHOLE batch, so numbers equal an unmemoised pass over the same batches.
 """
 
 from __future__ import annotations
@@ -29,9 +23,7 @@ Ids = tuple[int, ...]
 class LayerMemo:
     """``token ids -> (states (tokens, hidden), special (tokens,) bool)`` of one layer, on the CPU.
 
-    Args:
-        layer: the hidden-state index it keeps (HF order, -1 = last).
-        dtype: storage dtype (float16 halves memory; served as float32).
+    ``layer``: the hidden-state index it keeps (-1 = last); ``dtype``: storage (float16 halves memory; served as float32).
     """
 
     def __init__(self, layer: int, dtype: torch.dtype = torch.float32) -> None:
@@ -81,13 +73,9 @@ def check_layer(encoder: BaseEncoder, layer: int) -> int:
 
 
 class LayerMemoEncoder(BaseEncoder):
-    """Wraps ``encoder``; ``forward_ids`` returns ``TokenBatch((layer_states,), mask, special)`` from the memo.
+    """Wraps a frozen ``encoder``; ``forward_ids`` returns ``TokenBatch((layer_states,), mask, special)`` from the memo.
 
-    Args:
-        encoder: the frozen encoder (its weights must not change while this wrapper is used).
-        layer: the hidden-state index to keep (HF order, -1 = last).
-        dtype: storage dtype of the cached states (float16 halves memory; returned as float32).
-        memo: an existing memo of that layer to serve (filled by a shared pass or from disk).
+    ``memo``: an existing memo of that layer to serve (filled by a shared pass or from disk).
     """
 
     def __init__(self, encoder: BaseEncoder, layer: int = -1, dtype: torch.dtype = torch.float32,
@@ -126,10 +114,8 @@ class LayerMemoEncoder(BaseEncoder):
 
 
 class RecordingEncoder(BaseEncoder):
-    """Runs ``encoder`` and hands out its full batches, recording the layers of ``memos`` on the way.
-
-    Why: one pass of the shared evaluation feeds the poolings (every layer) and fills the layer memos that
-    Latte-Mix reads afterwards, instead of a second pass for the layer.
+    """Runs ``encoder`` and hands out its full batches, recording the layers of ``memos`` on the way (one pass feeds
+    the poolings and the memos Latte-Mix reads afterwards).
     """
 
     def __init__(self, encoder: BaseEncoder, memos: Sequence[LayerMemo]) -> None:

@@ -1,19 +1,9 @@
 """Tokenization of training batches in the DataLoader's workers, off the training step's critical path.
 
-Why: a method that tokenizes inside ``training_step`` makes the accelerator wait for the host's tokenizer every
-step (18 ms of an 85 ms SimCSE step on an H200, issue 39). The token ids of a batch depend only on the batch's
-text and the tokenizer's settings, so the DataLoader's ``collate_fn`` can make them in its workers, while the
-previous step runs; the step then reads them from ``batch[TOKEN_IDS]``.
-
-Two small picklable objects (a worker process receives them with the collate function):
-
-* ``TextTokenizer``: the Hugging Face tokenizer called exactly as ``HFEncoder.tokenize`` calls it (truncation at
-  ``max_length``, special tokens, no padding), so worker ids equal in-step ids (tested);
-* ``BatchTokenizer``: adds ``batch[TOKEN_IDS] = {field: ids}`` for the text fields a method embeds;
-  ``TokenizingCollate`` runs a datamodule's own collate function and then it.
-
-Lightning-free; the LightningModule says which fields it embeds (``EncoderModule.batch_tokenizer``)
-and the datamodule puts the tokenizer into its loaders (``datamodules.loader.ResumableDataModule.tokenize_with``).
+A batch's token ids depend only on its text and the tokenizer, so the loader's ``collate_fn`` makes them while the
+previous step runs (docs/speed.md); the step reads ``batch[TOKEN_IDS]``. ``TextTokenizer`` calls the tokenizer
+exactly as ``HFEncoder.tokenize`` does; ``BatchTokenizer`` adds the ids of the fields a method embeds;
+``TokenizingCollate`` runs a datamodule's own collate and then it. All picklable and Lightning-free.
 """
 
 from __future__ import annotations
@@ -31,10 +21,7 @@ TOKEN_IDS = "token_ids"  # batch key: {text field: token ids per sentence} (or w
 class TextTokenizer:
     """``tokenizer(sentences)`` as ``HFEncoder.tokenize`` does it: ids per sentence, truncated, no padding.
 
-    Args:
-        tokenizer: a Hugging Face (fast) tokenizer; only it and two scalars travel to the workers.
-        max_length: truncation in tokens, special tokens included (the encoder's ``max_length``).
-        offsets: also return each piece's character span (MLM's whole-word masking): ``(ids, offsets)``.
+    ``offsets``: also return each piece's character span (MLM's whole-word masking): ``(ids, offsets)``.
     """
 
     def __init__(self, tokenizer, max_length: int, offsets: bool = False) -> None:
@@ -48,11 +35,7 @@ class TextTokenizer:
 
 
 class BatchTokenizer:
-    """``batch -> batch`` with ``batch[TOKEN_IDS][field] = tokenize(batch[field])`` for each present ``field``.
-
-    Fields a batch lacks are skipped (one method reads ``sentences1`` or ``anchors`` depending on its data
-    format); the input dict is not changed.
-    """
+    """``batch -> batch`` with ``batch[TOKEN_IDS][field] = tokenize(batch[field])`` for each present ``field``."""
 
     def __init__(self, fields: Sequence[str], tokenize: Callable[[Sequence[str]], Any]) -> None:
         self.fields, self.tokenize = tuple(fields), tokenize
@@ -73,12 +56,7 @@ class TokenizingCollate:
 
 
 def batch_token_ids(batch: dict, field: str, tokenize: Callable[[Sequence[str]], Any]):
-    """The worker-made ids of ``batch[field]``, or ``tokenize(batch[field])`` where the loader made none.
-
-    Why a fallback: a batch built by hand (a benchmark, a notebook calling ``training_step``) has only text; it is
-    tokenized here exactly as a worker would have (``TextTokenizer`` == ``HFEncoder.tokenize``). A Trainer with one of
-    our datamodules never takes this path (``tests/lightning_modules/test_worker_tokens.py`` fails if it does).
-    """
+    """The worker-made ids of ``batch[field]``, or ``tokenize(batch[field])`` for a batch built by hand."""
     made = batch.get(TOKEN_IDS)
     if made is not None and field in made:
         return made[field]

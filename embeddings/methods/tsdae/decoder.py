@@ -1,17 +1,10 @@
 """TSDAE's decoder: a causal LM of the encoder's architecture with cross-attention, its body tied to the encoder.
 
-As sentence-transformers' ``DenoisingAutoEncoderLoss``: ``AutoModelForCausalLM.from_pretrained`` of the encoder's
-own checkpoint with ``is_decoder=True`` and ``add_cross_attention=True`` (a BERT becomes ``BertLMHeadModel``),
-so an LM head the checkpoint has (a ``BertForMaskedLM`` export, e.g. ``model=mlm``'s) starts trained and the rest
-(cross-attention, a missing head) is initialised from the global RNG (seeded by the run). With tying, each
-parameter of the decoder's body that the encoder also has (same name and shape) IS the encoder's parameter
-(one tensor, one optimizer entry); the cross-attention and the LM head's transform and bias are the decoder's
-own, and its output projection stays tied to the (now shared) word embeddings.
-
-Tied the other way round from sentence-transformers (which makes the encoder's parameters the decoder's): the
-encoder is what is evaluated and exported, so it keeps ownership; both start from the same checkpoint, so the
-values are the same. transformers 5 has no ``_tie_encoder_decoder_weights`` any more (its replacement,
-``tie_weights``, ties within one model only), hence the attribute swap below, as sentence-transformers does it.
+As sentence-transformers: ``AutoModelForCausalLM.from_pretrained`` of the encoder's checkpoint with
+``is_decoder=True, add_cross_attention=True``; cross-attention and a missing head start from the run's RNG. Tied the
+other way round from sentence-transformers: each body parameter the encoder has IS the encoder's (the encoder is
+what is exported); the output projection stays tied to the word embeddings. transformers 5 has no
+``_tie_encoder_decoder_weights``, hence the attribute swap below.
 """
 
 from __future__ import annotations
@@ -31,8 +24,7 @@ __all__ = ["build_decoder", "parameter_aliases", "tie_to_encoder"]
 
 @contextmanager
 def _quiet_transformers():
-    """Silence transformers' load report (every cross-attention weight listed as MISSING, as it must be) and its
-    progress bar (the encoder's load already showed one)."""
+    """Silence transformers' load report (cross-attention weights MISSING, as they must be) and its progress bar."""
     from transformers.utils import logging as hf_logging
 
     before, bar = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
@@ -47,12 +39,9 @@ def _quiet_transformers():
 
 
 def build_decoder(path: str, encoder: nn.Module, tie: bool = True, name: str | None = None) -> nn.Module:
-    """The decoder for ``encoder`` (loaded from ``path``, its resolved checkpoint), tied to it when ``tie``;
-    ``name``: the model as the user gave it (error messages; default ``path``).
+    """The decoder for ``encoder`` (loaded from ``path``), tied to it when ``tie``; ``name``: for messages.
 
-    Raises:
-        ConfigError: one line when the architecture has no causal-LM class, or one without cross-attention
-            (a decoder that cannot see the sentence vector would learn a plain language model).
+    One ConfigError line when the architecture has no causal-LM class or no cross-attention.
     """
     from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -80,11 +69,8 @@ def build_decoder(path: str, encoder: nn.Module, tie: bool = True, name: str | N
 
 
 def tie_to_encoder(decoder: nn.Module, encoder: nn.Module) -> int:
-    """Make every parameter of ``decoder``'s body that ``encoder`` has (same name and shape) the encoder's own
-    parameter object; returns how many were tied.
-
-    Every other place in ``decoder`` that held a replaced parameter (the LM head's output projection, tied to the
-    word embeddings) is pointed at the new one too, so the decoder's own ties survive.
+    """Make every body parameter of ``decoder`` that ``encoder`` has (same name and shape) the encoder's own; returns
+    how many were tied. Other references to a replaced parameter (the tied LM head) follow it.
     """
     body = getattr(decoder, decoder.base_model_prefix, None)
     if body is None:
@@ -107,11 +93,8 @@ def tie_to_encoder(decoder: nn.Module, encoder: nn.Module) -> int:
 
 
 def parameter_aliases(module: nn.Module) -> dict[str, str]:
-    """``{state-dict key: key of the same tensor seen first}`` for every parameter ``module`` holds twice.
-
-    Why: ``named_parameters`` (the optimizer) already lists a shared tensor once, but ``state_dict`` lists it
-    under each name; dropping the aliases keeps one copy in a checkpoint, and loading refills them because they
-    are the same tensor.
+    """``{state-dict key: key of the same tensor seen first}`` for every parameter ``module`` holds twice, so a
+    checkpoint keeps one copy (loading refills the aliases: they are the same tensor).
     """
     first: dict[int, str] = {}
     aliases: dict[str, str] = {}

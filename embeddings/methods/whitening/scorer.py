@@ -1,11 +1,7 @@
 """BERT-whitening's scorer: frozen pooled vector -> ``(x - mu) @ W``, compared by cosine; its export format.
 
-Why a scorer of its own: the representation is a fitted linear map of the encoder's pooled vector, which
-neither ``PoolingScorer`` nor a sentence-transformers directory reproduces. The export is a directory with
-``whitening_config.json`` (a REFERENCE to the frozen encoder -- model name or path, pooling, max length --
-plus its identity: width and a digest of its weights, ``embeddings.io.encoder_identity``; ``k`` and how many
-sentences were fitted) and ``whitening.safetensors`` (``mean`` ``(d,)`` and ``matrix`` ``(d, k)``). Used on
-any other encoder it refuses with one line naming the export and both encoders: the map means nothing there.
+The export holds ``whitening_config.json`` (a reference to the frozen encoder, its identity, ``k`` and the sentences
+fitted) and ``whitening.safetensors`` (``mean`` ``(d,)``, ``matrix`` ``(d, k)``); another encoder is refused.
 """
 
 from __future__ import annotations
@@ -40,10 +36,7 @@ BERT_WHITENING = METHOD.card()
 class Whitening:
     """A fitted ``(mu, W)`` and what it was fitted on: applies itself to vectors, checks an encoder.
 
-    Args:
-        mean: ``(d,)``; matrix: ``(d, k)`` (float32 is what the scorers use).
-        config: the export config (``CONFIG_KEYS``), ``encoder`` being ``embeddings.io.encoder_identity``'s dict.
-        source: where it came from, for messages (an export's config file, or "the live fit").
+    ``config``: the export config (``CONFIG_KEYS``); ``source``: where it came from, for messages.
     """
 
     def __init__(self, mean: Tensor, matrix: Tensor, config: Mapping, source: str = "the live fit") -> None:
@@ -54,8 +47,7 @@ class Whitening:
         return str(self.config["pooling"])
 
     def check_encoder(self, encoder: BaseEncoder, allow_other_encoder: bool = False) -> None:
-        """ConfigError when ``encoder`` is not the one the whitening was fitted on (width, weights, precision);
-        ``allow_other_encoder``: a warning instead, unless the width differs (``check_fitted_on``)."""
+        """ConfigError when ``encoder`` is not the one fitted on (``check_fitted_on``; ``allow_other_encoder``: a warning)."""
         recorded = self.config.get("encoder") or {"hidden_size": self.matrix.shape[0]}
         check_fitted_on(recorded, encoder, f"whitening {self.source}", allow_other_encoder)
 
@@ -72,8 +64,7 @@ class Whitening:
 class WhiteningScorer(VectorScorer):
     """Pools with the frozen encoder, whitens; ``{"embedding": (x - mu) @ W}`` compared by cosine.
 
-    A ``ReadingScorer``: it reads the pooled vector of its pooling, which the shared pass computes once for it
-    and the pooling scorers (``embeddings.scoring.shared_pass``), and whitens it (``from_pooled``).
+    A ``ReadingScorer``: the shared pass computes its pooled vector once for it and the poolings.
     """
 
     def __init__(self, encoder: BaseEncoder, whitening: Whitening, batch_size: int | None = None,
@@ -118,11 +109,7 @@ def load_whitening(path: str | os.PathLike) -> Whitening:
 
 
 def whitening_for(path: str | os.PathLike, encoder: BaseEncoder, pooling: str, who: str) -> Whitening:
-    """An export's ``Whitening`` checked for use by another scorer ``who`` on ``encoder`` with ``pooling``.
-
-    Why: a scorer that whitens its own sample vectors (Sen2Pro's MC-dropout passes and augmented copies) must
-    pool exactly as the fit did and run the encoder it was fitted on; either mismatch is one ConfigError line.
-    """
+    """An export's ``Whitening`` checked for another scorer ``who`` (Sen2Pro) on ``encoder`` with ``pooling``."""
     whitening = load_whitening(path)
     if whitening.pooling != pooling:
         raise ConfigError(f"{who} pooling={pooling!r}, but whitening export {str(path)!r} was fitted on "
@@ -132,12 +119,7 @@ def whitening_for(path: str | os.PathLike, encoder: BaseEncoder, pooling: str, w
 
 
 class WhiteningExportScorer(WhiteningScorer):
-    """Registry entry ``{name: whitening, path: <export dir>}``: an export on the configured encoder.
-
-    Why an adapter: ``evaluate.py`` builds every scorer as ``cls(encoder, **options)``; the export's own config
-    says which pooling it was fitted on, and the encoder must be the one it names (checked before encoding;
-    ``allow_other_encoder: true`` scores on another one anyway, with a warning).
-    """
+    """Registry entry ``{name: whitening, path: <export dir>}``: an export on the configured encoder (checked first)."""
 
     def __init__(self, encoder: BaseEncoder, path: str, batch_size: int | None = None,
                  allow_other_encoder: bool = False) -> None:
