@@ -1,12 +1,8 @@
 """Frozen token states as training batches ``{"features": (B, T, H), "mask": (B, T)}`` for the token VAEs.
 
-Sentences come from plain files (``wiki/wiki_sentences_100k.txt``, ``sts:<task>``, ``hub:...``, read by
-``datamodules.sentence_files`` with the usual skipping rules) and/or NLI sources without their labels
-(``nli:snli:dev``: the unique premises and hypotheses, first-seen order; Latte-Mix trains on SNLI
-sentences). ``prepare_data`` encodes them once per node into ``datamodules.token_state_cache``;
-``setup`` maps the cache. Shuffling is a per-epoch permutation seeded by ``(seed, epoch)``
-(``EpochShuffleSampler``, which Lightning wraps in a distributed sampler under DDP) and the loader resumes
-mid-epoch (``ResumableLoader``): the cache is read-only and deterministic, so nothing else decides a batch.
+Sentences come from sentence files and/or NLI sources without their labels (``nli:snli:dev``: the unique premises
+and hypotheses). ``prepare_data`` encodes them once per node into ``datamodules.token_state_cache``; ``setup``
+maps the cache.
 """
 
 from __future__ import annotations
@@ -68,18 +64,12 @@ class TokenStateDataModule(ResumableDataModule):
     """Token states of ``layer`` of a frozen encoder, cached once, served as padded sentence batches.
 
     Args:
-        data_dir: the data directory (``None``: ``$STS_DATA_DIR``).
         files: sentence files / ``sts:`` / ``hub:`` sources, and ``nli:<source>`` for NLI sentences.
-        model_name_or_path, layer, max_length: the frozen encoder and its layer (HF order, -1 = last);
-            the model config's values, so model and data always agree.
+        model_name_or_path, layer, max_length: the frozen encoder and its layer (the model config's values).
         batch_size: GLOBAL sentences per step; every device gets ``batch_size // world_size``.
-        cache_dir: where caches live (default ``$STS_CACHE_DIR`` or ``~/.cache/sts-lightning``).
         max_sentences: use only the first N sentences (after de-duplication, in source order).
         dtype: storage of the cache (``float16`` halves disk and page cache; batches are float32).
-        num_workers, seed, shuffle: the DataLoader (the permutation of epoch ``e`` depends on ``(seed, e)``).
-        encode_batch_size, encode_device: the one-off encoding pass (``auto``: CUDA when available).
-        encode_precision: ``fp32`` | ``bf16`` | ``fp16`` of that pass (``embeddings.encoders.precision``; part
-            of the cache key when not fp32).
+        encode_batch_size, encode_device, encode_precision: the one-off encoding pass.
     """
 
     data_unit = "sentences"  # model card: one training item
@@ -132,8 +122,7 @@ class TokenStateDataModule(ResumableDataModule):
 
     # --------------------------------------------------------------------------------- cache
     def pending_encodes(self) -> list[tuple[str, str, int, float]]:
-        """What ``prepare_data`` will encode, for the estimate printed before step 1 (``runs.first_step``):
-        ``(what, encoder, sentences, mean characters)`` per pass; nothing when the cache is valid."""
+        """``(what, encoder, sentences, mean characters)`` per pass ``prepare_data`` will run (for ``runs.first_step``)."""
         key, stem = self._key_and_stem()
         if not check_cache(stem, key):
             return []

@@ -1,18 +1,9 @@
 """The export directory of every method that is not a sentence-transformers model: one JSON + one safetensors.
 
-Why one helper: BERT-flow (``flow_config.json`` + ``flow.safetensors``), the token VAEs of Latte-Mix
-(``token_vae_config.json`` + ``token_vae.safetensors``) and meta-embeddings (``meta_config.json`` +
-``meta.safetensors``) all store ``{"format": <tag>, "version": <n>, ...config}`` beside a tensor file. Each
-used to write and check that itself; here it is written atomically (``atomic_directory``: a crash never
-leaves a half-written export) and read back with the same clear ``ConfigError`` for a missing directory or
-file, another format or another version -- never weights loaded into the wrong network.
-
-A format is an ``ExportFormat`` constant of its module; the file names and the JSON layout (the format tag
-and version first, then the config in its own order, ``indent=2``) are those of the first exports, which
-``tests/embeddings/io/test_legacy_exports.py`` loads.
-
-Each also gets the refusal ``modules.json`` (``embeddings.io.st_refusal``): its vectors come from its own scorer on
-a frozen encoder, so ``SentenceTransformer(path)`` must say so in one line, not fail on a missing ``config.json``.
+BERT-flow, the token VAEs and meta-embeddings store ``{"format": <tag>, "version": <n>, ...config}`` beside a
+tensor file (an ``ExportFormat``), written atomically and read back with one ``ConfigError`` for a missing file or
+another format or version. File names and JSON layout are the first exports' (``test_legacy_exports.py``). Each
+also gets the refusal ``modules.json`` (``embeddings.io.st_refusal``).
 """
 
 from __future__ import annotations
@@ -47,16 +38,10 @@ class ExportFormat:
 
 def save_export(path: str | os.PathLike, fmt: ExportFormat, config: Mapping, tensors: Mapping,
                 note: ExportNotes | None = None) -> Path:
-    """Write ``fmt.config_file`` (``{"format", "version", **config}``), ``fmt.weights_file``, the ``note``
-    (``LOADING.md``, and ``README.md`` when it is a ``ModelCard``) and the manifest, atomically (``export_directory``).
+    """Write ``fmt.config_file``, ``fmt.weights_file``, the ``note`` and the manifest, atomically.
 
-    Args:
-        path: the target directory (replaced if it exists).
-        fmt: the format.
-        config: JSON-able settings, written after the format tag and version in their own order.
-        tensors: name -> tensor (moved to the CPU, made contiguous and detached).
-        note: how to load the export (a ``LoadingNote``) or that and the model card (a ``ModelCard``), written
-            inside it, after the weights, so the manifest lists it.
+    ``config``: JSON-able settings after the format tag and version, in their own order; ``tensors``: name -> tensor
+    (moved to the CPU, contiguous, detached); ``note``: a ``LoadingNote`` or ``ModelCard``, written after the weights.
     """
     from safetensors.torch import save_file
 
@@ -73,9 +58,9 @@ def save_export(path: str | os.PathLike, fmt: ExportFormat, config: Mapping, ten
 
 
 def load_export_config(path: str | os.PathLike, fmt: ExportFormat) -> dict:
-    """The JSON config of an export directory (format tag and version included); ``ConfigError`` when
-    ``path`` is no directory, has no config file, or holds another format or version; ``DataError`` when
-    a file differs from the export's manifest (``verify_export``)."""
+    """The JSON config of an export directory; ``ConfigError`` when missing or of another format or version,
+    ``DataError`` when a file differs from the manifest.
+    """
     folder = Path(path).expanduser()
     if not folder.is_dir():
         raise ConfigError(f"{folder} is not a {fmt.what} export: no such directory")
@@ -94,8 +79,7 @@ def load_export_config(path: str | os.PathLike, fmt: ExportFormat) -> dict:
 
 
 def load_export(path: str | os.PathLike, fmt: ExportFormat) -> tuple[dict, dict]:
-    """``(config, tensors)`` of an export directory (tensors on the CPU); ``ConfigError`` as in
-    ``load_export_config``, or when the weights file is missing."""
+    """``(config, tensors)`` of an export directory (tensors on the CPU); errors as ``load_export_config``."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 

