@@ -1,37 +1,10 @@
-"""Preemption: on SIGTERM / SIGUSR1 every rank stops at the next optimizer-step boundary, ``last.ckpt`` is
-written at that step and every rank exits with ``EXIT_PREEMPTED`` (75); ``ckpt_path=last`` continues bit for bit.
+"""The stop path's step boundary: every rank stops after the same optimizer step, ``last.ckpt``, exit 75.
 
-Why our own handler instead of Lightning 2.6's (``trainer/connectors/signal_connector.py``, the loops'
-``received_sigterm`` checks): measured, a SIGTERM made ``train.py`` exit 0 with no checkpoint. Lightning raises
-``SIGTERMException``, a ``SystemExit`` without a code (so 0: a scheduler records a finished job), and writes nothing
-unless an ``OnExceptionCheckpoint`` is added. Its cross-rank agreement is a *broadcast from rank 0* at each step, so
-a signal that reaches only another rank (a single killed pod, ``kill`` of one process) stops that rank alone at its
-next step end while rank 0 waits in its next collective for ever; and its handler itself runs ``dist.broadcast``
-inside the signal handler on the one signalled rank, a collective out of step with the others. Its SLURM requeue
-handler (SIGUSR1) saves an ``hpc_ckpt_*.ckpt`` from inside the handler too: mid-step, with a barrier in it.
-
-Here the handler only records the signal; at each optimizer-step boundary (``on_train_batch_end`` after a step,
-where the step-triggered ``last.ckpt`` is written: the same state a resume continues exactly) the ranks agree with
-an all-reduce (MAX) of that 0 / signal flag, so a signal that reached any one rank stops all of them at the same
-step; every rank then takes part in the ``LastCheckpoint`` save (rank 0 writes it atomically through
-``AtomicCheckpointIO``) and raises ``Preempted`` (exit 75, see ``embeddings/errors.py`` for the choice).
-
-Lightning's handlers for these signals are replaced for the fit: Lightning installs its own after the ``setup``
-hooks, so ours are installed again right after it does (the trainer's signal connector is wrapped) and there is no
-window where its in-handler broadcast could run. SLURM: Lightning's ``SLURMEnvironment`` plugin still detects the
-cluster (ranks, addresses, nodes) and holds its ``auto_requeue`` / ``requeue_signal`` settings; when the run stops
-on that requeue signal with ``auto_requeue`` on, rank 0 requeues the job (``scontrol requeue``) *after* the
-checkpoint is written (``slurm_requeue=false`` leaves that to the sbatch script). Data loader workers forked after
-``setup`` inherit the handler, so a signal sent to the whole process group does not kill them mid-epoch.
-
-Between step boundaries (issue 38): the flag is ``embeddings.stop_request``'s, recorded from the start of
-``train()``, and the long loops of every other phase check it between batches (the STS evaluation before training,
-at validation and at the end; the caches built before step 1; the export), raising ``StopRequested``. Lightning
-hands that to :meth:`Preemption.on_exception` on every rank: a stop during the validation after step N writes
-``last.ckpt`` at step N marked "mid-evaluation" (the validation loop's counters say its batch was started, not
-finished), so ``ckpt_path=last`` runs that validation again -- the STS scores, the best checkpoint and the run go on
-exactly as without the stop; before this process's first step there is nothing new to save. Every rank of a DDP
-evaluation checks at the same batches through an all-reduce (:func:`agreement`), so they all stop at the same one.
+Why our own callback, not Lightning's handlers (which exit 0 with no checkpoint, and broadcast from inside the
+handler): see docs/reliability.md, "The stop path". Lightning's handlers for our signals are replaced for the fit by
+the recording one (``embeddings/stop_request.py``); at each optimizer-step boundary the ranks agree on the flag (an
+all-reduce MAX); a stop raised between steps by a loop's ``check_stop`` arrives in :meth:`Preemption.on_exception`,
+which saves what this process added (mid-validation: marked so that the resume runs it again).
 """
 
 from __future__ import annotations
@@ -51,12 +24,13 @@ import torch.distributed as dist
 from lightning.fabric.plugins.environments import SLURMEnvironment
 
 from sts_lightning.callbacks.last_checkpoint import LastCheckpoint
-from sts_lightning.embeddings import stop_request
+from sts_lightning.embeddings import compat, stop_request
 from sts_lightning.embeddings.errors import ConfigError, Preempted
 from sts_lightning.embeddings.stop_request import StopRequested
 
 log = logging.getLogger(__name__)
 UNCATCHABLE = {signal.SIGKILL, signal.SIGSTOP}
+DEFAULT_SIGNALS = ("SIGTERM", "SIGUSR1")  # configs/callbacks/default.yaml's too
 
 
 def parse_signals(names: Sequence[str | int]) -> list[signal.Signals]:
@@ -100,33 +74,12 @@ def requeue_slurm_job(env: dict[str, str] | None = None) -> bool:
     return True
 
 
-def quiet_launcher_observer() -> None:
-    """Stop the watcher thread of Lightning's own launcher (rank 0 of ``python train.py trainer.devices=N``).
-
-    Why: that thread polls the child ranks every 5 s and SIGKILLs every process, rank 0 included, as soon as one
-    child has exited non-zero -- which every rank does here, with 75, a moment apart: rank 0 would then end 137
-    at random. Called by rank 0 once all ranks have agreed to stop, when nothing is left for it to guard.
-    """
-    for thread in threading.enumerate():
-        if thread.name == "child-process-observer" and hasattr(thread, "_run"):
-            thread._run = lambda: True  # its loop ends at its next wake-up, without touching any process
-
-
-def _cluster_environment(trainer: L.Trainer):
-    return getattr(trainer.strategy, "cluster_environment", None) or getattr(
-        getattr(trainer, "_accelerator_connector", None), "cluster_environment", None)
-
-
-def _distributed(trainer: L.Trainer) -> bool:
-    return dist.is_available() and dist.is_initialized() and trainer.world_size > 1
-
-
 def agreement(trainer: L.Trainer) -> Callable[[int], int] | None:
     """For ``stop_request.stretch``: every rank's signal (all-reduce MAX of 0 / signal), or ``None`` on one process.
 
     Only for stretches every rank runs in step (an STS evaluation): each call is a collective.
     """
-    if not _distributed(trainer):
+    if not (dist.is_available() and dist.is_initialized() and trainer.world_size > 1):
         return None
     device = trainer.strategy.root_device
 
@@ -177,7 +130,7 @@ class Preemption(L.Callback):
             the job when the run stopped on the plugin's ``requeue_signal``.
     """
 
-    def __init__(self, signals: Sequence[str | int] = ("SIGTERM", "SIGUSR1"), every_n_steps: int = 1,
+    def __init__(self, signals: Sequence[str | int] = DEFAULT_SIGNALS, every_n_steps: int = 1,
                  slurm_requeue: bool = True):
         self.signals = parse_signals(signals)
         if int(every_n_steps) < 1:
@@ -201,7 +154,6 @@ class Preemption(L.Callback):
         if signum:
             stop_request.request(signum)
 
-    # --- handlers -------------------------------------------------------------------------------------------
     def _install(self) -> None:
         if threading.current_thread() is not threading.main_thread():
             log.warning("preemption: not on the main thread, signal handlers not installed")
@@ -218,16 +170,7 @@ class Preemption(L.Callback):
             return
         self._stopping, self._first_step = False, None
         self._install()  # train() listens from its start already (caches built before this hook); a bare fit too
-        connector = getattr(trainer, "_signal_connector", None)  # Lightning registers its handlers after setup
-        if connector is not None and not getattr(connector, "_preemption_wrapped", False):
-            register = connector.register_signal_handlers
-
-            def register_then_ours() -> None:
-                register()
-                self._install()  # ours over Lightning's for our signals; its teardown puts ours back, ours the rest
-
-            connector.register_signal_handlers = register_then_ours
-            connector._preemption_wrapped = True
+        compat.after_lightning_signal_handlers(trainer, self._install)  # its teardown puts ours back, ours the rest
 
     def teardown(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         self._restore()
@@ -243,7 +186,6 @@ class Preemption(L.Callback):
         if self._mid_evaluation:
             mark_mid_evaluation(checkpoint)
 
-    # --- the step boundary ----------------------------------------------------------------------------------
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self._checked_step = trainer.global_step
 
@@ -257,23 +199,19 @@ class Preemption(L.Callback):
         if step == self._checked_step or step % self.every_n_steps:  # mid gradient accumulation, or not yet
             return
         self._checked_step = step
-        signum = self._agreed(trainer)
+        agree = agreement(trainer)  # the signal any rank received (0: none), the same on every rank
+        signum = self.received if agree is None else agree(self.received)
         if signum:
             self._stop(trainer, signum)
-
-    def _agreed(self, trainer: L.Trainer) -> int:
-        """The signal any rank received (0: none): the same answer on every rank, at the same step."""
-        agree = agreement(trainer)
-        return self.received if agree is None else agree(self.received)
 
     def _save(self, trainer: L.Trainer, signum: int) -> str | None:
         """``last.ckpt`` at this step on every rank (the save is collective); rank 0 then requeues under SLURM."""
         if trainer.is_global_zero:
-            quiet_launcher_observer()
+            compat.quiet_lightning_observer()
         savers = [c for c in trainer.checkpoint_callbacks if isinstance(c, LastCheckpoint)]
         save = savers[0].save_now if savers else lambda trainer, **_: None
         path = save(trainer, again=True) if self._mid_evaluation else save(trainer)
-        environment = _cluster_environment(trainer)
+        environment = compat.cluster_environment(trainer)
         if (trainer.is_global_zero and self.slurm_requeue and isinstance(environment, SLURMEnvironment)
                 and environment.auto_requeue and signum == environment.requeue_signal):
             requeue_slurm_job()
@@ -290,9 +228,8 @@ class Preemption(L.Callback):
         if path is None:
             raise Preempted(f"{rank}{name} at step {step}: no checkpoint written (no last_checkpoint callback, or "
                             "a run that writes none)")
-        run_dir = Path(path).parent.parent
-        raise Preempted(f"{rank}{name}: stopped after optimizer step {step}, {path} written; continue with the same "
-                        f"command plus hydra.run.dir={run_dir} ckpt_path=last (exit code 75)")
+        raise Preempted(f"{rank}{name}: stopped after optimizer step {step}, {path} written; "
+                        f"{resume_line(Path(path).parent.parent, path, None)}")
 
     def _stop_between_steps(self, trainer: L.Trainer, stop: StopRequested) -> None:
         """A stop raised by a loop's ``check_stop`` (an evaluation, a cache build): save what this process added."""

@@ -1,20 +1,10 @@
-"""A stop asked for by a signal (SIGTERM / SIGUSR1), honoured between the batches of every long loop.
+"""The stop path's flag: a SIGTERM / SIGUSR1 recorded by the handler, honoured between the batches of every loop.
 
-Why: the step-boundary stop (``callbacks/preemption.py``) sees a signal only while optimizer steps run; measured
-(issue 38), ``kill -TERM`` during the STS scoring before training stopped ``train.py experiment=quickstart`` 79 s
-later, and a signal during a cache build or the export killed the process outright (exit 143, no resume line).
-Kubernetes and SLURM give 30 s before SIGKILL. A signal handler may only record (it interrupts whatever runs), so
-``_record`` stores the signal number and the loops that can run long -- the encoder's batch loop (every STS
-evaluation, the feature and distillation caches), the token-state cache, the sentence-index scan, the export --
-call :func:`check_stop` between batches: one global read when nothing was received. It raises
-:class:`StopRequested`, a ``Preempted`` (a ``SystemExit`` with exit code 75, so no ``except Exception`` on the way
-treats it as a failure); the code that runs the phase (``runs.train_run``, the preemption callback) saves what
-there is to save and completes its message with the resume command.
-
-Several ranks: a stretch in which every rank runs the same loop in step (an STS evaluation: every rank encodes an
-equally long shard) runs inside :func:`stretch` with ``agree``, a function that turns this rank's signal into the one every rank
-sees (an all-reduce), so all ranks stop at the same batch and none waits for ever in a collective. Outside such a
-stretch the check is this rank's own.
+Why: a signal handler interrupts whatever runs, so it only records (:func:`_record`); the loops that can run long
+call :func:`check_stop` between batches (one global read when nothing was received), which raises
+:class:`StopRequested`, a ``Preempted`` (exit 75, a ``SystemExit``: no ``except Exception`` takes it for a failure).
+Inside a :func:`stretch` with ``agree`` (every rank runs the same loop in step: an STS evaluation) each check asks
+every rank, so all stop at the same batch. The whole path: docs/reliability.md, "The stop path".
 """
 
 from __future__ import annotations
@@ -52,6 +42,7 @@ def request(signum: int) -> None:
 
 
 def clear() -> None:
+    """Forget the signal (a new ``train()``; tests)."""
     global _received
     _received = 0
 
@@ -71,11 +62,8 @@ def restore(previous: dict[signal.Signals, object]) -> None:
 
 @contextlib.contextmanager
 def listening(signals: Iterable[signal.Signals]) -> Iterator[None]:
-    """Record ``signals`` for the stretch (a whole ``train()``: data, caches, fit, export), starting from none.
-
-    A stop keeps the recording handler after the stretch: the process is on its way out with exit 75, and a
-    second SIGTERM must not cut that short (143, its message unprinted).
-    """
+    """Record ``signals`` for the stretch (a whole ``train()``), starting from none. A stop keeps the recording
+    handler: a second SIGTERM must not cut the exit short (143, its message unprinted)."""
     clear()
     previous = install(list(signals))
     try:
@@ -135,11 +123,8 @@ def stretch(where: str, agree: Callable[[int], int] | None = None) -> Iterator[N
 def exit_at_once_if_preempted(stop: SystemExit) -> None:
     """End the process now (``os._exit``) when ``stop`` is a preempted run's exit (75), after flushing the logs.
 
-    Why: measured on 2 loaded cores (load 14), the interpreter's own teardown after ``sys.exit`` -- freeing torch,
-    transformers and Lightning -- took 10 s (0.3 s with ``os._exit``), a third of a 30 s grace period, after the
-    checkpoint was already written. Everything that matters is done by then: the checkpoint and caches renamed into
-    place (or their temporary copies removed), the loggers finalised, W&B finished, the ``stopped:`` line printed.
-    For entry scripts only (``train.py``'s ``__main__``): in a test or a library call the ``SystemExit`` stays.
+    Why: the interpreter's teardown of torch, transformers and Lightning can take a third of a 30 s grace period
+    (docs/reliability.md), and everything that matters is done by then. For entry scripts only (``train.py``).
     """
     if stop.code != EXIT_PREEMPTED:
         return

@@ -1,8 +1,8 @@
 """The private names of Lightning and Hydra that we import, in one place.
 
 Why here: only runs/ and sts_lightning/ (the top layer) import these; the private attributes reached through an
-object are in ``embeddings/compat.py``, which every layer can import. Each import waits for the function that
-needs it, so the command line's checks (``runs/overrides.py``) load neither Lightning nor torch.
+object are in ``embeddings/compat.py``, which every layer can import. Lightning is imported by the function that
+needs it, so the command line's checks (``runs/overrides.py``, which already load Hydra) load neither it nor torch.
 tests/runs/test_compat.py fails by name when an installed version lacks one; pyproject.toml bounds the versions
 it passed with.
 """
@@ -11,32 +11,17 @@ from __future__ import annotations
 
 import functools
 
+from hydra._internal.hydra import Hydra
+from hydra._internal.utils import create_config_search_path, get_args_parser
+from hydra.core.singleton import Singleton
 
-def hydra_args_parser():
-    """Hydra's own command-line parser (``hydra._internal.utils.get_args_parser``): the flags ``@hydra.main`` reads."""
-    from hydra._internal.utils import get_args_parser
-
-    return get_args_parser()
-
-
-def config_search_path(primary: str):
-    """The search path ``@hydra.main`` builds for a primary config folder (``create_config_search_path``)."""
-    from hydra._internal.utils import create_config_search_path
-
-    return create_config_search_path(primary)
-
-
-def main_hydra(task_name: str, search_path):
-    """The app ``@hydra.main`` creates (``hydra._internal.hydra.Hydra.create_main_hydra2``); ``.run`` runs a job."""
-    from hydra._internal.hydra import Hydra
-
-    return Hydra.create_main_hydra2(task_name=task_name, config_search_path=search_path)
+hydra_args_parser = get_args_parser  # Hydra's own command-line parser: the flags @hydra.main reads
+config_search_path = create_config_search_path  # (folder): the search path @hydra.main builds for it
+main_hydra = Hydra.create_main_hydra2  # (task_name, config_search_path): the app @hydra.main creates; .run a job
 
 
 def hydra_singletons() -> dict:
-    """Hydra's live singleton table (``Singleton._instances``: class -> instance), to set a caller's aside."""
-    from hydra.core.singleton import Singleton
-
+    """Hydra's live singleton table (class -> instance), to set a caller's aside."""
     return Singleton._instances
 
 

@@ -1,13 +1,8 @@
-"""A SIGTERM / SIGUSR1 honoured in every phase of ``train()``, not only between optimizer steps (issue 38).
+"""The stop path in ``train()``: the signals listened to from its first line, and the stops outside the fit.
 
-Why here: the preemption callback sees only what happens inside ``trainer.fit``. ``train()`` listens to the
-callback's signals from its first line (``embeddings.stop_request.listening``), so a signal while the model is
-built, while a cache is built before step 1 (``prepare_data``), during the fit or during the export is recorded,
-and the loops of those phases stop at their next batch with ``StopRequested`` (exit 75). Stops inside the fit are
-described by the callback (what it saved); the rest -- before the fit, during the export -- here.
-
-The export runs on rank 0 while the other ranks wait: instead of a barrier, rank 0 broadcasts whether it was
-stopped, so every rank ends with 75 instead of the waiting ones seeing a lost peer (exit 69).
+Why: the preemption callback sees only ``trainer.fit``; a signal while the model or a cache is built or during the
+export stops there too (docs/reliability.md, "The stop path"). Its one line is described here; the export runs on
+rank 0 alone, which broadcasts whether it was stopped, so every rank ends 75 (not 69, a lost peer).
 """
 
 from __future__ import annotations
@@ -18,10 +13,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from sts_lightning.callbacks.preemption import parse_signals, resume_line
+from sts_lightning.callbacks.preemption import DEFAULT_SIGNALS, parse_signals, resume_line
 from sts_lightning.embeddings.stop_request import StopRequested, check_stop
-
-DEFAULT_SIGNALS = ("SIGTERM", "SIGUSR1")  # configs/callbacks/default.yaml and Preemption's own default
 
 
 def preemption_signals(cfg: DictConfig) -> list[signal.Signals]:
