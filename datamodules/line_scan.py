@@ -1,16 +1,10 @@
 """The first scan of a sentence file at bytes level: numpy over an mmap, a few MiB at a time.
 
-Why: the scan used to be a Python loop per line (decode, ``split``, a branch), about a million lines a second at
-best; a 100M-line corpus then waited minutes before its first step. Here each chunk (cut at a newline) is
-decoded once with ``surrogateescape`` (so undecodable bytes become U+DC80..U+DCFF: exactly the lines a strict
-decode rejects) and re-encoded as UTF-32, one ``uint32`` per code point; word counts are then ``cumsum``
-differences of word starts, where "whitespace" is ``str.isspace`` (what ``str.split()`` splits on) looked up
-in a table. The results equal the old loop's line for line: the same byte spans (``\\n`` only ends a line,
-trailing ``\\r`` left out, a UTF-8 BOM skipped on line 1), the same skip reasons, counts and ``file:line``
-examples, in order of first occurrence.
-
-Spans go to a ``sink`` chunk by chunk, so the caller decides whether they live in memory or in a file
-(``sentence_files.load_spans`` appends them to the memory-mapped cache without holding them).
+A Python loop per line made a 100M-line corpus wait minutes. Each chunk (cut at a newline) is decoded once with
+``surrogateescape`` (undecodable bytes mark the lines a strict decode rejects) and re-encoded as UTF-32; word
+counts are ``cumsum`` differences of word starts (whitespace as ``str.isspace``). Same spans, skip reasons and
+reports as a line loop: ``\\n`` ends a line, a trailing ``\\r`` and a BOM on line 1 are left out. Spans go to a
+``sink`` chunk by chunk.
 """
 
 from __future__ import annotations
@@ -44,9 +38,9 @@ def _chunk_end(mm: mmap.mmap, pos: int, size: int, chunk: int) -> int:
 
 
 def _release(mm: mmap.mmap, start: int, end: int) -> int:
-    """Drop the scanned pages ``[start, end)`` (whole pages; ``start`` is page-aligned) from this process's
-    mapping, where the next chunk's are not needed: they stay in the page cache, but otherwise the whole file,
-    once read, counts in the scanning process's RSS. Returns where the next release starts."""
+    """Drop the scanned pages ``[start, end)`` from this process's mapping (they stay in the page cache) so a read
+    file does not count in the RSS; returns where the next release starts.
+    """
     stop = end - end % mmap.PAGESIZE
     if hasattr(mmap, "MADV_DONTNEED") and stop > start:
         mm.madvise(mmap.MADV_DONTNEED, start, stop - start)
@@ -71,11 +65,7 @@ def _per_line(hits: np.ndarray, starts: np.ndarray, length: int) -> np.ndarray:
 
 
 def _reasons(buf: np.ndarray, chunk: bytes | None, min_words: int, max_words: int | None, bom: bool) -> np.ndarray:
-    """Skip-reason code of every line of a chunk (indexes into ``REASONS``; 0 = usable).
-
-    ``buf`` is the chunk's bytes; an all-ASCII chunk (``chunk is None``: most chunks of most corpora) is
-    counted on them directly, any other is decoded to code points first (``chunk``: the same bytes).
-    """
+    """Skip-reason code of every line of a chunk (indexes into ``REASONS``; 0 = usable); ASCII chunks on bytes."""
     if chunk is None:
         cp, bad = buf, np.empty(0, np.int64)
     else:

@@ -1,22 +1,12 @@
 """Sentences streamed with ``datasets``' streaming engine (``data.streaming=true``): never written to disk.
 
-Why: a corpus that does not fit one disk (a hub dataset of terabytes, or thousands of shards in object storage)
-cannot be copied into the cache and indexed (``datamodules.sentence_files``). ``datasets`` streams it
-(``load_dataset(..., streaming=True)``), shuffles it in a seeded buffer (``shuffle(seed, buffer_size)`` +
-``set_epoch``), and gives each DDP rank its own part (``datasets.distributed.split_dataset_by_node``: whole
-shards when the shard count divides the world size, else every ``world_size``-th row).
+For corpora that do not fit one disk: ``datasets`` streams them, shuffles in a seeded buffer and gives each rank its
+part (``split_dataset_by_node``). A stream's length is unknown, so ranks could not get equal batch counts: the
+stream is endless (pass after reshuffled pass) and training ends at ``trainer.max_steps``. Resume re-reads and drops
+this rank's first ``k`` batches (``set_epoch(epoch, skip_batches=k)``); ``datasets``' own ``state_dict`` would
+overshoot a prefetching loader. Rows are read in the main process (``num_workers=0``).
 
-The length of a stream is unknown, so its ranks could not be given equal batch counts (unequal counts hang
-DDP); the stream is therefore endless (pass ``p + 1``, reshuffled, follows pass ``p``) and training ends at
-``trainer.max_steps``, which a streamed run must set. Resume: ``set_epoch(epoch, skip_batches=k)`` re-reads
-and drops the first ``k`` batches of this rank's stream, so the resumed order is exactly the uninterrupted one
-(cost: reading, not training, those rows again). ``datasets``' own ``state_dict()`` is not used: the position
-saved in our checkpoints is the Trainer's count of processed batches (``datamodules.loader``), which a
-prefetching loader's dataset state would overshoot. Rows are read in the main process (``num_workers=0``):
-``datasets`` would shard a stream across DataLoader workers by whole shards, not rows.
-
-Sources: ``hub:<dataset>[:<config>]:<split>`` (column ``text``), or local files (text: one row a line;
-``.jsonl``/``.parquet``/``.csv``: the ``text`` column or ``columns={text: ...}``), many at once as shards.
+Sources: ``hub:<dataset>[:<config>]:<split>`` (column ``text``) or local files, many at once as shards.
 """
 
 from __future__ import annotations
@@ -56,12 +46,8 @@ def stream_opener(files: Sequence[str], data_dir: str | None, columns: Mapping[s
 class StreamedSentences(IterableDataset):
     """This rank's endless stream of usable sentences (one pass after another, each reshuffled).
 
-    Args:
-        open_rows: returns a fresh ``datasets.IterableDataset`` (``stream_opener``).
-        column: the text column. per_device_batch: the DataLoader's batch size (what a skipped batch is).
-        rank, world_size: this process's place in the DDP group.
-        seed, shuffle, buffer_size: ``datasets``' buffer shuffle (pass ``p`` uses ``set_epoch(p)``).
-        min_words, max_words: drop rows with fewer / more whitespace-separated words (empty rows always).
+    ``open_rows``: returns a fresh ``datasets.IterableDataset``; ``per_device_batch``: what a skipped batch is;
+    ``seed, shuffle, buffer_size``: the buffer shuffle (pass ``p`` uses ``set_epoch(p)``).
     """
 
     def __init__(self, open_rows: Callable[[], Any], column: str, per_device_batch: int, rank: int = 0,

@@ -1,17 +1,9 @@
 """Paired differences between systems scored on the same pairs: a paired bootstrap 95% interval per task and for
-the average over tasks (the per-pair similarities on disk that it needs: ``sts.predictions``).
+the average over tasks (from the per-pair similarities of ``sts.predictions``).
 
-Why paired and not "do the two intervals overlap": two systems scored on the same test pairs share the pairs'
-sampling noise, so most of it cancels in their difference. Overlapping separate intervals can hide a difference
-that every resample shows (and the check is not a test at all). Here each resample draws pair indices ONCE and
-both systems are scored on those same pairs (``sts.bootstrap``'s draw counts applied to every system), so the
-difference per resample is the paired statistic ``spearman(a, gold) - spearman(b, gold)``; the percentile interval
-of those differences is ``scipy.stats.bootstrap((a, b, gold), ..., paired=True, method="percentile")``'s
-(``tests/sts/test_paired.py``). The average's difference per resample is the mean over tasks of the per-task
-differences, each task resampled on its own pairs.
-
-Drawn once per task for every system at once (``task_replicates``): any two rows of a table are then compared on
-the same resamples, and R systems cost R Spearman passes per task, not R x R.
+Two systems on the same pairs share the pairs' sampling noise, so each resample draws pair indices ONCE for every
+system (``task_replicates``) and the interval is the percentile one of ``spearman(a) - spearman(b)``, as
+``scipy.stats.bootstrap(..., paired=True)``. The average's difference is the mean of the per-task differences.
 """
 
 from __future__ import annotations
@@ -53,8 +45,7 @@ class Difference:
 
 
 def pair_fingerprint(sentences1: Sequence[str], sentences2: Sequence[str], gold: np.ndarray) -> str:
-    """SHA-256 of the pairs in scoring order with their gold scores: two runs are comparable pair by pair only when
-    their fingerprints agree (same sentences, same order, same gold)."""
+    """SHA-256 of the pairs in scoring order with their gold scores: runs are comparable pair by pair when equal."""
     digest = hashlib.sha256()
     for s1, s2, g in zip(sentences1, sentences2, np.asarray(gold, dtype=np.float64).tolist(), strict=True):
         digest.update(f"{s1}\t{s2}\t{g!r}\n".encode())
@@ -97,8 +88,7 @@ class PairedTable:
     replicates: dict[str, dict[int, np.ndarray]]  # task -> {system: (samples,)}
 
     def difference(self, task: str, a: int, b: int) -> Difference | None:
-        """System ``a`` minus system ``b`` on ``task`` (or ``avg``) with its paired 95% interval; None when one
-        of them lacks the task."""
+        """System ``a`` minus ``b`` on ``task`` (or ``avg``) with its paired 95% interval; None when one lacks the task."""
         point, reps = self.point.get(task, {}), self.replicates.get(task, {})
         if a not in point or b not in point:
             return None
@@ -108,9 +98,9 @@ class PairedTable:
 
 def paired_table(predictions: Sequence[Mapping[str, np.ndarray]], gold: Mapping[str, np.ndarray],
                  samples: int = 1000, seed: int = 0, avg_over: Sequence[str] | None = None) -> PairedTable:
-    """Point values and replicates of every system (a ``{task: per-pair similarities}``, a task it lacks left out)
-    on every task of ``gold``, each task's pairs drawn once for all systems (``task_rng``); ``avg``: the mean over
-    ``avg_over`` (default: every task of ``gold``, when there are several) for the systems that have all of them."""
+    """Point values and replicates of every system on every task of ``gold``, each task's pairs drawn once for all;
+    ``avg``: the mean over ``avg_over`` for the systems that have all of them.
+    """
     if samples < 1:
         raise ValueError(f"paired bootstrap needs samples >= 1, got {samples}")
     tasks = list(gold)
@@ -132,8 +122,9 @@ def paired_table(predictions: Sequence[Mapping[str, np.ndarray]], gold: Mapping[
 
 
 def seeds_difference(a: Mapping[str, float], b: Mapping[str, float]) -> Difference | None:
-    """Two seed groups' ``{seed: score}``: paired by seed when both ran the same seeds (mean of the per-seed
-    differences +- their sample std), else mean difference +- sqrt(std_a^2 + std_b^2); None under 2 seeds a side."""
+    """Two seed groups' ``{seed: score}``: paired by seed when the seeds match, else mean difference +-
+    sqrt(std_a^2 + std_b^2); None under 2 seeds a side.
+    """
     if len(a) < 2 or len(b) < 2:
         return None
     if set(a) == set(b):

@@ -1,14 +1,8 @@
 """``export_manifest.json``: every export lists its files with sizes and SHA-256, and is checked when loaded.
 
-Why: an export outlives its run (copied, synced, uploaded, left on a flaky disk). A truncated weight file
-fails deep inside safetensors or transformers without naming the export; worse, a garbled one whose values
-stay finite loads and scores silently wrong. The manifest is written last, inside the temporary directory
-of ``export_directory`` (so it exists exactly when the export is complete), and ``verify_export`` -- called
-by every loader of an export directory -- refuses a file that is missing, of another size or another
-checksum, with one line naming it.
-
-Files added to an export afterwards (a user's notes) are not listed and not checked; an export written
-before manifests existed (or any plain Hugging Face directory) has no manifest and loads as before.
+A truncated or garbled weight file fails deep inside safetensors, or loads and scores silently wrong. The manifest
+is written last inside ``export_directory``'s temporary directory, and ``verify_export`` (every export loader)
+refuses a missing or changed file in one line. Files added later are not checked; no manifest loads as before.
 """
 
 from __future__ import annotations
@@ -59,11 +53,9 @@ def write_manifest(folder: str | os.PathLike) -> Path:
 
 @contextlib.contextmanager
 def export_directory(target: str | os.PathLike, needed: int | None = None) -> Iterator[Path]:
-    """Yield a temporary directory to fill; on normal exit its manifest is written and it replaces ``target``
-    (``embeddings.io.atomic.atomic_directory``). The one way an export is written.
+    """Yield a temporary directory to fill; on normal exit its manifest is written and it replaces ``target``.
 
-    ``needed``: the bytes of the weights to be written, for the one-line error of a full disk (an export is
-    its weights plus a few kB of config, tokenizer and card).
+    The one way an export is written. ``needed``: the weights' bytes, for the error of a full disk.
     """
     with atomic_directory(target, needed=needed) as tmp:
         yield tmp
@@ -90,13 +82,9 @@ def read_manifest(folder: Path) -> dict | None:
 
 
 def verify_export(folder: str | os.PathLike) -> bool:
-    """Check every file the manifest lists: present, same size, same SHA-256.
+    """Check every file the manifest lists: present, same size, same SHA-256 (one ``DataError`` line otherwise).
 
-    Returns:
-        ``True`` when verified, ``False`` when ``folder`` has no manifest (a plain Hugging Face directory, or
-        an export older than manifests): nothing to check against.
-    Raises:
-        DataError: one line naming the first bad file and the export.
+    ``False`` when ``folder`` has no manifest: nothing to check against.
     """
     folder = Path(folder).expanduser()
     files = read_manifest(folder)

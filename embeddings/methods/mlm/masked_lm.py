@@ -1,10 +1,7 @@
 """The masked LM that MLM pretraining trains: loaded from any encoder, or a random BERT of any size.
 
-Two starts, one result (a ``*ForMaskedLM`` model, its tokenizer): continued pretraining loads
-``AutoModelForMaskedLM`` from a packaged short name, a directory or a hub name (an encoder saved without its
-MLM head, as every sentence-transformers model is, gets a new head that transformers initialises, its decoder
-tied to the word embeddings as BERT's is); ``from_scratch`` builds a seeded random ``BertForMaskedLM`` over the
-bert-base-uncased word pieces we ship (``embeddings.encoders.random_bert`` decides the architecture).
+Continued pretraining loads ``AutoModelForMaskedLM`` (an encoder without an MLM head gets a new, tied one);
+``from_scratch`` builds a seeded random ``BertForMaskedLM`` over the shipped bert-base-uncased word pieces.
 """
 
 from __future__ import annotations
@@ -26,9 +23,9 @@ SCRATCH = {"layers": 4, "hidden": 256, "heads": 4, "intermediate": 1024, "max_po
 
 
 def scratch_spec(value: object) -> dict | None:
-    """``model.from_scratch`` as a plain dict with every key (``None``: continued pretraining; ``true``: the
-    defaults, a 4x256 BERT), or one ``ConfigError`` line naming the bad key. Plain ints only, so checkpoints
-    holding it load weights-only."""
+    """``model.from_scratch`` as a plain dict of ints with every key (``None``: continued pretraining; ``true``: a
+    4x256 BERT), or one ``ConfigError`` line naming the bad key.
+    """
     if value is None or value is False:
         return None
     if value is True:
@@ -59,8 +56,7 @@ def scratch_label(spec: Mapping[str, int]) -> str:
 def scratch_masked_lm(spec: Mapping[str, int]):
     """A seeded random ``BertForMaskedLM`` and the bert-base-uncased tokenizer; the global RNG is left as it was.
 
-    The encoder is drawn first, exactly as ``make_random_bert`` draws a ``BertModel`` (pooler included), so
-    ``from_scratch=true`` trains the packaged ``bert-random-4x256`` encoder with a seeded new head.
+    The encoder is drawn as ``make_random_bert`` draws it, so ``from_scratch=true`` starts from ``bert-random-4x256``.
     """
     from transformers import AutoTokenizer, BertForMaskedLM, BertModel
 
@@ -76,12 +72,8 @@ def scratch_masked_lm(spec: Mapping[str, int]):
 
 
 def keep_pooler(model: nn.Module, path: str) -> None:
-    """Give a masked LM whose encoder was built without a pooler (BERT's) the pooler of ``path``'s encoder.
-
-    Why: ``BertForMaskedLM`` drops the pooler, so its export, loaded as a ``BertModel`` (what every other method
-    and ``evaluate.py`` do), would draw a new random pooler at each load ("newly initialized" in the load report).
-    No pooling of ours reads it (the base class freezes it); kept, the export holds every weight ``AutoModel``
-    asks for, as bert-base-uncased does.
+    """Give a masked LM whose encoder has no pooler the pooler of ``path``'s encoder, so its export loads as a
+    ``BertModel`` without a newly initialised pooler.
     """
     if getattr(model.base_model, "pooler", False) is not None:
         return  # has one, or is no BERT-style encoder
@@ -95,9 +87,7 @@ def keep_pooler(model: nn.Module, path: str) -> None:
 def load_masked_lm(name_or_path: str, key: str = "model.model_name_or_path", require_head: bool = False):
     """``AutoModelForMaskedLM`` and tokenizer of a packaged name, directory or hub name; logs a new head.
 
-    ``key``: the config key errors name. ``require_head`` (DiffCSE's generator, which must predict words, not
-    learn to): a model whose MLM head would be newly initialised is a ``ConfigError``, and no pooler is kept (the
-    model is never exported).
+    ``require_head`` (DiffCSE's generator): a newly initialised MLM head is a ``ConfigError``, and no pooler is kept.
     """
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
