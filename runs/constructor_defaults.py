@@ -1,30 +1,21 @@
-"""Each default written once: the constructors' signatures ARE the configs' defaults (issue 40, part 4).
+"""Constructors read from their source, never imported: the defaults the configs depart from, and the keywords a
+``_target_`` takes.
 
-Why the constructor, not the yaml: a Python user who builds ``SimCSEModule()`` or ``SentenceDataModule(files=...)``
-in a notebook must get what ``python train.py model=simcse`` trains, and a yaml that repeats the signature drifts
-from it (it did: ``data=sentences`` said batch 16 where the class said 64). So each LightningModule, DataModule and
-option-taking scorer keeps its defaults in its signature, and this module turns the signature into a Hydra node
-registered in Hydra's ConfigStore as ``constructor/<ClassName>``. A yaml *departs* from it and writes nothing else:
+Why the source: the configs compose, ``--help`` answers and a mistyped key is refused in 0.1 s without torch;
+importing the LightningModules costs seconds. Why the signatures are the defaults: a Python user's ``SimCSEModule()``
+must train what the command trains, so each LightningModule, DataModule and option-taking scorer keeps its defaults in
+its signature, and a yaml departs from the node registered here as ``constructor/<Class>``:
 
     defaults:
       - /constructor@model: SimCSEModule      # every option of SimCSEModule.__init__, at its default
     model:
       lr: 5.0e-5                              # only what this recipe changes
 
-Every key stays overridable on the command line (``model.temperature=0.1``), and a misspelt one is still refused,
-because the node holds every keyword the constructor takes (its bases' too where it passes ``**base`` on).
-
-Why the source is read (``ast``) rather than imported: the nodes must exist before Hydra composes anything, and
-``--help`` and the override check compose in 0.1 s without torch; importing the LightningModules costs ~5 s. A
-default must therefore be a literal (or a module-level constant bound to one); anything else is refused with the
-class and argument named. ``tests/runs/test_constructor_defaults.py`` checks the reading equals ``inspect`` on the
-imported classes.
-
-Registration: every entry point that composes (``train.py`` / ``evaluate.py`` and their console scripts, the override
-check, ``sl.train``, ``sl.load``, pipelines, the tests' conftest) calls :func:`register` first. Hydra also imports
-``hydra_plugins/sts_lightning_defaults`` when it looks for plugins, which registers the nodes for a user's own Hydra
-app composing our configs; that discovery works from a wheel and from a checkout's root, but not through an
-editable install's import hook (Hydra walks the ``hydra_plugins`` namespace's directories), hence the explicit calls.
+One rule for every class: its ``__init__`` parameters (a dataclass: its fields), and where it passes ``**kwargs`` on
+or has no ``__init__``, those of every base whose source is found, its own winning. A step that cannot be followed
+(``*args``, a base we cannot read) makes the keywords unknown (``target_args`` -> ``None``). A default must be a
+literal or a module constant bound to one. ``register`` is called by every entry point that composes; Hydra also
+imports ``hydra_plugins/sts_lightning_defaults``, which calls it for a user's own Hydra app.
 """
 
 from __future__ import annotations
@@ -32,6 +23,7 @@ from __future__ import annotations
 import ast
 import functools
 import importlib.util
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,169 +34,178 @@ GROUP = "constructor"
 MISSING = "???"  # OmegaConf's mandatory value: an argument without a default must be set by the config
 SKIPPED = ("self", "encoder")  # a scorer's encoder is passed in by evaluate, never configured
 PACKAGE = "sts_lightning"
-DATAMODULE_FOLDER = "datamodules"
 LOAD_ENCODER = f"{PACKAGE}.embeddings.encoders.load.load_encoder"  # evaluate.yaml's ``encoder`` options
+_DEPTH = 12
+
+
+def module_file(module: str) -> Path | None:
+    """The ``.py`` file of a dotted module name, found on disk without running any package's ``__init__`` (finding
+    ``lightning.x`` through ``importlib`` would import ``lightning``: seconds). The deepest package already imported
+    gives the folders to search (``sts_lightning`` maps the checkout in through its ``__path__``)."""
+    parts = module.split(".")
+    if not parts[0]:
+        return None
+    known = next((i for i in range(len(parts), 0, -1) if hasattr(sys.modules.get(".".join(parts[:i])), "__path__")), 0)
+    if known:
+        dirs = [Path(p) for p in sys.modules[".".join(parts[:known])].__path__]
+    else:
+        try:
+            spec = importlib.util.find_spec(parts[0])
+        except (ImportError, ValueError):
+            return None
+        if spec is None or spec.submodule_search_locations is None:
+            return Path(spec.origin) if spec is not None and len(parts) == 1 and spec.origin else None
+        dirs, known = [Path(p) for p in spec.submodule_search_locations], 1
+    for i, part in enumerate(parts[known:], start=known + 1):
+        if i == len(parts) and (file := next((d / f"{part}.py" for d in dirs if (d / f"{part}.py").is_file()), None)):
+            return file
+        dirs = [d / part for d in dirs if (d / part).is_dir()][:1]
+        if not dirs:
+            return None
+    init = dirs[0] / "__init__.py"
+    return init if init.is_file() else None
 
 
 @functools.cache
-def _module_source(module: str) -> tuple[ast.Module, str]:
-    """The parsed source of ``module`` (found without importing it)."""
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-        raise ConfigError(f"constructor defaults: cannot find the source of module {module!r}")
-    return ast.parse(Path(spec.origin).read_text(), filename=spec.origin), spec.origin
+def _parse(path: Path) -> ast.Module | None:
+    try:
+        return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
 
 
-def _top_level(tree: ast.Module, name: str) -> ast.AST | None:
-    """The class, function or constant assignment named ``name`` at module level."""
+def _find(module: str, name: str, depth: int = 0) -> tuple[str, ast.AST] | None:
+    """Where ``name`` as seen from ``module`` is defined, ``(module, node)``, following ``from x import name``."""
+    path = module_file(module)
+    tree = _parse(path) if path is not None and depth < _DEPTH else None
+    if tree is None:
+        return None
     for node in tree.body:
-        if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and node.name == name:
-            return node
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-            return node
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
-            return node
-    return None
-
-
-def _imported_from(tree: ast.Module, name: str) -> tuple[str, str] | None:
-    """``(pkg.mod, original name)`` where ``from pkg.mod import original [as name]`` brings ``name`` in."""
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and node.name == name or \
+                isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets) or \
+                isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+            return module, node
     for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:  # relative: not followed
             for alias in node.names:
                 if (alias.asname or alias.name) == name:
-                    return node.module, alias.name
+                    return _find(node.module, alias.name, depth + 1)
     return None
 
 
-def _lookup(module: str, name: str) -> tuple[str, ast.AST] | None:
-    """Where ``name`` (as seen from ``module``) is defined: ``(defining module, node)``, within this package only."""
-    tree, _ = _module_source(module)
-    node = _top_level(tree, name)
-    if node is not None:
-        return module, node
-    imported = _imported_from(tree, name)
-    if imported and imported[0].split(".")[0] == PACKAGE:
-        return _lookup(*imported)
-    return None
+Params = dict[str, tuple[ast.expr | None, str]]  # name -> (default expression or None, module it is read in)
+
+
+def _signature(module: str, name: str, depth: int = 0) -> tuple[Params, bool]:
+    """``(parameters, complete)`` of a class or function (see the module docstring for the rule)."""
+    found = _find(module, name) if depth < _DEPTH else None
+    if found is None:
+        return {}, False
+    module, node = found
+    if isinstance(node, ast.FunctionDef):
+        return _parameters(node, module)
+    if not isinstance(node, ast.ClassDef):
+        return {}, False
+    if any(_decorator(d) == "dataclass" for d in node.decorator_list):
+        own = {s.target.id: (s.value, module) for s in node.body if isinstance(s, ast.AnnAssign)
+               and isinstance(s.target, ast.Name) and "ClassVar" not in ast.unparse(s.annotation)}
+        passes_on, complete = True, True
+    else:
+        init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        own, complete = _parameters(init, module) if init is not None else ({}, True)
+        passes_on = init is None or init.args.kwarg is not None
+        complete = complete or (init is not None and init.args.vararg is None and bool(node.bases))
+    merged: Params = {}
+    for base in reversed(node.bases if passes_on else []):
+        inherited, known = _signature(module, base.id, depth + 1) if isinstance(base, ast.Name) else ({}, False)
+        merged.update(inherited)
+        complete = complete and known
+    return {**merged, **own}, complete
+
+
+def _parameters(function: ast.FunctionDef, module: str) -> tuple[Params, bool]:
+    """A ``def``'s keywords with their default expressions; complete unless it takes ``*args`` or ``**kwargs``."""
+    args = function.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    params = {a.arg: (d, module) for a, d in [*zip(positional, defaults, strict=True),
+                                              *zip(args.kwonlyargs, args.kw_defaults, strict=True)]
+              if a.arg != "self"}
+    return params, args.vararg is None and args.kwarg is None
+
+
+def _decorator(node: ast.expr) -> str:
+    target = node.func if isinstance(node, ast.Call) else node
+    return target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+
+
+def target_args(target: str) -> frozenset[str] | None:
+    """Keyword names ``target`` (``pkg.module.Class``) accepts, or ``None`` when it takes any or cannot be read."""
+    module, _, name = str(target).replace(":", ".").rpartition(".")
+    params, complete = _signature(module, name) if module and name else ({}, False)
+    return frozenset(params) if complete else None
+
+
+def signature_defaults(target: str) -> dict[str, Any]:
+    """Every keyword ``target``'s constructor takes with its default (``MISSING`` where it has none); ``target`` is
+    ``package.module.Class`` or ``package.module:Class``, a class or a plain function."""
+    module, _, name = target.replace(":", ".").rpartition(".")
+    if _find(module, name) is None:
+        raise ConfigError(f"constructor defaults: {name!r} is not defined in {module!r}")
+    params, _ = _signature(module, name)
+    return {key: MISSING if default is None else _value(default, where, f"{name}({key}=...)")
+            for key, (default, where) in params.items() if key not in SKIPPED}
 
 
 def _value(expr: ast.expr, module: str, where: str) -> Any:
-    """A default's value: a literal, a module constant bound to one, or an item of such a constant (``NAMES[0]``);
-    tuples become lists, as in a yaml."""
+    """A default's value: a literal, a module constant bound to one, or an item of one (``NAMES[0]``); tuples become
+    lists, as in a yaml."""
     if isinstance(expr, ast.Subscript):
         return _plain(_value(expr.value, module, where)[_value(expr.slice, module, where)])
     try:
-        value = ast.literal_eval(expr)
+        return _plain(ast.literal_eval(expr))
     except ValueError:
-        found = _lookup(module, expr.id) if isinstance(expr, ast.Name) else None
+        found = _find(module, expr.id) if isinstance(expr, ast.Name) else None
         if found is None or not isinstance(found[1], (ast.Assign, ast.AnnAssign)) or found[1].value is None:
             raise ConfigError(f"{where}: its default {ast.unparse(expr)!r} is not a literal or a module constant; "
                               "write it as one (configs read it from the source)") from None
         return _value(found[1].value, found[0], where)
-    return _plain(value)
 
 
 def _plain(value: Any) -> Any:
     if isinstance(value, (tuple, list)):
         return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
-
-
-def _init(cls: ast.ClassDef) -> ast.FunctionDef | None:
-    return next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
-
-
-def _parameters(function: ast.FunctionDef, module: str, owner: str) -> tuple[dict[str, Any], bool]:
-    """``({name: default or MISSING}, takes **kwargs)`` of a ``def``, in signature order."""
-    args = function.args
-    positional = [*args.posonlyargs, *args.args]
-    defaults: dict[str, Any] = {}
-    first_default = len(positional) - len(args.defaults)
-    for i, arg in enumerate(positional):
-        if arg.arg in SKIPPED:
-            continue
-        default = args.defaults[i - first_default] if i >= first_default else None
-        defaults[arg.arg] = MISSING if default is None else _value(default, module, f"{owner}({arg.arg}=...)")
-    for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
-        if arg.arg not in SKIPPED:
-            defaults[arg.arg] = MISSING if default is None else _value(default, module, f"{owner}({arg.arg}=...)")
-    return defaults, args.kwarg is not None
-
-
-def _base_name(expr: ast.expr) -> str | None:
-    return expr.id if isinstance(expr, ast.Name) else None
-
-
-def signature_defaults(target: str) -> dict[str, Any]:
-    """Every keyword ``target``'s constructor takes, with its default (``MISSING`` where it has none).
-
-    ``target`` is ``package.module.Class`` (or ``package.module:Class``); a class or a plain function. Where the
-    ``__init__`` passes ``**kwargs`` on (or the class has none of its own), its bases' arguments are reached too,
-    so they are merged, the class's own defaults winning; bases outside this package (Lightning's) add nothing.
-    """
-    module, _, name = target.replace(":", ".").rpartition(".")
-    found = _lookup(module, name)
-    if found is None:
-        raise ConfigError(f"constructor defaults: {name!r} is not defined in {module!r}")
-    module, node = found
-    if isinstance(node, ast.FunctionDef):
-        return _parameters(node, module, name)[0]
-    if not isinstance(node, ast.ClassDef):
-        raise ConfigError(f"constructor defaults: {target!r} is neither a class nor a function")
-    init = _init(node)
-    own, passes_on = _parameters(init, module, name) if init is not None else ({}, True)
-    merged: dict[str, Any] = {}
-    if passes_on:
-        for base in reversed(node.bases):
-            base_name = _base_name(base)
-            where = _lookup(module, base_name) if base_name else None
-            if where is not None and isinstance(where[1], ast.ClassDef):
-                merged.update(signature_defaults(f"{where[0]}.{base_name}"))
-    merged.update(own)
-    return merged
+    return {k: _plain(v) for k, v in value.items()} if isinstance(value, dict) else value
 
 
 def datamodule_targets() -> list[str]:
     """``sts_lightning.datamodules.<file>.<Class>`` of every ``*DataModule`` class in the datamodules folder."""
-    package = importlib.util.find_spec(f"{PACKAGE}.{DATAMODULE_FOLDER}")
-    targets = []
-    for folder in package.submodule_search_locations:
-        for path in sorted(Path(folder).glob("*.py")):
-            module = f"{PACKAGE}.{DATAMODULE_FOLDER}.{path.stem}"
-            tree, _ = _module_source(module)
-            targets += [f"{module}.{n.name}" for n in tree.body
-                        if isinstance(n, ast.ClassDef) and n.name.endswith("DataModule")]
-    return targets
+    folder = module_file(f"{PACKAGE}.datamodules").parent
+    return [f"{PACKAGE}.datamodules.{path.stem}.{node.name}" for path in sorted(folder.glob("*.py"))
+            for node in (_parse(path) or ast.Module(body=[])).body
+            if isinstance(node, ast.ClassDef) and node.name.endswith("DataModule")]
 
 
 def model_targets() -> list[str]:
-    """The LightningModule of every declared trained method (``embeddings.methods.registry``)."""
+    """The LightningModule of every declared trained method."""
     return sorted({m.module.replace(":", ".") for m in trained_methods() if m.module})
 
 
 def scorer_options() -> dict[str, dict[str, Any]]:
-    """``{scorer name: its options' defaults}`` for the scorers that declare options (``evaluate.yaml``'s
-    ``scorer_options``): only the declared options, and only those with a default (a required one, such as a
-    path, has no default to write)."""
+    """``{scorer name: its declared options' defaults}`` (``evaluate.yaml``'s ``scorer_options``); a required option,
+    such as a path, has no default to write."""
     options: dict[str, dict[str, Any]] = {}
     for group in scorer_groups():
-        if not group.options:
-            continue
-        defaults = signature_defaults(group.target)
+        defaults = signature_defaults(group.target) if group.options else {}
         chosen = {k: defaults[k] for k in group.options if k in defaults and defaults[k] != MISSING}
-        if chosen:
-            options.update({name: dict(chosen) for name in group.names})
+        options.update({name: dict(chosen) for name in group.names} if chosen else {})
     return options
 
 
 @functools.cache
 def nodes() -> dict[str, dict[str, Any]]:
-    """``{node name: node}`` of everything registered: one node per class, ``scorer_options`` and
-    ``encoder_options`` (``load_encoder``'s keywords but the name). Computed once a process; callers copy, never
-    mutate it."""
+    """``{node name: node}``: one per class, ``scorer_options`` and ``encoder_options`` (``load_encoder``'s keywords
+    but the name). Computed once a process; callers copy, never mutate it."""
     found: dict[str, dict[str, Any]] = {}
     for target in [*model_targets(), *datamodule_targets()]:
         name = target.rsplit(".", 1)[1]
@@ -224,8 +225,7 @@ _registered = False
 
 
 def register() -> None:
-    """Store every node in Hydra's ConfigStore under ``constructor/``, once per process (0.2 s: Hydra's import and
-    the sources' parse)."""
+    """Store every node in Hydra's ConfigStore under ``constructor/``, once per process."""
     global _registered
     if _registered:
         return

@@ -28,7 +28,7 @@ from sts_lightning.embeddings.scoring.reading_store import ReadingStore
 from sts_lightning.embeddings.scoring.registry import build_scorer, check_scorer_spec, distinct_labels
 from sts_lightning.embeddings.scoring.shared_pass import PrecomputedScorer, share_forward_pass
 from sts_lightning.embeddings.scoring.truncated import check_dims, truncate
-from sts_lightning.runs.early_checks import precheck_evaluate
+from sts_lightning.runs.config_checks import check_config
 from sts_lightning.runs.wandb_report import log_results
 from sts_lightning.sts.bootstrap import Bootstrap
 from sts_lightning.sts.predictions import RunPredictions
@@ -49,7 +49,7 @@ def _as_list(value: Any) -> list:
 
 def evaluate(cfg: DictConfig) -> list[dict]:
     """Run the configured evaluation; returns one result dict per (encoder, scorer)."""
-    precheck_evaluate(cfg)  # one line naming a bad number or an empty list, before the model and data load
+    check_config(cfg)  # one line naming a bad number or an empty list, before the model and data load
     resolve_precision(cfg.encoder.get("precision"), resolve_device(cfg.encoder.get("device")))  # likewise
     torch.manual_seed(int(cfg.seed))
     if cfg.get("threads"):

@@ -30,16 +30,14 @@ from sts_lightning.embeddings.io.checkpoint_file import load_checkpoint
 from sts_lightning.embeddings.isolated_rng import rng_isolated
 from sts_lightning.embeddings.scoring.protocols import Exportable
 from sts_lightning.embeddings.stop_request import StopRequested, listening
-from sts_lightning.runs.bounded_ddp import stop_on_lost_rank
+from sts_lightning.runs.bounded_ddp import group_in_use, release_group_at_exit, stop_on_lost_rank
 from sts_lightning.runs.checkpoint_io import AtomicCheckpointIO
 from sts_lightning.runs.config_checks import (
-    TRAIN_RULES,
+    check_config,
     check_mini_batch_size,
-    check_model_options,
-    check_numbers,
+    check_packaged_installs,
+    world_size,
 )
-from sts_lightning.runs.ddp_exit import group_in_use, release_group_at_exit
-from sts_lightning.runs.early_checks import check_packaged_installs
 from sts_lightning.runs.first_step import announce_first_step
 from sts_lightning.runs.hub_push import check_hub_push, push_from_config
 from sts_lightning.runs.run_summary import run_summary
@@ -187,7 +185,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
     with listening(preemption_signals(cfg)):
         try:
             metrics = _train(cfg)
-            release_group_at_exit()  # multi-rank: the group is destroyed before Python's teardown (runs/ddp_exit.py)
+            release_group_at_exit()  # multi-rank: the group is destroyed before Python's teardown (runs/bounded_ddp.py)
             return metrics
         except StopRequested as stop:  # a stop outside the fit (model build, export): its one line here
             describe_stop(stop, Path(cfg.output_dir), cfg.get("ckpt_path"))
@@ -200,12 +198,12 @@ def _train(cfg: DictConfig) -> dict[str, float]:
                           "(python train.py experiment=<pipeline>), not train()")
     started = time.monotonic()
     configure_console()
-    check_numbers(cfg, TRAIN_RULES)  # one line naming a bad number, before anything loads
-    check_model_options(cfg)
+    check_config(cfg)  # one line for a config mistake, before anything loads (already done by train.py: not again)
     check_hub_push(cfg)  # push_to_hub: repo id, offline, token, hub reachable: one line before anything loads
     resolve_trainer(cfg.trainer)  # devices / precision checked before anything heavy loads
-    gpus = torch.cuda.device_count() if cfg.trainer.accelerator == "gpu" else 1
-    check_mini_batch_size(cfg, requested_devices(cfg.trainer.get("devices", 1), gpus) * int(cfg.trainer.get("num_nodes", 1)))
+    if world_size(cfg) is None:  # "auto" / "0,1": counted by torch, so not checked before it loaded
+        gpus = torch.cuda.device_count() if cfg.trainer.accelerator == "gpu" else 1
+        check_mini_batch_size(cfg, requested_devices(cfg.trainer.devices, gpus) * int(cfg.trainer.get("num_nodes", 1)))
     if not interactive():  # a bar redrawn with \r is unreadable in a file: LogProgress prints lines instead
         with open_dict(cfg.trainer):
             cfg.trainer.enable_progress_bar = False

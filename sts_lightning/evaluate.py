@@ -12,8 +12,8 @@ from omegaconf import DictConfig
 
 from sts_lightning.embeddings.errors import run_or_exit
 from sts_lightning.embeddings.io.package_files import CONFIG_DIR
+from sts_lightning.runs.config_checks import check_config
 from sts_lightning.runs.constructor_defaults import register as register_constructor_defaults
-from sts_lightning.runs.early_checks import precheck_evaluate
 from sts_lightning.runs.help_text import register_resolver
 from sts_lightning.runs.overrides import exit_on_bad_overrides
 from sts_lightning.runs.run_id import register_run_id
@@ -25,7 +25,7 @@ register_resolver()  # `--help` fills configs/hydra/help/evaluate.yaml from the 
 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="evaluate")
 def main(cfg: DictConfig) -> None:
-    run_or_exit(precheck_evaluate, cfg)  # config errors in one line before torch loads (runs/early_checks.py)
+    run_or_exit(check_config, cfg)  # config errors in one line before torch loads
     from sts_lightning.runs.evaluate_run import (
         evaluate,  # deferred: `--help` must not load torch (see tests/layering.py)
     )

@@ -15,11 +15,12 @@ import types
 import hydra
 from omegaconf import DictConfig
 
+import sts_lightning
 from sts_lightning.embeddings.errors import run_or_exit
 from sts_lightning.embeddings.io.package_files import CONFIG_DIR
 from sts_lightning.embeddings.stop_request import exit_at_once_if_preempted
+from sts_lightning.runs.config_checks import check_config
 from sts_lightning.runs.constructor_defaults import register as register_constructor_defaults
-from sts_lightning.runs.early_checks import precheck_train
 from sts_lightning.runs.help_text import register_resolver
 from sts_lightning.runs.overrides import exit_on_bad_overrides
 from sts_lightning.runs.run_id import register_run_id
@@ -31,7 +32,7 @@ register_resolver()  # `--help` fills configs/hydra/help/train.yaml from the cod
 
 def run(cfg: DictConfig) -> dict[str, float]:
     """The job in its run directory (``sl.train`` runs this too): the final metrics; ``ConfigError`` for bad input."""
-    precheck_train(cfg)  # config errors in one line before torch loads (runs/early_checks.py)
+    check_config(cfg)  # config errors in one line before torch loads
     from sts_lightning.runs.launch import (
         launch,  # deferred: `--help` must not load torch (see tests/layering.py)
     )
@@ -63,9 +64,7 @@ class _CallableModule(types.ModuleType):
     """
 
     def __call__(self, *args, **kwargs):
-        from sts_lightning.training import train
-
-        return train(*args, **kwargs)
+        return sts_lightning.__getattr__("train")(*args, **kwargs)  # the package's lazy API (not this module)
 
 
 sys.modules[__name__].__class__ = _CallableModule

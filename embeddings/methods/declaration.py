@@ -1,13 +1,9 @@
-"""A method's declaration: every fact about a method that is not code, written once, in its own folder.
+"""A method's declaration: every fact about a method that the framework needs before torch loads, in its folder.
 
-Why: a method's name, paper, data group, export kind, scorers, tiny test settings and card text used to be
-spelled in five mechanisms (config file, module name, card info, scorer map, test lists) and kept in step by
-hand. Each method folder's ``__init__.py`` now sets ``METHOD = MethodDeclaration(...)`` (``METHODS = (...)``
-where one folder holds two, as ``simcse/``), ``embeddings.methods.registry`` collects them, and tests, run
-labels, model cards, ``--help`` and the README's method table are generated from them or checked against them.
-
-Plain values only, no torch: ``--help`` imports every declaration and must answer at once, so classes are
-named as ``"module:Class"`` strings and imported only when used.
+Each method folder's ``__init__.py`` sets ``METHOD = MethodDeclaration(...)`` (``METHODS = (...)`` where one folder
+holds two); ``embeddings.methods.registry`` collects them. Tests, run labels, cards, ``--help``, the README's table
+and the config checks (its argument rules, its own checks, its backbone keys, its Matryoshka facts) read them, so
+shared code names no method. Plain values only, no torch: code is named as ``"module:name"`` strings.
 """
 
 from __future__ import annotations
@@ -17,11 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from sts_lightning.embeddings.methods.rules import Rule
+
 KINDS = ("trained", "training-free")
 ST_EXPORT = "sentence-transformers"  # the export is a SentenceTransformer directory
 HF_EXPORT = "transformers"  # Hugging Face weights plus our own files (no sentence-transformers form)
 NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 TARGET = re.compile(r"[\w.]+:\w+\Z")
+MATRYOSHKA_REFUSED = "has no one-vector loss to apply to each prefix"  # the reason when a method gives none
 
 
 @dataclass(frozen=True)
@@ -71,6 +70,7 @@ class ScorerGroup:
     options: tuple[str, ...] = ()
     required: tuple[str, ...] = ()
     encoder_free: bool = False  # brings its own sentence sources: usable with evaluate.py encoders=[none]
+    check: str = ""  # "module:function" called with a scorer spec's options before any model loads
 
 
 def _frozen(mapping: Mapping | None = None) -> Mapping:
@@ -117,6 +117,15 @@ class MethodDeclaration:
         aliases: former names (module names of saved configs before issue 17) that run labels map to ``name``.
         variants: card title and paper per value of an option that changes the paper (CoSENT's ``objective``).
         evaluate: the ``evaluate.py`` line that uses a training-free method (README table).
+        rules: ranges of the method's own ``model.<name>`` numbers (a name shared by methods, such as ``lr``,
+            has one meaning in ``lightning_modules.arg_rules``); choices: its options that take one of a few names.
+        checks: ``"module:function"`` each called with the composed config before torch loads (one
+            ``ConfigError`` line); the constructor calls the same function or its parts.
+        backbones: config keys that name models (a name, or a list of names / ``{model: name}`` specs): checked
+            to load here, counted by the packaged-install check and the first-step estimate.
+        matryoshka_ok / matryoshka_refused / training_only_head: whether ``model.matryoshka_dims`` applies, why
+            not, and the ``(option, value, fix)`` of a head the loss reads and the export drops (the class reads
+            them from here).
     """
 
     name: str
@@ -132,6 +141,13 @@ class MethodDeclaration:
     aliases: tuple[str, ...] = ()
     variants: Mapping[str, tuple[str, Paper]] = field(default_factory=_frozen)
     evaluate: str = ""
+    rules: Mapping[str, Rule] = field(default_factory=_frozen)
+    choices: Mapping[str, tuple[str, ...]] = field(default_factory=_frozen)
+    checks: tuple[str, ...] = ()
+    backbones: tuple[str, ...] = ()
+    matryoshka_ok: bool = False
+    matryoshka_refused: str = MATRYOSHKA_REFUSED
+    training_only_head: tuple[str, str, str] | None = None
 
     def __post_init__(self) -> None:
         problems = []
@@ -144,6 +160,8 @@ class MethodDeclaration:
         if self.kind == "training-free" and not self.evaluate:
             problems.append("a training-free method needs its evaluate.py line")
         problems += [f"scorer target {g.target!r} is not 'module:Class'" for g in self.scorers if not TARGET.match(g.target)]
+        problems += [f"check {c!r} is not 'module:function'" for c in (*self.checks, *(g.check for g in self.scorers
+                                                                                     if g.check)) if not TARGET.match(c)]
         if problems:
             raise ValueError(f"method {self.name!r}: " + "; ".join(problems))
 

@@ -1,16 +1,15 @@
 """Every method's declaration, discovered: the one list of methods the code, the tests and the README read.
 
-Why discovered and not listed: adding a method is its folder; nothing here changes. A declaration is the
-``METHOD`` (or ``METHODS``) of a method package's ``__init__`` (``embeddings/methods/<name>/``) or of a
-``<name>_method`` module beside a method that is a single module (``pooling_method`` for ``pooling.py``,
-``sbert_wk_method`` for ``sbert_wk.py``, kept as modules because much code imports them). A package without
-one (shared code) is no method. Declarations import no torch, so neither does this module (``--help``).
+Discovered, not listed, so adding a method is its folder: the ``METHOD`` (or ``METHODS``) of a method package's
+``__init__`` or of a ``<name>_method`` module beside a single-module method (``pooling_method``). A package without
+one (shared code) is no method. No torch here (``--help`` and the config checks read it).
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Callable
 from functools import cache
 
 from sts_lightning.embeddings.errors import ConfigError, unknown_choice
@@ -62,6 +61,18 @@ def method(name: str) -> MethodDeclaration:
         if name == declared.name or name in declared.aliases:
             return declared
     raise unknown_choice("method", name, [m.name for m in methods()])
+
+
+def method_of(target: object) -> MethodDeclaration | None:
+    """The declaration whose LightningModule is ``target`` (``pkg.module.Class`` or ``pkg.module:Class``), if any."""
+    wanted = str(target).replace(":", ".")
+    return next((m for m in trained_methods() if m.module.replace(":", ".") == wanted), None)
+
+
+def resolve(reference: str) -> Callable:
+    """The function a declaration names as ``"module:function"`` (imported when called for)."""
+    module, _, name = reference.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def aliases() -> dict[str, str]:

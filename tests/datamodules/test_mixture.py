@@ -35,7 +35,7 @@ from sts_lightning.datamodules.mixture import MixtureBatchSampler, row_texts
 from sts_lightning.datamodules.nli import NLIDataModule
 from sts_lightning.datamodules.scored_pairs import ScoredPairsDataModule
 from sts_lightning.embeddings.errors import ConfigError
-from sts_lightning.runs.early_checks import precheck_train
+from sts_lightning.runs.config_checks import check_config
 from tests.helpers import Killed, anchor_recorder, kill_at
 
 SEED, BATCH = 3, 8
@@ -213,7 +213,7 @@ def test_bad_values_are_one_line_naming_the_key_before_anything_loads(options, m
         assert message in str(err.value) and "\n" not in str(err.value)
     cfg = OmegaConf.create({"data": {"sources": sources, "batch_size": 8, **options}})
     with pytest.raises(ConfigError, match="data."):
-        precheck_train(cfg)
+        check_config(cfg)
 
 
 def test_lightning_hands_its_distributed_sampler_in_and_keeps_ours(tmp_path):

@@ -137,11 +137,11 @@ def test_train_py_refuses_bad_values_before_torch_loads(override, message, tmp_p
 
 
 def test_python_api_checks_the_weights_against_the_teachers():
-    from sts_lightning.runs.config_checks import check_model_options
+    from sts_lightning.embeddings.methods.rankcse.checks import check_teacher_weights
 
     cfg = OmegaConf.create({"model": {"teacher_weights": [1.0], "ranking_loss": "listmle"},
                             "data": {"teachers": ["a", "b"]}})
     with pytest.raises(ConfigError, match="1 weight"):
-        check_model_options(cfg)
+        check_teacher_weights(cfg)
     cfg.model.teacher_weights = None
-    check_model_options(cfg)  # null: equal weights
+    check_teacher_weights(cfg)  # null: equal weights

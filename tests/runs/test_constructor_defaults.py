@@ -153,7 +153,7 @@ def test_a_default_that_is_not_a_literal_is_refused_by_name(tmp_path, monkeypatc
     with pytest.raises(ConfigError, match=r"Thing\(d=\.\.\.\).*object\(\)"):
         cd.signature_defaults("sts_lightning_plant.thing.Thing")
     (package / "thing.py").write_text((package / "thing.py").read_text().replace(", d=object()", ""))
-    cd._module_source.cache_clear()
+    cd._parse.cache_clear()
     assert cd.signature_defaults("sts_lightning_plant.thing.Thing") == {"a": 3, "b": [1, 2], "c": "q"}
 
 

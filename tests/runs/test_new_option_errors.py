@@ -1,7 +1,7 @@
 """Bad values of the options issue 41 added: one line naming the key, before any model loads (issue 41).
 
 Each case composes the real config (``configs/train.yaml`` / ``evaluate.yaml`` with the tiny fixtures), runs what
-``python train.py`` / ``python evaluate.py`` run before torch (``precheck_train`` / ``precheck_evaluate``) and then the
+``python train.py`` / ``python evaluate.py`` run before torch (``runs.config_checks.check_config``) and then the
 run itself with every way to load a model patched to fail: the error must be the early one, one line, naming the key.
 Two cases run the entry points in a subprocess, to show torch is not even imported.
 """
@@ -76,7 +76,7 @@ def encoder_only(tmp_path, tiny_model_dir):
 def test_train_refuses_before_any_model_loads(overrides, key, message, hub, tmp_path, tiny_model_dir, train_data_dir,
                                              encoder_only, no_model_loads, monkeypatch):
     """The hub switched on too: a path that does not exist, or a name no hub id can be, is not a hub question."""
-    from sts_lightning.runs.early_checks import precheck_train
+    from sts_lightning.runs.config_checks import check_config
     from sts_lightning.train import run
 
     if hub == "online":
@@ -84,7 +84,7 @@ def test_train_refuses_before_any_model_loads(overrides, key, message, hub, tmp_
         monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     overrides = [o.format(tmp=tmp_path, model=tiny_model_dir) for o in overrides]
     cfg = compose_train_config(tmp_path / "out", tiny_model_dir, train_data_dir, overrides)
-    for check in (precheck_train, run):  # the early check alone, then python train.py's whole path
+    for check in (check_config, run):  # the early check alone, then python train.py's whole path
         with pytest.raises(ConfigError) as caught:
             check(cfg)
         _one_line(caught, key)
@@ -101,12 +101,12 @@ def test_train_refuses_before_any_model_loads(overrides, key, message, hub, tmp_
 ])
 def test_evaluate_refuses_before_any_model_loads(overrides, message, tmp_path, tiny_model_dir, tiny_data_dir,
                                                 no_model_loads):
-    from sts_lightning.runs.early_checks import precheck_evaluate
+    from sts_lightning.runs.config_checks import check_config
     from sts_lightning.runs.evaluate_run import evaluate
 
     cfg = compose_evaluate_config(tmp_path, [f"encoders=[{tiny_model_dir}]", "tasks=[stsb-dev]",
                                              f"paths.data_dir={tiny_data_dir}", *[o.strip("'") for o in overrides]])
-    for check in (precheck_evaluate, evaluate):
+    for check in (check_config, evaluate):
         with pytest.raises(ConfigError) as caught:
             check(cfg)
         _one_line(caught, message.split("=")[0])
@@ -118,7 +118,7 @@ def test_dims_that_fit_one_encoder_are_left_to_the_rows(tiny_model_dir):
     (tests/embeddings/scoring/test_truncated.py); an encoder of unknown width: no early verdict."""
     from omegaconf import OmegaConf
 
-    from sts_lightning.runs.early_checks import check_eval_dims
+    from sts_lightning.runs.config_checks import check_eval_dims
 
     cfg = OmegaConf.create({"encoders": [str(tiny_model_dir), "all-MiniLM-L6-v2"], "scorers": ["mean"], "dims": [64]})
     check_eval_dims(cfg)

@@ -13,7 +13,7 @@ import sts_lightning.embeddings.encoders.packaged as pm
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.io import user_form
 from sts_lightning.runs import packaged_installs
-from sts_lightning.runs.early_checks import backbone_specs, check_packaged_installs
+from sts_lightning.runs.config_checks import backbone_specs, check_packaged_installs
 from tests.helpers import compose_train
 from tests.paths import ROOT
 
@@ -27,9 +27,7 @@ def extra(name: str) -> dict[str, str]:
 
 def default_names(model: str) -> list[str]:
     cfg = compose_train([f"model={model}"])
-    names = [str(m) for _, m in backbone_specs(cfg) if isinstance(m, str)]
-    generator = cfg.model.get("generator")
-    return names + ([generator] if isinstance(generator, str) else [])
+    return [str(m) for _, m in backbone_specs(cfg) if isinstance(m, str)]  # DiffCSE's generator: a declared key
 
 
 def test_models_extra_is_pinned_as_the_registry():

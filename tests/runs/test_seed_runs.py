@@ -104,11 +104,11 @@ def test_a_run_directory_of_another_config_is_refused(tmp_path, tiny_model_dir, 
 ])
 def test_seeds_that_cannot_run_are_one_line_before_torch(seeds, extra, message, tmp_path, tiny_model_dir,
                                                         train_data_dir):
-    from sts_lightning.runs.early_checks import precheck_train
+    from sts_lightning.runs.config_checks import check_config
 
     cfg = _cfg(tmp_path, tiny_model_dir, train_data_dir, seeds, extra)
     with pytest.raises(ConfigError, match=message):
-        precheck_train(cfg)
+        check_config(cfg)
 
 
 def test_seed_config_is_an_ordinary_single_run(tmp_path, tiny_model_dir, train_data_dir):

@@ -4,6 +4,7 @@ The card names the paper of the configured ``objective`` (``variants``); the met
 """
 
 from sts_lightning.embeddings.methods.declaration import ST_EXPORT, MethodDeclaration, Paper, Tiny
+from sts_lightning.embeddings.methods.rules import POSITIVE, WEIGHT
 from sts_lightning.embeddings.methods.sbert_nli import PAPER as SBERT
 
 COSENT = Paper("CoSENT: Consistent Sentence Embedding via Similarity Ranking",
@@ -19,6 +20,9 @@ METHOD = MethodDeclaration(
             "+ in-batch negatives: `angle_full`) or SBERT's CosineSimilarityLoss (`cosine`), each equal to its "
             "reference loss",
     paper=COSENT, export=ST_EXPORT, data="scored_pairs", module="sts_lightning.lightning_modules.cosent:CoSENTModule",
+    rules={**{f"{term}_w": WEIGHT for term in ("cosine", "ibn", "angle")},  # AnglE's full objective
+           **{f"{term}_tau": POSITIVE for term in ("cosine", "ibn", "angle")}},
+    matryoshka_ok=True,  # the objective on each prefix of u and v
     variants={"cosent": ("CoSENT (supervised STS)", COSENT), "angle": ("AnglE (supervised STS)", ANGLE),
               "angle_full": ("AnglE, full objective (supervised STS)", ANGLE),
               "cosine": ("Sentence-BERT CosineSimilarityLoss (supervised STS)", SBERT)},

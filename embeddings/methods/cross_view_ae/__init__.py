@@ -12,7 +12,7 @@ METHOD = MethodDeclaration(
     name="cross_view_ae", title="Cross-view autoencoder meta-embedding", kind="trained",
     summary="an encoder and decoder per frozen source, every view rebuilt from every code; the codes summed",
     paper=META.paper, export=META.export, data="source_views",
-    module="sts_lightning.lightning_modules.cross_view_ae:CrossViewAEModule",
+    module="sts_lightning.lightning_modules.cross_view_ae:CrossViewAEModule", backbones=("data.sources",),
     tiny=Tiny(data=("data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8",
                     "data.sources=[{model_dir},{model:{model_dir},pooling:cls}]", "data.cache_dir={cache_dir}"),
               model=("model.dims=[32,32]",),  # two tiny sources of the same model: mean and CLS pooling

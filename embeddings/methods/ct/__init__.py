@@ -1,6 +1,7 @@
 """Contrastive Tension: its declaration (``embeddings.methods.declaration``)."""
 
 from sts_lightning.embeddings.methods.declaration import ST_EXPORT, MethodDeclaration, Paper, Tiny
+from sts_lightning.embeddings.methods.rules import POSITIVE_INT, Rule
 
 METHOD = MethodDeclaration(
     name="ct", title="Contrastive Tension", kind="trained",
@@ -10,6 +11,8 @@ METHOD = MethodDeclaration(
                 "Fredrik Carlsson, Amaru Cuba Gyllensten, Evangelia Gogoulou, Erik Ylipää Hellqvist, Magnus Sahlgren",
                 "ICLR 2021", 2021, "https://openreview.net/forum?id=Ov_sMNau-PF"),
     export=ST_EXPORT, data="sentences", module="sts_lightning.lightning_modules.ct:ContrastiveTensionModule",
+    rules={"embedding_lr": Rule(float, 0, low_open=True, nullable=True), "length_groups": POSITIVE_INT},
+    matryoshka_ok=True,  # both objectives on each (normalised) prefix, as sentence-transformers
     tiny=Tiny(
         data=("data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8", "data.cache_dir={cache_dir}"),
         model=("model.pairs=8", "model.positives=2"),

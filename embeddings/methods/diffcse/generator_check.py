@@ -12,16 +12,26 @@ is one line naming the key. A hub name is left to the loader, which refuses a mo
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 from sts_lightning.embeddings.encoders.backbone_names import backbone_problem
 from sts_lightning.embeddings.encoders.packaged import build_problem, packaged_model
+from sts_lightning.embeddings.errors import ConfigError
 
 # ``architectures`` of a model with an MLM head: BertForMaskedLM (our model=mlm export, bert-base-uncased),
 # DistilBertForMaskedLM (the paper's generator), RobertaForMaskedLM, BertForPreTraining, ...
 HEADS = ("ForMaskedLM", "ForPreTraining")
 FIX = ("a masked LM with its head: the packaged paraphrase-MiniLM-L3-v2-mlm (bert-base-uncased vocabulary), or the "
        "export of python train.py model=mlm (model.generator=<run>/export)")
+
+
+def check_generator(cfg: Mapping) -> None:
+    """The declaration's config check: ``model.generator``'s problem as one ``ConfigError`` line."""
+    model = cfg.get("model") or {}
+    problem = generator_problem("model.generator", model.get("generator")) if "generator" in model else None
+    if problem:
+        raise ConfigError(problem)
 
 
 def generator_problem(key: str, name: object) -> str | None:

@@ -1,6 +1,7 @@
 """Latte-Mix (and the token VAE baselines): its declaration (``embeddings.methods.declaration``)."""
 
 from sts_lightning.embeddings.methods.declaration import MethodDeclaration, Paper, ScorerGroup, Tiny
+from sts_lightning.embeddings.methods.rules import POSITIVE, Rule
 
 METHOD = MethodDeclaration(
     name="latte_mix", title="Latte-Mix (token VAE)", kind="trained",
@@ -11,6 +12,8 @@ METHOD = MethodDeclaration(
                 "https://arxiv.org/abs/2010.11351"),
     export="sts-lightning/token-vae", data="token_states",
     module="sts_lightning.lightning_modules.latte_mix:LatteMixModule",
+    rules={"tau": POSITIVE, "score_tau": Rule(float, 0, low_open=True, nullable=True), "min_lr": POSITIVE,
+           "beta_warmup_ratio": Rule(float, 0, 1, low_open=True)},
     scorers=(ScorerGroup(("latte_mix",), "sts_lightning.embeddings.methods.latte_mix.scorer:LatteMixExportScorer",
                          "Registry entry ``{name: latte_mix, path: <export dir>, distance: cosine|js|l2}`` on the "
                          "configured encoder; js and l2 score as similarity = -distance (higher = more similar).",

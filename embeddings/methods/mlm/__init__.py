@@ -6,6 +6,7 @@ default), so it is a backbone every other method and ``evaluate.py`` take.
 """
 
 from sts_lightning.embeddings.methods.declaration import ST_EXPORT, MethodDeclaration, Paper, Tiny
+from sts_lightning.embeddings.methods.rules import Rule
 
 METHOD = MethodDeclaration(
     name="mlm", title="Masked-language-model pretraining (BERT)", kind="trained",
@@ -15,6 +16,7 @@ METHOD = MethodDeclaration(
                 "Jacob Devlin, Ming-Wei Chang, Kenton Lee, Kristina Toutanova", "NAACL 2019", 2019,
                 "https://arxiv.org/abs/1810.04805"),
     export=ST_EXPORT, data="sentences", module="sts_lightning.lightning_modules.mlm:MLMModule",
+    rules={"mlm_probability": Rule(float, 0, 1, low_open=True)},  # share of the tokens predicted
     tiny=Tiny(data=("data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8", "data.heldout_sentences=8",
                     "data.cache_dir={cache_dir}"),
               options=(("model.pack=false",), ("model.whole_word_mask=true",),

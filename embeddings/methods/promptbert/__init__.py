@@ -23,7 +23,8 @@ PROMPT = MethodDeclaration(
     scorers=(ScorerGroup(("prompt",), "sts_lightning.embeddings.methods.promptbert.scorer:PromptScorer",
                          "The [MASK] state of a template around the sentence (PromptBERT), compared by cosine; "
                          "any encoder whose tokenizer has a mask token.",
-                         options=("template", "denoise", "head", "add_period", "batch_size")),),
+                         options=("template", "denoise", "head", "add_period", "batch_size"),
+                         check="sts_lightning.embeddings.methods.promptbert.checks:check_prompt_scorer"),),
     evaluate="python evaluate.py 'scorers=[prompt,{name:prompt,denoise:true}]'",
 )
 PROMPTBERT = MethodDeclaration(
@@ -32,6 +33,9 @@ PROMPTBERT = MethodDeclaration(
             "`model.objective=supervised`)",
     paper=PAPER, export="sts-lightning/promptbert", data="sentences",
     module="sts_lightning.lightning_modules.promptbert:PromptBERTModule",
+    checks=("sts_lightning.embeddings.methods.promptbert.checks:check_templates",),
+    matryoshka_ok=True,  # InfoNCE on each prefix of the views' vectors (head=none / transform)
+    training_only_head=("head", "mlp", "model.head=none (or transform, the supervised recipe's, kept at evaluation)"),
     tiny=Tiny(data=("data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8", "data.cache_dir={cache_dir}"),
               model=("model.template='the [X] is [MASK] .'", "model.template2='a [X] is [MASK] .'"),
               options=(("model.denoise=false", "model.head=none"),

@@ -10,6 +10,7 @@ METHOD = MethodDeclaration(
     summary="siamese softmax over (u, v, |u-v|) on NLI pairs (`model.objective=mnrl` + `data.format=triplets`: "
             "in-batch negatives)",
     paper=PAPER, export=ST_EXPORT, data="nli", module="sts_lightning.lightning_modules.sbert_nli:SBERTNLIModule",
+    matryoshka_ok=True,  # mnrl only: softmax's classifier reads the full vector (refused in the constructor)
     tiny=Tiny(data=("data.sources=[snli:dev,snli:test,sick:trial]",),
               options=(("model.optimizer=rmsprop", "model.scheduler=constant"),
                        ("model.objective=mnrl", "data.format=triplets"),

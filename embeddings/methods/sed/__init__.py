@@ -8,6 +8,10 @@ METHOD = MethodDeclaration(
     paper=Paper("Sentence Embeddings by Ensemble Distillation", "Fredrik Carlsson, Magnus Sahlgren",
                 "arXiv:2104.06719", 2021, "https://arxiv.org/abs/2104.06719"),
     export=ST_EXPORT, data="distillation", module="sts_lightning.lightning_modules.sed:SEDModule",
+    backbones=("data.align_to", "data.teachers"),
+    matryoshka_refused=("regresses the vector onto the teachers' mean by MSE; the MSE of a prefix is a subset of the "
+                        "same squared differences, so Matryoshka would only weigh the leading dimensions more (the "
+                        "full loss already fits every prefix to the teachers' prefix)"),
     tiny=Tiny(data=("data.files=[wiki/wiki_sentences_100k.txt]", "data.batch_size=8",
                     "data.teachers=[{model_dir}]",  # the tiny model teaches itself (teachers must share its size)
                     "data.cache_dir={cache_dir}"),

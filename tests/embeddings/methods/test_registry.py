@@ -15,7 +15,15 @@ import pytest
 
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.methods.declaration import MethodDeclaration, Paper, Tiny
-from sts_lightning.embeddings.methods.registry import aliases, method, methods, scorer_groups, trained_methods
+from sts_lightning.embeddings.methods.registry import (
+    aliases,
+    method,
+    method_of,
+    methods,
+    resolve,
+    scorer_groups,
+    trained_methods,
+)
 from tests.method_cases import planted_method
 from tests.paths import ROOT
 
@@ -80,6 +88,26 @@ def test_a_declaration_says_what_is_wrong_with_it():
         MethodDeclaration(name="x", title="X", kind="fitted", summary="x")
     with pytest.raises(ValueError, match="needs module"):
         MethodDeclaration(name="x", title="X", kind="trained", summary="x", data="nli")
+    with pytest.raises(ValueError, match="check 'x.check' is not 'module:function'"):
+        MethodDeclaration(name="x", title="X", kind="training-free", summary="x", evaluate="e", checks=("x.check",))
+
+
+@pytest.mark.parametrize("declared", trained_methods(), ids=lambda m: m.name)
+def test_the_class_facts_are_the_declarations(declared):
+    """What the config check reads from the declaration before torch is what the class acts on."""
+    module, _, name = declared.module.partition(":")
+    cls = getattr(importlib.import_module(module), name)
+    assert method_of(declared.module) is method_of(f"{module}.{name}")
+    assert declared.name in {m.name for m in trained_methods() if m.module == declared.module}
+    facts = ("matryoshka_ok", "matryoshka_refused", "training_only_head")
+    assert {f: getattr(cls, f, getattr(declared, f)) for f in facts} == {f: getattr(declared, f) for f in facts}
+    if not hasattr(cls, "matryoshka_ok"):  # a module without the Matryoshka option: nothing to allow
+        assert not declared.matryoshka_ok
+
+
+def test_the_declared_checks_are_functions():
+    named = [c for m in methods() for c in m.checks] + [g.check for g in scorer_groups() if g.check]
+    assert named and all(callable(resolve(c)) for c in named)
 
 
 def test_the_card_names_the_variant_paper_and_the_tiny_placeholders_fill_in():
