@@ -1,14 +1,10 @@
 """Bootstrap 95% confidence intervals of a Spearman correlation: pairs resampled with replacement, vectorized.
 
-Why: most differences between methods in our tables are under one point, and an STS test set of a few thousand
-pairs moves a Spearman by about that much from the sample alone; an interval says which differences the data can
-tell apart. Percentile method (as ``scipy.stats.bootstrap(method="percentile", paired=True)``), with a fixed seed:
-the same pairs are drawn for every scorer of a task, so two rows of one table are compared on the same resamples.
-
-Why not ``scipy.stats.bootstrap`` itself: it calls ``spearmanr`` once per resample in Python (about 1 s per 1000
-resamples of 10k pairs, per task and scorer). Here a resample is a row of draw COUNTS over the original pairs, and
-the average ranks of a resample follow from cumulative counts over the sorted distinct values: no sort per
-resample, a few array passes over (resamples x pairs) numbers (``tests/sts/test_bootstrap.py`` times it).
+Most differences in our tables are under a point, about what an STS test set's sample moves a Spearman, so an
+interval says which differences the data tell apart. Percentile method (as ``scipy.stats.bootstrap``) with a fixed
+seed, the same resamples for every scorer of a task. Vectorized because scipy calls ``spearmanr`` once per
+resample: a resample is a row of draw COUNTS, and its average ranks follow from cumulative counts over the sorted
+distinct values (no sort per resample).
 """
 
 from __future__ import annotations
@@ -45,10 +41,8 @@ def draw_counts(n: int, samples: int, rng: np.random.Generator) -> np.ndarray:
 class ResampledRanks:
     """Tie-averaged ranks (as ``scipy.stats.rankdata``) of one side's values within resamples, centred.
 
-    A pair drawn k times holds k equal values; pairs sharing a value tie too. With ``w`` a resample's count of each
-    distinct value (in increasing order) and ``c`` its cumulative sum, every copy of that value ranks
-    ``c - (w - 1) / 2``. A resample of n pairs always has the mean rank (n + 1) / 2, so ranks are centred on it
-    without a pass over the data, and the variance is a sum over the distinct values (few for gold scores).
+    With ``w`` a resample's count of each distinct value and ``c`` its cumulative sum, every copy ranks
+    ``c - (w - 1) / 2``; the mean rank is always (n + 1) / 2, and the variance is a sum over the distinct values.
     """
 
     def __init__(self, values: np.ndarray):
@@ -71,8 +65,7 @@ class ResampledRanks:
 
 def spearman_of_counts(predicted: np.ndarray, gold: np.ndarray, counts: np.ndarray,
                        ranks: tuple[ResampledRanks, ResampledRanks] | None = None) -> np.ndarray:
-    """The Spearman correlation (x100) of every resample given by a row of ``counts`` (NaN where a side is constant):
-    the Pearson correlation of the resample's ranks, each pair counted as often as it was drawn."""
+    """Spearman x100 of every resample given by a row of ``counts`` (NaN where a side is constant)."""
     rank_x, rank_y = ranks or (ResampledRanks(predicted), ResampledRanks(gold))
     dx, var_x = rank_x.centred(counts)
     dy, var_y = rank_y.centred(counts)
@@ -84,8 +77,7 @@ def spearman_of_counts(predicted: np.ndarray, gold: np.ndarray, counts: np.ndarr
 
 def shared_replicates(predictions: list[np.ndarray], gold: np.ndarray, samples: int,
                       rng: np.random.Generator) -> np.ndarray:
-    """(systems, samples) Spearman x100 of every system in ``predictions`` on the SAME ``samples`` resamples of the
-    pairs drawn from ``rng``: one system gives its bootstrap replicates, several their paired ones (``sts.paired``)."""
+    """(systems, samples) Spearman x100 of every system on the SAME resamples drawn from ``rng`` (paired when several)."""
     gold = np.asarray(gold, dtype=np.float64)
     preds = [np.asarray(p, dtype=np.float64) for p in predictions]
     n = gold.size

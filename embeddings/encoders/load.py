@@ -1,9 +1,4 @@
-"""One entry point from an encoder name in a config to a ``BaseEncoder``.
-
-Why: configs name encoders as plain strings (``glove``, ``all-MiniLM-L6-v2``, a directory, a hub
-name); this is the only place that knows which class each kind needs, so a bad name fails here
-with one message that lists what would have worked.
-"""
+"""One entry point from an encoder name in a config to a ``BaseEncoder``: a bad name fails here, listing what works."""
 
 from __future__ import annotations
 
@@ -31,20 +26,13 @@ def load_encoder(name: str, max_length: int | None = None, batch_size: int | Non
     """Build the encoder for ``name``.
 
     Args:
-        name: a packaged short name (offline), a local model directory (an export of ``train.py``
-            included), a training checkpoint ``*.ckpt``, or a hub name (online).
+        name: a packaged short name (offline), a local model directory (an export of ``train.py`` included), a
+            training checkpoint ``*.ckpt``, or a hub name (online).
         max_length: truncation in tokens (default: the model's sentence-transformers setting).
         batch_size: sentences per forward pass; ``None``: batches by the token budget ``max_tokens``.
-        max_tokens: tokens per forward pass when ``batch_size`` is ``None`` (``None``: the device's measured
-            default, ``embeddings.encoders.token_budget``).
-        packing: ``auto`` | ``packed`` | ``padded`` (``HFEncoder``; static word vectors have no attention).
-        device: ``cpu``, ``cuda`` or ``auto``.
-        precision: ``fp32`` | ``bf16`` | ``fp16`` for transformers (``embeddings.encoders.precision``); static
-            word vectors are a lookup and stay fp32.
-
-    Raises:
-        ConfigError: a packaged model whose pip package is missing (with the install command), or
-            a name that is neither packaged, nor a loadable directory, nor loadable from the hub.
+        max_tokens: tokens per pass (``None``: the device's default, ``embeddings.encoders.token_budget``).
+        packing: ``auto`` | ``packed`` | ``padded``; device: ``cpu``, ``cuda`` or ``auto``.
+        precision: ``fp32`` | ``bf16`` | ``fp16`` for transformers; static word vectors stay fp32.
     """
     name = str(name)
     if name.endswith(".ckpt"):
@@ -75,11 +63,7 @@ def load_encoder(name: str, max_length: int | None = None, batch_size: int | Non
 
 
 def encoder_hidden_size(model_name_or_path: str) -> int:
-    """The pooled-vector width of an encoder, from its config alone when it is a transformer.
-
-    Why: a head over frozen vectors (a Glow, a token VAE) must exist at construction (optimizer, checkpoint
-    loading), but loading the weights just to read one number would be wasteful.
-    """
+    """The pooled-vector width of an encoder, from its config alone when it is a transformer (no weights loaded)."""
     try:
         from transformers import AutoConfig
 

@@ -1,9 +1,7 @@
 """Static word vectors (GloVe) behind the same ``BaseEncoder`` interface as the transformers.
 
-Why: averaged GloVe vectors are the classic floor of STS tables; giving them a one-layer
-``TokenBatch`` lets every pooling scorer run on them unchanged. There are no special tokens and
-no [CLS], so ``cls`` pooling is refused (``has_cls_token = False``) and the layer-based poolings
-reduce to ``mean``.
+A one-layer ``TokenBatch`` lets every pooling run on them; there is no [CLS], so ``cls`` pooling is refused and the
+layer poolings reduce to ``mean``.
 """
 
 from __future__ import annotations
@@ -44,10 +42,7 @@ def words(sentence: str) -> list[str]:
 
 
 def load_glove_arrays(vectors_file: Path, index_file: Path) -> tuple[list[str], np.ndarray]:
-    """Words and ``(words, dim)`` float32 matrix of a packaged GloVe; read once per process.
-
-    The index parquet has one string column whose row ``i`` is the word of matrix row ``i``.
-    """
+    """Words and ``(words, dim)`` float32 matrix of a packaged GloVe; read once per process."""
     key = (str(vectors_file), str(index_file))
     if key not in _LOADED:
         import pyarrow.parquet as pq
@@ -65,18 +60,9 @@ def load_glove_arrays(vectors_file: Path, index_file: Path) -> tuple[list[str], 
 class StaticWordEncoder(BaseEncoder):
     """Word vectors looked up per token; out-of-vocabulary words are dropped and counted.
 
-    Args:
-        vocab: words in matrix-row order, or a word -> row mapping.
-        vectors: ``(num_words, dim)`` array.
-        batch_size: default sentences per batch.
-        device: ``cpu``, ``cuda`` or ``auto``.
-        max_length: optional cap on known words per sentence (None: no cap).
-        name: label used in tables.
-
-    Attributes:
-        oov_words: Counter of dropped out-of-vocabulary tokens (over all ``tokenize`` calls).
-        empty_sentences: sentences with no known word; each becomes one zero vector, whose cosine
-            with anything is 0.
+    ``vocab``: words in matrix-row order, or a word -> row mapping; ``vectors``: ``(num_words, dim)``;
+    ``max_length``: optional cap on known words per sentence. ``oov_words`` counts dropped tokens; a sentence with no
+    known word (``empty_sentences``) becomes one zero vector.
     """
 
     has_cls_token = False

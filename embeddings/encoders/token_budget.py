@@ -1,14 +1,7 @@
-"""Batches cut by a token budget instead of a sentence count.
+"""Batches cut by a token budget instead of a sentence count, so every forward pass does about the same work.
 
-Why: a fixed sentence count gives a forward pass of 64 ten-token sentences 1/10 of the work of 64 hundred-token
-ones, so short sentences run in small, launch-bound matmuls (on a GPU: kernel launches, not arithmetic) and long
-ones in oversized ones. A budget gives every pass about the same work. What counts against it is what the pass
-computes: on the padded path ``rows x longest`` (the padded area), on the packed path the real tokens (the dense
-work; ``embeddings.encoders.packing``). Sentences come sorted by length (longest first), so the two are close.
-
-Defaults (``DEFAULT_MAX_TOKENS``), chosen by measurement (``benchmarks/speed/encode_engine.py``, numbers in
-``docs/speed.md``): on the CPU the budget that encoded STS-B dev fastest with all-MiniLM-L6-v2 on this 2-core
-machine; on CUDA a PROVISIONAL figure, to be measured by the GPU script (``benchmarks/gpu/gpu_checklist.sh``).
+What counts against the budget is what the pass computes: ``rows x longest`` on the padded path, the real tokens on
+the packed one. ``DEFAULT_MAX_TOKENS`` per device was measured (docs/speed.md; the CUDA figure is provisional).
 """
 
 from __future__ import annotations
@@ -43,12 +36,7 @@ def plan_batches(lengths: Sequence[int], batch_size: int | None = None, max_toke
                  padded: bool = True) -> list[tuple[int, int]]:
     """``(start, stop)`` slices over ``lengths`` (sorted longest first) forming the forward passes.
 
-    Args:
-        lengths: token count of each sentence, in the order they will be batched (longest first).
-        batch_size: sentences per pass; when set it wins over ``max_tokens`` (an explicit count is honoured).
-        max_tokens: the budget: padded area (``padded=True``) or real tokens per pass. A sentence longer than
-            the budget still gets a pass of its own.
-        padded: what counts against the budget (see the module docstring).
+    ``batch_size``, when set, wins over ``max_tokens``; a sentence longer than the budget gets a pass of its own.
     """
     n = len(lengths)
     if batch_size is not None:
@@ -69,11 +57,7 @@ def plan_batches(lengths: Sequence[int], batch_size: int | None = None, max_toke
 
 @contextlib.contextmanager
 def batching(encoder, batch_size: int | None, max_tokens: int | None) -> Iterator[None]:
-    """``encoder`` batches by ``batch_size`` (or, when ``None``, by ``max_tokens``) inside the block; restored after.
-
-    Why: the STS callback evaluates the module's live encoder, which the method built with its own
-    ``eval_batch_size``; the callback's settings apply to its evaluations only.
-    """
+    """``encoder`` batches by ``batch_size`` (or, when ``None``, by ``max_tokens``) inside the block; restored after."""
     if encoder is None or not hasattr(encoder, "batch_size"):
         yield
         return

@@ -1,12 +1,8 @@
 """Run every scorer of one encoder off ONE forward pass: each reading (``embeddings.scoring.reading``) once.
 
-Why: CLS, mean, max, first-last, last-2 and SBERT-WK pool the same token states; whitening and BERT-flow are a
-function of a pooled vector, Latte-Mix of one layer's token states. Encoding the evaluation sentences once instead
-of once per scorer makes a comparison table several times cheaper, and with the on-disk cache
-(``embeddings.scoring.reading_cache``) a second run encodes nothing. A scorer qualifies when it is a
-``ReadingScorer`` (``embeddings.scoring.protocols``) of this encoder whose batch size is the pass's (other batches
-would round differently); a scorer with a ``use_readings(store)`` method (Sen2Pro) gets the store for its
-deterministic passes. Everything else passes through unchanged.
+The poolings read the same token states, whitening and BERT-flow a pooled vector, Latte-Mix one layer. A
+``ReadingScorer`` of this encoder with the pass's batch size is served from the store; one with
+``use_readings(store)`` (Sen2Pro) gets it; everything else passes through.
 """
 
 from __future__ import annotations
@@ -21,11 +17,7 @@ from sts_lightning.embeddings.scoring.scorer import Representation, Scorer
 
 
 class PrecomputedScorer(Scorer):
-    """A ``ReadingScorer`` served from a ``ReadingStore``: its post-processing applied to the stored reading.
-
-    ``represent`` equals the inner scorer's: the same function of the same numbers (a pooled reading outside the
-    stored sentences falls back to the inner scorer, so it is computed exactly as without the store).
-    """
+    """A ``ReadingScorer`` served from a ``ReadingStore``: its post-processing applied to the stored reading."""
 
     def __init__(self, inner: Scorer, store: ReadingStore) -> None:
         self.inner, self.store = inner, store
@@ -54,14 +46,8 @@ def share_forward_pass(encoder: BaseEncoder, scorers: Sequence[Scorer], sentence
                        batch_size: int | None = None, store: ReadingStore | None = None) -> list[Scorer]:
     """Compute every reading of ``scorers`` on ``sentences`` once (``store``: memory, disk) and serve them from it.
 
-    Args:
-        encoder: the encoder whose scorers are served (others pass through).
-        scorers: the scorers, in any order; the result keeps it.
-        sentences: the sentences they will represent; pass them in the order ``score_pairs`` sees them
-            (``sts.scoring.pair_sentences``) for results identical to the scorers' own ``represent``.
-        batch_size: sentences per forward pass (default: the encoder's).
-        store: the readings already known (the STS callback keeps one per frozen encoder; ``evaluate.py``
-            gives one with the on-disk cache); default: a new one in memory.
+    ``sentences``: in the order ``score_pairs`` sees them, for results identical to each scorer's own ``represent``;
+    ``store``: the readings already known (default: a new one in memory).
     """
     readers = readers_of(encoder, scorers, batch_size)
     users = [s for s in scorers if callable(getattr(s, "use_readings", None)) and getattr(s, "encoder", None) is encoder]

@@ -1,12 +1,9 @@
 """The prompt-based sentence vector (PromptBERT, Jiang et al. 2022): the [MASK] state of a template around the
 sentence, optionally template-denoised, compared by cosine. Training-free on any masked-LM encoder.
 
-Registry entry ``{name: prompt, template: 'This sentence : "[X]" means[MASK].', denoise: false}``. What it computes
-is the authors' ``evaluation.py`` (kongds/Prompt-BERT at 690ba6e) with ``--mask_embedding_sentence``: the sentence,
-with a period appended where it lacks a final ``.?"'``, put in the template as text and tokenized whole; the
-last-layer state at the template's mask token. ``denoise=true`` (``--mask_embedding_sentence_delta``) subtracts the
-same template's mask state with no sentence in it, at the position ids a sentence of that many tokens gives it.
-``head`` (a supervised ``model=promptbert`` export) applies its trained BERT-transform head to both states first.
+Registry entry ``{name: prompt, template: ..., denoise: false}``: the authors' ``evaluation.py`` with
+``--mask_embedding_sentence`` (``denoise``: ``--mask_embedding_sentence_delta``); ``head`` (a supervised
+``model=promptbert`` export) applies its trained head to both states first.
 """
 
 from __future__ import annotations
@@ -40,10 +37,7 @@ def masked_lm_parts(encoder: BaseEncoder, what: str = "scorer prompt"):
 
 
 class TemplateDenoiser:
-    """The template-only [MASK] states of one template, by sentence length, for one model (no gradients).
-
-    Why cached by length: STS sentences take a few dozen distinct lengths, so a scorer computes each state once.
-    """
+    """The template-only [MASK] states of one template for one model, cached by sentence length (no gradients)."""
 
     def __init__(self, tokenizer, model: torch.nn.Module, template: Template) -> None:
         self.model = model
@@ -63,17 +57,13 @@ class TemplateDenoiser:
 
 
 class PromptScorer(VectorScorer):
-    """Cosine of the prompt-based sentence vectors of ``encoder``.
+    """Cosine of the prompt-based sentence vectors of ``encoder`` (its tokenizer must have a mask token).
 
     Args:
-        encoder: a transformer whose tokenizer has a mask token (BERT ``[MASK]``, RoBERTa ``<mask>``).
-        template: one ``[X]`` and one ``[MASK]`` (see ``embeddings.methods.promptbert.template``); the paper's default.
+        template: one ``[X]`` and one ``[MASK]`` (``embeddings.methods.promptbert.template``); the paper's default.
         denoise: subtract the template's own [MASK] state (template denoising).
-        head: an export directory holding a supervised PromptBERT head (``promptbert_head.safetensors``), or the head
-            module itself, applied to the [MASK] state (and to the denoising state) before anything else.
-        add_period: the authors' evaluation rule (a final period where the sentence lacks one); ``false`` puts the
-            sentence in as given.
-        batch_size: sentences per forward pass (``None``: the encoder's).
+        head: an export directory with a supervised PromptBERT head, or the head module itself.
+        add_period: the authors' rule (a final period where the sentence lacks one); ``false``: as given.
     """
 
     def __init__(self, encoder: BaseEncoder, template: str = DEFAULT, denoise: bool = False,

@@ -1,11 +1,7 @@
 """SimCSE's MLP head (Linear + tanh over the pooled vector) and the scorer that evaluates through it.
 
-Why a head here: SimCSE trains with ``MLPLayer`` (``dense`` + ``Tanh``) on top of the [CLS] vector. The
-unsupervised recipe drops it at evaluation (``mlp_only_train``: the export is a plain ``cls`` pooling),
-the supervised one keeps it, so the evaluated vector is ``tanh(W cls + b)``. Such an export is a
-sentence-transformers directory ``Transformer -> Pooling -> Dense(Tanh)``
-(``embeddings.io.st_export``); ``SimCSEExportScorer`` reads that same ``Dense`` back for ``evaluate.py``, so
-both loaders use one copy of the weights.
+Unsupervised SimCSE drops the head at evaluation (``mlp_only_train``), supervised keeps it: ``tanh(W cls + b)``,
+exported as ``Transformer -> Pooling -> Dense(Tanh)``; ``SimCSEExportScorer`` reads that same ``Dense`` back.
 """
 
 from __future__ import annotations
@@ -25,8 +21,7 @@ from sts_lightning.embeddings.scoring.scorer import Representation, VectorScorer
 
 
 def mlp_head(dim: int, init_std: float = 0.02) -> nn.Sequential:
-    """SimCSE's ``MLPLayer``: ``Linear(dim, dim)`` then ``tanh``, initialised as BERT initialises a linear
-    layer (normal weights of ``init_std`` = ``config.initializer_range``, zero bias), as ``cl_init`` does."""
+    """SimCSE's ``MLPLayer``: ``Linear(dim, dim)`` then ``tanh``, initialised as BERT's linear layers (``cl_init``)."""
     head = nn.Sequential(nn.Linear(dim, dim), nn.Tanh())
     nn.init.normal_(head[0].weight, std=init_std)
     nn.init.zeros_(head[0].bias)
@@ -34,14 +29,7 @@ def mlp_head(dim: int, init_std: float = 0.02) -> nn.Sequential:
 
 
 class MLPHeadScorer(VectorScorer):
-    """Pooled vector through ``head`` (fp32), compared by cosine.
-
-    Args:
-        encoder: the encoder to pool.
-        head: maps ``(batch, dim)`` to ``(batch, dim')`` (SimCSE: ``mlp_head``).
-        pooling: the pooling under the head (SimCSE: ``cls``).
-        batch_size: sentences per forward pass (``None``: the encoder's).
-    """
+    """Pooled vector (``pooling``, SimCSE: ``cls``) through ``head`` in fp32, compared by cosine."""
 
     def __init__(self, encoder: BaseEncoder, head: nn.Module, pooling: str = "cls",
                  batch_size: int | None = None) -> None:
@@ -63,11 +51,7 @@ class MLPHeadScorer(VectorScorer):
 
 
 def load_dense_head(path: str | Path) -> nn.Sequential:
-    """The ``Dense(Tanh)`` module of a sentence-transformers export as ``Linear`` + ``Tanh`` (CPU, eval mode).
-
-    Raises:
-        ConfigError: ``path`` has no ``modules.json``, no ``Dense`` module, or one with another activation.
-    """
+    """The ``Dense(Tanh)`` module of a sentence-transformers export as ``Linear`` + ``Tanh`` (CPU, eval); else ConfigError."""
     from sentence_transformers.sentence_transformer.modules import Dense
 
     folder = Path(path).expanduser()
@@ -86,11 +70,7 @@ def load_dense_head(path: str | Path) -> nn.Sequential:
 
 
 class SimCSEExportScorer(MLPHeadScorer):
-    """Registry entry ``{name: simcse_mlp, path: <export dir>}``: an export's encoder, pooling, then its MLP.
-
-    Why an adapter: ``evaluate.py`` builds every scorer as ``cls(encoder, **options)``, with the export as
-    the encoder; the MLP comes from the same directory's ``Dense`` module.
-    """
+    """Registry entry ``{name: simcse_mlp, path: <export dir>}``: an export's encoder, pooling, then its MLP."""
 
     def __init__(self, encoder: BaseEncoder, path: str, pooling: str = "cls", batch_size: int | None = None) -> None:
         head = load_dense_head(path).to(getattr(encoder, "device", "cpu"))
