@@ -75,10 +75,8 @@ def requeue_slurm_job(env: dict[str, str] | None = None) -> bool:
 
 
 def agreement(trainer: L.Trainer) -> Callable[[int], int] | None:
-    """For ``stop_request.stretch``: every rank's signal (all-reduce MAX of 0 / signal), or ``None`` on one process.
-
-    Only for stretches every rank runs in step (an STS evaluation): each call is a collective.
-    """
+    """For ``stop_request.stretch``: every rank's signal (all-reduce MAX of 0 / signal), or ``None`` on one process;
+    each call is a collective, so only for loops every rank runs in step."""
     if not (dist.is_available() and dist.is_initialized() and trainer.world_size > 1):
         return None
     device = trainer.strategy.root_device
@@ -99,14 +97,13 @@ def resume_line(run_dir: Path, checkpoint: str | None, started_from: str | None)
     return f"continue with the same command plus hydra.run.dir={run_dir} ckpt_path=last (exit code 75)"
 
 
-def mark_mid_evaluation(checkpoint: dict) -> None:
-    """Make ``checkpoint`` say that the validation running when it was written had not finished its last batch.
+def _rank(trainer) -> str:
+    return f"rank {trainer.global_rank}: " if trainer.world_size > 1 else ""
 
-    Why: saved from inside a validation, the loops' counters say "validation done", so ``ckpt_path=last`` would
-    skip it (no STS score, no best-checkpoint ranking at that step). With the last validation batch counted as
-    started but not processed, Lightning's restart logic (``_EvaluationLoop.restarted_mid_evaluation``) runs that
-    validation again before the next training step, as the uninterrupted run did.
-    """
+
+def mark_mid_evaluation(checkpoint: dict) -> None:
+    """Make ``checkpoint`` say that the validation running when it was written had not finished its last batch,
+    so that ``ckpt_path=last`` runs that validation again (Lightning's ``restarted_mid_evaluation``), not skips it."""
     loops = checkpoint.get("loops", {}).get("fit_loop", {})
     progress = loops.get("epoch_loop.val_loop.batch_progress")
     if not progress or progress["total"]["started"] < 1:
@@ -122,10 +119,8 @@ class Preemption(L.Callback):
     """Stop every rank at the optimizer-step boundary after one of ``signals`` reached any rank; ``last.ckpt``; 75.
 
     Args:
-        signals: signal names (or numbers) that mean "stop and save": SIGTERM (Kubernetes, spot instances,
-            ``torchrun`` / SLURM at the end) and SIGUSR1 (SLURM's ``--signal=USR1@<s>`` warning).
-        every_n_steps: agree on the stop every N optimizer steps (one tiny all-reduce each time; on GPUs it also
-            waits for the step to finish). 1: stop at the very next step boundary.
+        signals: signal names (or numbers) that mean "stop and save".
+        every_n_steps: agree on the stop every N optimizer steps (an all-reduce; on GPUs it waits for the step).
         slurm_requeue: under SLURM with Lightning's ``SLURMEnvironment(auto_requeue=True)`` (its default), requeue
             the job when the run stopped on the plugin's ``requeue_signal``.
     """
@@ -218,13 +213,11 @@ class Preemption(L.Callback):
         return path
 
     def _stop(self, trainer: L.Trainer, signum: int) -> None:
-        name = signal.Signals(signum).name
-        step = trainer.global_step
+        name, step, rank = signal.Signals(signum).name, trainer.global_step, _rank(trainer)
         origin = "this rank" if self.received else "another rank"
         log.warning("preemption: %s received (on %s): stopping after optimizer step %d", name, origin, step)
         self._stopping = True
         path = self._save(trainer, signum)
-        rank = f"rank {trainer.global_rank}: " if trainer.world_size > 1 else ""
         if path is None:
             raise Preempted(f"{rank}{name} at step {step}: no checkpoint written (no last_checkpoint callback, or "
                             "a run that writes none)")
@@ -235,8 +228,7 @@ class Preemption(L.Callback):
         """A stop raised by a loop's ``check_stop`` (an evaluation, a cache build): save what this process added."""
         step = trainer.global_step
         stepped = self._first_step is not None and step > self._first_step
-        rank = f"rank {trainer.global_rank}: " if trainer.world_size > 1 else ""
-        what = f"{rank}{stop.message}"
+        what = f"{_rank(trainer)}{stop.message}"
         log.warning("preemption: %s: stopping (optimizer step %d)", what, step)
         path = None
         if stepped:
