@@ -1,23 +1,11 @@
 """Mined hard negatives: (anchor, positive) pairs -> (anchor, positive, negative) triplets.
 
-Why: in-batch-negative losses (``model=sbert_nli`` with ``data.format=triplets``, ``model=simcse_sup``) learn most
-from a negative that looks like the positive but is not one. Mining takes, for each anchor, the positives of OTHER
-pairs its encoder ranks closest, within a window of ranks and below the anchor's own positive by a margin (a near
-duplicate of the positive is more likely an unlabeled positive than a negative).
-
-The selection is sentence-transformers' ``util.mine_hard_negatives`` (``output_format="triplet"``, no separate
-corpus, no cross-encoder), re-implemented on embeddings so any encoder of this project can mine (a test runs both on
-the same embeddings and asserts the same triplets):
-
-- the corpus is the de-duplicated positives, the queries the de-duplicated anchors (first occurrence order);
-- scores are cosine similarities; an anchor's own positives are never candidates;
-- ``range_max`` defaults to ``range_min + num_negatives + max_positives`` (``10 * num_negatives`` with a margin,
-  since the margin discards some);
-- ``absolute_margin``: drop a candidate scoring above ``positive - margin``; ``relative_margin``: above
-  ``positive - |positive| * margin`` (both against the anchor's LOWEST positive score, the safe side);
-- of the ranks ``[range_min, range_max)`` left, ``top`` keeps the first ``num_negatives``, ``random`` samples them
-  (``random.Random(seed)``, the draws sentence-transformers makes from ``random`` when seeded alike);
-- triplets come out per anchor, per positive, per negative in rank order; a discarded slot yields no triplet.
+In-batch-negative losses learn most from a negative that looks like the positive. For each anchor, the positives of
+OTHER pairs its encoder ranks closest, within a rank window and below its own positive by a margin. The selection is
+sentence-transformers' ``util.mine_hard_negatives`` (``output_format="triplet"``), re-implemented on embeddings so
+any of our encoders can mine (a test checks both give the same triplets): de-duplicated queries and corpus, cosine
+scores, ``range_max`` defaulting as there, ``absolute_margin`` / ``relative_margin`` against the anchor's lowest
+positive score, ``top`` or seeded ``random`` choice.
 """
 
 from __future__ import annotations

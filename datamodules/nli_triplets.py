@@ -1,15 +1,9 @@
 """(premise, entailed hypothesis, contradicted hypothesis) triplets from labelled NLI pairs.
 
-The input of the in-batch-negatives NLI objective (``model.objective=mnrl``, sentence-transformers'
-``training_nli_v2.py`` recipe): the premise is the anchor, an entailed hypothesis the positive and a
-contradicted hypothesis of the SAME premise a hard negative. Neutral pairs are not used. A premise with an
-entailment but no contradiction yields no triplet; such entailments are counted (``without_negative``),
-not silently turned into triplets with a made-up negative.
-
-Your own triplet files (``.tsv`` / ``.csv`` / ``.jsonl`` / ``.parquet``, ``datamodules.table_files``) with
-anchor / positive / negative columns (or SimCSE's sent0 / sent1 / hard_neg, or ``data.columns``) are used as
-they are; a file with premise / hypothesis / label columns instead is read as labelled pairs and built into
-triplets like the named sources.
+The input of ``model.objective=mnrl`` (``training_nli_v2.py``): a contradiction of the SAME premise is the hard
+negative; neutral pairs are unused, and an entailment without a contradiction is counted (``without_negative``),
+never given a made-up negative. Your own triplet tables (anchor / positive / negative, or SimCSE's sent0 / sent1 /
+hard_neg) are used as they are; a table of labelled pairs is built into triplets like the named sources.
 """
 
 from __future__ import annotations
@@ -59,10 +53,7 @@ class NLITriplets:
 
 
 def build_triplets(parts: Sequence[NLIPairs]) -> NLITriplets:
-    """One triplet per (premise, entailed hypothesis); contradictions of that premise are used in turn.
-
-    Deterministic (input order), so the dataset, and hence a resumed epoch, is the same on every rank.
-    """
+    """One triplet per (premise, entailed hypothesis), its premise's contradictions used in turn (deterministic)."""
     entailed: dict[str, list[str]] = {}
     contradicted: dict[str, list[str]] = {}
     for part in parts:
@@ -112,11 +103,7 @@ def read_triplet_tables(tables: list[Table], source: str, columns: dict[str, str
 
 def load_triplet_source(spec: str, data_dir: str | os.PathLike | None = None, max_malformed_fraction: float = 0.01,
                         columns: dict[str, str] | None = None) -> NLIPairs | NLITriplets:
-    """A triplet file as triplets; any other source (named, or a file of labelled pairs) as labelled pairs.
-
-    A file is a triplet file when ``data.columns`` names a triplet role, or else when it has the default triplet
-    columns; the first file of a folder decides for the folder.
-    """
+    """A triplet file as triplets; any other source as labelled pairs (a folder's first file decides)."""
     columns = check_roles(columns, ROLES)
     if not is_file_source(spec):
         return load_source(spec, data_dir, max_malformed_fraction, columns)

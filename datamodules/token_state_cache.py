@@ -1,18 +1,9 @@
 """Token states of one frozen encoder layer, encoded once into a memory-mapped, ragged on-disk cache.
 
-Why: the token VAEs of Latte-Mix train a small network on FROZEN token states; re-encoding every sentence
-at every step would cost far more than the VAE. The cache stores only real tokens (no padding) of all
-sentences concatenated, ``states.npy`` ``(total_tokens, hidden)``, with ``offsets.npy`` ``(n + 1,)`` marking
-where each sentence starts, and a sidecar ``.json`` with the key (model fingerprint, layer, max length,
-dtype, a digest of the sentences) and the shapes. Files are written under temporary names and renamed
-into place, arrays first and the sidecar last (``embeddings.io.atomic.atomic_files``), so a reader sees
-either no cache or a whole one. A cache whose sidecar disagrees with the run's key, or whose arrays are
-truncated or inconsistent, is rebuilt with a warning, never used.
-
-Why not ``embeddings.io.npy_cache``'s one-array writer: the cache is TWO arrays (ragged states and their
-offsets) under one sidecar whose shape field is ``states_shape``; folding it into the one-array layout would
-change the files of every existing cache for no gain. It uses that module's pieces instead: ``key_digest``
-for the name, ``read_sidecar`` / ``write_sidecar`` for the key check, and the same atomic multi-file rename.
+The token VAEs of Latte-Mix train on FROZEN token states. The cache stores only real tokens:
+``states.npy`` ``(total_tokens, hidden)``, ``offsets.npy`` ``(n + 1,)`` and a sidecar ``.json`` with the key and
+shapes, written atomically (arrays first); a cache that disagrees with the key or is damaged is rebuilt. Two arrays
+under one sidecar, so it uses ``embeddings.io.npy_cache``'s pieces rather than its one-array writer.
 """
 
 from __future__ import annotations
@@ -97,10 +88,8 @@ def cache_bytes(stem: Path) -> int:
 
 
 def build_cache(stem: Path, key: dict, encoder, sentences: Sequence[str], layer: int, batch_size: int = 64) -> None:
-    """Encode ``sentences`` with ``encoder`` (a ``BaseEncoder``) and write the cache at ``stem`` atomically.
-
-    Host memory stays bounded: token counts come from a tokenize-only pass, the states array is a
-    memory-mapped file of the final size, and each length-sorted batch is written at its offsets.
+    """Encode ``sentences`` with ``encoder`` and write the cache at ``stem`` atomically, in bounded host memory
+    (counts from a tokenize-only pass, a memory-mapped states array of the final size).
     """
     n_layers = encoder.num_layers
     if not -n_layers <= layer < n_layers:

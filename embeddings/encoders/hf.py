@@ -47,18 +47,11 @@ class HFEncoder(BaseEncoder):
     """A transformer returning every layer's token states.
 
     Args:
-        model: a ``transformers`` model (already loaded) - use ``from_pretrained`` for names/paths.
-        tokenizer: its tokenizer.
+        model, tokenizer: a loaded ``transformers`` model and its tokenizer (``from_pretrained`` for names/paths).
         max_length: truncation length in tokens (special tokens included).
-        batch_size: default sentences per forward pass.
-        device: ``cpu``, ``cuda``, or ``auto``.
-        name: label used in tables.
-        precision: ``fp32`` | ``bf16`` | ``fp16`` (``embeddings.encoders.precision``): the weights' format;
-            the token states handed out are fp32 whatever it is. ``self.precision`` is what is used.
-        max_tokens: the token budget of a forward pass when ``batch_size`` is ``None``
-            (``embeddings.encoders.token_budget``; ``None``: the device's measured default).
-        packing: ``auto`` (packed on CUDA; on the CPU packed for inference, padded in training mode), ``packed``
-            (the padding-free forward, ``embeddings.encoders.packing``; BERT-type models) or ``padded``.
+        precision: ``fp32`` | ``bf16`` | ``fp16``: the weights' format; token states are handed out in fp32.
+        max_tokens: the token budget of a pass when ``batch_size`` is ``None`` (``None``: the device's default).
+        packing: ``auto`` (packed on CUDA; on the CPU for inference only), ``packed`` (BERT-type models) or ``padded``.
     """
 
     def __init__(self, model, tokenizer, max_length: int = DEFAULT_MAX_LENGTH, batch_size: int | None = 64,
@@ -132,8 +125,7 @@ class HFEncoder(BaseEncoder):
 
     @property
     def packs_batches(self) -> bool:
-        """Whether the next ``forward_ids`` runs packed: ``packing`` and what the model allows right now (inside
-        Sen2Pro's fast MC dropout the attention is its own, so those passes run padded)."""
+        """Whether the next ``forward_ids`` runs packed (not inside Sen2Pro's fast MC dropout)."""
         if self.packing == "padded" or (self.packing == "auto" and self.device.type not in AUTO_PACKS_ON
                                          and (self.model.training or torch.is_grad_enabled())):
             return False
@@ -144,8 +136,7 @@ class HFEncoder(BaseEncoder):
         return packing_unsupported(self.model) is None
 
     def _special_ids_on(self, device: torch.device) -> torch.Tensor:
-        """The boundary-token ids on ``device``, copied once per device (a module may move the model later and set
-        ``device``; a copy per batch would be one more host-to-device transfer each pass)."""
+        """The boundary-token ids on ``device``, copied once per device, not per batch."""
         if self._special_on_device.device != device:
             self._special_on_device = self._special_ids.to(device)
         return self._special_on_device

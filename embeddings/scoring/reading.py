@@ -1,18 +1,9 @@
 """What a scorer reads from its encoder: a ``Reading``, computed once per evaluation for every scorer that reads it.
 
-Why: most scorers are "one deterministic encoder pass, then a function of it" -- a pooling is a function of the
-token states, whitening a linear map of a pooled vector, BERT-flow a Glow of one, Latte-Mix a VAE posterior of
-one layer's token states. Declaring the pass's product (instead of running it inside ``represent``) lets the
-evaluation compute it ONCE per encoder for every scorer that reads it (``embeddings.scoring.shared_pass``), keep it
-across the epochs of a training run while the encoder is frozen (``callbacks.sts_evaluation``) and across runs on
-disk (``embeddings.scoring.reading_cache``). Two kinds:
-
-- ``pooled``: one vector per sentence, ``fn(TokenBatch) -> (batch, d)``; ``name`` must identify ``fn``'s maths
-  (the pooling name, SBERT-WK with its settings), because it is the cache key.
-- ``layer``: the real (non-padding) token states of one hidden-state index and their special-token mask; the
-  scorer reads them through ``embeddings.encoders.layer_memo.LayerMemoEncoder``.
-
-Only eval-mode, deterministic passes are readings: MC dropout and other stochastic passes never go through them.
+Most scorers are one deterministic encoder pass, then a function of it. Declaring the pass's product lets the
+evaluation compute it once per encoder (``shared_pass``), keep it while the encoder is frozen, and cache it on disk
+(``reading_cache``). ``pooled``: one vector per sentence, ``name`` identifying the maths (the cache key);
+``layer``: one hidden state's real token states, read through ``LayerMemoEncoder``. Eval-mode passes only.
 """
 
 from __future__ import annotations
@@ -29,12 +20,8 @@ POOLED, LAYER = "pooled", "layer"
 
 @dataclass(frozen=True)
 class Reading:
-    """One deterministic product of an encoder pass, per sentence; equal readings are computed once.
-
-    Attributes:
-        kind: ``"pooled"`` or ``"layer"``.
-        name: the pooling's name (with its settings), or the hidden-state index as text.
-        fn: pooled readings: ``TokenBatch -> (batch, d)``; not part of equality (``name`` is).
+    """One deterministic product of an encoder pass, per sentence; equal readings (by ``kind`` and ``name``) are
+    computed once. ``fn``: pooled readings' ``TokenBatch -> (batch, d)``.
     """
 
     kind: str

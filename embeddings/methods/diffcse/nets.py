@@ -1,15 +1,9 @@
 """DiffCSE's training nets: the BatchNorm projection head, the conditional discriminator and the frozen generator.
 
-As in voidism/DiffCSE (``diffcse/models.py``, ``train.py``, ``modeling_bert.py``):
-
-- ``projection_mlp``: ``ProjectionMLP`` (``--batchnorm``): Linear(h, 2h) - BatchNorm - ReLU - Linear(2h, h) -
-  BatchNorm without affine, no biases; the linears initialised as BERT initialises one (``cls.init_weights()``);
-- ``ConditionalDiscriminator``: a second copy of the encoder as it is before training (``discriminator.
-  load_state_dict(pretrained_model.bert.state_dict())``, no pooler) whose embedding OUTPUT at the first position is
-  replaced by the sentence vector (their ``cls_input``: after the embeddings' LayerNorm, before the first layer),
-  and a ``Linear(h, 2)`` head with torch's default initialisation (``model.electra_head``, made after loading);
-- ``load_generator``: any masked LM (``AutoModelForMaskedLM``), frozen; one whose MLM head would be newly
-  initialised is refused, since a random head edits sentences at random.
+As voidism/DiffCSE: ``projection_mlp`` is ``ProjectionMLP`` (``--batchnorm``, BERT-initialised linears);
+``ConditionalDiscriminator`` is a copy of the starting encoder whose embedding output at the first position is the
+sentence vector (their ``cls_input``), with a ``Linear(h, 2)`` head; ``load_generator`` loads any masked LM, frozen,
+refusing one whose MLM head would be new (it would edit at random).
 """
 
 from __future__ import annotations
@@ -37,11 +31,7 @@ def projection_mlp(dim: int, init_std: float = 0.02) -> nn.Sequential:
 
 
 class ConditionalDiscriminator(nn.Module):
-    """Per-token replaced / kept logits of edited sentences, each conditioned on its sentence vector.
-
-    Args:
-        encoder: the encoder as training starts; copied (the copy trains on its own), its pooler dropped.
-    """
+    """Per-token replaced / kept logits of edited sentences, each conditioned on its sentence vector."""
 
     def __init__(self, encoder: nn.Module) -> None:
         super().__init__()
@@ -65,8 +55,7 @@ class ConditionalDiscriminator(nn.Module):
 
 
 def load_generator(name_or_path: str, key: str = "model.generator"):
-    """(the frozen masked LM, its tokenizer) of a packaged name, directory or hub name; ``ConfigError`` naming
-    ``key`` if it cannot load or has no MLM head of its own."""
+    """(the frozen masked LM, its tokenizer); ``ConfigError`` naming ``key`` if it cannot load or has no MLM head."""
     model, tokenizer = load_masked_lm(name_or_path, key=key, require_head=True)
     model.requires_grad_(False)
     return model, tokenizer
@@ -78,8 +67,7 @@ def same_vocabulary(a: Mapping[str, int], b: Mapping[str, int]) -> bool:
 
 
 def packaged_vocabulary(name: str) -> dict[str, int] | None:
-    """The word pieces of a packaged masked LM (``paraphrase-MiniLM-L3-v2-mlm``: bert-base-uncased), read from the
-    shipped tokenizer files without building the model; ``None`` for any other name (known once it is loaded)."""
+    """The word pieces of a packaged masked LM, from its shipped tokenizer files; ``None`` for any other name."""
     model = packaged_model(name)
     if model is None or not model.masked_lm:
         return None

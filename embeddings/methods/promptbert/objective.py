@@ -1,15 +1,9 @@
 """PromptBERT's training objective (Jiang et al. 2022) as pure functions on tensors.
 
-Each view of a sentence is the [MASK] state of a template around it (``states``); template denoising subtracts
-the same template's [MASK] state with no sentence in it, at the positions a sentence of that length gives it
-(``noise``, one row per length, picked by ``lengths``). The vectors then go through the recipe's head and into
-SimCSE's InfoNCE: the authors' ``cl_forward`` (kongds/Prompt-BERT ``prompt_bert/models.py``) is SimCSE's with the
-pooled output replaced by these vectors, so the contrastive part is ``simcse_loss`` itself.
-
-Where the head sits is the two recipes' difference (``cl_forward``):
-
-- unsupervised (``--mlp_only_train``, SimCSE's ``Linear + tanh``): ``head(states - noise)``;
-- supervised (``--mask_embedding_sentence_org_mlp``, BERT's MLM transform): ``head(states) - head(noise)``.
+Each view is the [MASK] state of a template around the sentence; denoising subtracts the template-only state at the
+sentence's length. The authors' ``cl_forward`` is SimCSE's with these vectors, so the loss is ``simcse_loss``. The
+head's place is the recipes' difference: unsupervised ``head(states - noise)``, supervised ``head(states) -
+head(noise)``.
 """
 
 from __future__ import annotations
@@ -25,13 +19,8 @@ def prompt_vectors(states: Tensor, noise: Tensor | None = None, lengths: Tensor 
                    head: nn.Module | None = None, head_first: bool = False) -> Tensor:
     """The vectors a view contributes to the loss.
 
-    Args:
-        states: ``(batch, hidden)`` [MASK] states of the prompted sentences.
-        noise: ``(k, hidden)`` template-only [MASK] states (``None``: no denoising).
-        lengths: ``(batch,)`` row of ``noise`` for each sentence (its token count, or an index into the lengths
-            ``noise`` was computed for).
-        head: the recipe's head, or ``None``.
-        head_first: apply ``head`` to both states before subtracting (supervised), else after (unsupervised).
+    ``states``: ``(batch, hidden)``; ``noise``: ``(k, hidden)`` template-only states (``None``: no denoising), picked by
+    ``lengths``; ``head_first``: apply ``head`` before subtracting (supervised), else after.
     """
     picked = None if noise is None else noise[lengths.to(noise.device)]
     if head is None:
@@ -43,8 +32,7 @@ def prompt_vectors(states: Tensor, noise: Tensor | None = None, lengths: Tensor 
 
 def promptbert_loss(views: list[Tensor], temperature: float = 0.05, hard_negative_weight: float = 0.0,
                     gather: bool = True) -> Tensor:
-    """InfoNCE of view 0 (anchors) against view 1 (positives) and view 2 (hard negatives, NLI) when given:
-    ``cl_forward``'s loss, i.e. ``simcse_loss`` (DDP: candidates gathered WITH gradients, see there)."""
+    """InfoNCE of view 0 against view 1 (and view 2, NLI hard negatives, when given): ``simcse_loss``."""
     if len(views) not in (2, 3):
         raise ValueError(f"PromptBERT's loss takes 2 views (sentence pairs) or 3 (NLI triplets), got {len(views)}")
     return simcse_loss(views[0], views[1], views[2] if len(views) == 3 else None, temperature=temperature,

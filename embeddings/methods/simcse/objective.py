@@ -21,25 +21,13 @@ __all__ = ["simcse_loss"]
 @in_fp32
 def simcse_loss(view1: Tensor, view2: Tensor, hard_negatives: Tensor | None = None, temperature: float = 0.05,
                 hard_negative_weight: float = 0.0, gather: bool = True) -> Tensor:
-    """SimCSE's contrastive objective: row ``i`` of ``view1`` must pick row ``i`` of ``view2`` among all
-    candidates of the global batch, by cosine / ``temperature``.
+    """SimCSE's contrastive objective: row ``i`` of ``view1`` must pick row ``i`` of ``view2`` among all candidates
+    of the global batch, by cosine / ``temperature``; the mean over this rank's anchors.
 
-    Unsupervised SimCSE passes the same sentences twice (two dropout masks): ``view1`` / ``view2`` are the two
-    passes, and this is ``multiple_negatives_ranking_loss(view1, view2, scale=1 / temperature)`` (no symmetric
-    term, as ``cl_forward``). Supervised SimCSE: premise, entailed hypothesis, contradicted hypothesis of the
-    same premise (``hard_negatives``, row ``i`` belongs to anchor ``i``).
-
-    ``hard_negative_weight`` is added to the logit of each anchor's OWN hard negative only (``cl_forward``'s
-    ``weights``: "logits of weights"; the paper's ablation found 0 best, so that is the default). The other
-    anchors' hard negatives stay plain negatives.
-
-    DDP differs from ``cl_forward`` on purpose: it gathers detached copies and every rank scores all anchors,
-    so the gradient is ``1 / world_size`` of the single-device one; here each rank scores its own anchors
-    against gathered candidates WITH gradients (``gather_with_grad``), and DDP's average gives exactly the
-    single-device gradient of the global batch.
-
-    Returns:
-        Scalar mean loss over this rank's anchors.
+    Unsupervised: the same sentences under two dropout masks. Supervised: ``hard_negatives`` (row ``i`` belongs to
+    anchor ``i``), ``hard_negative_weight`` added to each anchor's OWN hard-negative logit (``cl_forward``; default 0,
+    the paper's best). Unlike ``cl_forward`` (detached gather), candidates are gathered WITH gradients, so DDP's
+    average gives exactly the single-device gradient of the global batch.
     """
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")
