@@ -1,15 +1,9 @@
 """The rules of a multi-source training mixture, without torch: option checks and each source's batch count.
 
-Why a torch-free module: ``runs.early_checks`` refuses a bad ``data.mixture`` / ``data.mixture_weights`` before
-torch is imported, and the DataModules' constructors refuse the same values for the Python API; both call
-``check_mixture`` here, so one value gives one message wherever it is set. ``batch_slots`` (how many batches of
-an epoch each source gets) is shared by the sampler (``datamodules.mixture``) and the line logged at setup.
-
-The rules are sentence-transformers' (``MultiDatasetBatchSamplers``): ``proportional`` draws each batch from one
-source, every source as many batches as it fills (all rows used once an epoch), in a random order; ``round_robin``
-takes one batch of each source in turn until the smallest is spent (the larger ones are cut short). Our one
-addition is ``data.mixture_weights``: relative shares of the epoch's batches for ``proportional`` (a source with a
-larger share than its rows fill is read again, reshuffled; a smaller share leaves rows unused this epoch).
+``check_mixture`` runs before torch is imported and in the DataModules' constructors: one message wherever a value
+is set. The rules are sentence-transformers' ``MultiDatasetBatchSamplers``: ``proportional`` (every batch from one
+source, all rows once an epoch, random order) and ``round_robin`` (one batch of each in turn until the smallest is
+spent); ours adds ``data.mixture_weights``, ``proportional``'s shares of the epoch's batches.
 """
 
 from __future__ import annotations
@@ -81,9 +75,8 @@ def batch_slots(sizes: Sequence[int], batch_size: int, drop_last: bool, rule: st
                 weights: Sequence[float] | None = None) -> list[int]:
     """The number of batches each source gives an epoch.
 
-    ``None`` (pooled, one source) and ``proportional``: each source's own batch count; with ``weights`` the same
-    total is shared out by weight (largest remainders, ties to the earlier source). ``round_robin``: the smallest
-    source's count, for every source.
+    Pooled and ``proportional``: each source's own count, or that total shared out by ``weights`` (largest remainders);
+    ``round_robin``: the smallest source's count for every source.
     """
     own = [batches_of(n, batch_size, drop_last) for n in sizes]
     if rule == "round_robin":

@@ -1,11 +1,7 @@
 """Cached vectors of several frozen sentence sources over one corpus: the data of the cross-view AE.
 
-Why: meta-embedding training touches only the sources' OUTPUTS; encoding the corpus once per source
-(``embeddings.sources.cache``, keyed by the source's fingerprint and the sentences) makes 500 epochs cost
-seconds. Sentences are read with the same rules as every other sentence DataModule (``SentenceIndex``:
-empty / malformed / too-long lines skipped and counted). Each batch is a list of J tensors, one per
-source. Shuffling is a per-epoch permutation seeded by ``(seed, epoch)`` (``EpochShuffleSampler``, which
-Lightning wraps in a distributed sampler under DDP) and the loader resumes mid-epoch (``ResumableLoader``).
+Training touches only the sources' outputs, so the corpus is encoded once per source (``embeddings.sources.cache``).
+Each batch is a list of J tensors, one per source.
 """
 
 from __future__ import annotations
@@ -36,14 +32,10 @@ class SourceViewsDataModule(ResumableDataModule):
     """Batches ``[x_1 (B, d_1), ..., x_J (B, d_J)]`` of cached source vectors.
 
     Args:
-        data_dir: the data directory (``None``: ``$STS_DATA_DIR``).
         files: sentence files relative to ``data_dir`` (the paper: One Billion Word, sentences < 60 words).
         sources: source specs (``build_source``), in the order the model expects.
         batch_size: GLOBAL batch size (the paper: 10,000).
-        max_sentences, min_words, max_words: corpus filters.
-        num_workers, seed, shuffle: the DataLoader (the permutation of epoch ``e`` depends on ``(seed, e)``).
         encode_batch_size, encode_device: the one-off encoding pass of each source.
-        cache_dir: line indexes and source caches (``None``: ``$STS_CACHE_DIR`` or ``~/.cache/sts-lightning``).
     """
 
     data_unit = "sentences"  # model card: one training item
@@ -86,8 +78,7 @@ class SourceViewsDataModule(ResumableDataModule):
         return views
 
     def pending_encodes(self) -> list[tuple[str, str, int, float]]:
-        """What ``prepare_data`` will encode, for the estimate printed before step 1 (``runs.first_step``):
-        ``(what, encoder, sentences, mean characters)`` per source whose vectors are not cached."""
+        """``(what, encoder, sentences, mean characters)`` per uncached source (for ``runs.first_step``)."""
         sentences = self._sentences()
         return [("source vectors", _model_of(spec), len(sentences), mean_chars(sentences))
                 for spec in pending_sources(self.sources, sentences, self.cache_dir)]

@@ -1,14 +1,8 @@
 """The line index of a sentence file, written once to the cache as ``.npy`` and opened memory-mapped.
 
-Why: a 100M-line corpus has 1.6 GB of spans (16 bytes a line). Held in memory, every rank and every
-DataLoader worker kept its own copy; memory-mapped, they all share the page cache and touch only the pages
-they read. The scan (``datamodules.line_scan``) appends its spans straight to the file, so even the
-one-time scan holds a few MiB of them, not the corpus: the ``.npy`` header is written first with room for
-any length (numpy pads it for exactly this) and rewritten with the real count at the end.
-
-A ``.json`` sidecar (renamed into place after the array, ``atomic_files``) holds the skip statistics and
-the line count; a cache whose array does not match it, or that is not a plain int64 ``(n, 2)`` array, is
-rebuilt rather than trusted.
+A 100M-line corpus has 1.6 GB of spans; memory-mapped, ranks and workers share the page cache. The scan appends
+its spans straight to the file (the ``.npy`` header written first with room for any length, rewritten at the end).
+A ``.json`` sidecar (after the array) holds the skip statistics and line count; a mismatch is rebuilt.
 """
 
 from __future__ import annotations
@@ -36,12 +30,7 @@ def _header(fh, rows: int) -> int:
 
 
 def _estimate_index_bytes(path: Path, rows: int, covered: int, header: int) -> int:
-    """The whole index's size: 16 bytes a usable line, extrapolated from the ``rows`` found in the first ``covered``
-    bytes of ``path``, or (nothing scanned yet) from the line count of its first MiB.
-
-    Why: the scan streams its spans to disk (no corpus-sized array in memory), so the size is only known at the
-    end; a full disk half-way still gets a "needs ~N" line, as the other cache writers give.
-    """
+    """The whole index's size (16 bytes a usable line), extrapolated from what was scanned, for a full disk's message."""
     size = path.stat().st_size
     if rows == 0 or covered == 0:
         with path.open("rb") as fh:
@@ -74,8 +63,7 @@ def write_index(path: Path, target: Path, min_words: int, max_words: int | None)
 
 
 def read_index(cached: Path, meta: Path) -> tuple[np.ndarray, dict] | None:
-    """A line-index cache, memory-mapped, or ``None`` (with a warning) when it is damaged: derived data is
-    rebuilt, not trusted. Pickled object arrays are refused rather than unpickled."""
+    """A line-index cache, memory-mapped, or ``None`` (with a warning) when damaged; object arrays are refused."""
     try:
         info = json.loads(meta.read_text())
         rows, stats = int(info["rows"]), info["stats"]
@@ -93,8 +81,9 @@ def read_index(cached: Path, meta: Path) -> tuple[np.ndarray, dict] | None:
 
 def load_spans(path: Path, cache_dir: Path | None, min_words: int = 1,
                max_words: int | None = None) -> tuple[np.ndarray, dict]:
-    """The usable lines' byte spans of ``path`` and its skip statistics, through a cache keyed by path, size,
-    mtime and the word filters (memory-mapped from it; in memory without a ``cache_dir``)."""
+    """The usable lines' byte spans of ``path`` and its skip statistics, through a cache keyed by path, size, mtime
+    and the word filters (in memory without a ``cache_dir``).
+    """
     if cache_dir is None or not path.is_file():
         return scan_file(path, min_words, max_words)  # raises the clear "file not found" for a missing file
     st = path.stat()

@@ -1,12 +1,7 @@
 """Correlations and their aggregation over subsets, and scoring a ``Scorer`` on many tasks at once.
 
-Aggregates per task (all x100):
-- ``all``: one correlation over the pooled pairs of every subset (SimCSE / SBERT convention; the
-  main number we report for STS12-16),
-- ``mean``: unweighted mean over subsets, ``wmean``: mean weighted by subset size (SentEval).
-
-With a ``Bootstrap`` (``evaluate.py``'s ``bootstrap.samples``), ``all`` and each subset also get
-``spearman_ci``: the bootstrap 95% interval [lo, hi] (``sts.bootstrap``); ``all`` resamples the pooled pairs.
+Per task (x100): ``all``, one correlation over the pooled pairs (SimCSE / SBERT; our STS12-16 number); ``mean`` over
+subsets; ``wmean`` weighted by subset size (SentEval). A ``Bootstrap`` adds ``spearman_ci`` (``sts.bootstrap``).
 """
 
 from __future__ import annotations
@@ -64,18 +59,18 @@ def main_score(result: dict, metric: str = "spearman") -> float:
 
 
 def pair_sentences(tasks: Sequence[STSTask]) -> list[str]:
-    """Every sentence of ``tasks`` in the order ``score_tasks`` hands them to ``score_pairs`` (all first sentences,
-    then all second ones), so a pass shared ahead (``embeddings.scoring.shared_pass``) batches exactly as the
-    scorer's own ``represent`` would."""
+    """Every sentence of ``tasks`` in the order ``score_tasks`` hands them to ``score_pairs``, so a shared pass
+    batches exactly as the scorer's own ``represent`` would.
+    """
     pairs = [p for t in tasks for p in t.subsets.values()]
     return [s for p in pairs for s in p.sentences1] + [s for p in pairs for s in p.sentences2]
 
 
 def score_tasks(scorer: Scorer, tasks: Sequence[STSTask], bootstrap: Bootstrap | None = None,
                 keep: dict[str, dict[str, np.ndarray]] | None = None) -> dict[str, dict]:
-    """Score every pair of every task with ONE ``score_pairs`` call (each sentence encoded once); ``bootstrap``:
-    add intervals (module docstring); ``keep``: filled with the similarities, ``{task: {subset: array}}``, for a
-    paired comparison later (``sts.predictions``)."""
+    """Score every pair of every task with ONE ``score_pairs`` call; ``keep`` is filled with the similarities,
+    ``{task: {subset: array}}``, for a paired comparison later.
+    """
     s1: list[str] = []
     s2: list[str] = []
     spans: list[tuple[STSTask, str, int, int]] = []
@@ -101,11 +96,9 @@ def score_tasks(scorer: Scorer, tasks: Sequence[STSTask], bootstrap: Bootstrap |
 
 def _similarities_and_geometry(scorer: Scorer, s1: list[str], s2: list[str],
                                spans: list[tuple]) -> tuple[np.ndarray, dict[str, dict]]:
-    """``score_pairs``'s similarities, plus alignment / uniformity (``sts.geometry``) from the same vectors.
+    """``score_pairs``'s similarities, plus alignment / uniformity from the same vectors (no second encoding).
 
-    Why inline: the geometry needs the representation that ``score_pairs`` builds and drops; encoding twice
-    would double an evaluation's cost. A scorer with its own ``score_pairs`` (an ensemble, a precomputed
-    table) keeps it, and gets no geometry.
+    A scorer with its own ``score_pairs`` (an ensemble, a table) keeps it and gets no geometry.
     """
     if type(scorer).score_pairs is not Scorer.score_pairs:
         return scorer.score_pairs(s1, s2).cpu().numpy().astype(np.float64), {}

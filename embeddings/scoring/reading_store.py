@@ -1,15 +1,8 @@
 """The readings of one encoder, each computed once per sentence: in memory for the process, on disk across runs.
 
-Why one store per encoder: every scorer that reads a pooled vector or a layer's token states
-(``embeddings.scoring.reading``) asks it instead of running the encoder, so an evaluation runs ONE pass over the
-sentences for all of them (``embeddings.scoring.shared_pass``), the STS callback keeps a frozen encoder's readings
-across epochs, and Sen2Pro's deterministic passes (eval-mode augmented copies, or the one pass of an encoder
-without dropout) reuse what is stored. Pooled rows are kept per sentence (text), layer states per token ids
-(``LayerMemo``).
-
-Exactness: ``fill`` encodes the sentences it lacks in ONE ``encode`` call in the caller's order, so a cold store
-computes exactly the numbers the scorer's own ``represent`` computes over the same sentence list; a row read back
-is the row written (float32 in, float32 out).
+Every scorer that reads a pooled vector or a layer asks the store instead of the encoder: one pass per evaluation,
+a frozen encoder's readings kept across epochs, Sen2Pro's deterministic passes reused. ``fill`` encodes what it
+lacks in ONE ``encode`` call in the caller's order, so a cold store computes exactly what ``represent`` would.
 """
 
 from __future__ import annotations
@@ -25,12 +18,7 @@ from sts_lightning.embeddings.scoring.reading_cache import ReadingCache, row_dig
 
 
 class ReadingStore:
-    """Readings of ``encoder`` per sentence.
-
-    Args:
-        encoder: the (frozen) encoder; its weights must not change while the store is used.
-        cache: the on-disk cache to read and extend (``None``: memory only).
-    """
+    """Readings of a frozen ``encoder`` per sentence; ``cache``: the on-disk cache (``None``: memory only)."""
 
     def __init__(self, encoder: BaseEncoder, cache: ReadingCache | None = None) -> None:
         self.encoder, self.cache = encoder, cache if cache is not None and cache.enabled else None

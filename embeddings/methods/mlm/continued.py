@@ -1,16 +1,10 @@
 """A masked LM continued from an encoder for a fixed, small number of steps, without Lightning: a model build step.
 
-Why a loop here beside ``model=mlm``: the packaged ``paraphrase-MiniLM-L3-v2-mlm`` (DiffCSE's offline default
-generator, ``embeddings.encoders.packaged``) is built on first use from inside ``resolve_model_path``, a layer-0
-function that cannot start a Lightning run (and must not: a build writes no run directory, logger or checkpoint).
-Everything that defines the objective is ``model=mlm``'s own code: ``load_masked_lm`` (the new head, tied
-decoder, pooler kept), ``TextTokenizer`` (truncation as ``HFEncoder``), ``build_rows`` (packing), ``mask_rows``
-with ``mask_generator`` (transformers' 80/10/10 masks, seeded by step; the held-out masks fixed by batch) and
-``masked_lm_loss``. The optimizer is as ``model=mlm``'s: AdamW, weight decay 0.01 on matrices only, a linear
-schedule warming up over 10% of the steps, gradients clipped at norm 1.0 (``configs/trainer/default.yaml``).
-
-The result is a pure function of (base weights, corpus, recipe): one seed fixes the head's initialisation, the
-sentence order and every mask, and the global random state is left as it was (``isolated_rng``).
+The packaged ``paraphrase-MiniLM-L3-v2-mlm`` (DiffCSE's offline generator) is built on first use from inside
+``resolve_model_path``, which cannot start a Lightning run. The objective is ``model=mlm``'s own code
+(``load_masked_lm``, ``TextTokenizer``, ``build_rows``, ``mask_rows``, ``masked_lm_loss``) and its optimizer (AdamW,
+decay 0.01 on matrices, 10% linear warm-up, clip 1.0). The result is a pure function of (base weights, corpus,
+recipe); the global random state is left as it was.
 """
 
 from __future__ import annotations
@@ -45,9 +39,9 @@ BUILD_INFO = "mlm_build.json"  # what was trained and measured, beside the weigh
 
 @dataclass(frozen=True)
 class Recipe:
-    """How the masked LM is continued. The defaults are ``experiment=pipeline/mlm_diffcse``'s stage 1 (the whole
-    model, 1000 steps of 64 sentences, lr 2e-4, max length 32); the packaged generator's departures (a build of
-    minutes) are ``embeddings.encoders.packaged.GENERATOR_RECIPE``."""
+    """How the masked LM is continued; defaults: ``experiment=pipeline/mlm_diffcse``'s stage 1 (the packaged
+    generator's: ``GENERATOR_RECIPE``).
+    """
 
     steps: int = 1000
     batch_size: int = 64
@@ -71,10 +65,7 @@ def read_corpus(path: Path, heldout: int) -> tuple[list[str], list[str]]:
 
 
 def continue_masked_lm(base: str, corpus: Path, out: Path, recipe: Recipe = Recipe(), what: str = "masked LM") -> dict:
-    """Continue ``base`` as a masked LM on ``corpus`` with ``recipe``; save it (and ``mlm_build.json``) to ``out``.
-
-    Returns the build's facts (recipe, corpus digest, held-out MLM loss / accuracy, seconds).
-    """
+    """Continue ``base`` on ``corpus`` with ``recipe`` and save it (and ``mlm_build.json``) to ``out``; returns the facts."""
     import numpy as np
     import torch
 

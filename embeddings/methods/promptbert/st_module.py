@@ -1,15 +1,9 @@
 """``SentenceTransformer(<promptbert export>, trust_remote_code=True)``: PromptBERT's evaluated vector, not mean pooling.
 
-Why a module of our own: PromptBERT's sentence vector is the last-layer state of a template's [MASK] token with the
-sentence put in the template (optionally through the supervised head, minus the template's own [MASK] state), which
-no sentence-transformers pooling computes; without a ``modules.json`` sentence-transformers would load the export
-with mean pooling, silently. ``PromptBERTEmbedding`` computes what ``PromptScorer`` (the evaluation) computes, from
-the same functions (``template.eval_ids``, ``scorer.TemplateDenoiser``, ``head.load_head``) and the export's own
-``promptbert_config.json``, so the two cannot drift apart.
-
-sentence-transformers 6 imports a module class outside its own package only with ``trust_remote_code=True``
-(``util.misc.import_module_class``); without it, it refuses the export with its own message naming this class, so
-an export never loads as something else. Importing this file needs sentence-transformers (only it imports this file).
+No sentence-transformers pooling computes a template's [MASK] state, and without a ``modules.json`` the export would
+load with mean pooling. ``PromptBERTEmbedding`` computes what ``PromptScorer`` does from the same functions and the
+export's ``promptbert_config.json``. Without ``trust_remote_code`` sentence-transformers refuses it by name.
+Only sentence-transformers imports this file.
 """
 
 from __future__ import annotations
@@ -27,12 +21,7 @@ from sts_lightning.embeddings.methods.promptbert.template import Template, eval_
 
 
 class PromptBERTEmbedding(InputModule):
-    """The whole PromptBERT pipeline as one sentence-transformers input module: template -> encoder -> [MASK] state
-    (-> head) (- the template's own state).
-
-    Args:
-        model_name_or_path: a PromptBERT export directory (Hugging Face encoder + ``promptbert_config.json``).
-    """
+    """The whole PromptBERT pipeline as one sentence-transformers input module (``model_name_or_path``: an export)."""
 
     save_in_root = True
 
@@ -57,8 +46,7 @@ class PromptBERTEmbedding(InputModule):
         return cls(str(folder))
 
     def preprocess(self, inputs, prompt: str | None = None, **kwargs) -> dict[str, torch.Tensor]:
-        """The evaluation's ids (``eval_ids``: period rule, template filled as text), right-padded, and each
-        sentence's token count (``prompt_lengths``: which denoising state it gets)."""
+        """The evaluation's ids (``eval_ids``), right-padded, and each sentence's token count."""
         texts = [(prompt or "") + str(text) for text in inputs]
         ids, lengths = eval_ids(self.tokenizer, self.template, texts, self.max_seq_length)
         width = max(len(row) for row in ids)

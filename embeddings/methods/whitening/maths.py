@@ -1,15 +1,9 @@
 """BERT-whitening (Su et al. 2021, arXiv 2103.15316) as pure tensor maths: moment sums, fit, transform.
 
-The paper's recipe (Sec. 3, the reference ``compute_kernel_bias`` / ``transform_and_normalize``): the mean
-``mu`` and covariance ``C`` of pooled sentence vectors, ``C = U diag(s) U^T`` by SVD, ``W = U diag(1/sqrt(s))``
-and the sentence vector ``(x - mu) @ W[:, :k]``: zero mean and identity covariance over the fitting data, and
-with ``k < d`` only the ``k`` directions of largest variance are kept (a dimension reduction that often helps).
-
-Why sums and not a stack of vectors: the fit streams over batches (and DDP ranks); ``count``, ``sum x`` and
-``sum x x^T`` in float64 are additive, so the statistics of two halves added are those of the whole, whatever
-the split, and the covariance is formed once at the end. Float64 because ``sum x x^T / n - mu mu^T`` subtracts
-two large numbers where the pooled vectors have a large mean (BERT's outlier dimensions): float32 would lose
-the small variances that whitening then blows up.
+As the paper (Sec. 3, ``compute_kernel_bias``): ``mu`` and ``C`` of pooled vectors, ``C = U diag(s) U^T``,
+``W = U diag(1/sqrt(s))``, sentence vector ``(x - mu) @ W[:, :k]``. The fit streams float64 sums (``count``,
+``sum x``, ``sum x x^T``), additive over batches and ranks; float64 because the covariance subtracts two large
+numbers where pooled vectors have a large mean, and whitening blows up what float32 would lose.
 """
 
 from __future__ import annotations
