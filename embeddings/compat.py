@@ -79,6 +79,17 @@ def quiet_lightning_observer() -> None:
             thread._run = lambda: True
 
 
+def attached_trainer(module):
+    """The trainer a LightningModule is attached to, or None (its private ``_trainer``: ``.trainer`` raises)."""
+    return getattr(module, "_trainer", None)
+
+
+def started_experiment(logger):
+    """A Lightning logger's experiment if it has started (its private ``_experiment``), else None: asking for
+    ``logger.experiment`` would start one."""
+    return getattr(logger, "_experiment", None)
+
+
 def cluster_environment(trainer):
     """The trainer's cluster environment (SLURM, torchelastic...): the strategy's, else the accelerator
     connector's (``trainer._accelerator_connector``: a one-device strategy holds none)."""

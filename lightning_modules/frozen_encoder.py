@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torch
 
+from sts_lightning.embeddings.compat import attached_trainer
 from sts_lightning.embeddings.encoders.base import BaseEncoder
 from sts_lightning.embeddings.encoders.load import load_encoder
 from sts_lightning.embeddings.errors import ConfigError
@@ -66,6 +67,6 @@ class FrozenEncoderMixin:
         Why the datamodule's: the features are cached by its own encoder pass (maybe bf16), while
         ``frozen_encoder()`` loads fp32; the digest agrees either way (bf16-rounded), the vectors do not.
         """
-        trainer = getattr(self, "_trainer", None)
+        trainer = attached_trainer(self)
         precision = getattr(getattr(trainer, "datamodule", None), "encode_precision", None)
         return encoder_identity(self.frozen_encoder(), str(self.hparams.model_name_or_path), precision=precision)

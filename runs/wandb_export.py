@@ -27,6 +27,7 @@ from pathlib import Path
 from lightning.pytorch.loggers import WandbLogger
 from omegaconf import DictConfig, OmegaConf
 
+from sts_lightning.embeddings.compat import started_experiment
 from sts_lightning.runs.run_labels import run_group, run_tags
 from sts_lightning.runs.wandb_staging import snapshot
 
@@ -159,7 +160,7 @@ def finish(loggers: Iterable, exit_code: int = 0) -> None:
     use) are finished: asking for ``logger.experiment`` would start a run just to end it.
     """
     for logger in loggers:
-        run = getattr(logger, "_experiment", None) if isinstance(logger, WandbLogger) else None
+        run = started_experiment(logger) if isinstance(logger, WandbLogger) else None
         if run is not None and callable(getattr(run, "finish", None)):
             run.finish(exit_code=exit_code)
 

@@ -96,3 +96,20 @@ def test_torch_dataloader_iterators_still_read__index_sampler():
     assert isinstance(DataLoader(list(range(6)), batch_size=2)._index_sampler, BatchSampler)
     assert [b.tolist() for b in loader] == [[4, 5], [2, 3], [0, 1]] and len(loader) == 3
     assert compat.index_sampler(DataLoader([1], sampler=SequentialSampler([1]), batch_size=None)) is not None
+
+
+def test_lightning_module_still_has__trainer():
+    module = L.LightningModule()
+    assert compat.attached_trainer(module) is None
+    trainer = L.Trainer(logger=False, enable_checkpointing=False, enable_progress_bar=False)
+    module.trainer = trainer
+    assert compat.attached_trainer(module) is trainer
+
+
+def test_lightning_loggers_still_have__experiment_unstarted_until_asked(tmp_path):
+    from lightning.pytorch.loggers import CSVLogger, WandbLogger
+
+    assert compat.started_experiment(WandbLogger(offline=True, save_dir=str(tmp_path))) is None
+    logger = CSVLogger(str(tmp_path))
+    assert compat.started_experiment(logger) is None
+    assert compat.started_experiment(logger) is None and logger.experiment is compat.started_experiment(logger)
