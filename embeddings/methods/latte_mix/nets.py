@@ -1,18 +1,10 @@
 """The networks of the token VAEs (Latte-Mix and its baselines) and their export format.
 
-One encoder MLP (the *posterior*) and one decoder MLP serve all three latent types; only the encoder's
-output head and the sampling differ (Li et al., Latte-Mix, Sec. 2.3-2.4 and Appendix A.5):
-
-* ``categorical``: ``D`` categorical variables with ``K`` classes, logits ``(N, D, K)``; Gumbel-Softmax
-  samples, flattened to ``D * K``, feed the decoder.
-* ``normal``: a diagonal Gaussian, ``mu`` and ``logvar`` ``(N, D)``; reparameterised samples.
-* ``ae``: a deterministic code ``(N, D)``.
-
-The posterior's output dict is the interface ``embeddings.methods.latte_mix.scorer.LatteMixScorer`` reads, so a
-scorer can be rebuilt from an export without Lightning. The export is a directory with
-``token_vae_config.json`` (a REFERENCE to the frozen encoder and its layer, the encoder's identity -- width,
-weights digest, precision -- under ``encoder``, plus the VAE settings) and
-``token_vae.safetensors`` (posterior and decoder weights); the encoder is not copied, it never changed.
+One posterior MLP and one decoder MLP serve all latents; only the posterior's head and the sampling differ (Sec.
+2.3-2.4, App. A.5): ``categorical`` logits ``(N, D, K)`` with Gumbel-Softmax samples, ``normal`` ``mu`` / ``logvar``
+``(N, D)``, ``ae`` a code ``(N, D)``. The posterior's dict is what ``LatteMixScorer`` reads. The export holds
+``token_vae_config.json`` (a reference to the frozen encoder, its layer and identity, the VAE settings) and
+``token_vae.safetensors``.
 """
 
 from __future__ import annotations

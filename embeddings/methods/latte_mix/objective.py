@@ -1,10 +1,8 @@
 """The token VAEs' objective (Latte-Mix and its Normal VAE / AE baselines, Li et al.) on tensors.
 
-Every real token's state ``u`` of a frozen encoder layer is encoded to a latent ``z`` and decoded back
-(Eq. 3): loss = ``beta * KL[q(z|u) || p(z)] - E_q[log p(u|z)]`` per token, averaged over the tokens of the
-batch. ``log p(u|z)`` is a unit-variance Gaussian, i.e. ``0.5 * ||u - decoder(z)||^2`` up to a constant.
-The KL terms, Gumbel-Softmax and free bits are ``embeddings.methods.latte_mix.maths``; this file combines them
-into the training objective (:func:`token_vae_losses`) with its annealed ``beta`` (:func:`annealed_beta`).
+Every real token state ``u`` is encoded to ``z`` and decoded back (Eq. 3): ``beta * KL[q(z|u) || p(z)] -
+E_q[log p(u|z)]`` per token, averaged over the batch's tokens, ``log p(u|z)`` a unit-variance Gaussian. The pieces
+are ``embeddings.methods.latte_mix.maths``; ``beta`` is annealed (:func:`annealed_beta`).
 """
 
 from __future__ import annotations
@@ -37,15 +35,9 @@ def token_vae_losses(posterior: nn.Module, decoder: nn.Module, features: Tensor,
                      tau: float, kl_threshold: float, beta: float) -> dict[str, Tensor]:
     """Reconstruction, KL terms and diagnostics over the real tokens of a batch (float32).
 
-    Args:
-        posterior, decoder: the VAE's nets (``embeddings.methods.latte_mix.nets.build_nets``).
-        features: ``(B, T, H)`` frozen token states; ``mask``: ``(B, T)`` True for real tokens.
-        latent: ``categorical`` (Latte-Mix), ``normal`` or ``ae`` (no KL term).
-        tau: Gumbel-Softmax temperature; ``kl_threshold``: free nats per latent unit; ``beta``: the KL weight.
-
-    Returns:
-        ``loss`` (what training minimises), ``recon`` and, with a KL term, ``kl_thresholded``, ``beta`` and the
-        stats of ``thresholded_kl``; the categorical latent adds ``class_perplexity``.
+    ``features``: ``(B, T, H)``; ``mask``: ``(B, T)``; ``latent``: ``categorical``, ``normal`` or ``ae`` (no KL). Returns
+    ``loss``, ``recon`` and, with a KL term, ``kl_thresholded``, ``beta`` and ``thresholded_kl``'s stats (categorical:
+    ``class_perplexity``).
     """
     tokens = features[mask].float()  # (N, H): padding never enters the VAE
     if tokens.shape[0] == 0:
