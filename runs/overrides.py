@@ -114,7 +114,8 @@ def _join_user_configs(loader, config_dir: str | None, overrides) -> None:
     for override in overrides:
         if override.get_key_element() == "hydra.searchpath" and isinstance(override.value(), list):
             for path in override.value():
-                listed.append(provider="hydra.searchpath in command-line", path=str(path))
+                listed.prepend(provider="hydra.searchpath in command-line", path=str(path),  # the schema stays last
+                               anchor=SearchPathQuery(provider="schema"))
                 if str(path).startswith("file://") or "://" not in str(path):  # a folder, not pkg://
                     folders.append(str(path).removeprefix("file://"))
     loader.repository.initialize_sources(listed)
