@@ -1,15 +1,9 @@
 """An epoch's order of ``n`` items without an array of ``n``: a keyed bijection on ``[0, n)``.
 
-Why: drawing ``rng.permutation(n)`` each epoch costs 8 bytes an item in every rank (800 MB for 100M sentences,
-and seconds of one core) just to read a shard of it. Here position ``p`` of the epoch maps to item
-``order[p]`` through a balanced Feistel network over ``2 * h`` bits (``4**h >= n``) whose 8 round functions
-are a 64-bit mixer (SplitMix64's finaliser) keyed by ``(seed, epoch)``; a Feistel network is a permutation of
-its ``4**h`` values whatever the round function, and "cycle walking" (apply it again while the value is
-``>= n``, on average fewer than 4 times) restricts it to a permutation of ``[0, n)``. Any slice of positions
-is computed on its own, so a shard is evaluated lazily, block by block, and a resumed epoch recomputes
-exactly the positions it has left: the order is a pure function of ``(n, seed, epoch, position)``.
-
-Integer arithmetic only (``uint64`` wrap-around), so the order is the same on every machine and rank.
+``rng.permutation(n)`` per epoch costs 8 bytes an item in every rank. Here position ``p`` maps to ``order[p]``
+through a balanced Feistel network over ``2 * h`` bits (``4**h >= n``), 8 rounds of SplitMix64's finaliser keyed by
+``(seed, epoch)``, restricted to ``[0, n)`` by cycle walking. Any slice of positions is computed on its own, in
+``uint64`` integer arithmetic: the same order on every machine and rank.
 """
 
 from __future__ import annotations
@@ -28,10 +22,7 @@ def _mix(z: np.ndarray) -> np.ndarray:
 
 
 class EpochOrder:
-    """``order[positions]``: the items at those positions of the epoch (a bijection on ``[0, n)``).
-
-    ``shuffle=False`` is the identity (file order).
-    """
+    """``order[positions]``: the items at those positions of the epoch; ``shuffle=False`` is the identity."""
 
     def __init__(self, n: int, seed: int, epoch: int, shuffle: bool = True):
         self.n, self.shuffle = int(n), shuffle

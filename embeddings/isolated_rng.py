@@ -1,19 +1,10 @@
 """Run a block without touching the run's random streams: model building, loading, caching and evaluation.
 
-Why: a run's randomness must be a function of its seed and its config alone. Anything that draws random numbers
-only *sometimes* shifts every later draw of the run: building ``bert-random-4x256`` or converting the packaged
-ONNX MiniLM on an empty model cache (a ``BertModel(config)`` initialises its weights from the global generator, and
-the random BERT even re-seeded it), initialising a head that a checkpoint lacks, encoding teachers into a feature
-cache that a warm cache skips. Measured before this existed: the quickstart's weights after 5 steps differed in 69
-of 71 tensors between a run on an empty cache and the same command on the warm one.
-
-``isolated_rng()`` saves torch's CPU generator (and the generators of CUDA devices already initialised), Python's
-``random`` and NumPy's global state, runs the block, and puts them all back: the block may draw (its own draws are
-then seeded by the run's current state, so they are still reproducible), but the run continues as if it had not
-run. ``isolated_rng(seed)`` also seeds torch inside the block, so what it builds is a pure function of ``seed``
-(the random BERT's weights on every machine). CUDA is seeded only on devices already initialised: a
-``torch.cuda.manual_seed_all`` before CUDA starts is queued and replayed at its start, which would override the
-run's own seed there.
+A run's randomness must be a function of its seed and config alone, but building a model on an empty cache,
+initialising a head a checkpoint lacks or encoding into a cold cache draws only *sometimes*. ``isolated_rng()``
+saves torch's CPU generator (and initialised CUDA devices'), ``random`` and NumPy's state, runs the block and puts
+them back. ``isolated_rng(seed)`` also seeds torch inside, so what it builds is a pure function of ``seed``. CUDA is
+seeded only on initialised devices (a seed queued before CUDA starts would override the run's own).
 """
 
 from __future__ import annotations
@@ -37,8 +28,7 @@ def _initialised_cuda_devices() -> list[int]:
 def isolated_rng(seed: int | None = None) -> Iterator[None]:
     """Run the block with torch / NumPy / ``random`` state restored afterwards; optionally seeded inside.
 
-    torch and NumPy are imported here, not at the top: this module sits under the packaged-model code that
-    ``--help`` imports without torch.
+    torch and NumPy are imported here: this module sits under code that ``--help`` imports without torch.
     """
     import numpy as np
     import torch

@@ -1,9 +1,7 @@
 """Which STS tasks a training data config contains: a train/test leak warns instead of passing silently.
 
-Why: SICK pairs are NLI pairs with relatedness scores, and ``sts:<task>`` sentence sources feed the STS
-sentences themselves to unsupervised objectives; a run that trains on a task the STS callback then scores
-reports numbers that are not held out. Some runs do that on purpose (BERT-flow's "target" setting fits on
-the unlabelled evaluation sentences), so this warns and names the task; it never refuses.
+SICK pairs are NLI pairs, and ``sts:<task>`` sources feed STS sentences to unsupervised objectives; some runs do
+that on purpose (BERT-flow's "target" setting), so this warns and names the task, never refuses.
 """
 
 from __future__ import annotations
@@ -71,11 +69,8 @@ def leaked_tasks(data_cfg: Mapping, eval_tasks: Sequence[str]) -> dict[str, str]
 
 
 def warn_leaks(data_cfg: Mapping, eval_tasks: Sequence[str]) -> dict[str, str]:
-    """Log one warning per evaluated task the training data contains; returns the overlaps.
-
-    A task of ``python evaluate.py``'s default set (``LOCAL_DEFAULT_TASKS``, e.g. SICK train+trial) that the
-    training data holds warns too, though the run itself does not score it: the export's numbers on it, in
-    the README's default table, would not be held out. Only the run's own overlaps are returned.
+    """Log one warning per evaluated task (or task of ``evaluate.py``'s default set) the training data contains;
+    returns the run's own overlaps.
     """
     leaks = leaked_tasks(data_cfg, eval_tasks)
     for task, source in leaks.items():

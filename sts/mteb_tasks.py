@@ -1,12 +1,8 @@
-"""Our local STS tasks as ``mteb`` STS tasks, so mteb's own evaluation machinery runs offline on them.
+"""Our local STS tasks as ``mteb`` STS tasks, so mteb's own evaluator runs offline on them.
 
-Why: the MTEB adapter (``embeddings/scoring/mteb_adapter.py``) must give the same Spearman as ``evaluate.py``;
-with no hub access the only way to run mteb's evaluator (``AbsTaskSTS`` -> ``AnySTSEvaluator``) is on a task
-whose data is already loaded. Every subset of our task is pooled into one ``test`` split, which is what MTEB's
-own STS12-16 / SICK-R / STSBenchmark tasks score (one correlation over all pairs) and what our ``all`` aggregate
-is. Gold scores keep their scale: Spearman and Pearson do not change under mteb's linear ``_normalize``.
-
-mteb is imported inside ``mteb_sts_task`` (optional third-party dependency), so ``sts`` loads without it.
+Every subset is pooled into one ``test`` split, what MTEB's STS tasks score and our ``all`` aggregate is; gold
+scores keep their scale (correlations ignore mteb's linear ``_normalize``). mteb is imported inside
+``mteb_sts_task``, so ``sts`` loads without it.
 """
 
 from __future__ import annotations

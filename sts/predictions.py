@@ -1,10 +1,8 @@
 """Per-pair similarities on disk (``.npz``): what a paired comparison (``sts.paired``) needs after the run.
 
-Why kept: a Spearman alone cannot be compared pair by pair with another run's; the similarities can. Each file
-holds, per task (pooled pairs in scoring order, the ``all`` aggregate's): every system's similarities
-(``<system>:<task>``, float32 as the cosines are computed), the gold scores (``gold:<task>``, float64) and a pair
-fingerprint (``pairs:<task>``: ``sts.paired.pair_fingerprint``), so two runs are compared only on the same pairs
-and refused otherwise. Plain arrays: ``np.load(..., allow_pickle=False)`` reads it.
+Per task (the pooled pairs in scoring order): every system's similarities (``<system>:<task>``, float32), the gold
+scores (``gold:<task>``) and a pair fingerprint (``pairs:<task>``), so runs are compared only on the same pairs.
+Plain arrays (``allow_pickle=False``).
 """
 
 from __future__ import annotations

@@ -1,8 +1,4 @@
-"""Results tables and charts: JSON of every number, a markdown table, a PNG chart (``sts.score_chart``).
-
-Files are written atomically (temp file + rename) so an interrupted run never leaves a half
-table that looks complete.
-"""
+"""Results tables and charts: JSON of every number, a markdown table, a PNG chart; written atomically."""
 
 from __future__ import annotations
 

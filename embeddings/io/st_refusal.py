@@ -1,12 +1,8 @@
 """A ``modules.json`` that makes sentence-transformers refuse an export whose vectors it cannot compute.
 
-Why: ``SentenceTransformer(path)`` loads any directory without a ``modules.json`` by building one itself (a
-Hugging Face encoder + mean pooling), silently; a fitted export (BERT-flow, whitening, Latte-Mix, meta-embeddings)
-fails there with transformers' puzzle about ``model_type``, and an export of a pooling sentence-transformers has no
-module for would load with mean pooling, a representation that was never evaluated. Here such an export gets a
-``modules.json`` naming ``NotSentenceTransformers``, a class outside sentence-transformers: sentence-transformers 6
-refuses it unless ``trust_remote_code=True`` is passed (its own message), and with it this class's ``load`` raises
-one line saying what the export is and how to load it (``sts_lightning.load(path)``). Never a wrong vector.
+Without one, ``SentenceTransformer(path)`` loads any directory with mean pooling, silently. Such an export names
+``NotSentenceTransformers``, a class outside sentence-transformers: it is refused unless ``trust_remote_code=True``,
+and then this class's ``load`` raises one line saying how to load it (``sts_lightning.load(path)``).
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Pooling baselines: token states of a ``TokenBatch`` -> one vector per sentence.
 
-Conventions (and why):
-- ``mean``/``max`` pool the last layer over all real tokens, [CLS]/[SEP] included, exactly as
-  sentence-transformers' ``Pooling`` does, so our numbers are comparable to its evaluator.
-- ``first_last_avg`` averages the first *transformer* layer (``hidden_states[1]``) and the last,
-  the corrected SimCSE / BERT-flow convention (older code used the embedding output, index 0).
-- ``last2_avg`` averages the true last two layers (``hidden_states[-2]`` and ``[-1]``).
-With a single-layer encoder (static word vectors) every layer-based pooling reduces to ``mean``.
+``mean``/``max`` pool the last layer over all real tokens, [CLS]/[SEP] included, as sentence-transformers'
+``Pooling``; ``first_last_avg`` averages ``hidden_states[1]`` and the last (the corrected SimCSE / BERT-flow
+convention); ``last2_avg`` the last two. On one-layer encoders every layer pooling is ``mean``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """The scorer interface: sentences -> representation, two representations -> similarity.
 
-Every method, trained or training-free, ends in a ``Scorer``. The STS evaluator, ``evaluate.py``,
-the training callback and export speak only to this interface, so a new method adds a scorer and
-nothing else changes. A representation is a dict of tensors whose first dimension indexes
-sentences (``{"embedding": (n, d)}`` for pooled vectors, ``{"mean", "var"}`` for Sen2Pro, ...).
+Every method ends in a ``Scorer``; evaluation, the training callback and export speak only to it. A representation
+is a dict of tensors indexed by sentence (``{"embedding": (n, d)}``, Sen2Pro's ``{"mean", "var"}``, ...).
 """
 
 from __future__ import annotations
@@ -44,10 +42,8 @@ class Scorer(ABC):
 
     def represent_pairs(self, sentences1: Sequence[str],
                         sentences2: Sequence[str]) -> tuple[Representation, torch.Tensor, torch.Tensor]:
-        """The representation of the distinct sentences of the pairs, and each pair's two rows in it.
-
-        Why public: a caller that needs the vectors besides the similarities (``sts.scoring``'s alignment and
-        uniformity) gets them from the one encoding pass ``score_pairs`` makes.
+        """The representation of the distinct sentences of the pairs, and each pair's two rows in it (public for
+        callers that need the vectors too, from the one pass ``score_pairs`` makes).
         """
         if len(sentences1) != len(sentences2):
             raise ValueError(f"pair lists differ in length: {len(sentences1)} vs {len(sentences2)}")

@@ -1,11 +1,7 @@
-"""Source vectors of a sentence list, computed once and kept in a ``.npy`` cache.
+"""Source vectors of a sentence list, computed once and kept in a ``.npy`` cache (``embeddings.io.npy_cache``).
 
-Why: ensembles are fitted and distilled from FROZEN sources, and the slowest source (all-mpnet-base-v2,
-~26 sentences/s on 2 CPU cores) would otherwise re-encode the same corpus for every method, seed and
-ablation. The cache is named by a hash of the source's fingerprint and of the sentences themselves, so
-another corpus, model file, pooling or prefix can never be served stale vectors. Written and checked by
-``embeddings.io.npy_cache`` (atomic, the sidecar JSON last); a cache whose sidecar disagrees with the array,
-or that does not load, is rebuilt with a warning.
+Ensembles are fitted and distilled from FROZEN sources; the cache is named by a hash of the source's fingerprint
+and the sentences, so another corpus, model, pooling or prefix is never served stale vectors.
 """
 
 from __future__ import annotations
@@ -53,12 +49,8 @@ def pending_sources(specs: Sequence, sentences: Sequence[str], cache_dir: str | 
 
 def cached_source_vectors(source: SentenceSource, sentences: Sequence[str],
                           cache_dir: str | os.PathLike | None = None) -> np.ndarray:
-    """``(len(sentences), source.dim)`` float32; from the cache when valid, else encoded and cached.
-
-    Args:
-        source: the frozen source.
-        sentences: non-empty strings (order matters: row i is sentence i).
-        cache_dir: cache root (``None``: no caching, just encode).
+    """``(len(sentences), source.dim)`` float32 (row i: sentence i); from the cache when valid, else encoded and
+    cached (``cache_dir=None``: just encode).
     """
     if cache_dir is None:
         return source.embed(list(sentences)).numpy().astype(np.float32)

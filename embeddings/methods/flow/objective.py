@@ -1,9 +1,5 @@
-"""BERT-flow's objective (Li et al., EMNLP 2020): the Glow's negative log-likelihood, as tensor functions.
-
-The flow maps a pooled sentence vector ``x`` to ``z`` with a tractable ``log|det dz/dx|``; under the standard
-normal prior the change of variables gives ``log p(x)`` (:func:`log_likelihood`), and the training objective is
-its negative in bits per dimension (:func:`bits_per_dim`, the reference's ``-log p / (C log 2)``), averaged over
-the batch (:func:`flow_nll_loss`). Every row is self-contained, so under DDP each rank takes its own mean.
+"""BERT-flow's objective (Li et al., EMNLP 2020): the Glow's negative log-likelihood in bits per dimension
+(the reference's ``-log p / (C log 2)``), averaged over the batch; rows are self-contained (no DDP gather).
 """
 
 from __future__ import annotations
@@ -27,10 +23,8 @@ def bits_per_dim(log_p: Tensor, dim: int) -> Tensor:
 
 
 def flow_nll_loss(flow: nn.Module, x: Tensor) -> Tensor:
-    """Mean negative log-likelihood in bits per dimension of the vectors ``x`` under ``flow`` (a ``Glow``).
-
-    Always float32, also under ``precision=bf16-mixed``: the log-determinants sum many small terms
-    and bf16 matmuls would make the density (and its gradient) too coarse to fit.
+    """Mean negative log-likelihood in bits per dimension of ``x`` under ``flow``, always float32 (bf16 would make the
+    density too coarse to fit).
     """
     with torch.autocast(device_type=x.device.type, enabled=False):
         return flow.nll(x.float()).mean()

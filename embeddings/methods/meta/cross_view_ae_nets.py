@@ -1,9 +1,7 @@
 """The cross-view autoencoder of sentence meta-embeddings (Poerner et al. 2020, Sec. 3.4): its nets.
 
-Every source j has an encoder ``E_j: R^{d_j} -> R^d`` and a decoder ``D_j: R^d -> R^{d_j}``; the
-meta-embedding is ``sum_j E_j(x_j)``. Training reconstructs every view from every code (J^2 terms); that
-objective and its reconstruction losses are ``embeddings.methods.meta.cross_view_ae_objective``. Inputs are
-length-normalised first (``normalize=True``), as for conc / avg, so no source dominates by its scale.
+Per source j an encoder ``E_j: R^{d_j} -> R^d`` and a decoder ``D_j``; the meta-embedding is ``sum_j E_j(x_j)``;
+the J^2 objective is ``cross_view_ae_objective``. Inputs are length-normalised first (``normalize=True``).
 """
 
 from __future__ import annotations
@@ -33,11 +31,7 @@ def _mlp(inputs: int, outputs: int, hidden_layers: int) -> nn.Sequential:
 class CrossViewAutoencoder(nn.Module):
     """Per-source encoders and decoders; ``embed`` is the meta-embedding, ``loss`` the J^2 objective.
 
-    Args:
-        dims: source dimensions ``d_j``, in source order.
-        d: meta-embedding dimension.
-        hidden_layers: hidden layers in every encoder and decoder (0: linear maps).
-        normalize: length-normalise every input view (and so every reconstruction target).
+    ``dims``: source dimensions in order; ``d``: meta-embedding size; ``hidden_layers``: 0 for linear maps.
     """
 
     def __init__(self, dims: Sequence[int], d: int, hidden_layers: int = 0, normalize: bool = True) -> None:

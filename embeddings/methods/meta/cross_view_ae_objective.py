@@ -1,14 +1,8 @@
 """The cross-view autoencoder's objective (Poerner et al. 2020, Sec. 3.4) as pure functions on tensors.
 
-Training reconstructs EVERY view ``x_j'`` from EVERY code ``E_j(x_j)``: J^2 loss terms,
-``L = sum_j sum_j' l(x_j', D_j'(E_j(x_j)))`` (:func:`cross_view_loss_terms`; the nets are
-``embeddings.methods.meta.cross_view_ae_nets``). Why all J^2 terms: the diagonal alone lets each encoder keep
-its own view's private structure; the cross terms force the codes of one sentence to agree across sources,
-which is what makes the sum of the codes a shared representation.
-
-Reconstruction losses (Neill & Bollegala 2018, as listed in the paper): ``mse``, ``mae``, ``kld``
-(KL(softmax(x) || softmax(x_hat)), the vectors read as logits) and ``cos2`` ((1 - cos)^2). Every row is
-self-contained, so under DDP each rank takes its own mean.
+Every view ``x_j'`` is reconstructed from every code ``E_j(x_j)``: ``L = sum_j sum_j' l(x_j', D_j'(E_j(x_j)))``; the
+cross terms force one sentence's codes to agree across sources. Losses (Neill & Bollegala 2018): ``mse``, ``mae``,
+``kld`` (softmax of both read as logits) and ``cos2`` ((1 - cos)^2); rows are self-contained (no DDP gather).
 """
 
 from __future__ import annotations
@@ -41,9 +35,6 @@ def reconstruction_loss(target: Tensor, pred: Tensor, kind: str) -> Tensor:
 
 def cross_view_loss_terms(xs: Sequence[Tensor], codes: Sequence[Tensor], decoders: Sequence[Callable[[Tensor], Tensor]],
                           kind: str = "mse") -> Tensor:
-    """``(J, J)`` matrix: entry ``[j, j']`` reconstructs view ``xs[j']`` by ``decoders[j']`` from ``codes[j]``.
-
-    The training loss is its sum; its diagonal are the self-reconstructions, the rest the cross terms.
-    """
+    """``(J, J)`` matrix: entry ``[j, j']`` reconstructs ``xs[j']`` by ``decoders[j']`` from ``codes[j]``; its sum is the loss."""
     return torch.stack([torch.stack([reconstruction_loss(xs[k], decoders[k](code), kind)
                                      for k in range(len(xs))]) for code in codes])

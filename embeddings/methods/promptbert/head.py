@@ -1,10 +1,6 @@
 """PromptBERT's supervised head: BERT's MLM transform (``Linear -> act -> LayerNorm``) over the [MASK] state, kept at
-evaluation, saved beside an export; and the export's own file.
-
-Why this head: the supervised recipe (``run.sh sup-bert``: ``--mask_embedding_sentence_org_mlp``) trains
-``BertPredictionHeadTransform`` on the [MASK] state and the template's denoising state alike, and evaluates through
-it (``evaluation.py`` loads it back as ``cls.predictions.transform``). The unsupervised recipe's head is SimCSE's
-``Linear + tanh``, used in training only (``--mlp_only_train``), so it is never saved.
+evaluation and saved beside an export (``--mask_embedding_sentence_org_mlp``); the unsupervised recipe's SimCSE
+head is training-only and never saved.
 """
 
 from __future__ import annotations
@@ -26,9 +22,7 @@ ST_MODULE = "sts_lightning.embeddings.methods.promptbert.st_module.PromptBERTEmb
 
 
 def transform_head(hidden: int, act: str = "gelu", eps: float = 1e-12, init_std: float = 0.02) -> nn.Sequential:
-    """``BertPredictionHeadTransform``: dense, the config's activation, LayerNorm; initialised as BERT initialises a
-    module the checkpoint lacks (normal ``init_std`` weights, zero bias, LayerNorm 1 / 0): the authors' ``mlp``
-    is not in ``bert-base-uncased``'s checkpoint under that name."""
+    """``BertPredictionHeadTransform``, initialised as BERT initialises a module its checkpoint lacks."""
     from transformers.activations import ACT2FN
 
     if act not in ACT2FN:
@@ -48,9 +42,9 @@ def head_for(config) -> nn.Sequential:
 
 
 def write_prompt_export(folder: str | Path, settings: dict, head: nn.Sequential | None) -> None:
-    """``promptbert_config.json`` (format tag, version, the evaluated ``settings``, the head's shape or ``null``), the
-    head's weights and the ``modules.json`` naming ``ST_MODULE`` (so ``SentenceTransformer(path)`` never mean-pools
-    it), into an export directory being written (``EncoderModule.export``'s temporary directory)."""
+    """``promptbert_config.json``, the head's weights and the ``modules.json`` naming ``ST_MODULE``, into an export
+    directory being written.
+    """
     from safetensors.torch import save_file
 
     folder = Path(folder)

@@ -1,9 +1,6 @@
 """The two forward-pass products PromptBERT reads: the [MASK] state of a prompted batch, and the template's own
-[MASK] state for template denoising.
-
-Both are shared by the training-free scorer (no gradients, eval mode) and ``model=promptbert`` (gradients and
-dropout on: the authors compute the denoising states inside the training graph, ``models.py``'s ``get_delta`` with
-``mask_embedding_sentence_delta_freeze`` off).
+[MASK] state for denoising; shared by the scorer (eval) and ``model=promptbert`` (in the training graph, as the
+authors' ``get_delta``).
 """
 
 from __future__ import annotations
@@ -29,10 +26,8 @@ def mask_pooling(slot: int) -> Callable[[TokenBatch], Tensor]:
 
 
 def position_offset(model: torch.nn.Module) -> int:
-    """The first position id the model gives a sequence: 0 for BERT, ``padding_idx + 1`` for RoBERTa / MPNet (their
-    position table reserves the padding row), so the template-only pass uses the positions the prompted pass had.
-
-    The authors pass ``arange`` (offset 0) to RoBERTa too; for BERT, the paper's model, both agree.
+    """The first position id the model gives a sequence: 0 for BERT, ``padding_idx + 1`` for RoBERTa / MPNet, so
+    the template-only pass uses the prompted pass's positions (the authors pass 0 to RoBERTa too).
     """
     table = getattr(getattr(model, "embeddings", None), "position_embeddings", None)
     pad = getattr(table, "padding_idx", None)
@@ -41,11 +36,8 @@ def position_offset(model: torch.nn.Module) -> int:
 
 def template_states(model: torch.nn.Module, template_ids: list[int], prefix_length: int, mask_index: int,
                     lengths: Tensor) -> Tensor:
-    """``(len(lengths), hidden)``: the last-layer [MASK] state of the template alone, row ``i`` with the template's
-    tokens from ``prefix_length`` on shifted by ``lengths[i]`` positions (where a sentence of that many tokens
-    would have pushed them), as the authors' ``get_delta`` does for every length at once.
-
-    ``mask_index``: the mask's index in ``template_ids``. Runs in the model's current mode (dropout in training).
+    """``(len(lengths), hidden)``: the last-layer [MASK] state of the template alone, its tokens from ``prefix_length``
+    on shifted by ``lengths[i]`` positions, as ``get_delta`` does; in the model's current mode.
     """
     param = next(model.parameters())
     rows, width = len(lengths), len(template_ids)

@@ -1,18 +1,9 @@
 """Matryoshka representation learning (Kusupati et al. 2022, arXiv 2205.13147) around any one-vector loss.
 
-``model.matryoshka_dims=[384, 256, 128, 64]`` trains the leading 384, 256, 128 and 64 numbers of the sentence
-vector to be embeddings on their own: the method's loss is applied to each truncated, re-normalised prefix and
-the results are summed with ``model.matryoshka_weights`` (default 1 each). This is sentence-transformers'
-``MatryoshkaLoss`` (``losses/matryoshka.py``: ``shrink`` = prefix + L2 normalisation, weighted sum over the
-dimensions): the embeddings are computed once and every dimension reuses them, as its ``ForwardDecorator``
-caches the forward pass. A test runs their class beside ours on one tiny model.
-
-Why a loss wrapper on tensors: every one-vector method already computes its loss as a pure function of the
-embeddings (``EncoderModule.embed_and_loss``'s ``loss_fn``, CoSENT's ``loss(u, v, scores)``); wrapping that one
-function gives the cached (GradCache) path too, since the cache differentiates through whatever ``loss_fn`` is.
-
-Unlike sentence-transformers, the dimensions must be written largest first without repeats (theirs sorts them
-silently): a list in another order is more likely a typo than a wish, and the evaluation columns follow it.
+``model.matryoshka_dims=[384, 256, 128, 64]``: the method's loss on each truncated, re-normalised prefix, summed
+with ``model.matryoshka_weights``: sentence-transformers' ``MatryoshkaLoss`` (embeddings computed once; a test runs
+both). A wrapper of the loss function, so the GradCache path gets it too. Dimensions must be largest first without
+repeats (theirs sorts silently; another order is more likely a typo).
 """
 
 from __future__ import annotations

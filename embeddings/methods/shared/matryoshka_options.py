@@ -1,9 +1,7 @@
 """The values of ``model.matryoshka_dims`` / ``model.matryoshka_weights``, checked without torch.
 
-Why a module of its own: ``runs/early_checks.py`` refuses a bad value before ``train.py`` imports torch, and the
-constructors (``lightning_modules.base.EncoderModule``) refuse the same values with the same line from Python; the
-loss itself (``matryoshka``) needs torch. No model needed: ``check_matryoshka_fits`` compares with a width read
-from the disk (``embeddings.encoders.widths``) or from the loaded model.
+The config check (before torch) and the constructors refuse a bad value with the same line; ``check_matryoshka_fits``
+compares with a width read from the disk (``embeddings.encoders.widths``) or the loaded model.
 """
 
 from __future__ import annotations
@@ -61,13 +59,10 @@ def check_matryoshka_fits(dims: Sequence[int], embedding_dim: int) -> None:
 
 
 def refuse_training_only_head(dims: Sequence[int] | None, head: tuple[str, str, str] | None, value: object) -> None:
-    """One ``ConfigError`` line when ``dims`` is set and the loss reads a head that the export drops: ``head`` is a
-    class's ``(option, value, fix)`` (``training_only_head``), ``value`` the option's configured value.
+    """One ``ConfigError`` line when ``dims`` is set and the loss reads a head that the export drops.
 
-    Why: ``shrink`` cuts the vector the loss sees. Behind a training-only head (SimCSE's ``mlp=train``, PromptBERT's
-    ``head=mlp``) that is the head's output, a dense function of every number of the pooled vector, so the exported
-    vector's prefixes would get no Matryoshka training at all while the option looked accepted. A prefix cannot go
-    through the head either (it reads the whole vector). ``fix``: the setting that trains the exported vector.
+    ``head``: a class's ``(option, value, fix)`` (``training_only_head``). Behind such a head (SimCSE's ``mlp=train``)
+    the loss sees a dense function of the whole vector, so the exported prefixes would get no Matryoshka training.
     """
     if dims is not None and head is not None and value == head[1]:
         key, fix = f"model.{head[0]}", head[2]
