@@ -1,8 +1,5 @@
-"""Skipped rows of one input file: counted per reason with their first line numbers, and the one threshold policy.
-
-Why shared: every reader of labelled rows (NLI pairs, scored STS pairs) must treat bad rows alike: skip and count
-them, quote where they are, and stop when more than ``max_malformed_fraction`` of the file is bad, so a wrong file
-is never silently mostly dropped.
+"""Skipped rows of one input file: counted per reason with their first line numbers, and the one threshold policy
+(``max_malformed_fraction``) every reader of labelled rows shares.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Sentences from your own ``.tsv`` / ``.csv`` / ``.jsonl`` / ``.parquet`` files: one column written once into a text file.
 
-Why a text file: every sentence consumer (``SentenceIndex``: CT, SED, SimCSE, the VAEs, cached embeddings)
-reads one-sentence-a-line files by byte offset, so a table is turned into one, in the cache directory, keyed
-by the file's path, size and modification time, the column and the skip limit (a changed file is read again),
-exactly as ``hub:`` sources are. A cell's inner line breaks and runs of spaces become one space (one row,
-one line). Rows with an empty text are skipped and counted, and more than ``max_malformed_fraction`` of them
-stop the run (``malformed_rows``), with the file and row numbers; the text file holds only the kept rows.
+Every sentence consumer reads one-sentence-a-line files by byte offset, so a table becomes one in the cache (keyed
+by path, size, mtime, column and skip limit), as ``hub:`` sources do. Inner line breaks become spaces; empty rows are
+skipped and counted (``malformed_rows``).
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""The order STS tasks are shown in, in every table and chart: the order papers report them in.
-
-Why fixed and not the order of the files or the config: a comparison of two runs whose configs listed the
-tasks differently (``[sts12, sts16, sts13]`` against ``[sts13, sts12]``) must still put the same task in the
-same column, and a reader looks for STS12..16, STS-B, SICK left to right as in every paper's table.
-Names only, no data: this module imports nothing heavy, so the table tools stay fast.
+"""The order STS tasks are shown in, in every table and chart: the papers' (STS12..16, STS-B, SICK), whatever the
+config's order, so two runs put a task in the same column. Names only, nothing heavy imported.
 """
 
 from __future__ import annotations

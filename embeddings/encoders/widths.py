@@ -1,10 +1,7 @@
 """An encoder's vector size read from the disk alone (no torch, no weights): ``width_on_disk``.
 
-Why: ``model.matryoshka_dims=[1024]`` on a 384-d model was refused only after the model had loaded (and in
-``python train.py``, after torch, Lightning and transformers had imported). The size is written down before any of
-that: in the packaged-model table, in a model directory's (or export's) ``config.json``, in the Hugging Face cache's
-snapshot of a hub model. Where none answers (a ``.ckpt``, a hub name not yet downloaded), ``None``: the loaded model
-is checked instead.
+So ``model.matryoshka_dims=[1024]`` on a 384-d model is refused before anything loads: the packaged-model table, a
+directory's ``config.json`` or the Hugging Face cache answer; else ``None`` (the loaded model is checked instead).
 """
 
 from __future__ import annotations

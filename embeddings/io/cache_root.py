@@ -1,10 +1,6 @@
-"""The one directory every cache of the project lives under, and the one variable that moves it.
-
-Why one place: line indexes, feature and token-state caches, source vectors, distillation targets, hub text
-files and the packaged models (``<root>/models``) all need a writable home that a user can move (a fast disk,
-a shared cluster cache) with ONE environment variable, ``STS_CACHE_DIR`` (default ``~/.cache/sts-lightning``).
-The packaged-models cache used to be ``$STS_LIGHTNING_CACHE/models`` (default ``~/.cache/sts_lightning``);
-that variable is still honoured for the models, with a deprecation warning logged once.
+"""The one directory every cache of the project lives under, moved by ``STS_CACHE_DIR`` (default
+``~/.cache/sts-lightning``); the packaged models live in ``<root>/models`` (``STS_LIGHTNING_CACHE`` still honoured
+for them, with a deprecation warning).
 """
 
 from __future__ import annotations

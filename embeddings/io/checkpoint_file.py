@@ -1,10 +1,7 @@
 """The one place a training checkpoint (``.ckpt``) is read: weights only, with one-line errors naming the file.
 
-Why: ``torch.load`` without ``weights_only=True`` runs whatever a crafted file pickles (and the environment
-variable ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` turns an unspecified ``weights_only`` into ``False``); a
-truncated file raises a miniz error that names neither the file nor what to do; torch's own refusal advises
-"re-run with weights_only=False", the one thing not to do with a file one did not write. Every checkpoint we
-load (resume, ``evaluate.py encoders=[x.ckpt]``) is checked here first.
+``torch.load`` without ``weights_only=True`` runs whatever a crafted file pickles, and a truncated file raises a
+miniz error naming neither the file nor a fix. Every checkpoint we load (resume, ``encoders=[x.ckpt]``) goes here.
 """
 
 from __future__ import annotations
@@ -22,8 +19,7 @@ from sts_lightning.embeddings.io.input_file import require_file
 def load_checkpoint(path: str | os.PathLike, mmap: bool = True) -> dict[str, Any]:
     """The checkpoint's contents (tensors on CPU and plain values); ``DataError`` with the path otherwise.
 
-    ``mmap``: map the tensors from the file instead of reading them (a check, or a scorer's weights, costs
-    no copy); a resume reads them (``mmap=False``): optimizer state would otherwise stay backed by the file.
+    ``mmap``: map the tensors instead of reading them; a resume reads them (optimizer state must not stay file-backed).
     """
     path = require_file(path, "checkpoint file")
     try:

@@ -1,11 +1,4 @@
-"""Fingerprints of model files, for cache keys: Lightning-free, so `embeddings/` needs no `datamodules/`.
-
-Why: sentence sources (`embeddings.sources.sentence_source`, `embeddings.methods.meta.scorer`) and the DataModules' caches
-(`datamodules.cached_embeddings`, `token_state_cache`, `distillation`) key their caches on the same model
-identity. It lived in `datamodules.cached_embeddings`, which loads Lightning, so the sources imported it
-inside functions to dodge the `embeddings <-> datamodules` cycle (issue 17); `datamodules.cached_embeddings`
-re-exports `model_fingerprint` so existing imports keep working.
-"""
+"""Fingerprints of model files, for cache keys (sources and the DataModules' caches key on the same identity)."""
 
 from __future__ import annotations
 
@@ -22,9 +15,8 @@ def file_stat(path: Path) -> dict:
 
 
 def model_fingerprint(name: str) -> dict:
-    """The model name plus size / mtime of its files when it is (or resolves to) a local directory.
-
-    Why: a directory retrained in place keeps its name; its weight files' stats change.
+    """The model name plus size / mtime of its files when it is (or resolves to) a local directory (a directory
+    retrained in place keeps its name, not its stats).
     """
     try:
         local = Path(resolve_model_path(name))

@@ -1,8 +1,5 @@
-"""``require_file``: the one check that an input file is there and readable, with the message that fits.
-
-Why: ``path.is_file()`` is false for a missing file, a directory in its place, a dangling link and a file
-without read permission alike, and every reader used to call all of them "not found" -- which sends a user
-looking for a file that is right there. Readers of data files, corpora and checkpoints call this first.
+"""``require_file``: the one check that an input file is there and readable, with the message that fits (missing,
+a directory, a dangling link or unreadable are different fixes).
 """
 
 from __future__ import annotations
@@ -14,12 +11,7 @@ from sts_lightning.embeddings.errors import DataError
 
 
 def require_file(path: str | os.PathLike, what: str = "file") -> Path:
-    """``path`` (``~`` expanded) when it is a readable regular file; else ``DataError`` saying what it is instead.
-
-    Args:
-        path: the input.
-        what: the kind of file, for the message (``"file"``, ``"checkpoint file"``).
-    """
+    """``path`` (``~`` expanded) when it is a readable regular file; else ``DataError`` naming ``what`` it is instead."""
     path = Path(path).expanduser()
     if path.is_dir():
         raise DataError(f"{path}: a directory, not a {what}")

@@ -1,10 +1,7 @@
 """A vector scorer read at fewer dimensions: the first ``dim`` numbers of each vector, compared by cosine.
 
-Why: a Matryoshka-trained model (``model.matryoshka_dims``) is meant to be used truncated, so ``evaluate.py dims=[...]``
-scores every cosine-of-one-vector scorer at each dimension too (rows ``<scorer>@<dim>``), and
-``sts_lightning.load(..., dim=128)`` gives the model a user would deploy. Cosine normalises, so truncating is all
-sentence-transformers' ``truncate_dim`` does as well. Scorers with another representation (Sen2Pro's mean and
-variance, Latte-Mix's mixture) have no "first d numbers": an ``UnsupportedError`` (an n/a row in evaluate.py).
+For Matryoshka-trained models: ``evaluate.py dims=[...]`` rows ``<scorer>@<dim>`` and ``sts_lightning.load(...,
+dim=128)``, as sentence-transformers' ``truncate_dim``. Other representations raise ``UnsupportedError`` (n/a).
 """
 
 from __future__ import annotations

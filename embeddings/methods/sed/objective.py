@@ -1,8 +1,5 @@
-"""Sentence Ensemble Distillation's objective (Carlsson & Sahlgren 2021) as pure functions on tensors.
-
-The student regresses its sentence vector onto the mean of N frozen teachers' vectors with the MSE (paper
-Eq. 1-2); the targets come precomputed (``datamodules.distillation``). Every row is self-contained, so under
-DDP each rank takes the mean over its own rows with no gather.
+"""Sentence Ensemble Distillation's objective (Carlsson & Sahlgren 2021): MSE of the student's vector onto the
+precomputed mean of N frozen teachers' (Eq. 1-2); rows are self-contained (no DDP gather).
 """
 
 from __future__ import annotations
@@ -15,12 +12,7 @@ __all__ = ["check_dims", "sed_loss"]
 
 
 def sed_loss(student: Tensor, target: Tensor) -> Tensor:
-    """Mean squared error over batch and dimensions (paper Eq. 2, averaged over the batch).
-
-    Args:
-        student: ``(batch, dim)`` student embeddings (with gradients).
-        target: ``(batch, dim)`` mean teacher embeddings (constants).
-    """
+    """Mean squared error over batch and dimensions of ``(batch, dim)`` student vectors and constant targets (Eq. 2)."""
     if student.shape != target.shape:
         raise ConfigError(f"SED loss needs equal shapes, got student {tuple(student.shape)} and "
                           f"target {tuple(target.shape)}")
