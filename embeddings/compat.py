@@ -21,10 +21,7 @@ def own_parameters(module) -> dict:
 
 
 def unscale_before_step(optimizer) -> None:
-    """A GradScaler unscales the gradients before ``optimizer.step`` (torch's ``_step_supports_amp_scaling`` off).
-
-    A fused Adam says it unscales by itself, and Lightning then refuses gradient clipping under mixed precision.
-    """
+    """A GradScaler unscales the gradients before ``optimizer.step`` (torch's ``_step_supports_amp_scaling`` off)."""
     optimizer._step_supports_amp_scaling = False
 
 
@@ -54,7 +51,7 @@ def index_sampler(loader):
 
 def after_lightning_signal_handlers(trainer, install: Callable[[], None]) -> None:
     """Call ``install`` each time Lightning has registered its signal handlers (``trainer._signal_connector``,
-    after the ``setup`` hooks), so ours replace its for our signals; wrapped once per trainer."""
+    after the ``setup`` hooks), so ours replace its; wrapped once per trainer."""
     connector = getattr(trainer, "_signal_connector", None)
     if connector is None or getattr(connector, "_preemption_wrapped", False):
         return
@@ -69,11 +66,8 @@ def after_lightning_signal_handlers(trainer, install: Callable[[], None]) -> Non
 
 
 def quiet_lightning_observer() -> None:
-    """End the watcher thread of Lightning's own subprocess launcher at its next wake-up, touching no process.
-
-    Why: it polls the child ranks every 5 s and SIGKILLs every process, rank 0 included, once one child exited
-    non-zero -- which every rank of a preempted run does (75), a moment apart.
-    """
+    """End Lightning's launcher watcher at its next wake-up, touching no process: it SIGKILLs every rank once one
+    child exited non-zero, as every rank of a preempted run does (75), a moment apart."""
     for thread in threading.enumerate():
         if thread.name == LIGHTNING_OBSERVER and hasattr(thread, "_run"):
             thread._run = lambda: True

@@ -73,9 +73,16 @@ def listening(signals: Iterable[signal.Signals]) -> Iterator[None]:
     except BaseException:
         restore(previous)
         raise
-    else:
-        restore(previous)
-        clear()
+    restore(previous)
+    clear()
+
+
+def signal_name(signum: int) -> str:
+    """``15`` -> ``"SIGTERM"``; a number no signal has -> ``"signal <n>"``."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
 
 
 class StopRequested(Preempted):
@@ -88,10 +95,7 @@ class StopRequested(Preempted):
 
     @property
     def signal_name(self) -> str:
-        try:
-            return signal.Signals(self.signum).name
-        except ValueError:
-            return f"signal {self.signum}"
+        return signal_name(self.signum)
 
     def describe(self, message: str) -> None:
         """Set the one line ``run_or_exit`` prints (``stopped: <message>``); the first description wins."""

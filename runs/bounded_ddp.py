@@ -29,7 +29,7 @@ from lightning.pytorch.strategies import DDPStrategy
 
 from sts_lightning.embeddings import stop_request
 from sts_lightning.embeddings.errors import EXIT_RANK_LOST, Preempted, RankLostError
-from sts_lightning.embeddings.stop_request import StopRequested
+from sts_lightning.embeddings.stop_request import StopRequested, signal_name
 from sts_lightning.runs.compat import WatchesChildRanks, child_processes
 
 DEFAULT_TIMEOUT_S = 1800.0  # torch's own default: longer than any single-rank stretch (rank 0's STS evaluation, export)
@@ -47,11 +47,7 @@ def how_it_ended(code: int) -> str:
     """A child rank's return code in words (``-9``: SIGKILL, what the kernel's OOM killer sends)."""
     if code >= 0:
         return f"died (exit code {code})"
-    try:
-        name = signal.Signals(-code).name
-    except ValueError:
-        name = f"signal {-code}"
-    return f"died (killed by {name}{', as the OOM killer does' if code == -signal.SIGKILL else ''})"
+    return f"died (killed by {signal_name(-code)}{', as the OOM killer does' if code == -signal.SIGKILL else ''})"
 
 
 class _ChildWatch(threading.Thread):

@@ -58,9 +58,6 @@ class WatchesChildRanks:
     calls ``self.watch_children(procs)`` instead of starting Lightning's observer, which SIGKILLs every rank once
     one child has exited non-zero."""
 
-    def watch_children(self, procs: list) -> None:
-        raise NotImplementedError
-
     def _configure_launcher(self) -> None:
         super()._configure_launcher()
         plain, watched = _launchers()

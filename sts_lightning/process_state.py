@@ -81,11 +81,8 @@ def _kept_environment() -> Iterator[None]:
     try:
         yield
     finally:
-        for key in [k for k in os.environ if k not in saved]:
-            del os.environ[key]
-        for key, value in saved.items():
-            if os.environ.get(key) != value:
-                os.environ[key] = value
+        os.environ.clear()
+        os.environ.update(saved)
         os.chdir(cwd)
 
 
