@@ -41,7 +41,6 @@ from sts_lightning.sts.tasks import resolve_data_dir
 log = logging.getLogger(__name__)
 
 SPLITS = {"stsb": ("train", "dev", "test"), "sick": ("train", "trial", "test")}
-SCALES = {"stsb": STS_SCALE, "sick": SICK_SCALE}
 UNIT_SCALE = (0.0, 1.0)  # your own files' scale when data.score_scale is not set
 NLI_PREFIX = "nli:"  # nli:<NLI source>: labelled NLI pairs as scored pairs (load_nli_as_scored)
 NLI_SCORES = {LABELS["entailment"]: 1.0, LABELS["contradiction"]: 0.0}  # neutral: dropped (AnglE's NLI recipe)
