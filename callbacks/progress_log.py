@@ -15,7 +15,7 @@ import time
 import lightning as L
 import torch
 
-from sts_lightning.callbacks.sts_evaluation import spearman_line
+from sts_lightning.callbacks.sts_metrics import spearman_line
 from sts_lightning.embeddings.console import clock, progress_line
 
 log = logging.getLogger(__name__)
@@ -95,10 +95,8 @@ def first_step_line(step: int, since_launch: float, estimate: float | None, sinc
 
 def run_begins() -> None:
     """``train()`` calls it as it starts: the first run of a process counts from the process's start (the command,
-    imports, Hydra), every later one -- a seed of ``seeds=[...]``, a pipeline stage -- from its own start.
-
-    Why: measured (issue 48), seed 2 of a seeds run logged ``step 1 starts 6m20s after launch``: the clock counted
-    seeds 0 and 1 too."""
+    imports, Hydra), every later one -- a seed of ``seeds=[...]``, a pipeline stage -- from its own start (else a
+    later seed's "step 1 starts ... after launch" would count the earlier seeds too)."""
     global _runs, _launched
     _runs += 1
     _launched = None if _runs == 1 else time.monotonic()

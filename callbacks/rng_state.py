@@ -7,9 +7,8 @@ applied in ``on_train_batch_start`` of the first batch after the resume. Everyth
 ints and floats so ``torch.load(weights_only=True)`` reads the checkpoint.
 
 Under DDP the checkpoint holds EVERY rank's state (``"ranks"``, gathered when the checkpoint is assembled, which
-every rank does) and each rank gets its own back. Measured (issue 30): the ranks start from one seed but their
-states part at the first step (dropout draws as many numbers as the rank's own batch has elements), so rank 1
-resumed with rank 0's generators drew other dropout masks and a 2-rank resume was not the uninterrupted run.
+every rank does) and each rank gets its own back: the ranks start from one seed but their states part at the first
+step (dropout draws as many numbers as the rank's own batch has elements).
 A checkpoint of another world size (or one with a single state, written before) gives rank r state r where it
 has one, else rank 0's.
 """

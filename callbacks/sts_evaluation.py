@@ -3,26 +3,15 @@
 Why a callback and not ``validation_step``: every method ends in a ``Scorer``, so one evaluator serves all
 LightningModules; it only needs ``pl_module.scorer()`` built on the live modules.
 
-How it runs on N ranks (design.md, "STS metrics"):
-1. every rank builds the same de-duplicated list of all eval sentences (all tasks, one list);
-2. rank ``r`` encodes ``unique[r::N]``, topped up to the same length on every rank so all ranks run the
-   same number of forward passes (sharded strategies such as FSDP hang otherwise);
-3. the equally sized shards are all-gathered and re-interleaved into the unique-list order;
-4. rank 0 computes the correlations once (float32 cosines, float64 statistics, exactly as
-   ``sts.scoring.score_tasks``) and broadcasts the floats, so every rank logs identical values with
-   ``rank_zero_only=False, sync_dist=False``: ``ModelCheckpoint(monitor=...)`` works on every rank and
-   Spearman is never averaged across ranks.
-
-A scorer whose encoder is frozen (every weight ``requires_grad=False``: BERT-flow, Latte-Mix, whitening) and that
-declares its reading (``embeddings.scoring.protocols.ReadingScorer``) encodes its shard once: later evaluations
-serve the pooled vectors / token states from memory and run only the trained head. The memory is keyed by the
-SHA-256 of the encoder's weights, so weights that change after all (a copy updated in place) are encoded again.
+On N ranks (design.md, "STS metrics") every rank encodes its shard of the de-duplicated eval sentences
+(``sts_shards``); rank 0 computes the correlations once (as ``sts.scoring.score_tasks``) and broadcasts the floats,
+so every rank logs identical values (``ModelCheckpoint(monitor=...)`` works on every rank; Spearman is never
+averaged across ranks). A frozen encoder's reading is encoded once per run (``frozen_readings``).
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,68 +20,29 @@ import lightning as L
 import numpy as np
 import torch
 
+from sts_lightning.callbacks.frozen_readings import FrozenReadings
 from sts_lightning.callbacks.preemption import agreement
+from sts_lightning.callbacks.sts_metrics import AVG_KEY, before_after_table, flat_metrics, spearman_line
+from sts_lightning.callbacks.sts_shards import gather_shards, shard_for_rank
 from sts_lightning.embeddings.encoders.base import validate_sentences
 from sts_lightning.embeddings.encoders.token_budget import batching, check_batching
 from sts_lightning.embeddings.io.atomic import atomic_write
 from sts_lightning.embeddings.isolated_rng import rng_isolated
-from sts_lightning.embeddings.scoring.protocols import BatchedScorer, ReadingScorer, Scorable
-from sts_lightning.embeddings.scoring.reading_cache import weights_sha256
-from sts_lightning.embeddings.scoring.reading_store import ReadingStore
+from sts_lightning.embeddings.scoring.protocols import BatchedScorer, Scorable
 from sts_lightning.embeddings.scoring.scorer import Representation, Scorer, take
-from sts_lightning.embeddings.scoring.shared_pass import share_forward_pass
 from sts_lightning.embeddings.stop_request import check_stop, stretch
 from sts_lightning.sts.geometry import tasks_geometry
 from sts_lightning.sts.predictions import pooled, task_pairs, write_predictions
 from sts_lightning.sts.scoring import aggregate, main_score
 from sts_lightning.sts.tasks import STSTask, expand_groups, load_tasks
 
-AVG_KEY = "val/sts_avg_spearman"
 PREDICTIONS_DIR = "sts_predictions"  # <run dir>/sts_predictions/{before,after}.npz: compare_runs' paired differences
 log = logging.getLogger(__name__)
-
-
-def before_after_table(start: dict[str, float], last: dict[str, float]) -> str:
-    """Markdown rows task | before | after | change for every ``val/<task>_spearman`` (and the average)."""
-    keys = [k for k in last if k.startswith("val/") and k.endswith("_spearman") and k in start]
-    rows = ["| task | before | after | change |", "|---|---|---|---|"]
-    for key in keys:
-        name = "average" if key == AVG_KEY else key[len("val/"):-len("_spearman")]
-        rows.append(f"| {name} | {start[key]:.2f} | {last[key]:.2f} | {last[key] - start[key]:+.2f} |")
-    return "\n".join(rows)
-
-
-def spearman_line(metrics: dict[str, float]) -> str:
-    """``stsb-dev 71.02, sts12 54.39, sts_avg 61.06``: every ``val/<task>_spearman`` of a metrics dict."""
-    return ", ".join(f"{k[len('val/'):-len('_spearman')]} {float(v):.2f}" for k, v in metrics.items()
-                     if k.startswith("val/") and k.endswith("_spearman"))
 
 
 def _last_epoch(trainer: L.Trainer) -> bool:
     """Whether the current epoch is the last one ``max_epochs`` allows (the fit's final scoring is due)."""
     return trainer.max_epochs is not None and trainer.current_epoch + 1 >= trainer.max_epochs > 0
-
-
-def shard_for_rank(unique: Sequence[str], rank: int, world_size: int) -> list[str]:
-    """Sentences rank ``rank`` encodes: ``unique[rank::world_size]`` topped up to the longest shard.
-
-    The top-up sentences come from rank 0's shard (never this rank's own, so ``encode`` cannot
-    de-duplicate them away) and their rows are dropped again by ``unshard``.
-    """
-    own = list(unique[rank::world_size])
-    longest = math.ceil(len(unique) / world_size)
-    filler = [s for s in unique[0::world_size] if rank != 0][: longest - len(own)]
-    return own + filler
-
-
-def unshard(gathered: torch.Tensor, total: int) -> torch.Tensor:
-    """Invert the strided sharding: ``gathered`` is ``(world_size, longest, ...)`` -> ``(total, ...)``."""
-    world_size = gathered.shape[0]
-    full = gathered.new_empty((total, *gathered.shape[2:]))
-    for rank in range(world_size):
-        count = len(range(rank, total, world_size))
-        full[rank::world_size] = gathered[rank, :count]
-    return full
 
 
 class STSEvaluationCallback(L.Callback):
@@ -138,7 +88,7 @@ class STSEvaluationCallback(L.Callback):
         self.last_metrics: dict[str, float] | None = None
         self.start_metrics: dict[str, float] | None = None
         self.last_step: int | None = None  # global step of the last evaluation (None: none yet)
-        self._frozen: dict[int, tuple[object, str, ReadingStore]] = {}  # id(encoder) -> (encoder, digest, store)
+        self._frozen = FrozenReadings()
         self._sims: dict[str, dict[str, np.ndarray]] | None = None  # rank 0: the main scorer's last similarities
 
     # ------------------------------------------------------------------ setup: tasks and pair indices
@@ -277,7 +227,7 @@ class STSEvaluationCallback(L.Callback):
             for module, was_training in modes:  # per submodule: frozen parts stay in eval mode
                 module.train(was_training)
         self.last_results = outcome
-        self.last_metrics = self._flatten(outcome)
+        self.last_metrics = flat_metrics(outcome)
         if sims is not None and trainer.is_global_zero and trainer.state.fn == "fit":
             self._save_predictions(trainer, sims, stage)
         probe_metrics = {f"probe/{pooling}/{task}_spearman": main_score(result, "spearman")
@@ -317,31 +267,13 @@ class STSEvaluationCallback(L.Callback):
             scorer.batch_size = self.batch_size
         try:
             with batching(getattr(scorer, "encoder", None), self.batch_size, self.max_tokens):
-                rep = self._represent(scorer, shard, self.batch_size if batched else None)
+                rep = self._frozen.represent(scorer, shard, self.batch_size if batched else None)
         finally:
             if batched:
                 scorer.batch_size = previous
         if world_size == 1:
             return {k: v.cpu() for k, v in rep.items()}
-        full: Representation = {}
-        for key in sorted(rep):  # same key order on every rank: the collectives must line up
-            # NCCL needs tensors on the rank's device; gloo is happy with either.
-            gathered = trainer.strategy.all_gather(rep[key].contiguous().to(pl_module.device))
-            full[key] = unshard(gathered.cpu(), len(self.unique))
-        return full
-
-    def _represent(self, scorer: Scorer, shard: list[str], batch_size: int | None) -> Representation:
-        """``scorer.represent(shard)``; a frozen encoder's reading is computed at the first evaluation only."""
-        model = getattr(getattr(scorer, "encoder", None), "model", None)
-        if not isinstance(scorer, ReadingScorer) or not isinstance(model, torch.nn.Module) \
-                or any(p.requires_grad for p in model.parameters()):
-            return scorer.represent(shard)
-        digest = weights_sha256(model)
-        _, known, store = self._frozen.get(id(scorer.encoder), (None, None, None))
-        if known != digest or store is None or store.encoder is not scorer.encoder:
-            store = ReadingStore(scorer.encoder)
-            self._frozen[id(scorer.encoder)] = (scorer.encoder, digest, store)
-        return share_forward_pass(scorer.encoder, [scorer], shard, batch_size, store)[0].represent(shard)
+        return gather_shards(trainer.strategy, rep, pl_module.device, len(self.unique))
 
     def _score(self, scorer: Scorer, rep: Representation) -> dict[str, dict] | str:
         """Per-task aggregates exactly as ``score_tasks``; a failure is returned as text to broadcast."""
@@ -369,15 +301,3 @@ class STSEvaluationCallback(L.Callback):
             return results
         except Exception as err:  # re-raised on every rank after the broadcast
             return f"{type(err).__name__}: {err}"
-
-    @staticmethod
-    def _flatten(results: dict[str, dict]) -> dict[str, float]:
-        metrics: dict[str, float] = {}
-        for name, result in results.items():
-            metrics[f"val/{name}_spearman"] = main_score(result, "spearman")
-            metrics[f"val/{name}_pearson"] = main_score(result, "pearson")
-            for key in ("alignment", "uniformity"):  # sts.geometry: one-vector representations only
-                if key in result.get("geometry", {}):
-                    metrics[f"val/{name}_{key}"] = float(result["geometry"][key])
-        metrics[AVG_KEY] = float(np.mean([main_score(r) for r in results.values()]))
-        return metrics

@@ -1,31 +1,19 @@
-"""``EncoderModule``: what every trained method shares (encoder, optimizer, schedule, scorer, export).
+"""``EncoderModule``: what every trained encoder method shares (encoder, tokenizing, embedding, scorer, optimizer).
 
-Why one base class: each method file then holds only its objective. The encoder is built from plain
-scalars (model path, pooling, max length), so ``save_hyperparameters()`` makes a checkpoint
-self-contained and safe to read with ``torch.load(path, weights_only=True)``: the hyper-parameters are
-str / int / float / None and everything else Lightning stores is tensors and plain containers.
-
-The Hugging Face model is registered once, as ``self.encoder_model``; ``self.encoder`` is an
-``HFEncoder`` view on that same live module (no copy), so training (``embed``), STS evaluation
+Why one base class: each method file then holds only its objective. The encoder is built from plain scalars
+(model path, pooling, max length), so ``save_hyperparameters()`` makes a checkpoint self-contained and safe to read
+with ``torch.load(path, weights_only=True)``. The Hugging Face model is registered once, as ``self.encoder_model``;
+``self.encoder`` is an ``HFEncoder`` view on that same live module, so training (``embed``), STS evaluation
 (``scorer``) and ``export`` always see the current weights.
 
-Memory: ``mini_batch_size`` turns an in-batch loss into its cached (GradCache) version, with activation
-memory bounded by the mini-batch (``embeddings.methods.shared.grad_cache``); ``gradient_checkpointing`` recomputes
-each layer in the backward pass (``lightning_modules.activation_checkpointing``). A method adopts caching
-by computing its loss through ``embed_and_loss``; e.g. SimCSE (both dropout views of the batch in one list)::
-
-    ids = self.batch_ids(batch, "sentences")  # tokenized by the DataLoader's workers (``text_fields``)
-    loss = self.embed_and_loss([*ids, *ids], lambda emb: simcse_loss(emb[:n], emb[n:]))
-
-Uncached (``mini_batch_size=None``) that is exactly ``loss_fn(self.embed_ids(ids))``.
+Collaborators a method opts into: ``grad_cache.CachedLoss`` (``mini_batch_size``), ``matryoshka``
+(``matryoshka_dims``, where ``matryoshka_ok``); every encoder exports through ``export_files.EncoderExport``.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import ClassVar
 
 import torch
@@ -33,39 +21,21 @@ from lightning.pytorch import LightningModule
 from torch import Tensor
 
 from sts_lightning.embeddings.encoders.hf import HFEncoder
-from sts_lightning.embeddings.encoders.widths import width_on_disk
 from sts_lightning.embeddings.errors import ConfigError, DivergedError, unknown_choice
-from sts_lightning.embeddings.io.disk_full import payload_bytes
-from sts_lightning.embeddings.io.export_manifest import export_directory
-from sts_lightning.embeddings.io.export_note import (
-    EXPORT,
-    NOTE_FILE,
-    LoadingNote,
-    evaluate_command,
-    with_dims,
-)
-from sts_lightning.embeddings.io.model_card import MethodInfo, ModelCard, TrainingFacts
-from sts_lightning.embeddings.io.st_export import write_sentence_transformers_files
 from sts_lightning.embeddings.methods.pooling import PoolingScorer, get_pooling
 from sts_lightning.embeddings.methods.shared.batch_tokens import (
     BatchTokenizer,
     TextTokenizer,
     batch_token_ids,
 )
-from sts_lightning.embeddings.methods.shared.grad_cache import (
-    EncoderView,
-    cached_loss,
-    chunk_ids,
-)
-from sts_lightning.embeddings.methods.shared.matryoshka import (
-    check_matryoshka,
-    check_matryoshka_fits,
-    matryoshka_loss,
-    refused,
-)
+from sts_lightning.embeddings.methods.shared.matryoshka import check_matryoshka_fits, matryoshka_loss
 from sts_lightning.embeddings.scoring.scorer import Scorer
 from sts_lightning.lightning_modules.activation_checkpointing import enable_gradient_checkpointing
 from sts_lightning.lightning_modules.arg_rules import check_args
+from sts_lightning.lightning_modules.export_files import EncoderExport
+from sts_lightning.lightning_modules.grad_cache import CachedLoss, uncached
+from sts_lightning.lightning_modules.length_buckets import embed_length_buckets
+from sts_lightning.lightning_modules.matryoshka import matryoshka_prefixes
 from sts_lightning.lightning_modules.optimizers import build_optimizer, known_steps, lr_schedule
 
 log = logging.getLogger(__name__)
@@ -87,29 +57,7 @@ def check_finite(loss: Tensor, step: int) -> None:
         )
 
 
-def embed_length_buckets(encoder: HFEncoder, pool, ids: Sequence[Sequence[int]], buckets: int = 2) -> Tensor:
-    """Pool the sentences of token ``ids`` (input order) from ``buckets`` forward passes over length-sorted groups.
-
-    Why: one padded pass pads every sentence to the batch's longest; NLI batches mix long premises with
-    short hypotheses and CT pairs random sentences, so a single pass spends a large share of its FLOPs on
-    padding. Sorting by length and running two groups cuts that padding (benchmarks/train_speed.py) at the
-    same arithmetic per real token; attention masks make the pooled vectors equal up to float rounding.
-    Groups smaller than 8 sentences are not split further (tiny matmuls lose more than padding costs).
-    The ids come tokenized (``EncoderModule.batch_ids``: by the DataLoader's workers).
-    """
-    n = len(ids)
-    groups = max(1, min(int(buckets), n // 8))
-    if groups == 1:
-        return pool(encoder.forward_ids(ids))
-    order = sorted(range(n), key=lambda i: len(ids[i]))
-    size = -(-n // groups)
-    parts = [pool(encoder.forward_ids([ids[i] for i in order[start:start + size]])) for start in range(0, n, size)]
-    inverse = torch.empty(n, dtype=torch.long)
-    inverse[torch.tensor(order, dtype=torch.long)] = torch.arange(n)
-    return torch.cat(parts)[inverse.to(parts[0].device)]
-
-
-class EncoderModule(LightningModule):
+class EncoderModule(EncoderExport, LightningModule):
     """A LightningModule around one Hugging Face encoder with a pooled-vector scorer.
 
     Subclasses add their heads and ``training_step``; they call ``embed`` for differentiable
@@ -149,15 +97,9 @@ class EncoderModule(LightningModule):
         self.save_hyperparameters()
         check_args({"lr": lr, "weight_decay": weight_decay, "warmup_ratio": warmup_ratio, "max_length": max_length,
                     "eval_batch_size": eval_batch_size, "mini_batch_size": mini_batch_size})
-        if mini_batch_size is not None and not self.cached_loss:
-            raise ConfigError(f"model.mini_batch_size={mini_batch_size!r} is not allowed: {type(self).__name__} has "
-                              "no in-batch loss to cache (use trainer.accumulate_grad_batches)")
-        self.matryoshka = check_matryoshka(matryoshka_dims, matryoshka_weights)
-        if self.matryoshka and not self.matryoshka_ok:
-            raise refused(type(self).__name__, self.matryoshka_refused)
-        width = width_on_disk(str(model_name_or_path))
-        if self.matryoshka and width is not None:
-            check_matryoshka_fits(self.matryoshka[0], width)  # from config.json / the packaged table: before the load
+        if mini_batch_size is not None and not isinstance(self, CachedLoss):
+            raise uncached(type(self).__name__, mini_batch_size)
+        self.matryoshka = matryoshka_prefixes(self, matryoshka_dims, matryoshka_weights, str(model_name_or_path))
         get_pooling(pooling)  # fail now, not after the first epoch
         if optimizer not in OPTIMIZERS:
             raise unknown_choice("optimizer", optimizer, OPTIMIZERS)
@@ -176,39 +118,26 @@ class EncoderModule(LightningModule):
             enable_gradient_checkpointing(self.encoder_model)
         self.pool = get_pooling(pooling)
 
-    # Whether the method's loss goes through ``embed_and_loss`` / ``views_and_loss``, i.e. ``mini_batch_size`` applies.
-    cached_loss: ClassVar[bool] = False
     # Whether the method's loss goes through ``with_matryoshka``, i.e. ``matryoshka_dims`` applies; else why not (a
-    # literal: runs/early_checks.py reads both from the source, before torch loads, and refuses with the same line).
+    # literal: runs/ reads both from the source, before torch loads, and refuses with the same line).
     matryoshka_ok: ClassVar[bool] = False
     matryoshka_refused: ClassVar[str] = "has no one-vector loss to apply to each prefix"
-    # ``(option, value, fix)`` of a head the loss reads and the export drops: Matryoshka refused with it (SimCSE).
+    # ``(option, value, fix)`` of a head the loss reads and the export drops: Matryoshka refused with it.
     training_only_head: ClassVar[tuple[str, str, str] | None] = None
-    # The ``scheduler`` values this method accepts (``lightning_modules.optimizers.SCHEDULES``; CT adds ``step``).
+    # The ``scheduler`` values this method accepts (``lightning_modules.optimizers.SCHEDULES``).
     schedulers: ClassVar[tuple[str, ...]] = SCHEDULERS
-    # Training forward passes on a CPU split a batch into this many length-sorted groups (see embed_length_buckets
-    # and ``forward_groups``: one pass on an accelerator).
+    # Training forward passes on a CPU split a batch into this many length-sorted groups (``forward_groups``).
     length_buckets: int = 2
     # The batch keys whose text the method embeds: tokenized in the DataLoader's workers (``batch_tokenizer``).
     text_fields: ClassVar[tuple[str, ...]] = ()
-    # What the export's model card names (README.md); every method of lightning_modules/ sets its own.
-    method_info: ClassVar[MethodInfo] = MethodInfo("encoder", "Fine-tuned encoder")
 
     def load_encoder(self, model_name_or_path: str, max_length: int | None, batch_size: int) -> HFEncoder:
         """The encoder this module trains (``AutoModel`` of ``model_name_or_path``).
 
-        Why a hook: a method whose training head wraps the encoder (MLM's ``BertForMaskedLM``) loads the whole
-        model here and hands back a view on its encoder, so ``encoder_model`` is that encoder's live weights.
+        Why a hook: a method whose training head wraps the encoder (a masked LM) loads the whole model here and
+        hands back a view on its encoder, so ``encoder_model`` is that encoder's live weights.
         """
         return HFEncoder.from_pretrained(model_name_or_path, max_length=max_length, batch_size=batch_size)
-
-    def export_model(self) -> torch.nn.Module:
-        """The Hugging Face model ``export`` saves with ``save_pretrained`` (the encoder; MLM: encoder and head)."""
-        return self.encoder_model
-
-    def base_models(self) -> tuple[str, ...]:
-        """What the model card names as the model training started from."""
-        return (str(self.hparams.model_name_or_path),)
 
     @property
     def embedding_dim(self) -> int:
@@ -242,12 +171,8 @@ class EncoderModule(LightningModule):
     def forward_groups(self) -> int:
         """Length-sorted forward passes per embedded list: ``length_buckets`` on a CPU, one on a GPU.
 
-        Why by device: a CPU is bound by arithmetic, so padding saved is time saved (CT 1.00x -> 1.02x, NLI 0.95x ->
-        1.06x of sentence-transformers, docs/speed.md). A GPU at these batch sizes (64 pairs) is bound by kernel
-        launches and host work, not arithmetic (issue 39: an H200 waits on launches at batch 128): each group is
-        another full set of launches for every layer, autocast's casts included, while the padding it saves is
-        arithmetic the card has spare. CT ran 4 passes a step there (2 groups x 2 copies) against
-        sentence-transformers' 2: forward + loss 66 vs 29 ms.
+        Why by device: a CPU is bound by arithmetic, so padding saved is time saved; a GPU at these batch sizes is
+        bound by kernel launches, and each group is another full set of them (docs/training.md, docs/speed.md).
         """
         return self.length_buckets if self.device.type == "cpu" else 1
 
@@ -258,32 +183,6 @@ class EncoderModule(LightningModule):
     def embed(self, sentences: Sequence[str]) -> Tensor:
         """Pooled ``(batch, dim)`` vectors WITH gradients (training); ``scorer()`` is for inference."""
         return self.embed_ids(self.tokenize(sentences))
-
-    def view(self, ids: Sequence[Sequence[int]]) -> EncoderView:
-        """Tokenized sentences as ``embed_ids`` sees them: the live encoder and the module's pooling.
-
-        A subclass whose ``embed_ids`` adds something (a projection head) overrides this too, folding it into
-        ``pool``, so the cached path embeds what the uncached one does.
-        """
-        return EncoderView(self._live_encoder(), self.pool, ids)
-
-    def embed_and_loss(self, ids: Sequence[Sequence[int]], loss_fn: Callable[[Tensor], Tensor]) -> Tensor:
-        """``loss_fn(self.embed_ids(ids))``, cached (GradCache) when ``mini_batch_size`` is set."""
-        if self.hparams.mini_batch_size is None:
-            return loss_fn(self.embed_ids(ids))
-        return self.views_and_loss([self.view(ids)], loss_fn)
-
-    def views_and_loss(self, views: Sequence[EncoderView], loss_fn: Callable[..., Tensor]) -> Tensor:
-        """``loss_fn(*embeddings of views)``: uncached, or the GradCache surrogate (same value and gradients).
-
-        Why views: a loss may take several lists embedded by different encoders (CT: model 1 and model 2).
-        Uncached, each view is embedded as ``embed_ids`` does (``embed_length_buckets``), in order.
-        """
-        size = self.hparams.mini_batch_size
-        if size is None:
-            return loss_fn(*(embed_length_buckets(v.encoder, v.pool, v.ids, self.forward_groups()) for v in views))
-        chunks = [chunk_ids(v.encoder, v.pool, v.ids, size) for v in views]
-        return cached_loss(chunks, loss_fn, list(self.parameters()))
 
     def with_matryoshka(self, loss_fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
         """``loss_fn`` of embeddings, summed over the ``matryoshka_dims`` prefixes when set (else itself)."""
@@ -319,7 +218,7 @@ class EncoderModule(LightningModule):
         return build_optimizer("rmsprop", groups, lr=self.hparams.lr)
 
     def _schedule_options(self) -> dict:
-        """Extra arguments of ``lr_schedule`` for a method's own schedule kind (CT's ``step``); none here."""
+        """Extra arguments of ``lr_schedule`` for a method's own schedule kind; none here."""
         return {}
 
     def configure_optimizers(self):
@@ -337,59 +236,3 @@ class EncoderModule(LightningModule):
         log.info("optimizer %s lr=%g, %s schedule over %d steps (warm-up ratio %g)", hp.optimizer, hp.lr,
                  hp.scheduler, total, hp.warmup_ratio)
         return {"optimizer": optimizer, "lr_scheduler": schedule}
-
-    # ------------------------------------------------------------------------------------ export
-    def export_head(self) -> torch.nn.Linear | None:
-        """A ``Linear`` the evaluated vector passes through after pooling (then ``tanh``), exported as a
-        sentence-transformers ``Dense`` module; ``None`` (the default): the pooled vector itself."""
-        return None
-
-    def write_export_files(self, folder: Path) -> str | None:
-        """What ``export`` adds beside the Hugging Face weights: the sentence-transformers files of the pooling (and
-        ``export_head``). Returns ``None`` when written, else why there is no sentence-transformers form.
-
-        Why a hook: a method whose representation sentence-transformers cannot reproduce (PromptBERT's [MASK] state of
-        a template) writes its own files here instead and says why, with the rest of ``export`` shared.
-        """
-        return write_sentence_transformers_files(folder, self.hparams.pooling, self.embedding_dim,
-                                                 int(self.encoder_model.config.num_hidden_layers),
-                                                 self.encoder.max_length, dense=self.export_head())
-
-    def loading_note(self, why_not: str | None) -> LoadingNote:
-        """``LOADING.md`` / the card's loading section; ``why_not``: why there are no sentence-transformers files."""
-        pooling = self.hparams.pooling
-        return LoadingNote(f"{type(self).__name__}: a Hugging Face encoder (`AutoModel.from_pretrained`), "
-                           f"sentence vector = `{pooling}` pooling, compared by cosine.",
-                           evaluate_command([EXPORT], pooling), why_not)
-
-    def export(self, path: str | os.PathLike, training: TrainingFacts | None = None) -> Path:
-        """Write a directory loadable by ``AutoModel.from_pretrained`` and, where it can reproduce our
-        pooling, by ``SentenceTransformer`` (``embeddings.io.st_export``), plus ``LOADING.md`` and the model
-        card ``README.md`` (``embeddings.io.model_card``; ``training``: the run's facts, ``None`` = unknown).
-
-        Atomic (temp dir beside the target, then ``os.replace``): a crash never leaves a half-written
-        model that a later run would load; the manifest (``embeddings.io.export_manifest``) lists every
-        file's checksum, which every loader verifies. transformers 5 always writes ``model.safetensors``. Where
-        sentence-transformers cannot reproduce the pooling, its ``modules.json`` names a module of ours (PromptBERT's)
-        or the refusal (``embeddings.io.st_refusal``), never nothing (it would load the directory with mean pooling,
-        silently): a warning and the note say so. The card is
-        written last, so no ``save_pretrained`` / sentence-transformers writer can replace it.
-        """
-        target = Path(path)
-        with export_directory(target, needed=payload_bytes(self.export_model().state_dict())) as tmp:
-            self.export_model().save_pretrained(tmp)
-            # the tokenizer as every encoding leaves it (truncation at max_length, no padding), so its files are the
-            # same whether or not this process encoded before exporting (a resumed run that only exports; issue 38)
-            self.encoder.tokenize(["."])
-            self.encoder.tokenizer.save_pretrained(tmp)
-            why_not = self.write_export_files(tmp)
-            if why_not is not None:
-                log.warning("%s: SentenceTransformer(path) alone does not give its vectors (%s); load it with the "
-                            "evaluate.py line of its %s", target, why_not, NOTE_FILE)
-            note = self.loading_note(why_not)
-            if self.matryoshka:  # the prefixes trained: the note and the card say so, and how to score them
-                note = with_dims(note, self.matryoshka[0], self.embedding_dim)
-            card = ModelCard(self.method_info, self.base_models(), note, training)
-            card.write(tmp, shown_as=target)
-        log.info("exported %s", target)
-        return target

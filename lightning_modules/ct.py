@@ -1,44 +1,25 @@
 """Contrastive Tension (Carlsson et al., ICLR 2021): two copies of one encoder pulled apart and together.
 
-Model 1 and model 2 start from the same checkpoint and are updated independently. Model 1 embeds side A
-and model 2 side B of each text pair; the logit is their dot product (mean pooling), trained with binary
-cross-entropy: identical pairs -> 1, pairs of different sentences -> 0. Recipe (paper Sec. 3 and the
-reference code FreddeFrallan/Contrastive-Tension, ``ContrastiveTension/Training.py``): batch 16 pairs with
-2 positives (``negative_k=7``), RMSprop with Keras defaults (rho 0.9, epsilon 1e-7), max length 75,
-dropout OFF (``training=False`` in ``predictAndUpdate``), and the learning rate of
-``_setOptimizerWithStepWiseLinearLearningRate``: ``PiecewiseConstantDecay([500, 1000, 1500, 2000],
-[1e-5, 8e-6, 6e-6, 4e-6, 2e-6])`` (``scheduler="step"`` here). The model kept is whichever copy scores
-better on the STS dev set at the last evaluation.
+Model 1 embeds side A and model 2 side B of each text pair (both start from the same checkpoint); the logit is
+their dot product, trained with binary cross-entropy: identical pairs -> 1, different sentences -> 0. The defaults
+are the reference code's recipe (FreddeFrallan/Contrastive-Tension): 16 pairs with 2 positives, RMSprop with Keras'
+settings, max length 75, dropout off, its step-wise learning rate (``scheduler=step``). The copy kept is whichever
+scores better on the STS dev set at the last evaluation.
 
-Pairs: each training batch ``{"sentences"}`` is the pool that ``make_ct_pairs`` samples the pairs from
-(uniformly, with replacement), seeded by ``(seed, global_rank, global_step)`` so a step's pairs do not
-depend on history (deterministic and identical after a resume). The reference samples from the whole
-corpus instead; a data batch larger than the pair batch (e.g. 32) brings the pool closer to that.
-
-``objective="in_batch"`` is the CT authors' in-batch-negatives variant (sentence-transformers'
-``ContrastiveTensionLossInBatchNegatives``): model 1 and model 2 embed the SAME data batch, the diagonal
-of their cosine matrix x ``scale`` is the positive, every other sentence of the global batch (gathered
-across ranks) a negative, symmetric cross-entropy. ``pairs`` / ``positives`` do not apply to it.
-``mini_batch_size`` caches it (GradCache, ``embeddings.methods.shared.grad_cache``): both copies embed their side in
-mini-batches, so a large in-batch CT batch needs the activation memory of a mini-batch.
-
-DDP: ``pairs`` and ``positives`` are GLOBAL (16 and 2); every rank builds ``pairs // world_size`` pairs
-with ``positives // world_size`` positives from its own shard of sentences (so 2 ranks: 8 pairs, 1
-positive each; 4 ranks is an error as 2 positives do not split). The loss has no in-batch negatives, so
-DDP's gradient average of per-rank means is the global mean.
+Each batch's ``sentences`` are the pool the pairs are drawn from, seeded by ``(seed, rank, step)``: the same pairs
+after a resume. ``objective=in_batch`` is the authors' in-batch-negatives variant (sentence-transformers'
+``ContrastiveTensionLossInBatchNegatives``); ``mini_batch_size`` caches it. Under DDP ``pairs`` and ``positives``
+are global and split exactly over the ranks (``per_device_layout``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import torch
-from lightning.pytorch.strategies import SingleDeviceStrategy
 from torch import Tensor
 
 from sts_lightning.embeddings.encoders.hf import HFEncoder
@@ -56,22 +37,25 @@ from sts_lightning.embeddings.methods.ct.objective import (
 )
 from sts_lightning.embeddings.methods.pooling import PoolingScorer
 from sts_lightning.embeddings.methods.shared.grad_cache import EncoderView
-from sts_lightning.embeddings.scoring.protocols import STSEvaluator
 from sts_lightning.embeddings.scoring.scorer import Scorer
 from sts_lightning.lightning_modules.activation_checkpointing import (
     checkpoint_in_eval_mode,
     enable_gradient_checkpointing,
 )
 from sts_lightning.lightning_modules.arg_rules import check_args
-from sts_lightning.lightning_modules.base import SCHEDULERS, EncoderModule, embed_length_buckets
+from sts_lightning.lightning_modules.base import SCHEDULERS, EncoderModule
 from sts_lightning.lightning_modules.ct_options import (
     CT_TRAINABLE,
     freeze_bottom,
     length_matched_groups,
     train_only_word_embeddings,
+    with_embedding_lr,
 )
+from sts_lightning.lightning_modules.ct_selection import check_select_task, select_copy
+from sts_lightning.lightning_modules.grad_cache import CachedLoss
+from sts_lightning.lightning_modules.length_buckets import embed_length_buckets
 from sts_lightning.lightning_modules.optimizers import build_optimizer
-from sts_lightning.lightning_modules.row_sparse_rmsprop import RowSparseRMSprop
+from sts_lightning.lightning_modules.row_sparse_rmsprop import RowSparseRMSprop, sparse_grads_pay
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +76,7 @@ def per_device_layout(pairs: int, positives: int, world_size: int) -> tuple[int,
     return pairs // world_size, positives // world_size
 
 
-
-
-class ContrastiveTensionModule(EncoderModule):
+class ContrastiveTensionModule(EncoderModule, CachedLoss):
     """CT on plain sentences (batches from ``datamodules.sentences``); ``encoder_model`` is model 1.
 
     Args:
@@ -118,10 +100,8 @@ class ContrastiveTensionModule(EncoderModule):
             negatives only within a group (see ``length_matched_groups``).
         span_words: with halves, keep at most this many words next to the cut on each side, lengths drawn
             independently (``None``: whole halves); see ``split_views``.
-        embedding_lr: learning rate of both copies' word-embedding matrices (``None``: ``lr``). Why (ours,
-            for training from scratch): a token's embedding row gets a gradient only in steps whose batch
-            holds it, so at lr 1e-4 a word seen 20 times moves ~0.002 against an init std of 0.02 and
-            co-occurrence is never learned; a larger lr for the (sparse) rows only leaves the layers' lr alone.
+        embedding_lr: learning rate of both copies' word-embedding matrices (``None``: ``lr``): from scratch, a
+            row gets a gradient only in steps whose batch holds its token, so it needs a larger lr than the layers.
         max_length, lr, weight_decay, warmup_ratio, optimizer, scheduler: as ``EncoderModule``, with the
             reference's values (75, 1e-5, 0, 0, ``rmsprop``, ``step``).
         base: ``EncoderModule``'s other arguments; ``mini_batch_size``: ``in_batch`` only, sentences per forward
@@ -131,9 +111,7 @@ class ContrastiveTensionModule(EncoderModule):
 
     method_info = METHOD.card()
     schedulers = CT_SCHEDULERS
-
-    cached_loss = True  # in_batch
-    matryoshka_ok = True  # model.matryoshka_dims: both objectives on each (normalised) prefix, as sentence-transformers
+    matryoshka_ok = METHOD.matryoshka_ok
 
     def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", *, pairs: int = 16, positives: int = 2,
                  seed: int = 0, dropout: bool = False, final_lr: float = 2e-6, lr_step_every: int = 500,
@@ -185,7 +163,7 @@ class ContrastiveTensionModule(EncoderModule):
         self._set_dropout()
         # Which copy is kept (1 or 2): a buffer so checkpoints, load_from_checkpoint and export agree.
         self.register_buffer("selected_copy", torch.tensor(1, dtype=torch.long))
-        self._eval_copy: int | None = None  # forces scorer() to one copy while both are evaluated
+        self._eval_copy: int | None = None  # forces scorer() to one copy while both are evaluated (ct_selection)
 
     # ------------------------------------------------------------------------------ the two copies
     def _set_dropout(self) -> None:
@@ -279,14 +257,7 @@ class ContrastiveTensionModule(EncoderModule):
 
     def _param_groups(self) -> list[dict]:
         """The base's groups; with ``embedding_lr`` the word-embedding matrices of both copies get their own."""
-        groups = super()._param_groups()
-        if self.hparams.embedding_lr is None:
-            return groups
-        embeddings = [p for n, p in self.named_parameters() if n.endswith("word_embeddings.weight") and p.requires_grad]
-        chosen = {id(p) for p in embeddings}
-        for group in groups:
-            group["params"] = [p for p in group["params"] if id(p) not in chosen]
-        return [*groups, {"params": embeddings, "weight_decay": 0.0, "lr": float(self.hparams.embedding_lr)}]
+        return with_embedding_lr(super()._param_groups(), self.named_parameters(), self.hparams.embedding_lr)
 
     def _rmsprop(self, groups: list[dict]) -> torch.optim.Optimizer:
         """RMSprop with Keras' smoothing/epsilon; row-sparse embedding updates where ``sparse_embedding_grads``."""
@@ -301,24 +272,10 @@ class ContrastiveTensionModule(EncoderModule):
     def sparse_embedding_grads(self) -> bool:
         """Whether both copies' word embeddings get sparse gradients and ``RowSparseRMSprop`` updates them.
 
-        Why: a CT batch holds a few hundred of the 30k tokens, and a dense gradient plus a dense RMSprop
-        update of both embedding matrices were ~60% of a step (``lightning_modules/row_sparse_rmsprop.py``);
-        the updates are RMSprop's own. Only where a sparse gradient is safe: one process (DDP's gradient
-        all-reduce is dense on NCCL) no gradient clipping (``clip_grad_norm_`` rejects sparse tensors) and no weight decay;
-        elsewhere the dense path trains the same algorithm. And only on the CPU: on a GPU the dense update is one
-        fast kernel and the sparse path cost more than it saved (H200, batch 32: 53.0 vs 45.6 ms a step, backward
-        24.6 vs 14.8 ms; docs/speed.md "On a GPU"). Lightning moves the module to its device before it builds the
-        optimizer, so ``self.device`` is the training device here.
+        Why: a CT batch holds a few hundred of the 30k tokens, so dense embedding updates are most of a CPU step
+        (``row_sparse_rmsprop``); ``self.device`` is the training device here (Lightning moved the module).
         """
-        if self.hparams.weight_decay:
-            return False  # decay moves every row every step: nothing to skip
-        if self.device.type != "cpu":
-            return False
-        trainer = self._trainer
-        if trainer is None:
-            return True
-        return trainer.world_size == 1 and isinstance(trainer.strategy, SingleDeviceStrategy) \
-            and not trainer.gradient_clip_val
+        return sparse_grads_pay(self._trainer, self.device, self.hparams.weight_decay)
 
     def _schedule_options(self) -> dict:
         """The reference's ``step`` schedule: ``lr_drops`` equal drops to ``final_lr``, one every ``lr_step_every``."""
@@ -326,53 +283,12 @@ class ContrastiveTensionModule(EncoderModule):
         return {"final_lr": hp.final_lr, "step_every": hp.lr_step_every, "drops": hp.lr_drops}
 
     # ---------------------------------------------------------------------------------- selection
-    def _sts_callback(self) -> STSEvaluator | None:
-        found = [c for c in self.trainer.callbacks if isinstance(c, STSEvaluator)]
-        return found[0] if found else None
-
     def on_fit_start(self) -> None:
-        cb = self._sts_callback()
-        if cb is not None and self.hparams.select_task not in cb.task_names:
-            raise ConfigError(f"model.select_task={self.hparams.select_task!r} is not among the STS callback's "
-                              f"tasks {cb.task_names}: CT could not pick the better copy")
+        check_select_task(self.trainer, self.hparams.select_task)
 
     def on_validation_epoch_start(self) -> None:
-        """Score both copies, keep the better one, log ``val/model{1,2}_<task>_spearman`` and ``val/ct_selected``.
-
-        Why at the START of validation: Lightning runs callbacks' ``on_validation_epoch_end`` before the
-        module's, and the weights do not change during validation; selecting here makes the STS callback's
-        ``val/<task>_spearman`` (monitored by ModelCheckpoint) the kept copy's score. The cost is one extra
-        evaluation of the kept copy. Uses the callback's collective ``evaluate``,
-        which every rank calls here in the same order and which returns identical metrics on every rank,
-        so under DDP all ranks select the same copy with no further communication.
-        """
-        trainer = self.trainer
-        cb = self._sts_callback()
-        if cb is None or trainer.sanity_checking:
-            return
-        if trainer.state.fn == "fit" and (trainer.current_epoch + 1) % cb.every_n_epochs != 0:
-            return  # the callback will not evaluate this time either
-        key = f"val/{self.hparams.select_task}_spearman"
-        scores = {}
-        for copy in (1, 2):
-            with self._forced_copy(copy):
-                metrics = cb.evaluate(trainer, self)
-            scores[copy] = metrics[key]
-            for name, value in metrics.items():
-                if name.endswith("_spearman") and name != "val/sts_avg_spearman":
-                    self.log(name.replace("val/", f"val/model{copy}_", 1), value, rank_zero_only=False,
-                             sync_dist=False)
-        best = 2 if scores[2] > scores[1] else 1  # ties (and NaN) keep model 1
-        self.selected_copy.fill_(best)
-        self.log("val/ct_selected", float(best), rank_zero_only=False, sync_dist=False)
-
-    @contextlib.contextmanager
-    def _forced_copy(self, copy: int) -> Iterator[None]:
-        self._eval_copy = copy
-        try:
-            yield
-        finally:
-            self._eval_copy = None
+        """Score both copies and keep the better one (``ct_selection.select_copy``)."""
+        select_copy(self)
 
     # -------------------------------------------------------------------------------------- export
     def export(self, path: str | os.PathLike, training: TrainingFacts | None = None) -> Path:

@@ -1,8 +1,9 @@
-"""CT options for training from scratch (ours, not in the CT paper): frozen bottom layers, length-matched negatives.
+"""CT options for training a randomly initialised BERT (ours, not in the CT paper): frozen bottom layers, trained
+word embeddings only, length-matched negatives, an own learning rate for the word embeddings.
 
-Kept apart from ``contrastive_tension.py`` (the paper's method) because they exist for one experiment: a randomly
-initialised BERT trained by CT (issue 3, docs/dev/scratch-learning-signal.md), where the untrained model's random
-token vectors and its position-encoded length are the things CT must neither destroy nor exploit.
+Why apart from ``ct.py`` (the paper's method): they exist for one experiment, where the untrained model's random
+token vectors and its position-encoded length are what CT must neither destroy nor exploit
+(docs/dev/scratch-learning-signal.md holds the measurements).
 """
 
 from __future__ import annotations
@@ -17,11 +18,9 @@ from sts_lightning.embeddings.errors import ConfigError
 def freeze_bottom(model: torch.nn.Module, frozen_layers: int | None) -> None:
     """Stop gradients into the embeddings and the first ``frozen_layers`` transformer layers (``None``: none).
 
-    Why (ours, for training from scratch): mean pooling over a random BERT is already a useful bag-of-words
-    measure (STS-B dev 55.5; whitened 68.1, docs/dev/scratch-learning-signal.md), and CT's adaptive updates move
-    every random weight by about the learning rate per step, so after a few hundred steps the bottom layers'
-    random features are rewritten faster than the objective can replace them with better ones. Freezing them
-    lets CT reshape only the top of the network.
+    Why: mean pooling over a random BERT is already a useful bag-of-words measure, and CT's adaptive updates
+    rewrite the bottom layers' random features faster than the objective can replace them with better ones.
+    Freezing them lets CT reshape only the top of the network.
     """
     if frozen_layers is None:
         return
@@ -43,14 +42,9 @@ CT_TRAINABLE = ("all", "word_embeddings")
 def train_only_word_embeddings(model: torch.nn.Module) -> None:
     """Freeze every weight but the word-embedding matrix: the random transformer stays a fixed feature mixer.
 
-    Why (ours, for training from scratch): CT with halves as positives can only agree on co-occurring words,
-    which is a property of the word vectors. On a bag of wordpieces (no positions) that objective lifts STS-B dev
-    from 58.3 to 67.8 in two epochs over the 100k Wikipedia sentences (``benchmarks.studies.bag_of_words_ct``), but as soon as the encoder sees positions it
-    matches halves by their (correlated) lengths instead, and a random BERT whose layers CT may update does just
-    that: AdamW on all weights takes STS-B dev from 55.5 to 39 in 200 steps, one direction holding half the
-    variance and the cosine following the length difference (docs/dev/scratch-learning-signal.md, "Session 8").
-    With only the word rows trainable, the frozen random layers and position embeddings can still carry length,
-    but CT cannot sharpen that code; what it can change is which words look alike.
+    Why: CT with halves as positives can only agree on co-occurring words, a property of the word vectors; a random
+    BERT whose layers CT may update matches halves by their (correlated) lengths instead. With only the word rows
+    trainable CT cannot sharpen that length code; what it can change is which words look alike.
     """
     embeddings = getattr(getattr(model, "embeddings", None), "word_embeddings", None)
     if not isinstance(embeddings, torch.nn.Embedding):
@@ -63,10 +57,8 @@ def train_only_word_embeddings(model: torch.nn.Module) -> None:
 def length_matched_groups(sentences: list[str], groups: int) -> list[Tensor]:
     """Row indices of ``groups`` equal-sized groups of sentences of similar length (by words), shortest first.
 
-    Why (ours, for training from scratch): mean pooling over position embeddings encodes a sentence's length,
-    and with random negatives the copies learn to tell sentences apart by length (measured: after in-batch CT
-    the cosine of STS-B pairs follows their length difference, Spearman 0.41, and STS-B dev falls); within a
-    group of equal lengths only the words tell sentences apart. Under DDP every rank forms the same number of
+    Why: mean pooling over position embeddings encodes a sentence's length, and with random negatives the copies
+    learn to tell sentences apart by length; within a group of equal lengths only the words tell them apart. Under DDP every rank forms the same number of
     groups of the same size, so group ``k`` is gathered with group ``k`` of the other ranks.
     """
     if groups == 1:
@@ -76,3 +68,18 @@ def length_matched_groups(sentences: list[str], groups: int) -> list[Tensor]:
                           "sentences into groups of at least 2 (data.batch_size)")
     order = torch.as_tensor(np.argsort([len(s.split()) for s in sentences], kind="stable"))
     return list(order.chunk(groups))
+
+
+def with_embedding_lr(groups: list[dict], named_parameters, lr: float | None) -> list[dict]:
+    """``groups`` with the word-embedding matrices moved to a group of their own at ``lr`` (``None``: unchanged).
+
+    Why: from scratch, a row gets a gradient only in steps whose batch holds its token, so at the layers' lr a
+    rarely seen word barely moves; a larger lr for those rows leaves the layers' lr alone.
+    """
+    if lr is None:
+        return groups
+    embeddings = [p for n, p in named_parameters if n.endswith("word_embeddings.weight") and p.requires_grad]
+    chosen = {id(p) for p in embeddings}
+    for group in groups:
+        group["params"] = [p for p in group["params"] if id(p) not in chosen]
+    return [*groups, {"params": embeddings, "weight_decay": 0.0, "lr": float(lr)}]

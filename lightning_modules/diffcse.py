@@ -1,27 +1,14 @@
-"""DiffCSE (Chuang et al., NAACL 2022): SimCSE plus conditional replaced-token detection.
+"""DiffCSE (Chuang et al., NAACL 2022): SimCSE plus conditional replaced-token detection (RTD).
 
-Each step (voidism/DiffCSE, ``cl_forward`` in ``diffcse/models.py``):
+Each step (voidism/DiffCSE, ``cl_forward``): SimCSE's two dropout views through the training MLP (the authors'
+``ProjectionMLP`` with BatchNorm) -> InfoNCE; each view's tokens masked (``masking_ratio``, seeded by ``mask_seed``,
+step, rank and micro-batch, so a resume draws the same masks) and filled in by a frozen masked LM (the generator);
+a discriminator (a copy of the starting encoder) conditioned on the row's MLP output predicts which tokens were
+replaced. Loss = InfoNCE + ``lambda_weight`` x RTD: the sentence vector must say what the edit changed.
 
-1. SimCSE: the batch's sentences twice through the encoder (dropout), [CLS] through the training MLP (the
-   authors' ``ProjectionMLP`` with BatchNorm, ``--batchnorm``) -> InfoNCE at temperature 0.05;
-2. each of those 2B rows masked independently (``masking_ratio`` 0.3 of the non-special tokens, BERT's 80/10/10:
-   the MLM method's own masking, ``embeddings.methods.mlm.objective``, drawn from a generator seeded by
-   (``mask_seed``, step, rank, micro-batch) so a resumed run draws the same masks) and read by the frozen generator
-   (any masked LM over the encoder's vocabulary: by default the packaged ``paraphrase-MiniLM-L3-v2-mlm``, built once
-   offline; a ``model=mlm`` export; online the paper's ``distilbert-base-uncased``); its arg-max at every position is
-   the edited sentence;
-3. the discriminator (a copy of the starting encoder) reads the edited sentence with its [CLS] input replaced by
-   the row's MLP output and predicts, per token, whether it was replaced; loss = InfoNCE + ``lambda_weight`` x RTD.
-
-The gradient of the RTD term reaches the encoder through the conditioning vector: the sentence vector must say
-what the edit changed. Evaluation and export: [CLS] without the MLP (``--mlp_only_train``), as SimCSE's export.
-The generator runs in the module's mode (dropout on while training), as it does inside the authors' model under the
-Hugging Face trainer; it has no gradients and no optimizer state, but is part of checkpoints (a resumed run needs
-no second copy on disk).
-
-Recipe defaults (``run_diffcse.sh``, BERT-base): lr 7e-6, batch 64, max length 32, two epochs, lambda 0.005,
-masking ratio 0.3, temperature 0.05, STS-B dev every 125 steps; generator distilbert-base-uncased (hub), here the
-packaged ``paraphrase-MiniLM-L3-v2-mlm`` so that the defaults run offline (issue 41).
+Evaluation and export: [CLS] without the MLP, as SimCSE's. The generator has no gradients and follows the module's
+mode, as inside the authors' model; it is part of checkpoints. Recipe defaults: ``run_diffcse.sh``
+(configs/model/diffcse.yaml), with the packaged ``paraphrase-MiniLM-L3-v2-mlm`` generator so they run offline.
 """
 
 from __future__ import annotations
@@ -53,6 +40,7 @@ from sts_lightning.embeddings.methods.mlm.objective import (
     masker,
 )
 from sts_lightning.lightning_modules.arg_rules import POSITIVE_INT, check_args, check_value
+from sts_lightning.lightning_modules.grad_cache import uncached
 from sts_lightning.lightning_modules.simcse import SimCSEModule
 
 log = logging.getLogger(__name__)
@@ -76,7 +64,6 @@ class DiffCSEModule(SimCSEModule):
             with BatchNorm) and ``EncoderModule``.
     """
 
-    cached_loss = False  # the RTD term needs the live sentence vectors in its graph: no GradCache
     # model.matryoshka_dims (SimCSE's, mlp=none): InfoNCE on each prefix, RTD once on the full vector (diffcse_loss)
     method_info = METHOD.card()
 
@@ -94,6 +81,9 @@ class DiffCSEModule(SimCSEModule):
         problem = generator_problem("model.generator", generator)
         if problem:
             raise ConfigError(problem)
+        if base.get("mini_batch_size") is not None:  # the RTD term needs the live vectors in its graph: no GradCache
+            check_args({"mini_batch_size": base["mini_batch_size"]})
+            raise uncached(type(self).__name__, base["mini_batch_size"])
         super().__init__(model_name_or_path, lr=lr, **base)
         self.method_info = METHOD.card()
         if batchnorm and self.mlp is not None:

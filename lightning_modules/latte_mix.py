@@ -1,18 +1,12 @@
 """Token-level VAEs on frozen token states: Latte-Mix (categorical), Normal VAE and plain AE (Li et al.).
 
-Every real token's state ``u`` of a frozen encoder layer is encoded to a latent ``z`` and decoded back
-(Eq. 3): loss = ``beta * KL[q(z|u) || p(z)] - E_q[log p(u|z)]`` per token, averaged over the tokens of the
-batch. ``log p(u|z)`` is a unit-variance Gaussian, i.e. ``0.5 * ||u - decoder(z)||^2`` up to a constant.
-Recipe (Appendix A.4-A.5): 1-layer encoder, 3-layer decoder, uniform categorical prior (N(0, I) for the
-Normal VAE), Gumbel-Softmax with tau 0.3, beta annealed linearly from 0 to 1, KL thresholding (free
-bits) at 0.3 nats per latent unit, Adam, batch 16, one epoch, and a learning rate that warms up
-linearly from 2e-5 and decays back to 2e-5. The paper writes "from 2e-5 to 1"; we read the 1 as the peak
-multiplier of a base ``lr`` (config, default 1e-3), since Adam at lr 1 would diverge.
-
-The objective is ``embeddings.methods.latte_mix.objective``. The sentence representation (the mixture of
-per-token posteriors) and its distances live in ``embeddings.methods.latte_mix.scorer``; ``scorer()`` builds it
-on the live posterior, so the STS callback, export and ``evaluate.py`` all score the same way. Batches come from ``datamodules.token_states``:
-``{"features": (B, T, H), "mask": (B, T)}``.
+Every real token's state of a frozen encoder layer is encoded to a latent and decoded back (Eq. 3): loss = ``beta *
+KL[q(z|u) || p(z)] - E_q[log p(u|z)]`` per token, ``p(u|z)`` a unit-variance Gaussian
+(``embeddings.methods.latte_mix.objective``). Recipe
+(Appendix A.4-A.5): Gumbel-Softmax at tau 0.3, beta annealed from 0 to 1, free bits, Adam, batch 16; the paper's lr
+"from 2e-5 to 1" is read as 1 x a base ``lr``, since Adam at lr 1 would diverge. ``scorer()`` builds the sentence
+representation (``embeddings.methods.latte_mix.scorer``) on the live posterior, so the STS callback, the export and
+``evaluate.py`` score the same way. Batches: ``datamodules.token_states``.
 """
 
 from __future__ import annotations

@@ -1,27 +1,15 @@
 """PromptBERT (Jiang et al. 2022): contrastive training on the [MASK] states of templates around each sentence.
 
-Unsupervised (``objective="unsupervised"``, ``data=sentences``; the paper's ``run.sh unsup-bert``): each sentence in
-two different templates is its positive pair, every other sentence of the global batch a negative. Each view is
-template-denoised (its template's own [MASK] state, computed in the training graph with the same dropout mode and
-the positions the sentence gives it, is subtracted), then SimCSE's ``Linear + tanh`` head (training only), InfoNCE
-at temperature 0.05. Evaluated (and exported) as the authors evaluate it: the first template's [MASK] state, no
-denoising, no head (``evaluation.py`` with the template alone).
+Unsupervised (``data=sentences``): each sentence in two templates is its positive pair, every other sentence of the
+global batch a negative. Each view is template-denoised (its template's own [MASK] state, computed in the same graph
+and dropout mode, is subtracted), passed through SimCSE's training-only head, InfoNCE. Evaluated and exported as the
+authors evaluate it: the first template's [MASK] state, no denoising, no head. Supervised (``data=nli
+data.format=triplets``): one template, BERT's MLM transform as the head, kept at evaluation with denoising.
 
-Supervised (``objective="supervised"``, ``data=nli data.format=triplets``; ``run.sh sup-bert``): premise,
-entailed, contradicted hypotheses, one template (``template2=null``), BERT's MLM transform as the head applied
-before denoising (``head=transform``), kept at evaluation with denoising (``eval_denoise=true``); their recipe:
-lr 5e-5, batch 512 (128 x 4 GPUs), 3 epochs.
-
-Matryoshka (``model.matryoshka_dims``): the InfoNCE on each re-normalised prefix of the views' vectors. It needs a
-head the evaluation keeps (``head=transform``, the supervised recipe) or none (``head=none``): behind the training-only
-MLP the prefixes trained would be the MLP's output, not the evaluated [MASK] state's (refused in one line). Template
-denoising subtracts number by number, so it commutes with taking a prefix.
-
-Recipe defaults (paper Appendix / ``run.sh unsup-bert``): templates ``This sentence of "[X]" means[MASK].`` and
-``This sentence : "[X]" means[MASK].``, batch 256, lr 1e-5, max length 32 (the sentence's own tokens; the template
-comes on top), one epoch, STS-B dev every 125 steps, best checkpoint kept.
-Sentence ids as in the authors' ``train.py``: template halves tokenized apart, the sentence alone, concatenated
-(``embeddings.methods.promptbert.template.train_ids``), made in the DataLoader's workers.
+Matryoshka needs a head the evaluation keeps (``head=transform``) or none: behind the training-only head the prefixes
+trained would be the head's output (refused in one line). Recipe defaults: the authors' ``run.sh``
+(configs/model/promptbert.yaml); sentence ids as in their ``train.py`` (``template.train_ids``), made in the
+DataLoader's workers.
 """
 
 from __future__ import annotations
@@ -54,7 +42,8 @@ from sts_lightning.embeddings.methods.shared.matryoshka import refuse_training_o
 from sts_lightning.embeddings.methods.simcse.scorer import mlp_head
 from sts_lightning.embeddings.scoring.scorer import Scorer
 from sts_lightning.lightning_modules.arg_rules import check_args
-from sts_lightning.lightning_modules.base import EncoderModule, embed_length_buckets
+from sts_lightning.lightning_modules.base import EncoderModule
+from sts_lightning.lightning_modules.length_buckets import embed_length_buckets
 
 OBJECTIVES = ("unsupervised", "supervised")
 HEADS = ("mlp", "transform", "none")
@@ -93,9 +82,8 @@ class PromptBERTModule(EncoderModule):
         Others: see ``EncoderModule`` (``max_length``: the sentence's own tokens, the template on top).
     """
 
-    matryoshka_ok = True  # model.matryoshka_dims: InfoNCE on each prefix of the views' vectors (head=none / transform)
-    training_only_head: ClassVar[tuple[str, str, str]] = (  # (option, value, fix), as SimCSE's
-        "head", "mlp", "model.head=none (or transform, the supervised recipe's, kept at evaluation)")
+    matryoshka_ok = PROMPTBERT.matryoshka_ok
+    training_only_head: ClassVar[tuple[str, str, str]] = PROMPTBERT.training_only_head
     length_buckets = 1  # at 32 tokens little padding is left to save (SimCSE's measurement, lightning_modules/simcse.py)
     method_info = PROMPTBERT.card()
 

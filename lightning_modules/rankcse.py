@@ -1,26 +1,14 @@
 """RankCSE (Liu et al., ACL 2023): unsupervised SimCSE plus listwise distillation of teachers' similarity rankings.
 
-Each training sentence goes through the student twice with dropout (SimCSE's views, InfoNCE at ``temperature``);
-the frozen teachers' vectors of the same sentences (``data=distillation data.combine=each``: SED's teacher
-machinery, cached once per teacher, any encoders or exports, any sizes) give each anchor's ranking of the batch,
-and the student's list learns it by ListMLE or ListNet (``ranking_loss``, weight ``distillation_weight``), while the two views'
-lists are kept consistent (``consistency_weight``, ``consistency``). The maths and what it matches in the reference
-implementation (perceptiveshawty/RankCSE; the authors released no code) are in
+The student embeds each sentence twice with dropout (SimCSE's views, InfoNCE); frozen teachers' vectors of the
+same sentences (``data=distillation data.combine=each``) give each anchor's ranking of the batch, which the student's
+list learns by ListMLE or ListNet (``ranking_loss``, ``distillation_weight``), with the two views' lists kept
+consistent (``consistency``). The maths, and what it matches in the reference implementation, are in
 ``embeddings.methods.rankcse.objective``.
 
-Why a subclass of ``SimCSEModule``: the student IS unsupervised SimCSE (dropout views, the MLP used in training
-only, ``cls`` pooling, the export), so only the batch (sentences with teacher vectors) and the loss differ.
-
-Matryoshka (``model.matryoshka_dims``, with ``mlp=none`` or ``always``: the MLP the export drops would hold the
-prefixes): the whole RankCSE loss on each re-normalised prefix of the student's views, as sentence-transformers'
-``MatryoshkaLoss`` applies its inner loss. Why all three terms: each is a function of the student's in-batch cosines,
-and at a prefix those are the similarities a truncated model ranks by, so the prefix should rank as the teachers do
-(their lists, from their full vectors, are the targets at every prefix) and agree across views. ListMLE's tie shuffle
-draws once per prefix. ``train/infonce`` etc. log the widest trained prefix's terms.
-
-Recipe defaults (the reference's ``run_rankcse.sh``, which the paper's BERT-base numbers come from): batch 128,
-lr 3e-5, max length 32, one epoch, ``cls`` with the MLP in training only, ``temperature`` 0.05,
-``teacher_temperature`` (tau2) 0.05, both extra terms weighted 1, ListMLE, two teachers weighted 0.33 / 0.67.
+Why a subclass of ``SimCSEModule``: the student IS unsupervised SimCSE (views, training-only MLP, ``cls``, export);
+only the batch and the loss differ. Matryoshka applies the whole loss to each prefix (all three terms are
+functions of the in-batch cosines a truncated model ranks by). Recipe defaults: the reference's ``run_rankcse.sh``.
 """
 
 from __future__ import annotations

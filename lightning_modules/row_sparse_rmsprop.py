@@ -1,10 +1,8 @@
 """RMSprop that updates only the rows a sparse (``nn.Embedding(sparse=True)``) gradient touches.
 
-Why: in a CT step both copies' word-embedding matrices (2 x 30522 x 384 = 23M numbers for MiniLM) get a
-gradient in only the few hundred rows of the batch's tokens, yet a dense gradient zero-fills and
-index-adds the whole matrix in the backward, and ``torch.optim.RMSprop`` then reads and writes every row
-of the matrix, its gradient and its running average each step. Those two passes were ~60% of a CT step
-on a CPU (``benchmarks/speed/train_speed.py``), the same in fp32 and bf16.
+Why: in a CT step both copies' word-embedding matrices get a gradient in only the few hundred rows of the batch's
+tokens, yet a dense gradient zero-fills and index-adds the whole matrix in the backward, and
+``torch.optim.RMSprop`` then reads and writes every row of it each step: most of a CPU step (docs/speed.md).
 
 The arithmetic is plain RMSprop (no momentum, not centred, no weight decay on sparse parameters). A row
 with a zero gradient keeps its weights (the update is ``-lr * 0 / ...``) and only its running average
@@ -21,9 +19,22 @@ resume continues from exactly the state the uninterrupted run continues from.
 from __future__ import annotations
 
 import torch
+from lightning.pytorch.strategies import SingleDeviceStrategy
 from torch import Tensor
 
 from sts_lightning.embeddings.errors import ConfigError
+
+
+def sparse_grads_pay(trainer, device: torch.device, weight_decay: float) -> bool:
+    """Whether sparse embedding gradients are safe and worth it: one process (DDP's all-reduce is dense on NCCL),
+    no gradient clipping (``clip_grad_norm_`` rejects sparse tensors), no weight decay (it moves every row every
+    step), on the CPU (on a GPU the dense update is one fast kernel). ``trainer`` ``None``: no trainer yet."""
+    if weight_decay or device.type != "cpu":
+        return False
+    if trainer is None:
+        return True
+    return trainer.world_size == 1 and isinstance(trainer.strategy, SingleDeviceStrategy) \
+        and not trainer.gradient_clip_val
 
 
 def pending_decay(alpha: float, elapsed: Tensor, dtype: torch.dtype) -> Tensor:

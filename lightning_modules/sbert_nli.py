@@ -1,19 +1,11 @@
 """SBERT trained on NLI (Reimers & Gurevych, EMNLP 2019): siamese encoder + softmax classifier.
 
-Both sentences go through the same encoder, are mean-pooled to ``u`` and ``v``, and a linear layer over
-``(u, v, |u - v|)`` predicts entailment / neutral / contradiction with cross-entropy. After training
-the classifier is thrown away: the pooled vector, compared by cosine, is the sentence embedding.
-Paper recipe (Sec. 4): batch 16, AdamW lr 2e-5, 10% linear warm-up, one epoch, mean pooling; the
-weight decay 0.01 is sentence-transformers' default.
-
-``objective="mnrl"`` is SBERT's later NLI recipe instead (sentence-transformers ``training_nli_v2.py``):
-``MultipleNegativesRankingLoss`` over (premise, entailed, contradicted) triplets
-(``data.format=triplets``), cosine x 20 against every candidate of the global batch. It has no classifier.
-Why offer it: the softmax objective only shapes the embedding space indirectly (through a classifier);
-ranking by cosine shapes it directly, which is what lets a RANDOMLY initialised encoder learn STS from the
-~16k local NLI pairs (docs/dev/scratch-learning-signal.md), where the softmax objective lowers STS.
-``mini_batch_size`` makes it sentence-transformers' ``CachedMultipleNegativesRankingLoss`` (GradCache: the same
-gradients with activation memory of a mini-batch; ``embeddings.methods.shared.grad_cache``).
+Both sentences are mean-pooled to ``u`` and ``v`` by one encoder, and a linear layer over ``(u, v, |u - v|)``
+predicts the NLI label; the classifier is then thrown away and the pooled vector is the embedding (paper recipe,
+Sec. 4). ``objective="mnrl"`` is SBERT's later NLI recipe (``training_nli_v2.py``): MultipleNegativesRankingLoss
+over triplets, cosine x ``scale`` against every candidate of the global batch. Why offer it: ranking by cosine
+shapes the embedding space directly, which lets a randomly initialised encoder learn STS from the local NLI pairs
+(docs/dev/scratch-learning-signal.md); ``mini_batch_size`` caches it (sentence-transformers' cached MNRL).
 """
 
 from __future__ import annotations
@@ -25,6 +17,7 @@ from sts_lightning.embeddings.methods.sbert_nli import METHOD
 from sts_lightning.embeddings.methods.sbert_nli.objective import sbert_nli_loss, sbert_softmax_logits_input
 from sts_lightning.embeddings.methods.shared.in_batch import multiple_negatives_ranking_loss
 from sts_lightning.lightning_modules.base import EncoderModule
+from sts_lightning.lightning_modules.grad_cache import CachedLoss
 from sts_lightning.lightning_modules.metrics import accuracy
 
 OBJECTIVES = ("softmax", "mnrl")
@@ -32,7 +25,7 @@ BATCH_KEYS = {"softmax": "sentences1", "mnrl": "anchors"}
 FORMAT_OF = {"softmax": "pairs", "mnrl": "triplets"}
 
 
-class SBERTNLIModule(EncoderModule):
+class SBERTNLIModule(EncoderModule, CachedLoss):
     """SBERT's classification objective on NLI pairs (batches from ``datamodules.nli``).
 
     Args:
@@ -44,9 +37,7 @@ class SBERTNLIModule(EncoderModule):
     """
 
     method_info = METHOD.card()
-
-    cached_loss = True  # mnrl
-    matryoshka_ok = True  # mnrl only: softmax's classifier reads the full vector (refused in the constructor)
+    matryoshka_ok = METHOD.matryoshka_ok
     text_fields = ("sentences1", "sentences2", "anchors", "positives", "negatives")  # tokenized in the loader's workers
 
     def __init__(self, model_name_or_path: str = "all-MiniLM-L6-v2", *, num_labels: int = 3,

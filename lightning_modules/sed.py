@@ -1,22 +1,11 @@
 """Sentence Ensemble Distillation (Carlsson & Sahlgren): one student regresses onto N teachers' mean.
 
-The student embeds each sentence by mean pooling its final layer and is trained with the MSE between
-that vector and the mean of the frozen teachers' vectors (paper Eq. 1-2; the targets come precomputed
-from ``datamodules.distillation``). Recipe (paper Sec. 5.1): Adam(W), batch 32, lr 2e-5, 10% linear
-warm-up, ~100k Wikipedia sentences. Only the student is updated. The defaults here are what
-``python train.py model=sed`` measured (configs/model/sed.yaml): lr 1e-4 and ``eval_layers=1`` on the
-paraphrase-MiniLM-L3-v2 student, where the paper's 2e-5 barely moved it and its last-2 average started lower.
-
-Why two poolings: the paper trains on the final layer's mean but EVALUATES the student by mean pooling
-over the average of its last 2 layers (Appendix A.3: 2 beats 1 almost always; 2 vs 3 is mixed), so
-``train_pooling`` drives the loss and ``eval_layers`` (1, 2 or 3 -> the base's ``pooling`` = ``mean``,
-``last2_avg`` or ``last3_avg``) drives ``scorer()`` and STS validation.
-
-Export: ``EncoderModule.export`` writes the Hugging Face model plus sentence-transformers files that
-reproduce the EVALUATED pooling, so ``SentenceTransformer(export).encode`` gives the vectors STS validation
-scored for every ``eval_layers``: 2 and 3 become ``WeightedLayerPooling`` over the last layers, then mean
-pooling (``embeddings.io.st_export``). ``evaluate.py encoders=[<export>] scorers=[last2_avg]`` (the command is
-in the export's ``LOADING.md``) scores the same vectors.
+The student's pooled vector is trained with the MSE to the mean of the frozen teachers' vectors (paper Eq. 1-2;
+targets precomputed by ``datamodules.distillation``). Why two poolings: the paper trains on the final layer's mean
+but evaluates the mean over the last layers (Appendix A.3), so ``train_pooling`` drives the loss and ``eval_layers``
+(1, 2, 3 -> ``mean``, ``last2_avg``, ``last3_avg``) drives ``scorer()``, STS validation and the export, whose
+sentence-transformers files reproduce the evaluated pooling. The defaults (lr 1e-4, ``eval_layers=1``) are what
+``train.py model=sed`` measured best on the packaged student (configs/model/sed.yaml).
 """
 
 from __future__ import annotations
@@ -31,7 +20,8 @@ from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.methods.pooling import get_pooling
 from sts_lightning.embeddings.methods.sed import METHOD
 from sts_lightning.embeddings.methods.sed.objective import check_dims, sed_loss
-from sts_lightning.lightning_modules.base import EncoderModule, embed_length_buckets
+from sts_lightning.lightning_modules.base import EncoderModule
+from sts_lightning.lightning_modules.length_buckets import embed_length_buckets
 
 EVAL_POOLING = {1: "mean", 2: "last2_avg", 3: "last3_avg"}
 
@@ -54,9 +44,7 @@ class SEDModule(EncoderModule):
     """
 
     method_info = METHOD.card()
-    matryoshka_refused = ("regresses the vector onto the teachers' mean by MSE; the MSE of a prefix is a subset of "
-                          "the same squared differences, so Matryoshka would only weigh the leading dimensions more "
-                          "(the full loss already fits every prefix to the teachers' prefix)")
+    matryoshka_refused = METHOD.matryoshka_refused
 
     def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", *, train_pooling: str = "mean",
                  eval_layers: int = 1, lr: float = 1e-4, weight_decay: float = 0.0, pooling: str | None = None,

@@ -1,27 +1,16 @@
 """SimCSE (Gao, Yao & Chen, EMNLP 2021): contrastive sentence embeddings from dropout noise or NLI triplets.
 
-Unsupervised (``objective="unsupervised"``, ``data=sentences``): every sentence goes through the encoder
-twice with dropout on (p 0.1); the two dropout-noised vectors of a sentence are the positive pair and every
-other sentence of the global batch a negative; InfoNCE at temperature 0.05 (``simcse_loss``). Supervised
-(``objective="supervised"``, ``data=nli data.format=triplets``): premise as anchor, its entailed hypothesis
-as the positive, a contradicted hypothesis of the same premise as a hard negative.
+Unsupervised (``data=sentences``): each sentence passes twice with dropout on; its two vectors are the positive pair
+and every other sentence of the global batch a negative (InfoNCE, ``simcse_loss``). Supervised (``data=nli
+data.format=triplets``): premise, entailed hypothesis as the positive, contradicted one as a hard negative.
 
-Poolers (``princeton-nlp/SimCSE``, ``simcse/models.py``: ``Pooler``, ``MLPLayer``, ``cl_forward``): ``pooling``
-is ours (``cls``, ``mean``, ...); ``mlp`` says where SimCSE's ``Linear + tanh`` head sits on top of it:
+``pooling`` is ours; ``mlp`` says where SimCSE's ``Linear + tanh`` head sits (``princeton-nlp/SimCSE``): ``train``
+(training only, the unsupervised recipe; exported as the encoder with its pooling), ``always`` (also at evaluation,
+the supervised recipe; exported as a sentence-transformers ``Dense`` + ``Tanh``) or ``none``. Recipe defaults:
+the authors' scripts (configs/model/simcse.yaml, simcse_sup.yaml).
 
-- ``train``: during training only (the unsupervised recipe: ``--pooler_type cls --mlp_only_train``, evaluated
-  as ``cls_before_pooler``); the export is the encoder with ``cls`` pooling;
-- ``always``: also at evaluation (the supervised recipe, ``--pooler_type cls``); exported as a
-  sentence-transformers ``Dense`` module with ``Tanh``, so ``SentenceTransformer(export)`` is what was evaluated;
-- ``none``: no head (SimCSE's ``avg`` pooler is ``pooling=mean mlp=none``).
-
-Recipe defaults (paper Appendix A / ``run_unsup_example.sh``): batch 64, lr 3e-5, max length 32, one epoch,
-no warm-up, linear decay, no weight decay, STS-B dev every 125 steps with the best checkpoint kept; supervised:
-batch 512, lr 5e-5, 3 epochs (configs/model/simcse_sup.yaml).
-
-Each training step is ``ids -> embed_ids (encoder + pooling + head) -> loss_fn(emb)``: ``training_ids``
-flattens the batch into one list (both views of a sentence in ONE padded pass; dropout draws a fresh mask
-per row), and ``loss_fn`` scores the whole global batch, so a gradient-caching step can replace the middle.
+Each step is ``ids -> embed_ids (encoder + pooling + head) -> loss_fn(emb)``, both views in one padded pass, so the
+cached loss (``model.mini_batch_size``) can replace the middle.
 """
 
 from __future__ import annotations
@@ -43,6 +32,7 @@ from sts_lightning.embeddings.methods.simcse.scorer import MLPHeadScorer, mlp_he
 from sts_lightning.embeddings.scoring.scorer import Scorer
 from sts_lightning.lightning_modules.arg_rules import PROBABILITY, check_args, check_value
 from sts_lightning.lightning_modules.base import EncoderModule
+from sts_lightning.lightning_modules.grad_cache import CachedLoss
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +63,7 @@ def set_dropout(model: nn.Module, p: float) -> int:
     return found
 
 
-class SimCSEModule(EncoderModule):
+class SimCSEModule(EncoderModule, CachedLoss):
     """SimCSE on plain sentences (unsupervised) or NLI triplets (supervised).
 
     Args:
@@ -89,17 +79,12 @@ class SimCSEModule(EncoderModule):
         Others: see ``EncoderModule``.
     """
 
-    # ONE padded pass over all views. Measured on this CPU (paraphrase-MiniLM-L3-v2, 64 Wikipedia sentences x 2 views,
-    # max length 32, dropout on, forward + backward): 1 group 9.5 s, the base's 2 length-sorted groups 13.3 s, and 4
-    # groups lost to sentence-transformers in benchmarks/train_speed.py (0.70x). At 32 tokens little padding is
-    # left to save (~20%); a guess, unverified: a group without padding drops the attention mask and takes another
-    # (slower with dropout) SDPA kernel on CPU.
+    # ONE padded pass over all views: at 32 tokens little padding is left to save, and length-sorted groups were
+    # slower on a CPU (docs/speed.md, "Unsupervised SimCSE").
     length_buckets = 1
 
-    cached_loss = True
-    matryoshka_ok = True  # model.matryoshka_dims: InfoNCE on each prefix of the exported vector (mlp=none / always)
-    # (option, value, fix): the head the export drops; Matryoshka is refused with it (runs/early_checks.py reads it)
-    training_only_head: ClassVar[tuple[str, str, str]] = ("mlp", "train", "model.mlp=none (or always)")
+    matryoshka_ok = SIMCSE.matryoshka_ok  # InfoNCE on each prefix of the exported vector (mlp=none / always)
+    training_only_head: ClassVar[tuple[str, str, str]] = SIMCSE.training_only_head  # Matryoshka refused with it
 
     def __init__(self, model_name_or_path: str = "paraphrase-MiniLM-L3-v2", *, objective: str = "unsupervised",
                  temperature: float = 0.05, mlp: str = "train", dropout: float = 0.1, hard_negative_weight: float = 0.0,

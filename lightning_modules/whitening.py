@@ -1,21 +1,13 @@
 """BERT-whitening (Su et al. 2021): mean and whitening matrix of FROZEN pooled vectors, fitted in one pass.
 
-Why a LightningModule for a closed form: the cached vectors (``datamodules.cached_embeddings``), the STS
-callback's before / after table, checkpoints, DDP, the export with its model card and W&B all come with the
-trainer. No gradient step is taken: each training step adds the batch's float64 ``count``, ``sum x`` and
-``sum x x^T`` (``embeddings.methods.whitening.maths.MomentSums``) to buffers, summed across DDP ranks in the
-step itself, so every rank holds the statistics of every vector seen so far (rank 0's checkpoint is the whole
-fit, a resumed run continues the sums, a mid-epoch validation scores what was seen). ``mu`` and ``W`` are
-formed from the sums whenever a scorer or the export asks (an SVD of a ``d x d`` matrix: milliseconds).
+Why a LightningModule for a closed form: cached vectors, the STS callback's before / after table, checkpoints, DDP
+and the export with its card come with the trainer. No gradient step: each step adds the batch's float64 moment
+sums (``embeddings.methods.whitening.maths.MomentSums``) to buffers, summed across ranks in the step, so every
+checkpoint holds the whole fit so far; ``mu`` and ``W`` are formed from the sums when a scorer or the export asks.
 
-Why ``configure_optimizers`` returns ``None``: Lightning then steps a mock optimizer once per batch, so
-``global_step`` counts batches and ``trainer.max_steps``, ``val_check_interval`` and checkpoint names behave
-as for every other method (manual optimization would leave ``global_step`` at 0). The step returns a constant
-zero on one unused scalar parameter, ``ddp_anchor``: DDP refuses to wrap a module without a trainable
-parameter and Lightning refuses a ``None`` step under DDP.
-
-Before any vector is seen the scorer is the encoder's plain pooling: the callback's "before" column is the
-paper's baseline row and "after" the whitened one.
+Why ``configure_optimizers`` returns ``None``: Lightning then steps a mock optimizer per batch, so ``global_step``
+counts batches as for every other method; the step returns a zero on the unused parameter ``ddp_anchor``, since
+DDP refuses a module without a trainable parameter. Before any vector is seen the scorer is the plain pooling.
 """
 
 from __future__ import annotations

@@ -24,7 +24,8 @@ from lightning.pytorch.loggers import Logger
 from lightning.pytorch.utilities import rank_zero_only
 from torch.utils.data import DataLoader, TensorDataset
 
-from sts_lightning.callbacks.sts_evaluation import STSEvaluationCallback, shard_for_rank, unshard
+from sts_lightning.callbacks.sts_evaluation import STSEvaluationCallback
+from sts_lightning.callbacks.sts_shards import shard_for_rank, unshard
 from sts_lightning.embeddings.encoders.hf import HFEncoder
 from sts_lightning.embeddings.methods.pooling import PoolingScorer
 from sts_lightning.sts.scoring import main_score, score_tasks
@@ -281,7 +282,7 @@ if __name__ == "__main__":
 
 
 def test_before_after_table_rows():
-    from sts_lightning.callbacks.sts_evaluation import AVG_KEY, before_after_table
+    from sts_lightning.callbacks.sts_metrics import AVG_KEY, before_after_table
 
     start = {"val/stsb-dev_spearman": 50.0, "val/stsb-dev_pearson": 49.0, AVG_KEY: 50.0}
     last = {"val/stsb-dev_spearman": 61.25, "val/stsb-dev_pearson": 60.0, AVG_KEY: 61.25}
@@ -291,7 +292,7 @@ def test_before_after_table_rows():
 
 
 def test_spearman_line_lists_only_spearman_scores():
-    from sts_lightning.callbacks.sts_evaluation import spearman_line
+    from sts_lightning.callbacks.sts_metrics import spearman_line
 
     metrics = {"val/stsb-dev_spearman": torch.tensor(71.0234), "val/stsb-dev_pearson": 70.0, "train/loss": 2.0,
                "val/sts_avg_spearman": 61.06}

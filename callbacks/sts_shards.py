@@ -1,0 +1,46 @@
+"""How the STS callback splits its sentences over DDP ranks and puts the representations back together.
+
+Rank ``r`` encodes ``unique[r::N]``, topped up so every rank runs the same number of forward passes (sharded
+strategies such as FSDP hang otherwise); the equal shards are all-gathered and re-interleaved into list order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+
+from sts_lightning.embeddings.scoring.scorer import Representation
+
+
+def shard_for_rank(unique: Sequence[str], rank: int, world_size: int) -> list[str]:
+    """Sentences rank ``rank`` encodes: ``unique[rank::world_size]`` topped up to the longest shard.
+
+    The top-up sentences come from rank 0's shard (never this rank's own, so ``encode`` cannot
+    de-duplicate them away) and their rows are dropped again by ``unshard``.
+    """
+    own = list(unique[rank::world_size])
+    longest = math.ceil(len(unique) / world_size)
+    filler = [s for s in unique[0::world_size] if rank != 0][: longest - len(own)]
+    return own + filler
+
+
+def unshard(gathered: torch.Tensor, total: int) -> torch.Tensor:
+    """Invert the strided sharding: ``gathered`` is ``(world_size, longest, ...)`` -> ``(total, ...)``."""
+    world_size = gathered.shape[0]
+    full = gathered.new_empty((total, *gathered.shape[2:]))
+    for rank in range(world_size):
+        count = len(range(rank, total, world_size))
+        full[rank::world_size] = gathered[rank, :count]
+    return full
+
+
+def gather_shards(strategy, rep: Representation, device: torch.device, total: int) -> Representation:
+    """Collective: every rank's shard of ``rep`` all-gathered into the full representation (list order, CPU)."""
+    full: Representation = {}
+    for key in sorted(rep):  # same key order on every rank: the collectives must line up
+        # NCCL needs tensors on the rank's device; gloo is happy with either.
+        gathered = strategy.all_gather(rep[key].contiguous().to(device))
+        full[key] = unshard(gathered.cpu(), total)
+    return full
