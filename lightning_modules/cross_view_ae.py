@@ -7,7 +7,7 @@ tensors, one per source), never re-encoding. Paper recipe: Adam lr 1e-3 (betas 0
 The STS callback scores ``scorer()``: the sources are rebuilt from their specs on first use (kept on the
 module, not as submodules: they are frozen and must not enter checkpoints). ``export`` writes a
 meta-embedding directory (``embeddings.methods.meta.scorer``) that ``evaluate.py`` and SED load back.
-A user trains it through ``python train.py model=cross_view_ae`` only (``runs.fit_meta --method ae`` points
+A user trains it through ``python train.py model=cross_view_ae`` only (``sts_lightning.fit_meta --method ae`` points
 there); ``fit_cross_view_ae`` is the in-memory loop of ``benchmarks.results.meta_embeddings``' loss x depth sweep, the same
 module on views already in memory.
 """

@@ -2,7 +2,7 @@
 
 Two tiny random BERTs of the same architecture, width and vocabulary (seeds 0 and 1) stand for
 all-MiniLM-L6-v2 and paraphrase-MiniLM-L3-v2: a flow, whitening or token VAE fitted on one scored on the
-other gave plausible numbers without a word. Each kind, exported by its real module (or ``runs.fit_meta``),
+other gave plausible numbers without a word. Each kind, exported by its real module (or ``sts_lightning.fit_meta``),
 must now refuse the other encoder in ONE line naming the export's config file and what differs, score on
 it anyway with ``allow_other_encoder: true`` (one warning line), and score on its own encoder (also a copy
 of it elsewhere: names never decide) as before.
@@ -22,11 +22,11 @@ from sts_lightning.embeddings.encoders.load import load_encoder
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.scoring.registry import build_scorer
 from sts_lightning.embeddings.sources.build import load_meta_scorer
+from sts_lightning.fit_meta import fit_and_export
 from sts_lightning.lightning_modules.cross_view_ae import CrossViewAEModule
 from sts_lightning.lightning_modules.flow import BertFlowModule
 from sts_lightning.lightning_modules.latte_mix import LatteMixModule
 from sts_lightning.lightning_modules.whitening import WhiteningModule
-from sts_lightning.runs.fit_meta import fit_and_export
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 SENTENCES = ["a man plays a guitar .", "a dog runs in the park ."]
@@ -97,7 +97,7 @@ def test_another_width_is_refused_even_when_allowed(exports):
 
 def test_fit_meta_refuses_a_source_whose_weights_changed(tmp_path, tiny_model_dir, other_tiny_model_dir,
                                                          train_data_dir, caplog):
-    """runs.fit_meta (SVD) records each source; a source directory trained further in place is refused."""
+    """sts_lightning.fit_meta (SVD) records each source; a source directory trained further in place is refused."""
     source = shutil.copytree(tiny_model_dir, tmp_path / "source_bert")
     args = argparse.Namespace(method="svd", sources=str(source),
                               files="wiki/wiki_sentences_100k.txt", data_dir=str(train_data_dir),

@@ -118,7 +118,7 @@ def test_an_export_outside_a_training_run_says_what_is_unknown(tmp_path, tiny_mo
 def test_a_meta_embedding_fitted_by_fit_meta_has_a_card(tmp_path, tiny_model_dir, train_data_dir, one_thread):
     import argparse
 
-    from sts_lightning.runs.fit_meta import fit_and_export
+    from sts_lightning.fit_meta import fit_and_export
 
     args = argparse.Namespace(method="gcca", sources=str(tiny_model_dir), files="wiki/wiki_sentences_100k.txt",
                               data_dir=str(train_data_dir), cache_dir=str(tmp_path / "cache"), max_sentences=None,

@@ -1,4 +1,4 @@
-"""Sentence meta-embeddings fitted without gradients (conc / avg / SVD / GCCA, ``runs.fit_meta``): the declaration.
+"""Sentence meta-embeddings fitted without gradients (conc / avg / SVD / GCCA, ``sts_lightning.fit_meta``): the declaration.
 
 The cross-view autoencoder, trained by ``train.py``, is a method of its own (``embeddings/methods/cross_view_ae``);
 its exports use this folder's format and scorer. ``source`` scores one sentence source alone: the single-source
@@ -20,7 +20,7 @@ METHOD = MethodDeclaration(
              ScorerGroup(("source",), "sts_lightning.embeddings.sources.build:SourceScorer",
                          "One source as a scorer (cosine of its vectors): the single-source rows of an ensemble table.",
                          options=("model", "pooling", "prefix", "max_length", "engine"), encoder_free=True)),
-    evaluate="python -m sts_lightning.runs.fit_meta --method gcca --sources paraphrase-MiniLM-L3-v2,all-MiniLM-L6-v2 "
+    evaluate="python -m sts_lightning.fit_meta --method gcca --sources paraphrase-MiniLM-L3-v2,all-MiniLM-L6-v2 "
              "--out <export>; "
              "python evaluate.py encoders=[none] 'scorers=[{name:meta,path:<export>}]'",
 )

@@ -210,7 +210,7 @@ def test_ensemble_rows_train_on_the_base_rows_seeds_and_face_the_best_member(tmp
     assert ae1[2] == f"data.sources=[{members}]" and "seed=1" in ae1
     assert not any(a.startswith("model.model_name_or_path") for a in ae1)  # the AE has no backbone of its own
     (gcca,) = [c for c in commands if c[0] == "-m"]  # closed form: one fit, whatever the seeds
-    assert gcca == ["-m", "sts_lightning.runs.fit_meta", "--method", "gcca", "--sources", members,
+    assert gcca == ["-m", "sts_lightning.fit_meta", "--method", "gcca", "--sources", members,
                     "--max-sentences", "6000", "--out", str(tmp_path / "gcca_ct" / "seed0" / "export")]
     assert (tmp_path / "gcca_ct" / "seed0.log").parent.is_dir()
     # every export is scored as its LOADING.md says

@@ -172,7 +172,7 @@ def test_meta_fit_cli_exports_a_loadable_meta_embedding(tmp_path, tiny_model_dir
     import argparse
 
     from sts_lightning.embeddings.sources.build import load_meta_scorer
-    from sts_lightning.runs.fit_meta import fit_and_export
+    from sts_lightning.fit_meta import fit_and_export
 
     args = argparse.Namespace(method="gcca", sources=str(tiny_model_dir),
                               files="wiki/wiki_sentences_100k.txt", data_dir=str(train_data_dir),

@@ -1,4 +1,4 @@
-"""``runs.fit_meta`` fits the training-free meta-embeddings; the cross-view AE has one front door, ``train.py``."""
+"""``sts_lightning.fit_meta`` fits the training-free meta-embeddings; the cross-view AE has one front door, ``train.py``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from sts_lightning.embeddings.errors import ConfigError
-from sts_lightning.runs.fit_meta import fit_and_export
+from sts_lightning.fit_meta import fit_and_export
 from tests.paths import ROOT
 
 
@@ -26,7 +26,7 @@ def test_method_ae_points_to_the_train_command_before_reading_anything(tmp_path)
 
 
 def test_the_command_line_says_it_in_one_line(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "sts_lightning.runs.fit_meta", "--method", "ae", "--sources", "glove",
+    done = subprocess.run([sys.executable, "-m", "sts_lightning.fit_meta", "--method", "ae", "--sources", "glove",
                            "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode != 0
     assert "python train.py model=cross_view_ae" in done.stderr and "Traceback" not in done.stderr

@@ -1,6 +1,6 @@
 """Fit a training-free meta-embedding (conc / avg / svd / gcca) on unlabelled sentences and export it.
 
-    python -m sts_lightning.runs.fit_meta --method gcca --tau 10 --d 384 \
+    python -m sts_lightning.fit_meta --method gcca --tau 10 --d 384 \
         --sources all-mpnet-base-v2,paraphrase-MiniLM-L3-v2,multilingual-e5-small \
         --files onebillion/1b_benchmark.dev.tokens,onebillion/1b_benchmark.test.tokens --max-sentences 12000 \
         --data-dir ../shared/data --out outputs/meta_gcca [--align-to paraphrase-MiniLM-L3-v2]
@@ -74,7 +74,7 @@ def train_instead(args: argparse.Namespace) -> str:
     if args.d is not None:
         command += f" model.d={args.d}"
     return (f"--method ae: the cross-view autoencoder trains through train.py, run `{command}` (its export is "
-            "{name: meta, path: <run>/export}); runs.fit_meta fits the training-free conc / avg / svd / gcca")
+            "{name: meta, path: <run>/export}); sts_lightning.fit_meta fits the training-free conc / avg / svd / gcca")
 
 
 def main() -> None:
