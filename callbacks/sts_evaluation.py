@@ -141,12 +141,10 @@ class STSEvaluationCallback(L.Callback):
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch,
                            batch_idx: int) -> None:
-        """At ``max_steps``, ask the fit loop to stop, which makes Lightning run its validation first.
+        """At ``max_steps``, ask the fit loop to stop (Lightning's early-stop path validates first).
 
-        Why: a run that ``max_steps`` ends before its epoch does would otherwise never validate: no final
-        ``val/`` metric, no best checkpoint (``ModelCheckpoint`` ranks at validation), no before/after table.
-        ``should_stop`` is Lightning's own early-stop path, which validates before stopping; the loop ends at
-        ``max_steps`` anyway, so nothing else changes.
+        Why: a run that ``max_steps`` ends before its epoch does would otherwise never validate: no final ``val/``
+        metric, no best checkpoint, no before/after table.
         """
         if 0 < trainer.max_steps <= trainer.global_step:
             trainer.should_stop = True
@@ -194,9 +192,9 @@ class STSEvaluationCallback(L.Callback):
     def on_fit_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """A resumed fit with nothing left to train scores the final weights now, unless this run already did.
 
-        Why: a run stopped (SIGTERM) during its final scoring at ``max_steps`` resumes into a fit that Lightning
-        finds finished: no training hook runs, so neither the validation again nor ``on_train_end``. Its table
-        (``sts_before_after.md``, written at the end of every finished fit) says whether the final scoring was done.
+        Why: a run stopped during its final scoring at ``max_steps`` resumes into a fit Lightning finds finished, where
+        no training hook runs; its table (``sts_before_after.md``, written by every finished fit) says whether it
+        was scored.
         """
         table = Path(trainer.default_root_dir) / "sts_before_after.md"
         if self.last_step is None and trainer.global_step > 0 and self.start_metrics and not table.is_file():

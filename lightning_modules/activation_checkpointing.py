@@ -1,14 +1,10 @@
 """Gradient (activation) checkpointing of a Hugging Face encoder: ``model.gradient_checkpointing=true``.
 
-Why: a training forward pass keeps every layer's activations for the backward pass; checkpointing keeps
-only each transformer layer's input and recomputes the layer during the backward pass (about one more
-forward pass of compute for activation memory ~ one layer instead of all). It composes with the cached
-in-batch losses (``embeddings.methods.shared.grad_cache``): those bound the memory by the mini-batch, this by the layer.
-
-Non-reentrant checkpointing (``use_reentrant=False``, transformers' default in 5.x, set explicitly here):
-the reentrant variant refuses ``torch.autograd.grad`` (which the cached losses use) and needs inputs that
-require gradients. ``torch.utils.checkpoint`` saves and restores the RNG state, so dropout's masks are the
-same in the recomputation.
+Why: only each transformer layer's input is kept and the layer recomputed in the backward pass (about one more
+forward pass for activation memory of ~one layer); it composes with the cached in-batch losses (``grad_cache``:
+those bound memory by the mini-batch, this by the layer). Non-reentrant (``use_reentrant=False``): the reentrant
+variant refuses ``torch.autograd.grad``, which the cached losses use. The RNG is restored, so dropout draws the
+same masks in the recomputation.
 """
 
 from __future__ import annotations

@@ -173,12 +173,8 @@ class ContrastiveTensionModule(EncoderModule, CachedLoss):
             if not self.hparams.dropout:
                 checkpoint_in_eval_mode(model)
 
-    def embed2(self, sentences: list[str]) -> Tensor:
-        """Pooled vectors of model 2 WITH gradients (``embed`` is model 1)."""
-        return self.embed2_ids(self.tokenize(sentences))
-
     def embed2_ids(self, ids: list[list[int]]) -> Tensor:
-        """``embed2`` of tokenized sentences (both copies share one tokenizer: the loader's workers made the ids)."""
+        """Pooled vectors of model 2 WITH gradients of token ids (``embed_ids`` is model 1; one shared tokenizer)."""
         self.encoder2.device = self.device
         return embed_length_buckets(self.encoder2, self.pool, ids, self.forward_groups())
 

@@ -1,9 +1,6 @@
 """``EncoderExport``: what ``EncoderModule.export`` writes: the Hugging Face model, its tokenizer, the
-sentence-transformers files where they reproduce our vectors, ``LOADING.md`` and the model card.
-
-A mixin of ``EncoderModule`` with hooks a method overrides: ``export_model`` (a head saved with the encoder),
-``export_head`` (a ``Dense`` after pooling), ``write_export_files`` (its own files where sentence-transformers cannot
-reproduce the vector), ``loading_note`` and ``base_models`` (what the note and the card say).
+sentence-transformers files where they reproduce our vectors, ``LOADING.md`` and the model card; a method
+overrides its hooks (``export_model``, ``export_head``, ``write_export_files``, ``loading_note``, ``base_models``).
 """
 
 from __future__ import annotations
@@ -31,7 +28,7 @@ log = logging.getLogger(__name__)
 
 
 class EncoderExport:
-    """The export of an ``EncoderModule`` (see the module docstring)."""
+    """Mixin: the export of an ``EncoderModule`` (see the module docstring)."""
 
     # What the export's model card names (README.md); every trained method sets its own.
     method_info: ClassVar[MethodInfo] = MethodInfo("encoder", "Fine-tuned encoder")

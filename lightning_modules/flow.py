@@ -1,16 +1,10 @@
 """BERT-flow (Li et al., EMNLP 2020): a Glow trained by maximum likelihood on FROZEN sentence vectors.
 
-The paper's finding is that BERT's sentence vectors lie in an anisotropic, non-smooth region; mapping
-them to an isotropic Gaussian with an invertible flow, trained unsupervised on sentences of the target
-domain, makes cosine in the latent space a better similarity. Recipe (Sec. 4 and the reference
-scripts): the encoder stays frozen, first-last-avg pooling, Adam lr 1e-3, one epoch; Glow with levels 3,
-depth 3, width 32 (see ``embeddings.methods.flow.glow`` for the architecture choices).
-
-Why not an ``EncoderModule``: that class registers a trainable encoder, so checkpoints would carry and
-the optimizer would see weights that never change. Here the encoder is a plain-scalar reference
-(model path, pooling, max length, kept in the hyper-parameters so checkpoints are self-contained), the
-training batches are cached vectors (``datamodules.cached_embeddings``), and the frozen encoder is
-loaded only when scoring, once, outside the state dict.
+Mapping BERT's anisotropic sentence vectors to an isotropic Gaussian with an invertible flow, trained unsupervised
+on the target domain, makes cosine in the latent space a better similarity (recipe: paper Sec. 4 and the reference
+scripts; architecture: ``embeddings.methods.flow.glow``). Why not an ``EncoderModule``: the encoder never changes,
+so it is a plain-scalar reference in the hyper-parameters, loaded only when scoring, outside the state dict; the
+training batches are cached vectors (``datamodules.cached_embeddings``).
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """Masked-language-model pretraining (Devlin et al. 2019): a raw backbone, or domain adaptation of an encoder.
 
-The module is an ``EncoderModule`` whose ``encoder_model`` is the encoder INSIDE the masked LM (BERT's
-``bert``, same live weights), so the STS callback scores the encoder as it trains (``scorer()``: mean pooling
-by default) and the export has the base's sentence-transformers files; the MLM head (``mlm_head``, decoder tied
-to the word embeddings) is registered beside it. Each step: the batch's sentences -> rows (packed by default,
-``embeddings.methods.mlm.objective``) -> masks drawn by transformers' collator from a generator seeded with
-(``mask_seed``, global step, rank, micro-batch) -> cross-entropy on the masked positions.
-
-Held-out: the datamodule's ``heldout()`` sentences (``data.heldout_sentences``: the last N lines of the
-sources, kept out of training; see ``SentenceIndex.split_tail``) are scored at every validation with masks that
-never change (seeded by batch), each rank taking every world-size-th batch; the sums go through torchmetrics,
-so ``val/mlm_loss`` / ``val/mlm_accuracy`` are those of one process over the whole set.
+``encoder_model`` is the encoder INSIDE the masked LM (same live weights), so the STS callback scores the encoder as
+it trains and the export has the base's sentence-transformers files; the MLM head (tied to the word embeddings) is
+registered beside it. Masks are seeded by (``mask_seed``, step, rank, micro-batch): a resume draws the same ones.
+Held-out sentences (``data.heldout_sentences``) are scored at every validation with fixed masks, summed over the
+ranks, so ``val/mlm_loss`` / ``val/mlm_accuracy`` are those of the whole set.
 """
 
 from __future__ import annotations

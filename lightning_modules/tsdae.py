@@ -1,15 +1,10 @@
 """TSDAE (Wang, Reimers & Gurevych, Findings of EMNLP 2021): a sentence vector trained to be decodable.
 
-Each step deletes words of every sentence (p 0.6, ``embeddings.methods.tsdae.objective``), embeds the NOISY
-sentence (encoder + pooling, ``cls`` as in the paper) and lets a decoder reconstruct the ORIGINAL sentence
-token by token while cross-attending to nothing but that one vector. The decoder
-(``embeddings.methods.tsdae.decoder``) is a causal LM of the encoder's architecture whose body is the encoder's
-own parameters (``tie_decoder=true``, the paper's and sentence-transformers' default): one copy of the weights
-in memory, in the optimizer and in a checkpoint. Only the encoder and its pooling are exported; the decoder is
-a training device.
-
-Recipe defaults (paper Sec. 4 / sentence-transformers' ``train_tsdae_from_file.py``): lr 3e-5, batch 8, constant
-learning rate, no weight decay, one epoch over 100k sentences, ``[CLS]`` pooling, deletion ratio 0.6.
+Each step deletes words of every sentence (``embeddings.methods.tsdae.objective``), embeds the NOISY sentence and
+lets a decoder reconstruct the ORIGINAL one while cross-attending to nothing but that vector. The decoder
+(``embeddings.methods.tsdae.decoder``) shares the encoder's parameters (``tie_decoder=true``, the paper's default):
+one copy of the weights in memory, optimizer and checkpoint; only the encoder and its pooling are exported. Recipe
+defaults: paper Sec. 4 / sentence-transformers' ``train_tsdae_from_file.py``.
 """
 
 from __future__ import annotations
