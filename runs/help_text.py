@@ -1,11 +1,7 @@
-"""The generated part of ``python evaluate.py --help`` and ``python train.py --help``.
-
-Why generated: the names a user can type (encoders, scorers, tasks, models, data groups, experiments)
-live in code registries and config files that keep growing, so a hand-written list goes stale the day a
-name is added. Hydra prints ``hydra.help.template`` (configs/hydra/help/{evaluate,train}.yaml), whose
-``${sts_help:evaluate}`` / ``${sts_help:train}`` calls :func:`help_text` through the resolver that the
-entry scripts register before ``@hydra.main`` runs. Nothing here imports torch, so help prints at once: the
-scorers and models come from the methods' declarations (``embeddings.methods.registry``), which are plain values.
+"""The generated part of ``--help`` for ``train.py`` / ``evaluate.py``: the names a user can type (encoders,
+scorers, tasks, models, data groups, experiments), read from the registries and config files so no hand-written list
+goes stale. Hydra's help template (``configs/hydra/help/``) calls :func:`help_text` through ``${sts_help:<app>}``,
+registered by the entry scripts. No torch: the methods' declarations are plain values.
 """
 
 from __future__ import annotations
@@ -109,7 +105,7 @@ def group_files(group: str) -> list[Path]:
 
 
 def option_name(group: str, path: Path) -> str:
-    """What ``<group>=<name>`` takes for a file of the group: ``flow/minilm_l6`` for experiment/flow/minilm_l6.yaml."""
+    """What ``<group>=<name>`` takes for a file of the group: ``a/b`` for experiment/a/b.yaml."""
     return path.relative_to(CONFIG_DIR / group).with_suffix("").as_posix()
 
 

@@ -1,19 +1,11 @@
-"""The command line's overrides checked against the config tree before Hydra runs: one line for every mistake.
+"""The command line's overrides checked against the config tree before Hydra runs: one ``error:`` line per mistake.
 
-Why: Hydra reports a mistyped group option (``model=simcs``) in 21 lines, an unknown key (``model.temprature=0.1``)
-in 7, and its hint for the latter (``+model.temprature=0.1``) composes, loads torch and ends 12 s later in a
-``TypeError`` from the constructor. ``train.py`` / ``evaluate.py`` call :func:`exit_on_bad_overrides` before
-``@hydra.main``: the overrides are parsed with Hydra's own parser and composed with Hydra's own loader (0.1 s, no
-torch), and a mistake becomes one ``error:`` line with the closest valid name (``difflib``), exit 2:
-
-- an unknown group option: ``unknown model 'simcs'; did you mean 'simcse'? (choices: ...)``;
-- an unknown key: ``unknown key 'model.temprature'; did you mean 'model.temperature'?``; when the selected option
-  has nothing close, the group's other options are searched (``model.temperature`` is SimCSE's);
-- ``+key=value`` for a key that exists (Hydra: "Could not append"), or that the node's ``_target_`` does not take
-  (its constructor read from source, ``runs.constructor_defaults``);
-- anything else Hydra refuses while composing: its message's first line.
-
-A valid command line costs one extra composition; the run itself is composed again by ``@hydra.main``.
+Why: Hydra reports a mistyped group option in 21 lines, an unknown key in 7, and its hint for the latter (``+key``)
+composes, loads torch and ends seconds later in a constructor's ``TypeError``. Here the overrides are parsed and
+composed with Hydra's own parser and loader (0.1 s, no torch), and a mistake becomes one line with the closest valid
+name (exit 2): an unknown group option; an unknown key (the group's other options searched when the selected one has
+nothing close); a ``+key`` that exists or that the ``_target_`` does not take (``runs.constructor_defaults``); else
+Hydra's first line.
 """
 
 from __future__ import annotations
@@ -150,7 +142,7 @@ def _unparsable(parser, lines: list[str], err: Exception) -> str:
 
 
 def _first_value(override) -> str:
-    """The override as Hydra text, a sweep (``model=ct,simcse``) reduced to its first value for composing."""
+    """The override as Hydra text, a sweep (``model=a,b``) reduced to its first value for composing."""
     if not override.is_sweep_override():
         return override.input_line
     prefix = "+" if override.is_add() else "++" if override.is_force_add() else ""
@@ -166,7 +158,7 @@ def _all_groups(loader, parent: str = "") -> set[str]:
 
 
 def _group_options(loader, group: str) -> list[str]:
-    """Every ``<group>=<option>``, those in subfolders too (``experiment=flow/minilm_l6``)."""
+    """Every ``<group>=<option>``, those in subfolders too (``experiment=<method>/<recipe>``)."""
     from hydra.core.object_type import ObjectType
 
     options = list(loader.get_group_options(group, results_filter=ObjectType.CONFIG))

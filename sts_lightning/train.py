@@ -1,10 +1,8 @@
 """``sts-train`` / ``python -m sts_lightning.train`` / the checkout's ``train.py``: train a method.
 
-``sts-train model=sbert_nli data=nli trainer=gpu``. A thin Hydra wrapper around :func:`runs.launch.launch` (one run,
-a pipeline of runs, or one per seed); see ``configs/train.yaml``. Why it lives in the package: an installed wheel
-has no checkout, so the console script, ``python -m`` and the checkout's script must all be this one module, which
-reads the configs where the package keeps them (``embeddings.io.package_files``, an absolute path: Hydra then finds
-them in a wheel and in a checkout alike). A user's own configs join with ``--config-dir`` or ``hydra.searchpath``.
+A thin Hydra wrapper around :func:`runs.launch.launch` (one run, a pipeline, or one per seed; ``configs/train.yaml``).
+In the package so that the console script, ``python -m`` and the checkout's script are one module reading the
+package's configs (a wheel has no checkout); a user's own configs join with ``--config-dir`` or ``hydra.searchpath``.
 """
 
 from __future__ import annotations
@@ -56,12 +54,8 @@ def cli() -> None:
 
 
 class _CallableModule(types.ModuleType):
-    """``sl.train(...)`` calls the Python API even after this module was imported.
-
-    Why: importing ``sts_lightning.train`` (the console script does, so does ``train.py``) makes Python set the
-    package's attribute ``train`` to this module, shadowing the API function ``sts_lightning.train`` that a
-    notebook calls. Calling the module therefore calls the API: ``sl.train`` works whichever came first.
-    """
+    """``sl.train(...)`` calls the Python API even after this module was imported (importing it sets the package's
+    attribute ``train`` to this module, shadowing the API function a notebook calls)."""
 
     def __call__(self, *args, **kwargs):
         return sts_lightning.__getattr__("train")(*args, **kwargs)  # the package's lazy API (not this module)

@@ -1,13 +1,9 @@
 """The Python training API: ``sl.train("simcse", ["trainer.max_steps=100"])`` is ``sts-train model=simcse ...``.
 
-Why Hydra's own run, not a composed config handed to ``train(cfg)``: the run must be the one ``sts-train`` makes
-for the same overrides -- the same composition (``configs/train.yaml``, the model's data group, experiments, a
-user's config folders), the same run directory (``hydra.run.dir``, ``.hydra/`` with the config and overrides,
-``train.log``), the same checks and the same job (``sts_lightning.train.run``). So this composes and runs through
-Hydra exactly as ``@hydra.main`` does (the same search path, ``config_dir`` joining it as ``--config-dir`` does;
-``Hydra.run``), inside :func:`process_state.kept_process_state`, which puts back what a run changes in a process,
-so a notebook can train twice. Errors raise (``ConfigError`` for bad input, with the same one-line message the
-command prints) instead of exiting.
+It runs Hydra's own run, not a composed config handed to ``train(cfg)``, so the run is the command's: the same
+composition (a user's config folders too), run directory, checks and job (``sts_lightning.train.run``), inside
+:func:`process_state.kept_process_state` so a notebook can train twice. Errors raise (``ConfigError`` with the
+command's one line) instead of exiting.
 """
 
 from __future__ import annotations
