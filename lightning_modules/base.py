@@ -22,6 +22,7 @@ from torch import Tensor
 
 from sts_lightning.embeddings.encoders.hf import HFEncoder
 from sts_lightning.embeddings.errors import ConfigError, DivergedError, unknown_choice
+from sts_lightning.embeddings.methods.declaration import MATRYOSHKA_REFUSED
 from sts_lightning.embeddings.methods.pooling import PoolingScorer, get_pooling
 from sts_lightning.embeddings.methods.shared.batch_tokens import (
     BatchTokenizer,
@@ -121,7 +122,7 @@ class EncoderModule(EncoderExport, LightningModule):
     # Whether the method's loss goes through ``with_matryoshka``, i.e. ``matryoshka_dims`` applies; else why not (a
     # literal: runs/ reads both from the source, before torch loads, and refuses with the same line).
     matryoshka_ok: ClassVar[bool] = False
-    matryoshka_refused: ClassVar[str] = "has no one-vector loss to apply to each prefix"
+    matryoshka_refused: ClassVar[str] = MATRYOSHKA_REFUSED  # a method's declaration may give its own
     # ``(option, value, fix)`` of a head the loss reads and the export drops: Matryoshka refused with it.
     training_only_head: ClassVar[tuple[str, str, str] | None] = None
     # The ``scheduler`` values this method accepts (``lightning_modules.optimizers.SCHEDULES``).
