@@ -1,15 +1,10 @@
 """The cross-view autoencoder meta-embedding as a LightningModule (Poerner et al. 2020, Sec. 3.4).
 
-Trained on the CACHED vectors of frozen sources (``datamodules.source_views``: each batch is a list of J
-tensors, one per source), never re-encoding. Paper recipe: Adam lr 1e-3 (betas 0.9 / 0.999), batch 10,000,
-500 epochs, d = the largest source dimension; depth and loss tuned on STS-B dev (Table 1).
-
-The STS callback scores ``scorer()``: the sources are rebuilt from their specs on first use (kept on the
-module, not as submodules: they are frozen and must not enter checkpoints). ``export`` writes a
-meta-embedding directory (``embeddings.methods.meta.scorer``) that ``evaluate.py`` and SED load back.
-A user trains it through ``python train.py model=cross_view_ae`` only (``sts_lightning.fit_meta --method ae`` points
-there); ``fit_cross_view_ae`` is the in-memory loop of ``benchmarks.results.meta_embeddings``' loss x depth sweep, the same
-module on views already in memory.
+Trained on the CACHED vectors of frozen sources (``datamodules.source_views``: a list of J tensors per batch), never
+re-encoding (recipe: the paper's, configs/model/cross_view_ae.yaml). The sources are rebuilt from their specs when
+``scorer()`` is first asked, kept off the module's submodules: frozen, they must not enter checkpoints. ``export``
+writes a meta-embedding directory (``embeddings.methods.meta.scorer``) that ``evaluate.py`` and SED load back;
+``fit_cross_view_ae`` is the same module's loop on views already in memory.
 """
 
 from __future__ import annotations

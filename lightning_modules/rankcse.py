@@ -30,7 +30,7 @@ class RankCSEModule(SimCSEModule):
     ``combine=each``).
 
     Args:
-        ranking_loss: ``listmle`` (paper's best, 80.36) or ``listnet`` (80.05).
+        ranking_loss: ``listmle`` (the paper's best) or ``listnet``.
         teacher_weights: one positive weight per teacher (``data.teachers`` order), normalised to sum 1: the
             reference's ``alpha * T1 + (1 - alpha) * T2``; ``None``: equal weights.
         teacher_temperature: tau2, the teachers' lists are ``cos / tau2`` (ListNet's targets; ListMLE reads only
