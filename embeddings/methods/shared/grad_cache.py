@@ -6,7 +6,7 @@ steps. GradCache splits at the embeddings: (1) embed every mini-batch without a 
 graph and pull ``g`` back with ``torch.autograd.grad``; (4) return a surrogate whose value is the loss and whose
 gradient is the sum from (3). ``autograd.grad`` fires none of DDP's reducer hooks, so the surrogate's ordinary
 backward accumulates each gradient once: DDP, clipping, accumulation and bf16 work unchanged.
-Wired by ``lightning_modules.base.EncoderModule.views_and_loss`` (``model.mini_batch_size``).
+Wired by ``lightning_modules.grad_cache.CachedLoss.views_and_loss`` (``model.mini_batch_size``).
 """
 
 from __future__ import annotations
