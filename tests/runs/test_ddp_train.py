@@ -4,8 +4,11 @@ in-batch negatives gathered across ranks, moments all-reduced, CT's cached in-ba
 (``tests/method_cases.py``), never a list here.
 
 Why a subprocess running this file: Lightning's DDP launcher re-runs ``sys.argv`` for rank 1, which must
-be a script, not pytest (see tests/callbacks/test_sts_evaluation.py). Each rank writes what ``train()`` returned, the
-precision its trainer config resolved to and the world size, then the test compares the ranks.
+be a script, not pytest (see tests/callbacks/test_sts_evaluation.py). Why one subprocess for every case: starting
+two ranks (imports, gloo) cost most of a case on 2 cores; the script trains the cases in turn, rank 1 (started by
+the launcher at the first fit) runs the same cases in the same order, and later fits reuse the process group, as
+the seeds of one ``train.py seeds=[...]`` do. Each rank writes what ``train()`` returned, the precision its trainer
+config resolved to and the world size into the case's folder; each test compares the ranks of its case.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from sts_lightning.embeddings.methods.registry import method
 from tests.method_cases import ddp_cases, tiny_overrides
 from tests.paths import ROOT
 
-pytestmark = pytest.mark.slow  # a 2-rank DDP subprocess per test: 14-26 s each on 2 shared cores
+pytestmark = pytest.mark.slow  # one 2-rank DDP subprocess training every case: 8-15 s a case on 2 shared cores
 DIST_ENV = ("MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE", "RANK", "GROUP_RANK")
 
 
@@ -47,13 +50,30 @@ def run_rank(case: str, model_dir: str, data_dir: str, out_dir: str) -> None:
     (out / f"rank{rank}.json").write_text(json.dumps(record))
 
 
-@pytest.mark.parametrize("case", list(ddp_cases()))
-def test_two_cpu_ranks_train_fp32_and_log_identical_metrics(case, tmp_path, tiny_model_dir, train_data_dir):  # noqa: F811
+def run_cases(model_dir: str, data_dir: str, root: str, *cases: str) -> None:
+    """Every case in turn, each in ``<root>/<case>``; a case that raises ends the run (its traceback names it)."""
+    for case in cases:
+        print(f"--- case {case}", file=sys.stderr, flush=True)
+        (Path(root) / case).mkdir(exist_ok=True)
+        run_rank(case, model_dir, data_dir, str(Path(root) / case))
+
+
+@pytest.fixture(scope="module")
+def ddp_runs(tmp_path_factory, tiny_model_dir, train_data_dir) -> tuple[Path, subprocess.CompletedProcess]:
+    """The one 2-rank run of every case: (its root folder, the finished process)."""
+    root = tmp_path_factory.mktemp("ddp")
     env = {k: v for k, v in os.environ.items() if k not in DIST_ENV}  # fresh port, no inherited rank
     env.update(PYTHONPATH=str(ROOT), WANDB_MODE="disabled", TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1")
-    done = subprocess.run([sys.executable, __file__, case, str(tiny_model_dir), str(train_data_dir), str(tmp_path)],
-                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=420)
-    assert done.returncode == 0, done.stderr[-4000:]
+    done = subprocess.run([sys.executable, __file__, str(tiny_model_dir), str(train_data_dir), str(root),
+                           *ddp_cases()], env=env, cwd=ROOT, capture_output=True, text=True, timeout=420 * len(ddp_cases()))
+    return root, done
+
+
+@pytest.mark.parametrize("case", list(ddp_cases()))
+def test_two_cpu_ranks_train_fp32_and_log_identical_metrics(case, ddp_runs):
+    root, done = ddp_runs
+    tmp_path = root / case
+    assert done.returncode == 0 and (tmp_path / "rank1.json").is_file(), done.stderr[-4000:]
     rank0, rank1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
     assert rank0["world_size"] == rank1["world_size"] == 2
     assert rank0["precision"] == rank1["precision"] == "32-true"
@@ -73,4 +93,4 @@ def test_two_cpu_ranks_train_fp32_and_log_identical_metrics(case, tmp_path, tiny
 
 
 if __name__ == "__main__":
-    run_rank(*sys.argv[1:5])
+    run_cases(*sys.argv[1:])
