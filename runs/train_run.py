@@ -51,11 +51,8 @@ log = logging.getLogger(__name__)
 
 
 def _build(node: DictConfig, **kwargs):
-    """``instantiate`` that lets our own ConfigError / DataError through unwrapped.
-
-    Why: Hydra wraps every constructor error in ``InstantiationException``; ``train.py`` turns our
-    errors into one clear line and exit code 2, which it can only do if it sees them.
-    """
+    """``instantiate`` that lets our own ``ConfigError`` / ``DataError`` through unwrapped (Hydra wraps them; the
+    command can print them as one line only if it sees them)."""
     try:
         return instantiate(node, **kwargs)
     except InstantiationException as err:
@@ -75,14 +72,9 @@ def _instantiate_all(group: DictConfig | None) -> list:
 
 
 def ensure_val_loop(datamodule) -> None:
-    """Give a datamodule without validation data a one-item validation loader.
-
-    Why: the STS callback scores in ``on_validation_epoch_end``, so that the trainer's
-    ``val_check_interval`` / ``check_val_every_n_epoch`` decide how often STS is evaluated and
-    ``ModelCheckpoint(monitor=val/...)`` sees the metric. Lightning runs that loop only when the
-    datamodule defines ``val_dataloader``; training-only datamodules (NLI, sentences) don't, so one item
-    (the DistributedSampler pads it to one batch per rank) drives ``EncoderModule.validation_step``.
-    """
+    """Give a datamodule without validation data a one-item validation loader: the STS callback scores in
+    ``on_validation_epoch_end`` (so the trainer's ``val_check_interval`` sets how often, and ``ModelCheckpoint`` sees
+    the metric), and Lightning runs that loop only for a datamodule with ``val_dataloader``."""
     if is_overridden("val_dataloader", datamodule, parent=LightningDataModule):
         return
     # Own generator: an iterator of a generator-less DataLoader draws its base seed from the global RNG,
@@ -91,22 +83,15 @@ def ensure_val_loop(datamodule) -> None:
 
 
 def isolate_preparation(datamodule) -> None:
-    """Run the datamodule's ``prepare_data`` and ``setup`` with the run's random generators left untouched.
-
-    Why: they build caches (teacher vectors, token states, sentence indexes) only when the cache is cold; whatever
-    they draw (a teacher's missing head, a sampler) would otherwise shift every later draw of the run, so the same
-    command would train differently on an empty and on a warm cache (``embeddings/isolated_rng.py``).
-    """
+    """Run the datamodule's ``prepare_data`` and ``setup`` with the run's random generators left untouched: they
+    draw only when a cache is cold, and the same command must train alike on a cold and a warm cache."""
     for hook in ("prepare_data", "setup"):
         setattr(datamodule, hook, rng_isolated(getattr(datamodule, hook)))
 
 
 def resolve_ckpt_path(ckpt_path: str | None, output_dir: Path) -> str | None:
-    """``"last"`` -> ``<output_dir>/checkpoints/last.ckpt`` when present (else a fresh start); paths must exist.
-
-    Why our own ``"last"``: Lightning's looks only where the current ModelCheckpoint writes; naming the
-    file makes "resume this run directory" explicit (``hydra.run.dir=<run> ckpt_path=last``).
-    """
+    """``"last"`` -> ``<output_dir>/checkpoints/last.ckpt`` when present (else a fresh start, said in two lines);
+    paths must exist. Our own ``"last"``: Lightning's looks only where the current ModelCheckpoint writes."""
     if ckpt_path in (None, ""):
         return None
     if str(ckpt_path) == "last":
@@ -115,9 +100,7 @@ def resolve_ckpt_path(ckpt_path: str | None, output_dir: Path) -> str | None:
             log.info("resuming from %s", last)
             load_checkpoint(last)
             return str(last)
-        # Two lines (issue 30: a resume that silently trained from step 0): what is missing, and what happens instead.
-        # A run directory without checkpoints/ is almost always a new one: Hydra made it because hydra.run.dir
-        # was not given (every run gets its own directory, runs/run_id.py).
+        # A run directory without checkpoints/ is almost always a new one: hydra.run.dir was not given.
         new = "" if last.parent.is_dir() else (" (a new run directory: to continue an earlier run, give its "
                                                "directory with hydra.run.dir=<run dir>)")
         log.warning("ckpt_path=last: no checkpoint at %s%s", last, new)
@@ -131,12 +114,8 @@ def resolve_ckpt_path(ckpt_path: str | None, output_dir: Path) -> str | None:
 
 
 def check_not_diverged(model, metrics: dict) -> None:
-    """Raise ``DivergedError`` when the trained model or its final STS scores are not finite.
-
-    Why: the loss check stops at the first non-finite loss, but an update on the LAST step can still blow the
-    weights up (values of 1e6 whose forward pass overflows); the run then "finished", exited 0 and exported a
-    model whose similarities were all NaN. Nothing is exported from a diverged run.
-    """
+    """Raise ``DivergedError`` when the trained model or its final STS scores are not finite: the loss check stops
+    at the first non-finite loss, but the last step's update can still blow the weights up. Nothing is exported."""
     for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
         if tensor.is_floating_point() and not torch.isfinite(tensor.detach()).all():
             raise DivergedError(f"training diverged: {name} holds non-finite values after the last step; "
@@ -150,11 +129,8 @@ def check_not_diverged(model, metrics: dict) -> None:
 
 
 def refuse_foreign_run(output_dir: Path, ckpt_path: str | None) -> None:
-    """Refuse a fresh run in a directory that already holds a run's checkpoints.
-
-    Why: a fresh run there would write its ``last.ckpt`` and ``export/`` over the other run's while the saved
-    config names only the new one (issue 18). Resuming (``ckpt_path=last`` or a path) is the one way back in.
-    """
+    """Refuse a fresh run in a directory that holds a run's checkpoints (it would write over them while the saved
+    config names only the new one); resuming (``ckpt_path=last`` or a path) is the one way back in."""
     folder = output_dir / "checkpoints"
     found = sorted(p.name for p in folder.glob("*.ckpt")) if folder.is_dir() else []
     if found and ckpt_path is None:
