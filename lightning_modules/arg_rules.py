@@ -3,8 +3,8 @@ declaration (``MethodDeclaration.rules`` / ``choices``), one table for the const
 
 Why one table: a constructor checks its arguments (a Python user gets ``train.py``'s one line) and
 ``runs.config_checks`` checks ``model.<name>`` before torch loads, both with :func:`model_rules`. A name means one
-kind of value in every method (CT's ``dropout`` is a switch and SimCSE's a probability: SimCSE checks its own), so
-a method that gives a shared name another rule is refused. No torch here.
+kind of value in every method (a name that is a switch in one method and a number in another is checked by the
+method itself), so a method that gives a shared name another rule is refused. No torch here.
 """
 
 from __future__ import annotations
