@@ -6,7 +6,6 @@ Everything here is built in memory / tmp dirs so the suite runs offline on 2 CPU
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ import torch
 
 from sts_lightning.embeddings import stop_request
 from sts_lightning.runs.constructor_defaults import register as register_constructor_defaults
-from tests.helpers import NLI_ROWS, NLI_TRIPLET_ROWS, WORDS
+from tests.helpers import WORDS, write_train_data
 
 register_constructor_defaults()  # the nodes configs/ departs from, for every compose() of the tests
 os.environ.setdefault("WANDB_MODE", "disabled")
@@ -132,14 +131,4 @@ def tiny_data_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def train_data_dir(tmp_path_factory, tiny_data_dir) -> Path:
     """The tiny STS files plus SentEval-layout SNLI dev (pairs) and test (triplets) splits and a small wiki file."""
-    root = tmp_path_factory.mktemp("train_data") / "data"
-    shutil.copytree(tiny_data_dir, root)
-    snli = root / "nli" / "snli"
-    snli.mkdir(parents=True)
-    for i, name in enumerate(("s1", "s2", "labels")):
-        (snli / f"{name}.dev").write_text("".join(f"{row[i]}\n" for row in NLI_ROWS))
-        (snli / f"{name}.test").write_text("".join(f"{row[i]}\n" for row in NLI_TRIPLET_ROWS))
-    (root / "wiki").mkdir()
-    lines = [" ".join(WORDS[j % len(WORDS)] for j in range(i, i + 6)) for i in range(40)]
-    (root / "wiki" / "wiki_sentences_100k.txt").write_text("\n".join(lines) + "\n")
-    return root
+    return write_train_data(tiny_data_dir, tmp_path_factory.mktemp("train_data") / "data")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -44,6 +45,21 @@ NLI_TRIPLET_ROWS = [
     ("two children kick a ball .", "children are playing .", "entailment"),
     ("two children kick a ball .", "nobody is playing .", "contradiction"),
 ]
+
+
+def write_train_data(tiny_data_dir: Path, root: Path) -> Path:
+    """``root``: the tiny STS files plus SentEval-layout SNLI dev (pairs) and test (triplets) splits and a small
+    wiki file (conftest's ``train_data_dir``)."""
+    shutil.copytree(tiny_data_dir, root)
+    snli = root / "nli" / "snli"
+    snli.mkdir(parents=True)
+    for i, name in enumerate(("s1", "s2", "labels")):
+        (snli / f"{name}.dev").write_text("".join(f"{row[i]}\n" for row in NLI_ROWS))
+        (snli / f"{name}.test").write_text("".join(f"{row[i]}\n" for row in NLI_TRIPLET_ROWS))
+    (root / "wiki").mkdir()
+    lines = [" ".join(WORDS[j % len(WORDS)] for j in range(i, i + 6)) for i in range(40)]
+    (root / "wiki" / "wiki_sentences_100k.txt").write_text("\n".join(lines) + "\n")
+    return root
 
 
 # `python -c PROBE <script> <overrides>` runs an entry point as `python <script> <overrides>` does and prints, at

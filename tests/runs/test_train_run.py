@@ -59,13 +59,13 @@ def test_export_loads_in_transformers_and_sentence_transformers(trained, tiny_mo
     torch.testing.assert_close(got, expected, **TINY_BERT)
 
 
-def test_resume_from_last_continues_the_step_count(trained, tiny_model_dir, train_data_dir):
+def test_resume_from_last_continues_the_step_count(trained, tiny_model_dir, run_data_dir):
     from sts_lightning.runs.train_run import train
 
     cfg, _, out = trained
     resumed = out.parent / "resumed"
     shutil.copytree(out / "checkpoints", resumed / "checkpoints")
-    cfg2 = compose_train_config(resumed, tiny_model_dir, train_data_dir, ["+trainer.limit_train_batches=2", "trainer.max_epochs=2",
+    cfg2 = compose_train_config(resumed, tiny_model_dir, run_data_dir, ["+trainer.limit_train_batches=2", "trainer.max_epochs=2",
                                                                    "ckpt_path=last", "export=false"])
     train(cfg2)
     assert torch.load(resumed / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == 4
