@@ -14,8 +14,7 @@ import yaml
 from sts_lightning.embeddings.io.export_manifest import MANIFEST_FILE, verify_export
 from sts_lightning.embeddings.io.model_card import CARD_FILE, WALL_TIME
 from sts_lightning.embeddings.methods.registry import method
-from tests.helpers import compose_train_config as _cfg
-from tests.method_cases import model_names, st_export_names, tiny_overrides
+from tests.method_cases import model_names, st_export_names
 
 
 def front_matter(text: str) -> dict:
@@ -24,24 +23,10 @@ def front_matter(text: str) -> dict:
 
 
 @pytest.fixture(scope="module", params=model_names())
-def exported(request, tmp_path_factory, tiny_model_dir, train_data_dir):
-    """(method, run directory) of a 3-step run of ``model=<method>`` with its own data group, exported."""
-    import torch
-
-    from sts_lightning.runs.train_run import train
-
-    model = request.param
-    tmp = tmp_path_factory.mktemp(model)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        cfg = _cfg(tmp / "run", tiny_model_dir, train_data_dir,
-                   [f"model={model}", *tiny_overrides(model, method(model).data, tiny_model_dir, tmp),
-                    "trainer.max_steps=3", "callbacks.sts_evaluation.tasks=[stsb-dev]"])
-        train(cfg)
-    finally:
-        torch.set_num_threads(threads)
-    return model, tmp / "run"
+def exported(request, method_run):
+    """(method, run directory) of the session's 3-step run of ``model=<method>`` with its own data group, exported
+    (``tests/runs/conftest.py``)."""
+    return request.param, method_run(request.param)[1]
 
 
 def test_every_export_has_a_card_naming_method_base_data_steps_and_sts(exported, tiny_model_dir):

@@ -16,15 +16,12 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from sts_lightning.embeddings.methods.registry import method
 from tests.helpers import compose_train
-from tests.helpers import compose_train_config as _cfg
 from tests.method_cases import (
     check_model_file,
     constructor_defaults,
     model_names,
     target_class,
-    tiny_overrides,
 )
 from tests.paths import CONFIG_DIR
 
@@ -65,14 +62,9 @@ def test_command_line_data_wins_over_the_model_default():
 
 
 @pytest.mark.parametrize("model", MODELS)
-def test_model_defaults_run_and_end_scored(model, tmp_path, tiny_model_dir, train_data_dir, one_thread):  # noqa: F811
-    from sts_lightning.runs.train_run import train
-
-    tiny = [f"model={model}", *tiny_overrides(model, method(model).data, tiny_model_dir, tmp_path),
-            "trainer.max_steps=3", "callbacks.sts_evaluation.tasks=[stsb-dev]"]
-    run = tmp_path / "run"
-    cfg = _cfg(run, tiny_model_dir, train_data_dir, tiny)
-    metrics = train(cfg)
+def test_model_defaults_run_and_end_scored(model, method_run):
+    """The session's 3-step run of ``model=<model>`` with its defaults (``tests/runs/conftest.py``)."""
+    metrics, run = method_run(model)
     assert "val/stsb-dev_spearman" in metrics, metrics
     assert (run / "sts_before_after.md").is_file()
     assert list((run / "checkpoints").glob("best-step3.ckpt")), list((run / "checkpoints").iterdir())
