@@ -1,20 +1,10 @@
 """Checkpoints written atomically beside their target and read back through the one checked loader.
 
-Why not Lightning's ``TorchCheckpointIO``: it serialises into memory and lets fsspec write a temporary file
-in the system temp directory, then ``shutil.move`` it over ``last.ckpt``. When that directory is another file
-system (a tmpfs ``/tmp``, a scratch disk) the move is a copy, and a kill during it leaves a truncated
-``last.ckpt`` -- the one file a resume needs; a kill while the temporary file is written leaves a
-checkpoint-sized orphan in ``/tmp`` forever. Here the temporary file sits beside the target
-(``embeddings.io.atomic``: same file system, so ``os.replace`` is atomic; named after this process, so the
-next write removes it if the process died), is fsynced before the rename (a power cut leaves the old or
-the new checkpoint, not an empty file), and every load goes through
-``embeddings.io.checkpoint_file.load_checkpoint`` (weights only, one-line errors naming the file).
-Remote paths (``s3://`` ...) keep Lightning's behaviour. A checkpoint saved twice at one step (the best one and
-``last.ckpt``) is one file with two names (``runs.checkpoint_links``).
-
-A full disk: the temporary copy is removed, ``last.ckpt`` stays the previous one, and ``DiskFullError`` (one
-line, exit ``EXIT_DISK_FULL`` from ``train.py``) says how much the checkpoint needs -- the bytes of every tensor
-in it (weights, optimizer state), which is what ``torch.save`` writes but for a few kB of pickled metadata.
+Lightning's ``TorchCheckpointIO`` writes a temporary file in the system temp directory and moves it over
+``last.ckpt``: across file systems that is a copy, and a kill during it truncates the one file a resume needs.
+Here the temporary file sits beside the target (``embeddings.io.atomic``), is fsynced before the rename, and a
+full disk raises ``DiskFullError`` with the bytes needed while ``last.ckpt`` stays the previous one. Loads go
+through ``embeddings.io.checkpoint_file.load_checkpoint``; remote paths (``s3://``) keep Lightning's behaviour.
 """
 
 from __future__ import annotations

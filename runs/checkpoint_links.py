@@ -1,24 +1,15 @@
 """One file for a checkpoint saved twice at one step: ``best-step<N>.ckpt`` and ``last.ckpt`` as hard links.
 
-Why: the best checkpoint (``FiniteModelCheckpoint``, at a validation) and ``last.ckpt`` (``LastCheckpoint``, step
-trigger, epoch end, preemption stop) are two callbacks, so at the step of a new best -- the end of most short runs --
-both wrote the whole state, optimizer included: two 208 MB files at step 3 for CoSENT on L3, 469 MB each for DiffCSE.
-Lightning's ``save_last="link"`` works inside one callback only, and with a symbolic link, which dangles once
-``ModelCheckpoint`` deletes the best file for a better one.
-
-Here ``AtomicCheckpointIO`` (``runs.checkpoint_io``) remembers the file it wrote last; a save at the same global step
-into the same directory under the other role is linked, not written, but only where the model's ``state_dict`` equals
-the other file's tensor for tensor (CT picks its kept copy during the validation, so a best saved after a
-``last.ckpt`` of the same step can hold other buffers; then both are written as before):
+The best checkpoint and ``last.ckpt`` come from two callbacks, so at the step of a new best both wrote the whole
+state (docs/training.md). ``AtomicCheckpointIO`` remembers the file it wrote last; a save at the same global step,
+into the same directory, under the other role, with the same ``state_dict`` tensor for tensor, is linked:
 
 - a best file after ``last.ckpt`` of its step: a hard link to that ``last.ckpt``'s file;
-- ``last.ckpt`` after the best file of its step: written in full as always (it is what a resume continues from, so it
-  is never another callback's state), then the best name is pointed at it.
+- ``last.ckpt`` after the best file of its step: written in full (what a resume continues from), then the best
+  name is pointed at it.
 
-Why hard links: every checkpoint name is replaced atomically (a temporary file or link beside it, then
-``os.replace``), which makes a new directory entry and never writes through the old one; so a later ``last.ckpt``
-(the step trigger, a preemption stop) never touches the best file, and deleting the best name for a better one leaves
-``last.ckpt`` whole. Where the file system has no hard links, the second copy is written as before.
+Every name is replaced atomically (``os.replace``, a new directory entry), so a later ``last.ckpt`` never touches
+the best file and deleting a best name leaves ``last.ckpt`` whole. Without hard links both are written.
 """
 
 from __future__ import annotations

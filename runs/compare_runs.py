@@ -1,16 +1,10 @@
 """Compare finished runs offline: ``python -m sts_lightning.runs.compare_runs <run dir> [<run dir> ...] --out <dir>``.
 
-The dashboard for people without a W&B server: any mix of training run directories (before / after
-training) and evaluate run directories (one row per encoder / scorer) becomes one markdown table and one
-PNG dot chart of STS Spearman x100 (``sts.score_chart`` says why dots), written to ``--out`` and printed.
-Tasks come in the papers' order (``sts.task_order``), the average last. Reading is ``runs.run_results``.
-
-A cell is marked ``~`` when its paired difference to its column's best has an interval that contains 0: the data
-do not tell the two apart (``runs.row_differences``). Two rows with per-pair similarities on disk (evaluate runs,
-training runs whose STS callback saved them) are compared by a paired bootstrap on the same pairs, per task and for
-the average (each resample: every task's pairs drawn once, both rows scored on them, the mean of the tasks'
-differences); two seed groups by their seeds. Whether two separate intervals overlap is not such a test, and is not
-used. Below the table, every row minus the first row: the differences with their intervals.
+Any mix of training and evaluate run directories (``runs.run_results``) becomes one markdown table and one PNG
+dot chart of STS Spearman x100, tasks in the papers' order, the average last. A cell is marked ``~`` when its
+paired difference to its column's best has an interval containing 0 (``runs.row_differences``: a paired bootstrap
+on the same pairs, or the seeds of two seed groups; overlapping separate intervals are not a test). Below the
+table, every row minus the first row.
 """
 
 from __future__ import annotations
@@ -42,11 +36,6 @@ def flatten(runs: list[RunRows]) -> list[Row]:
         counts[run.label] = counts.get(run.label, 0) + 1
     labels = numbered([run.label if counts[run.label] == 1 else f"{run.label} ({run.run_dir.name})" for run in runs])
     return [(label, stage, scores) for run, label in zip(runs, labels, strict=True) for stage, scores in run.rows]
-
-
-def row_intervals(runs: list[RunRows]) -> list[Intervals]:
-    """Each row's intervals, in ``flatten``'s order."""
-    return [run.intervals.get(stage, {}) for run in runs for stage, _ in run.rows]
 
 
 def marks(column: str, values: list[float | None], differences: RowDifferences | None) -> list[str]:

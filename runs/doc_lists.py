@@ -1,11 +1,8 @@
 """``python -m sts_lightning.runs.doc_lists``: the lists of names in README.md and docs/, generated from the code.
 
-Why: hand-written lists of methods, scorers and encoders drifted the day something was added (README's scorer
-list lacked ``simcse_mlp``, its list of sentence-transformers exports lacked MLM and TSDAE). Every such list now
-sits between ``<!--list:NAME-->`` and ``<!--/list-->`` (inline, so it can live in a sentence or a table cell) and
-is written from the methods' declarations and the packaged-model registry; ``--write`` refreshes every block,
-``tests/runs/test_doc_lists.py`` fails when a block is stale and when a line outside a block lists four or more
-names of one kind by hand. Nothing here imports torch (the declarations are plain values).
+Every list of methods, scorers or encoders sits between ``<!--list:NAME-->`` and ``<!--/list-->`` and is written
+from the methods' declarations and the packaged-model registry; ``--write`` refreshes every block, and
+``tests/runs/test_doc_lists.py`` fails on a stale block or a hand-written list. Torch-free.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Each encoder's speed on this machine, measured on a few sentences before the work (``runs.first_step``).
 
-Why measured: a compute count misses short batches, tokenizing and other engines by a factor that differs per
-machine (docs/speed.md). Each pending encoder is built once and encodes ``SAMPLE`` made-up sentences of the work's
-mean length after a warm-up batch; each starts at another word, as an encoder encodes a repeated sentence once.
+A compute count misses short batches, tokenizing and other engines by a factor that differs per machine
+(docs/speed.md). Each pending encoder is built once and, after a warm-up batch, encodes ``SAMPLE`` made-up
+sentences of the work's mean length, each starting at another word (a repeated sentence is encoded once).
 """
 
 from __future__ import annotations
@@ -16,9 +16,7 @@ from sts_lightning.embeddings.sources.build import build_source
 from sts_lightning.embeddings.stop_request import check_stop
 
 log = logging.getLogger(__name__)
-# Warm-up: a pass of the longest sentences first, untimed. Measured (load 3-5), the first length timed right after
-# the load ran at 59/s on L3's 58-character sentences and the next at 96/s on 130 characters, two passes each.
-SAMPLE = 64  # sentences a timed pass (the teachers' batch): per-call costs weigh on fewer (L3, load 9: 14-20/s at 32, 20-29 at 64)
+SAMPLE = 64  # sentences a timed pass (the teachers' batch): per-call costs weigh on fewer
 WORDS = ("the city was founded in the early years of the century by settlers who came from the north and built "
          "a small church near the river where the old road crossed the water before the railway reached the town "
          "and its people began to work in the mills that made cloth for markets across the country").split()
@@ -40,8 +38,7 @@ def sample_sentences(count: int, mean_chars: float, first: int = 0) -> list[str]
 
 def seconds_per_sentence(embed: Callable[[Sequence[str]], object], mean_chars: float, count: int = SAMPLE) -> float:
     """Wall seconds per sentence of ``embed`` on ``count`` made-up sentences of ``mean_chars``: the faster of two
-    passes of other sentences of one shape. Why two: measured, the first pass of a shape also builds its kernels
-    (oneDNN), and a warm-up of 2 sentences made L6 look twice as slow on 65-character sentences as on 135."""
+    passes (the first pass of a shape also builds its kernels)."""
     best = float("inf")
     for sentences in (sample_sentences(count, mean_chars), sample_sentences(count, mean_chars, first=count)):
         start = time.perf_counter()
@@ -52,9 +49,8 @@ def seconds_per_sentence(embed: Callable[[Sequence[str]], object], mean_chars: f
 
 def measured_rates(work: Sequence[tuple[str, str, int, float]], device: str = "cpu",
                    build: Callable | None = None) -> dict[tuple[str, float], float]:
-    """``{(encoder, mean chars): seconds per sentence}`` for each entry of ``work`` (``(what, encoder, sentences,
-    mean chars)``) whose encoder builds; one that does not build or encode is left out (the caller falls back on its
-    compute count). Encoders are built with the run's random streams untouched (a missing head is drawn at load)."""
+    """``{(encoder, mean chars): seconds per sentence}`` for each ``(what, encoder, sentences, mean chars)`` of
+    ``work`` whose encoder builds and encodes; built with the run's random streams untouched."""
     build = build or build_source
     rates: dict[tuple[str, float], float] = {}
     notes = []

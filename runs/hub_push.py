@@ -1,20 +1,8 @@
 """Publish a training export on the Hugging Face Hub: ``push_to_hub=<owner>/<name>`` or ``python -m sts_lightning.runs.hub_push``.
 
-Why the checks come first: a run trains for hours and only then has an export to upload. Offline
-(``HF_HUB_OFFLINE=1``), without a token, with a malformed repo id or a token that cannot write there, the
-upload would fail after all that work; ``check_hub_push`` is called by ``train()`` before any data or model
-is built and turns each case into one line. The only failure left for the end is the network dropping
-during the upload itself; its line names the command that retries the push of the intact export.
-
-Why the export is verified before it leaves the machine: a published model is copied by others; an export
-whose files no longer match its ``export_manifest.json`` (a bit flipped on disk, a truncated weight file)
-would be published silently wrong. The model card (``README.md``) is required so the hub page says what
-the model is and how it scores.
-
-The upload goes through ``huggingface_hub.HfApi`` (``create_repo`` + ``upload_folder``), the same client
-the hub documents; the repository is private unless ``push_private=false`` (``--public``).
-
-CLI for an export that already exists (a finished run, or one trained offline)::
+``check_hub_push`` runs in ``train()`` before anything is built, so offline, no token, a bad repo id or a
+read-only token fail in one line before hours of training, not after. The export must verify against its
+``export_manifest.json`` and carry a model card before it leaves the machine. Private unless ``--public``::
 
     python -m sts_lightning.runs.hub_push outputs/train/<run>/export <owner>/<name> [--public] [--message "..."]
 """
@@ -62,11 +50,7 @@ def check_repo_id(repo_id: str, what: str) -> str:
 
 
 def hub_offline() -> str | None:
-    """Why the hub cannot be reached without trying, or ``None``.
-
-    Both the environment (read now) and ``huggingface_hub``'s own flag (read when it was imported) count:
-    either one makes every hub request fail.
-    """
+    """Why the hub cannot be reached (the environment now, or ``huggingface_hub``'s flag at import), or ``None``."""
     value = os.environ.get("HF_HUB_OFFLINE", "")
     if value.strip().lower() in TRUE:
         return f"HF_HUB_OFFLINE={value}"
@@ -76,10 +60,7 @@ def hub_offline() -> str | None:
 
 
 def _whoami(token: str, timeout: float) -> dict:
-    """``HfApi.whoami`` with a deadline: huggingface_hub's client has none, and a blackholed network would hang.
-
-    A daemon thread, so an unanswered request never keeps the process alive.
-    """
+    """``HfApi.whoami`` with a deadline (the client has none); a daemon thread, so a hung request never blocks exit."""
     result: dict = {}
 
     def call() -> None:
@@ -117,10 +98,7 @@ def check_hub_local(repo_id: str, what: str, hint: str) -> str:
 
 
 def ask_hub(repo_id: str, token: str, what: str, hint: str, timeout: float = HUB_TIMEOUT_S) -> str:
-    """One authenticated call (``whoami``): the hub answers, the token may write, and into ``repo_id``'s owner.
-
-    Returns the user name the token belongs to.
-    """
+    """One ``whoami`` call: the hub answers and the token may write into ``repo_id``'s owner; returns the user."""
     try:
         info = _whoami(token, timeout)
     except Exception as err:
@@ -140,11 +118,7 @@ def ask_hub(repo_id: str, token: str, what: str, hint: str, timeout: float = HUB
 
 
 def _process_rank() -> int:
-    """This process's global rank as its launcher set it (torchrun, Lightning's DDP children, SLURM); 0 alone.
-
-    Why not Lightning's ``rank_zero_only.rank``: importing Lightning costs the CLI seven seconds for one number.
-    The variables are the ones Lightning reads, in its order.
-    """
+    """This process's global rank from the variables Lightning reads, in its order (importing Lightning is slow)."""
     for name in ("RANK", "LOCAL_RANK", "SLURM_PROCID", "JSM_NAMESPACE_RANK"):
         if os.environ.get(name, "").isdigit():
             return int(os.environ[name])
@@ -162,19 +136,14 @@ def check_hub_push(cfg: DictConfig) -> str | None:
     repo_id, what = str(repo_id), f"push_to_hub={repo_id}"
     hint = f"or drop push_to_hub and push the export later: python -m sts_lightning.runs.hub_push {cfg.output_dir}/export {repo_id}"
     token = check_hub_local(repo_id, what, hint)
-    # Every DDP process runs train(); the hub is asked once (whoami is strictly rate-limited), the local checks
-    # everywhere so no process starts what rank 0 refuses.
+    # whoami is rate-limited: rank 0 asks; the local checks run everywhere.
     if _process_rank() == 0:
         ask_hub(repo_id, token, what, hint)
     return repo_id
 
 
 def check_export(export_dir: str | os.PathLike) -> Path:
-    """The export directory when it may be published: its manifest verifies and it has a model card.
-
-    Why a manifest is required (``verify_export`` alone accepts a directory without one): only a manifest
-    shows that what goes up is what the run wrote.
-    """
+    """The export directory when it may be published: a manifest that verifies, and a model card."""
     folder = require_dir(export_dir, "export directory")
     if not verify_export(folder):  # DataError naming the first damaged file
         raise DataError(f"{folder}: no {MANIFEST_FILE}, so nothing shows the files are the ones the run exported; "
@@ -188,12 +157,7 @@ def check_export(export_dir: str | os.PathLike) -> Path:
 
 def push_export(export_dir: str | os.PathLike, repo_id: str, *, private: bool = True,
                 commit_message: str | None = None) -> str:
-    """Upload a verified export (files, card, manifest) to ``repo_id``; returns the repository's URL.
-
-    Raises:
-        DataError: the export is damaged or has no card (nothing is uploaded), or the upload failed (one line
-            with the command that retries it; the export on disk is untouched).
-    """
+    """Upload a verified export to ``repo_id``; returns its URL. DataError: damaged export, or a failed upload."""
     return upload_export(check_export(export_dir), repo_id, private=private, commit_message=commit_message)
 
 
@@ -221,8 +185,7 @@ def push_from_config(cfg: DictConfig, export_dir: str | os.PathLike) -> str | No
 
 
 def push(export_dir: str, repo_id: str, private: bool, message: str | None) -> str:
-    """The CLI's steps: what needs no network, the export (a damaged one is refused without asking the hub),
-    the hub, the upload."""
+    """The CLI: local checks, the export, the hub, the upload."""
     what, hint = f"pushing to {repo_id}", "then run this command again"
     token = check_hub_local(repo_id, what, hint)
     folder = check_export(export_dir)

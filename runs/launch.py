@@ -1,8 +1,6 @@
 """``launch(cfg)``: what ``python train.py`` runs -- one training run, a pipeline of them, or one per seed.
 
-Why a module of its own: a pipeline runs ordinary training runs (``runs.pipeline_run`` calls
-``runs.train_run.train``), so the choice between the two belongs above both, not inside ``train`` (which made
-``train_run`` and ``pipeline_run`` import each other).
+Above both ``train_run`` and ``pipeline_run`` (a pipeline runs ordinary training runs), so neither imports the other.
 """
 
 from __future__ import annotations

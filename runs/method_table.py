@@ -1,8 +1,7 @@
 """``python -m sts_lightning.runs.method_table``: the README's table of methods, printed from their declarations.
 
-Why generated: a hand-written table of methods goes stale the day a method is added or renamed. README.md holds
-this output between ``<!-- methods:start -->`` and ``<!-- methods:end -->``; ``tests/runs/test_method_table.py``
-fails when the two differ, and ``--write`` puts the current table there.
+README.md holds it between ``<!-- methods:start -->`` and ``<!-- methods:end -->``; ``--write`` refreshes it and
+``tests/runs/test_method_table.py`` fails when the two differ.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Mine hard negatives: ``python -m sts_lightning.runs.mine_negatives --pairs <file> --encoder <name> --out <file>``.
 
-Reads (anchor, positive) pairs -- a file with anchor / positive columns (or sent0 / sent1), or NLI data (a named
-source such as ``snli:train`` or a premise / hypothesis / label file: its entailed pairs) -- encodes them with any
-encoder ``evaluate.py`` accepts (pooled vectors of ``PoolingScorer``), picks negatives
-(``datamodules.hard_negatives``: sentence-transformers' rules) and writes an anchor / positive / negative file that
-``data.sources=[<out>] data.format=triplets`` trains on as it is.
-
-Every bad option or input (a missing file or column, ``--range-min >= --range-max``, a negative margin, an unknown
-encoder) is one line naming it, and all but the encoder are checked before the encoder loads.
+Reads (anchor, positive) pairs (anchor / positive or sent0 / sent1 columns, or NLI data's entailed pairs), encodes
+them with any encoder ``evaluate.py`` accepts, picks negatives by sentence-transformers' rules
+(``datamodules.hard_negatives``) and writes a file ``data.sources=[<out>] data.format=triplets`` trains on. Every
+bad option or input is one line, and all but the encoder are checked before the encoder loads.
 """
 
 from __future__ import annotations

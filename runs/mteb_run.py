@@ -1,15 +1,9 @@
 """Score an encoder + scorer of ours with ``mteb``: ``python -m sts_lightning.runs.mteb_run --model X --scorer mean --tasks A,B``.
 
-Online: ``--tasks`` are MTEB task names (``STSBenchmark,SICK-R,STS12``); mteb downloads them and runs its own
-evaluator on ``embeddings.scoring.mteb_adapter.MTEBScorerModel``, so the numbers are comparable with the MTEB
-leaderboard; mteb's result files go to ``--output-dir``. Offline that download fails with one line.
-``--local``: the same adapter and mteb evaluator on our local sets (``sts.mteb_tasks``): our task names
-(``stsb-dev``) or MTEB names that exist locally (``STS12``, ``STS16``); ``--check`` also runs ``evaluate.py``'s
-scoring (``sts.scoring.score_tasks``) and prints both, which must agree.
-
-Encoder and scorer defaults are ``configs/evaluate.yaml``'s (``encoder.*``, ``scorer_options``), so a run here and
-``python evaluate.py encoders=[X] scorers=[Y] tasks=[...]`` score the same thing. Every distinct sentence of all
-requested tasks is represented in ONE call, as ``evaluate.py`` does (see the adapter's docstring).
+Online, ``--tasks`` are MTEB task names, downloaded and scored by mteb's evaluator on
+``embeddings.scoring.mteb_adapter.MTEBScorerModel`` (comparable with the leaderboard). ``--local``: the same on our
+local sets (``sts.mteb_tasks``); ``--check`` also prints ``evaluate.py``'s scoring, which must agree. Defaults are
+``configs/evaluate.yaml``'s, and every sentence is represented in one call, as ``evaluate.py`` does.
 """
 
 from __future__ import annotations
@@ -38,9 +32,8 @@ log = logging.getLogger(__name__)
 
 
 def evaluate_defaults() -> tuple[dict, dict]:
-    """``encoder`` and ``scorer_options`` as ``evaluate.py`` composes them: the constructors' defaults
-    (``runs/constructor_defaults.py``) under what ``configs/evaluate.yaml`` writes, its interpolations (Sen2Pro's
-    ``seed: ${seed}``) resolved against the file's own top-level keys."""
+    """``encoder`` and ``scorer_options`` as ``evaluate.py`` composes them: the constructors' defaults under
+    ``configs/evaluate.yaml``, resolved against the file's own top-level keys."""
     written = OmegaConf.load(CONFIG_DIR / "evaluate.yaml")
     defaults = constructor_nodes()
     cfg = OmegaConf.merge({"encoder": defaults["encoder_options"], "scorer_options": defaults["scorer_options"]},

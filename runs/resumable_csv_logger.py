@@ -1,11 +1,8 @@
-"""``ResumableCSVLogger``: Lightning's ``CSVLogger`` that keeps a resumed run's earlier rows (issue 18, item 6).
+"""``ResumableCSVLogger``: Lightning's ``CSVLogger`` that keeps a resumed run's earlier rows.
 
-Why: Lightning's CSV writer deletes ``metrics.csv`` when its directory is not empty
-(``_ExperimentWriter._check_log_dir_exists``), so a run resumed with ``ckpt_path=last`` in its own directory
-lost every row of the interrupted attempt, the pre-training STS row (step 0) included. This writer instead
-keeps the file and, at its first save, drops only the rows at or after the first step this attempt logs (the
-resumed global step: those rows are logged again), so the file ends as the uninterrupted run's would.
-A fresh run starts at step 0 and so replaces an old file, as Lightning's does.
+Lightning's writer deletes ``metrics.csv`` in a non-empty directory, so a resume lost the interrupted attempt's
+rows. This one keeps the file and, at its first save, drops only the rows at or after the first step it logs
+(they are logged again); a fresh run starts at step 0 and so replaces an old file.
 """
 
 from __future__ import annotations

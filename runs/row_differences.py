@@ -1,10 +1,7 @@
 """Paired differences between the rows of a ``compare_runs`` table: what its ``~`` marks and difference table say.
 
-Why apart from ``runs.compare_runs``: the table's layout and the statistics that decide a mark are two jobs. Two
-rows with per-pair similarities on disk (an evaluate run's ``predictions.npz``, a training run's
-``sts_predictions/<stage>.npz``) are compared by a paired bootstrap on the same pairs (``sts.paired``), refused in
-one line when their pairs differ; two seed groups by their seeds (mean difference +- its spread); any other two rows
-have no paired statistic (no mark, ``-``).
+Two rows with per-pair similarities on disk are compared by a paired bootstrap on the same pairs (``sts.paired``),
+refused in one line when their pairs differ; two seed groups by their seeds; any other two have no paired statistic.
 """
 
 from __future__ import annotations

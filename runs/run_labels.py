@@ -1,9 +1,7 @@
 """Short names of a training run (method, backbone, experiment): W&B group and tags, comparison-table labels.
 
-Why one place: the W&B group/tags of a live run and the labels ``runs.compare_runs`` gives a finished run
-directory must agree, or the offline table and the W&B dashboard name the same run differently.
-Plain mappings in, strings out (no Hydra, no Lightning), so both a live config and a saved
-``.hydra/config.yaml`` can be labelled.
+One place, so the W&B dashboard and ``runs.compare_runs`` name a run alike; plain mappings in, strings out, so a
+live config and a saved ``.hydra/config.yaml`` are labelled the same way.
 """
 
 from __future__ import annotations
@@ -15,9 +13,8 @@ from sts_lightning.embeddings.methods.registry import aliases
 
 
 def method_name(model: Mapping) -> str:
-    """The method's declared name, from ``model._target_``: the target is saved in every config (also one composed
-    in a test or a pipeline stage), Hydra's group choice is not. Former module names map through the declarations'
-    ``aliases``."""
+    """The method's declared name, from ``model._target_`` (saved in every config, unlike Hydra's group choice);
+    former module names map through the declarations' ``aliases``."""
     target = str(model.get("_target_") or "")
     parts = target.split(".")
     module = parts[-2] if len(parts) >= 2 else target

@@ -1,19 +1,9 @@
-"""Read the STS results of a finished run directory, training or evaluation, into labelled rows.
+"""Read the STS results of a finished run directory into labelled rows, from files (no W&B server needed).
 
-Why from files and not from W&B: the comparison must work for people without a W&B server, on run
-directories copied from a cluster. Each reader parses exactly what the code writes:
-
-- evaluate runs (``runs/evaluate_run.py``): ``results.json`` from ``sts.report.write_reports``, one row
-  per (encoder, scorer), with each task's bootstrap 95% interval where the run computed one, and each row's
-  per-pair similarities in ``predictions.npz`` (``row<i>``) where the run wrote them;
-- seed groups (``train.py seeds=[...]``, ``runs/seed_runs.py``): ``seeds_sts.json``, one row of the seeds' means,
-  with mean +- std as each task's interval and every seed's scores (a paired comparison over seeds);
-- training runs (``runs/train_run.py``): the STS callback's ``val/<task>_spearman`` in
-  ``csv/metrics.csv`` (``logger=csv`` and ``logger=wandb_offline``), else its ``sts_before_after.md``, else
-  the final table that a W&B run leaves in ``wandb/*run-*/files/media/table/val/sts_final_*.table.json``;
-  the STS callback's per-pair similarities in ``sts_predictions/<stage>.npz`` where it wrote them.
-  The label comes from ``.hydra/config.yaml`` and ``.hydra/hydra.yaml`` (experiment / method / backbone
-  / seed, as the W&B group and tags name the run).
+Evaluate runs: ``results.json`` (one row per encoder / scorer, bootstrap intervals, ``predictions.npz``). Seed
+groups: ``seeds_sts.json`` (the seeds' means, mean +- std, every seed's scores). Training runs:
+``csv/metrics.csv``, else ``sts_before_after.md``, else the W&B run's final table; ``sts_predictions/<stage>.npz``.
+The label (experiment / method / backbone / seed) comes from ``.hydra/``, as the W&B group and tags name the run.
 """
 
 from __future__ import annotations
@@ -21,18 +11,15 @@ from __future__ import annotations
 import csv
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sts_lightning.embeddings.errors import DataError
 from sts_lightning.runs.run_labels import backbone_names, method_name, short_name
-from sts_lightning.runs.seed_table import AVG
+from sts_lightning.runs.seed_table import AVG, task_scores
 
 # sts.scoring.MAIN_AGGREGATE, not imported: sts.scoring pulls in torch, 4 s for a table tool.
 MAIN_AGGREGATE = "all"
-AVG_TASK = "sts_avg"  # val/sts_avg_spearman: the callback's own average, not a task
-SPEARMAN = re.compile(r"^val/(.+)_spearman$")
 SEEDS_TABLE = "seeds_sts.json"  # runs.seed_runs.TABLE_JSON, not imported: runs.seed_runs pulls in torch
 PREDICTIONS = "predictions.npz"  # sts.predictions.RunPredictions.FILE
 TRAIN_PREDICTIONS = "sts_predictions"  # callbacks.sts_evaluation: <stage>.npz, system "pred"
@@ -56,13 +43,8 @@ class RunRows:
 def _csv_rows(path: Path) -> list[dict[str, float]]:
     """Every metrics.csv row that holds STS results, in order (the callback logs all tasks in one row)."""
     with path.open(newline="") as f:
-        out = []
-        for row in csv.DictReader(f):
-            scores = {m.group(1): float(v) for k, v in row.items()
-                      if k and v not in (None, "") and (m := SPEARMAN.match(k)) and m.group(1) != AVG_TASK}
-            if scores:
-                out.append(scores)
-    return out
+        rows = [task_scores({k: v for k, v in row.items() if k and v not in (None, "")}) for row in csv.DictReader(f)]
+    return [scores for scores in rows if scores]
 
 
 def before_after_rows(path: Path) -> list[tuple[str, dict[str, float]]]:

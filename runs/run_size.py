@@ -1,8 +1,5 @@
-"""The disk space a run directory takes, for the run summary: each file once, however many names it has.
-
-Why: checkpoints are the bulk of a run (208 MB each for CoSENT on L3) and a user's ``outputs/`` grows by them
-unseen; the summary says what this run added. A checkpoint saved twice at one step is one file with two names
-(``runs.checkpoint_links``), so a file is counted once per inode, as ``du`` counts it.
+"""The disk space a run directory takes, for the run summary: each file once (per inode, as ``du`` counts), since a
+checkpoint saved twice at one step is one file with two names (``runs.checkpoint_links``).
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """The closing lines of a training run: what changed, where the results are, what to run next.
 
-Why: a first run should end by answering "did it help, where is my model, what now" without the user
-reading a log. Built from what the run wrote (``sts_before_after.md``, the best checkpoint, the export),
-so the summary can never disagree with the files.
+Built from what the run wrote (``sts_before_after.md``, the best checkpoint, the export), so it never disagrees
+with the files.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """``python train.py ... seeds=[0,1,2]``: one full training run per seed, then mean +- std of every STS task.
 
-Why: most differences between methods in our tables are under one point, while the seed alone moves unsupervised
-SimCSE on BERT-base by up to about two; one run's number says little. Each seed is an ordinary ``train()`` run in
-``<run dir>/seed<k>`` (its own checkpoints, export, csv/), run one after the other in this process; the table
-``seeds_sts.md`` / ``seeds_sts.json`` in the run directory holds each seed's final Spearman per task and the mean
-+- sample std (n - 1) over seeds, per task and of each seed's task average.
-
-Why a config key and not Hydra's multirun (``-m seed=0,1,2``): a multirun gives sibling directories and no step
-that sees all of them, so no table; under DDP it re-runs the sweep in each child (design.md "Known traps"); and
-``-m`` changes the run directory rules (``hydra.sweep.dir``), so resuming would need another command. Here the
-command is the usual one, and resuming it is too: the same command plus ``hydra.run.dir=<run dir>`` skips the seeds
-whose ``metrics.json`` is written and resumes an interrupted one from its ``last.ckpt`` (``ckpt_path=last``
-semantics, per seed). A run directory keeps the config it was started with (``seeds_config.yaml``): a resume
-under another config is refused, since its seeds would not be comparable (the ``seeds`` list itself may grow).
+Each seed is an ordinary ``train()`` run in ``<run dir>/seed<k>``, one after the other in this process; the run
+directory gets ``seeds_sts.md`` / ``seeds_sts.json`` (each seed's final Spearman per task, mean +- sample std).
+Not Hydra's multirun: that gives no step that sees every seed, re-runs the sweep in each DDP child, and changes
+how a run is resumed. Resume: the same command plus ``hydra.run.dir=<run dir>`` skips finished seeds and resumes
+an interrupted one from its ``last.ckpt``; a resume under another config (``seeds_config.yaml``) is refused.
 """
 
 from __future__ import annotations

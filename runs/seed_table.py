@@ -1,10 +1,7 @@
-"""The table of a ``seeds=[...]`` run: each seed's final Spearman per task, and mean +- std over the seeds.
+"""The table of a ``seeds=[...]`` run: each seed's final Spearman per task, and mean +- sample std over the seeds.
 
-Why apart from ``runs.seed_runs``: ``runs.run_results`` (``compare_runs``) reads the same JSON back and must not
-load torch for a table, and ``runs.config_checks`` checks the ``seeds`` list before torch loads; the numbers are plain
-``statistics``. The std is the sample standard deviation (n - 1) of
-the seeds; the ``avg`` column averages each seed's tasks first, so its std is the spread of the seeds' averages
-(not a mean of the tasks' stds).
+Torch-free, apart from ``runs.seed_runs``: ``compare_runs`` reads the table back and ``config_checks`` checks the
+``seeds`` list. The ``avg`` column averages each seed's tasks first: its std is the spread of the seeds' averages.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Turn the trainer config's ``auto`` values into what this machine has, before anything heavy loads.
 
-Why our own resolution instead of Lightning's ``auto``: ``trainer.devices=8`` must mean eight
-accelerators. Lightning's ``accelerator=auto`` quietly falls back to eight CPU processes on a machine
-without GPUs (each then loads the model and data on two cores), and ``accelerator=gpu`` there fails with
-"No supported gpu backend found!". Precision must follow the hardware too: bf16 autocast on a CPU is
-slower than fp32 on most CPUs and changes results, so it is never inherited silently. Everything here
-runs on plain config values, so a wrong request exits 2 with one line before the model is built.
+``trainer.devices=8`` must mean eight accelerators: Lightning's ``auto`` falls back to eight CPU processes on a
+machine without GPUs, and bf16 autocast on a CPU is slower and changes results. A request this machine cannot
+serve exits 2 with one line before the model is built.
 """
 
 from __future__ import annotations
@@ -100,13 +97,8 @@ def resolve_trainer(trainer_cfg: DictConfig, gpus: int | None = None,
 
 
 def bound_collectives(trainer_cfg: DictConfig, devices: int) -> None:
-    """Pop ``collective_timeout_s`` (not a Trainer argument); a DDP run gets ``runs.bounded_ddp.BoundedDDPStrategy``.
-
-    Why: a rank that dies or hangs must stop the others in bounded time with one line (``runs/bounded_ddp.py``);
-    ``strategy: ddp`` (or ``auto`` with several devices or nodes, where Lightning would pick plain DDP) becomes
-    that strategy with the timeout. Other strategies (fsdp, deepspeed, a ``_target_`` of your own) are left as
-    they are: their collectives keep Lightning's defaults.
-    """
+    """Pop ``collective_timeout_s`` (not a Trainer argument); ``ddp`` (or ``auto`` on several devices or nodes)
+    becomes ``runs.bounded_ddp.BoundedDDPStrategy`` with that timeout. Other strategies are left as they are."""
     with open_dict(trainer_cfg):
         timeout = trainer_cfg.pop("collective_timeout_s", None)
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):

@@ -1,14 +1,8 @@
 """What a finished training run tells its export's model card (``embeddings.io.model_card.TrainingFacts``).
 
-Why here: only the run knows its resolved config, the data the datamodule read, the steps, the precision,
-the wall time and the STS table; the export writers (``lightning_modules/*.export``) only know the method and
-the weights. Everything is read from what the run already has or wrote -- the STS table is the callback's
-``sts_before_after.md``, parsed as ``runs.run_results`` parses it -- so the card never disagrees with them.
-
-Reproducibility of the card's bytes: an interrupted run resumed with ``ckpt_path=last`` must export the same
-files as an uninterrupted one (``tests/runs/test_fault_injection.py``). So the config shows the run directory
-as ``<run dir>`` and leaves out ``ckpt_path`` (how this process started, not how the model was trained); the
-wall time, which differs by nature, stays on one line of its own (``model_card.WALL_TIME``).
+Only the run knows its resolved config, data, steps, precision, wall time and STS table; all are read from what
+it has or wrote, so the card never disagrees with them. A resumed run must export the same bytes as an
+uninterrupted one: the config shows ``<run dir>`` and leaves out ``ckpt_path``; the wall time has a line of its own.
 """
 
 from __future__ import annotations

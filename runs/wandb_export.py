@@ -1,18 +1,8 @@
-"""W&B reporting of a training run beyond Lightning's metrics: the resolved config, the STS table, the export.
+"""W&B reporting beyond Lightning's metrics: the resolved config, the final STS table, the export as an artifact.
 
-Why here and not in a callback: the export directory is written by ``train()`` after ``trainer.fit``
-returns, so only ``train()`` knows when it is complete. Lightning leaves the W&B run open after fit,
-so logging to it then is still part of the same run.
-
-Works with no network: with ``logger=wandb_offline`` (``WANDB_MODE=offline``) the table goes to the
-run's ``files/media``, the artifact's manifest into the run's ``.wandb`` log and its files, under their
-own names, to ``<W&B run dir>/artifacts/staging/model-<run id>/`` (hard links: ``runs.wandb_staging``),
-inside ``<output_dir>/wandb/offline-run-*``; ``wandb sync <W&B run dir>`` uploads all three later.
-wandb's own default stages them in ``~/.local/share/wandb``, so a run directory copied elsewhere for
-``wandb sync`` lost its model. ``finish`` closes the run when ``train()`` ends.
-
-Also registers the resolvers ``configs/logger/wandb.yaml`` uses for the run's group and tags
-(``runs.run_labels``): ``train()`` imports this module before it builds the loggers.
+Called by ``train()`` after the export is written (only it knows when that is done). Offline runs keep everything,
+the artifact's files included (``runs.wandb_staging``), inside the run directory for a later ``wandb sync``. Also
+registers the resolvers ``configs/logger/wandb.yaml`` uses for the run's group and tags (``runs.run_labels``).
 """
 
 from __future__ import annotations
@@ -52,21 +42,12 @@ OmegaConf.register_new_resolver("sts.wandb_tags", run_tags, replace=True)
 
 
 def _wandb_loggers(loggers: Iterable) -> list[WandbLogger]:
-    """The W&B loggers that have a live run: a disabled run (``WANDB_MODE=disabled``) gets nothing.
-
-    Why the check: staging links or copies every export file into the run directory even when the run
-    then ignores it; where links cannot be made, that is hundreds of MB for nothing.
-    """
+    """The W&B loggers with a live run (``WANDB_MODE=disabled``: none, so no export is staged for nothing)."""
     return [lg for lg in loggers if isinstance(lg, WandbLogger) and not getattr(lg.experiment, "disabled", False)]
 
 
 def log_config(loggers: Iterable, cfg: DictConfig) -> None:
-    """Send the whole resolved Hydra config to every W&B run.
-
-    Why: Lightning logs only the model's (and datamodule's) ``save_hyperparameters``; the data sources,
-    trainer, callbacks and seed that make a run reproducible live in the Hydra config alone. Resolved,
-    so interpolations (paths, output dir) show their actual values. Rank 0 only (``log_hyperparams``).
-    """
+    """Send the whole resolved Hydra config to every W&B run (Lightning logs only ``save_hyperparameters``)."""
     for logger in loggers:
         if isinstance(logger, WandbLogger):
             logger.log_hyperparams(OmegaConf.to_container(cfg, resolve=True))
@@ -78,10 +59,7 @@ def _finite_or_none(value: float) -> float | None:
 
 
 def sts_rows(metrics: Mapping[str, float]) -> list[list]:
-    """``[task, spearman, pearson]`` for every task with both ``val/<task>_spearman`` and ``val/<task>_pearson``.
-
-    Aggregates without a Pearson value (``val/sts_avg_spearman``) are left out: they are not a task.
-    """
+    """``[task, spearman, pearson]`` for every task with both ``val/<task>_spearman`` and ``val/<task>_pearson``."""
     rows = []
     for key in sorted(metrics):
         if key.startswith("val/") and key.endswith("_spearman"):
@@ -94,14 +72,8 @@ def sts_rows(metrics: Mapping[str, float]) -> list[list]:
 
 @contextmanager
 def staging_inside(run) -> Iterator[Path]:
-    """Stage artifact files in the W&B run's own directory (``run.sync_dir``) instead of ``$WANDB_DATA_DIR``.
-
-    Why: wandb copies every added file to ``<WANDB_DATA_DIR>/artifacts/staging`` (``~/.local/share/wandb``
-    by default; read when a file is added and when the artifact is logged) and an offline run's
-    manifest points there, so the directory ``wandb sync`` takes was incomplete. Pointing the variable
-    at the run for just this call keeps it in the run without touching the user's other W&B runs.
-    Yields the staging directory.
-    """
+    """Point ``$WANDB_DATA_DIR`` at the run's own directory for this block, so ``wandb sync`` of that directory
+    has the artifact's files (wandb stages into ``~/.local/share/wandb`` by default). Yields the staging directory."""
     previous = os.environ.get("WANDB_DATA_DIR")
     os.environ["WANDB_DATA_DIR"] = str(Path(run.sync_dir).resolve())
     try:
@@ -114,18 +86,8 @@ def staging_inside(run) -> Iterator[Path]:
 
 
 def log_final(trainer, export_dir: Path | None) -> None:
-    """Log the final STS table and the export directory (a ``model`` artifact) to every W&B run.
-
-    Called on rank 0 after the export is written. The artifact's files are linked into the W&B run's
-    directory under their own names (``runs.wandb_staging.snapshot``), a snapshot that a later run
-    writing the same ``export/`` cannot change before ``wandb sync``. The artifact is named ``model-<run id>`` (Lightning's
-    own ``log_model`` convention), so a resumed run adds a version to the same artifact; its metadata
-    are the final metrics, which makes exports comparable in the W&B artifact browser.
-
-    Args:
-        trainer: the fitted Trainer; its ``loggers`` and ``callback_metrics`` are read.
-        export_dir: the export directory, or None when ``export=false`` (then only the table is logged).
-    """
+    """Log the final STS table and the export (artifact ``model-<run id>``, the final metrics as its metadata) to
+    every W&B run; rank 0. ``export_dir`` None (``export=false``): the table only."""
     loggers = _wandb_loggers(trainer.loggers)
     if not loggers:
         return
@@ -152,12 +114,8 @@ def log_final(trainer, export_dir: Path | None) -> None:
 def finish(loggers: Iterable, exit_code: int = 0) -> None:
     """Finish the W&B run of every W&B logger that started one; ``exit_code`` 1 marks it failed.
 
-    Why: Lightning leaves the run open after fit, and a run still open when the interpreter exits is torn
-    down by wandb's atexit hook with the connection to wandb-core already closed: the run's message loop
-    is abandoned and ``logs/debug.log`` ends in a ``HandleAbandonedError`` traceback, with no exit record
-    in the run's ``.wandb`` file. Finishing here, after the export is logged, closes the run properly.
-    Only loggers whose run exists (Lightning's ``_experiment``; None on ranks > 0 and before the first
-    use) are finished: asking for ``logger.experiment`` would start a run just to end it.
+    Lightning leaves the run open, and wandb's atexit teardown of an open run leaves no exit record. A logger
+    whose run never started is skipped (``logger.experiment`` would start one).
     """
     for logger in loggers:
         run = started_experiment(logger) if isinstance(logger, WandbLogger) else None

@@ -1,15 +1,8 @@
-"""A snapshot of the export directory inside the W&B run directory, under the export's own file names.
+"""A snapshot of the export inside the W&B run directory, under the export's own file names.
 
-Why not wandb's default (``artifact.add_dir(export)``, policy "mutable"): it copies every file into
-``<WANDB_DATA_DIR>/artifacts/staging`` under a ``tmpXXXXXXXX`` name, so an offline run held a second,
-unreadable 68 MB copy of a MiniLM export. Why not ``policy="immutable"`` on the export itself: the manifest
-would point into ``<output_dir>/export``, which a resumed run replaces before ``wandb sync`` uploads it.
-
-Here each file is hard-linked (a copy where the file system has no hard links, or the run directory sits
-on another one) to ``<run dir>/artifacts/staging/<artifact name>/<path in the export>`` and added with
-``policy="immutable"``: readable names, no extra disk, and a true snapshot, because the export is only
-ever replaced by a rename (``embeddings.io.atomic.atomic_directory``), which leaves the linked files as
-they were.
+Each file is hard-linked (copied where links fail) to ``<run dir>/artifacts/staging/<artifact>/<path>`` and added
+with ``policy="immutable"``: readable names, no second copy on disk, and a true snapshot, since the export is only
+ever replaced by a rename (``embeddings.io.atomic.atomic_directory``), which leaves linked files as they were.
 """
 
 from __future__ import annotations
@@ -38,11 +31,7 @@ def link_or_copy(src: Path, dst: Path) -> None:
 
 
 def snapshot(export_dir: Path, staging: Path) -> list[tuple[str, Path]]:
-    """``(name in the artifact, staged file)`` for every file of ``export_dir``, staged under ``staging``.
-
-    Names are the paths inside the export (``model.safetensors``, ``1_Pooling/config.json``), so the
-    artifact downloads as the same directory that ``SentenceTransformer(path)`` loads.
-    """
+    """``(path inside the export, staged file)`` for every file of ``export_dir``, staged under ``staging``."""
     target = fresh_dir(staging)
     staged = []
     for src in sorted(p for p in Path(export_dir).rglob("*") if p.is_file()):

@@ -1,13 +1,7 @@
-"""sts-lightning under one import name.
-
-Why one name: installing the project must not put ``embeddings``, ``sts``, ``runs`` or ``callbacks`` at the top of
-a user's import path, where PyPI packages of those names (and Hugging Face's ``evaluate``) live. The card keeps those
-folders at the repository's top level, so they are mapped here as sub-packages: ``setup.py``'s ``package_dir``
-does it for an install (editable or wheel), and ``__path__`` below does it for a checkout used without installing.
-
-The public API (``load``, ``train``) is imported lazily, so ``import sts_lightning`` stays cheap (no torch) for
-``--help``. ``sts_lightning.train`` is also the ``sts-train`` command's module; once imported it stands in this
-package's namespace, and calling it calls the API (see ``sts_lightning/train.py``).
+"""sts-lightning under one import name, so ``embeddings``, ``sts``, ``runs`` ... never sit at the top of a user's
+import path (PyPI has packages of those names). The top-level folders are mapped in as sub-packages: by
+``setup.py``'s ``package_dir`` when installed, by ``__path__`` below in a checkout. ``load`` and ``train`` are
+imported lazily, so ``import sts_lightning`` stays torch-free for ``--help``.
 """
 from __future__ import annotations
 

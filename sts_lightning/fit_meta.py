@@ -9,8 +9,7 @@ The export scores with ``python evaluate.py encoders=[none] scorers=[{name:meta,
 and is a SED teacher as ``data.teachers=[outputs/meta_gcca]``. Source vectors of the corpus are cached
 (``$STS_CACHE_DIR/sources``), so refitting with other settings does not re-encode.
 
-The cross-view autoencoder (``--method ae``) is a trained method with one front door, ``python train.py
-model=cross_view_ae`` (its recipe, checkpoints, STS validation, resume and export); this script says so and stops.
+``--method ae`` (the cross-view autoencoder) trains through ``python train.py model=cross_view_ae``; this says so.
 """
 
 from __future__ import annotations
