@@ -1,16 +1,10 @@
 """Batches drawn one source at a time (``data.mixture``) and without a text twice in a batch (``data.no_duplicates``).
 
-Pooled sources mix tasks inside a batch (easy in-batch negatives), and a text twice in a batch makes its own
-positive a false negative. sentence-transformers' rule (``MultiDatasetBatchSamplers``, ``NO_DUPLICATES``),
-re-implemented to resume exactly and split global batches over DDP ranks:
-
-* Each epoch is a pure function of ``(seed, epoch)`` (every source shuffles as ``EpochShuffleSampler`` does).
-* No duplicates: a row joins the batch only when none of its texts is in it; a row put off waits for the next.
-* Every source gives a fixed number of batches an epoch (``mixture_rules.batch_slots``), so ``len`` is exact;
-  rows left over are not served, a source that falls short is read again (up to two passes), both counted in
-  ``epoch_stats``.
-* DDP: every rank computes the same global batches and takes its slice; a short last batch is padded by repeating
-  its rows. It is a ``BatchSampler`` with a ``sampler`` only so Lightning can hand it its ``DistributedSampler``.
+sentence-transformers' rule (``MultiDatasetBatchSamplers``, ``NO_DUPLICATES``), re-implemented to resume exactly and
+split global batches over DDP ranks: each epoch is a pure function of ``(seed, epoch)``; a row joins a batch only
+when none of its texts is in it (one put off waits for the next); every source gives a fixed number of batches an
+epoch (``mixture_rules.batch_slots``), leftovers unserved and a short source read again, counted in ``epoch_stats``;
+every rank computes the same global batches and takes its slice (a short last batch padded by repeating rows).
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Sentences streamed with ``datasets``' streaming engine (``data.streaming=true``): never written to disk.
 
-For corpora that do not fit one disk: ``datasets`` streams them, shuffles in a seeded buffer and gives each rank its
-part (``split_dataset_by_node``). A stream's length is unknown, so ranks could not get equal batch counts: the
-stream is endless (pass after reshuffled pass) and training ends at ``trainer.max_steps``. Resume re-reads and drops
-this rank's first ``k`` batches (``set_epoch(epoch, skip_batches=k)``); ``datasets``' own ``state_dict`` would
-overshoot a prefetching loader. Rows are read in the main process (``num_workers=0``).
-
-Sources: ``hub:<dataset>[:<config>]:<split>`` (column ``text``) or local files, many at once as shards.
+``datasets`` streams, shuffles in a seeded buffer and splits by rank. A stream's length is unknown, so it is endless
+(reshuffled passes) and training ends at ``trainer.max_steps``. Resume re-reads and drops this rank's first ``k``
+batches. Rows are read in the main process (``num_workers=0``). Sources: ``hub:<dataset>[:<config>]:<split>``
+(column ``text``) or local files, many at once as shards.
 """
 
 from __future__ import annotations

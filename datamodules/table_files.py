@@ -1,12 +1,9 @@
 """A researcher's own training files: ``.tsv`` / ``.csv`` / ``.jsonl`` / ``.json`` / ``.parquet`` with named columns.
 
-Which files are accepted, where a relative path is looked for, how a file becomes columns, which column names are
-understood and what a missing column says are the same for every kind of training data, so they live here; the
-kind readers (``nli_readers``, ``nli_triplets``, ``scored_pair_readers``, ``sentence_tables``) turn columns into rows.
-
-Files are read by ``datasets`` (offline): ``.tsv`` is tab-separated and never quoted, ``.csv`` quoted CSV,
-``.jsonl`` / ``.json`` one object a line (or a list), ``.parquet`` any Parquet file. A folder means every such file
-in it (sorted, not recursive), each read on its own so messages name the file; rows are named ``row N``.
+Which files, where a relative path is looked for, which column names are understood and what a missing column says
+are shared by every kind of training data; the kind readers turn columns into rows. Read by ``datasets`` offline:
+``.tsv`` tab-separated and never quoted, ``.csv`` quoted. A folder means its such files (sorted, not recursive),
+each read on its own so messages name the file; rows are named ``row N``.
 """
 
 from __future__ import annotations

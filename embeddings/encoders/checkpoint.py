@@ -1,9 +1,7 @@
 """An encoder from a training checkpoint (``.ckpt``), so ``evaluate.py`` scores a run mid-training.
 
-Why: exports exist only at the end of a run; a researcher comparing checkpoints (best vs last, or an
-interrupted run) needs them scored the same way. Our checkpoints hold plain-scalar hyper-parameters
-(``model_name_or_path``, ``max_length``) and the live model's weights, so they load with
-``weights_only=True`` and rebuild the encoder without importing the LightningModule.
+Our checkpoints hold plain-scalar hyper-parameters (``model_name_or_path``, ``max_length``) and the weights, so they
+load with ``weights_only=True`` and rebuild the encoder without importing the LightningModule.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Write a file or directory so a reader never sees it half-written (exports, caches, converted models, reports).
 
 Everything is built beside its target under a hidden temporary name and swapped in with ``os.replace``; on an error
-the temporary copy is removed and the target is untouched. The only place in the project that does this:
-
-- ``atomic_files(*targets)``: temp paths for several files, renamed in order (an array before its sidecar);
-  ``atomic_file`` / ``atomic_write`` are its one-file forms.
-- ``atomic_directory(target)``: a directory built in full, then swapped in (or kept when ``keep`` says so).
-
-A full disk becomes ``DiskFullError`` (``embeddings.io.disk_full``). Temporary names carry their writer's host and
-pid, so ``remove_orphans`` / ``sweep_orphans`` delete those of dead processes, never one still being written.
+the temporary copy is removed and the target untouched. ``atomic_files`` / ``atomic_file`` / ``atomic_write`` for
+files, ``atomic_directory`` for a directory. A full disk becomes ``DiskFullError``. Temporary names carry their
+writer's host and pid, so ``remove_orphans`` / ``sweep_orphans`` delete only those of dead processes.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """A write that ran out of disk space, told in one line: the file, the bytes it needs and the bytes free.
 
-ENOSPC (or EDQUOT) surfaces from deep inside ``torch.save``, safetensors or numpy, often disguised (``torch.save``
-raises a ``RuntimeError`` with the ``OSError`` as its ``__context__``). ``embeddings.io.atomic`` turns it into
-``DiskFullError`` after removing its temporary copy; ``errors.run_or_exit`` prints it and exits ``EXIT_DISK_FULL``.
-
-"Needs" is the larger of the writer's own estimate of the whole output (``needed``) and the previous copy's size,
-else the bytes written before the failure ("more than"), else nothing ("needs more space").
+ENOSPC / EDQUOT surfaces from deep inside ``torch.save``, safetensors or numpy, often disguised as a ``RuntimeError``
+with the ``OSError`` as its ``__context__``. "Needs" is the larger of the writer's estimate (``needed``) and the
+previous copy's size, else the bytes written before the failure ("more than"), else "needs more space".
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """What identifies a loaded encoder's weights: a head fitted on one encoder must refuse another.
 
-A post-processor fitted on frozen vectors (BERT-whitening's ``mu`` and ``W``) gives plausible but meaningless
-vectors on another encoder of the same width, and names or file stats do not identify weights. So an export records
-the name, the width, the precision and a digest of the weights' VALUES: SHA-256 over every parameter rounded to
-bfloat16 (an fp32 and a bf16 load agree, any training step changes it; fp16 loads have none).
-``check_fitted_on`` is the ONE check every fitted export runs before it scores: one ``ConfigError`` line, or with
-``allow_other_encoder: true`` one warning. An export without a recorded identity loads with a note.
+A head fitted on frozen vectors (BERT-whitening's ``mu`` and ``W``) gives meaningless vectors on another encoder of
+the same width. An export records the name, width, precision and a SHA-256 over every parameter rounded to bfloat16
+(fp32 and bf16 loads agree; any training step changes it). ``check_fitted_on`` is the one check every fitted export
+runs before it scores: one ``ConfigError`` line, or one warning with ``allow_other_encoder: true``.
 """
 
 from __future__ import annotations

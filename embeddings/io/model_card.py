@@ -1,11 +1,8 @@
 """``README.md``: the model card every export carries (the sentence-transformers / Hugging Face convention).
 
-An export outlives the run directory that explains it, so the card keeps what a reader needs: YAML front-matter the
-hub reads (``base_model``, ``tags``, ``datasets``, a ``model-index`` of STS scores), the method and its paper, the
-training data, steps, precision, wall time, the resolved config, the STS table, and how to load it.
-
-Pure rendering: ``MethodInfo`` comes from the method's declaration, ``TrainingFacts`` from ``runs/train_run.py``
-(``None`` outside a training run: the card then says those facts are unknown).
+Hub front-matter (``base_model``, ``tags``, ``datasets``, a ``model-index`` of STS scores), the method and its paper,
+the training facts, the resolved config, the STS table and how to load it. Pure rendering: ``MethodInfo`` comes from
+the method's declaration, ``TrainingFacts`` from ``runs/train_run.py`` (``None`` outside a training run).
 """
 
 from __future__ import annotations

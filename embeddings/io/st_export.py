@@ -1,14 +1,9 @@
 """The sentence-transformers side of an exported encoder: ``SentenceTransformer(path)`` = our pooled vector.
 
-sentence-transformers loads a Hugging Face directory without its files by mean pooling, silently, so what it can
-reproduce is written here and anything else gets a refusal (``embeddings.io.st_refusal``), never no ``modules.json``:
-
-- ``cls`` / ``mean`` / ``max``: its ``Pooling`` module.
-- the layer averages (``first_last_avg``, ``last2_avg``, ``last3_avg``): ``WeightedLayerPooling`` with weight 1 on
-  each averaged layer, then a mean ``Pooling``; ``sentence_bert_config.json`` asks for every hidden state.
-- a ``Linear`` + ``tanh`` head after the pooling (SimCSE's MLP): ``Dense`` with ``Tanh`` (``dense=``).
-
-Only the public module classes are used, saved by their own ``save``, so the files follow the installed version.
+Without ``modules.json`` sentence-transformers silently mean-pools, so what it can reproduce is written here and
+anything else is refused (``embeddings.io.st_refusal``): ``cls`` / ``mean`` / ``max`` as ``Pooling``; the layer
+averages as ``WeightedLayerPooling`` then a mean ``Pooling``; SimCSE's ``Linear`` + ``tanh`` as ``Dense``. Only
+public module classes are used, saved by their own ``save``.
 """
 
 from __future__ import annotations

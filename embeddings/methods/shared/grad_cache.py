@@ -1,12 +1,9 @@
 """Cached in-batch losses (GradCache, Gao et al. 2021): big contrastive batches, small memory.
 
-An in-batch loss scores every sentence against every other, so its batch cannot be split into accumulation
-steps. GradCache splits at the embeddings: (1) embed every mini-batch without a graph, saving the RNG state;
-(2) the loss and ``g = d loss / d reps`` on leaf copies; (3) per mini-batch, replay the RNG, embed again with a
-graph and pull ``g`` back with ``torch.autograd.grad``; (4) return a surrogate whose value is the loss and whose
-gradient is the sum from (3). ``autograd.grad`` fires none of DDP's reducer hooks, so the surrogate's ordinary
-backward accumulates each gradient once: DDP, clipping, accumulation and bf16 work unchanged.
-Wired by ``lightning_modules.grad_cache.CachedLoss.views_and_loss`` (``model.mini_batch_size``).
+Split at the embeddings: embed every mini-batch without a graph (saving the RNG state); the loss and ``g = d loss /
+d reps`` on leaf copies; per mini-batch, replay the RNG, embed with a graph and pull ``g`` back with
+``torch.autograd.grad``; return a surrogate whose value is the loss and whose gradient is that sum, so DDP,
+clipping, accumulation and bf16 work unchanged. Wired by ``lightning_modules.grad_cache.CachedLoss``.
 """
 
 from __future__ import annotations
