@@ -1,11 +1,9 @@
-"""Sentences paired with the MEAN embedding of N frozen teachers: the training data of SED.
+"""Sentences paired with the MEAN embedding of N frozen teachers: the training data of SED (Eq. 1).
 
-SED (Carlsson & Sahlgren) regresses a student onto ``S_E = 1/N sum_i M_i(S)`` (Eq. 1); the teachers are frozen, so
-``prepare_data`` (once per node) computes their vectors once (``embeddings.sources.cache``) and writes the mean as one
-float32 ``.npy`` named by a key that needs no model loading, which ``setup`` maps on every rank.
-Teachers of different sizes need ``align_to`` (the student's start): each is first mapped onto its space
-(:func:`map_onto`; docs/results/sed.md). ``combine="each"`` keeps every teacher's own vectors instead (RankCSE),
-side by side in one ``(N, sum d_k)`` array; batches then carry ``"teachers"``.
+``prepare_data`` (once per node) computes the teachers' vectors once (``embeddings.sources.cache``) and writes the
+mean as one float32 ``.npy`` that ``setup`` maps on every rank. Teachers of different sizes need ``align_to``: each
+is mapped onto the student's space first (:func:`map_onto`). ``combine="each"`` keeps every teacher's own vectors
+side by side instead (RankCSE); batches then carry ``"teachers"``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Mined hard negatives: (anchor, positive) pairs -> (anchor, positive, negative) triplets.
 
-In-batch-negative losses learn most from a negative that looks like the positive. For each anchor, the positives of
-OTHER pairs its encoder ranks closest, within a rank window and below its own positive by a margin. The selection is
-sentence-transformers' ``util.mine_hard_negatives`` (``output_format="triplet"``), re-implemented on embeddings so
-any of our encoders can mine (a test checks both give the same triplets): de-duplicated queries and corpus, cosine
-scores, ``range_max`` defaulting as there, ``absolute_margin`` / ``relative_margin`` against the anchor's lowest
-positive score, ``top`` or seeded ``random`` choice.
+For each anchor, the positives of OTHER pairs its encoder ranks closest, within a rank window and below its own
+positive by a margin: sentence-transformers' ``util.mine_hard_negatives`` (``output_format="triplet"``) on our
+embeddings (a test checks both give the same triplets), ``top`` or seeded ``random`` choice.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Bootstrap 95% confidence intervals of a Spearman correlation: pairs resampled with replacement, vectorized.
 
-Most differences in our tables are under a point, about what an STS test set's sample moves a Spearman, so an
-interval says which differences the data tell apart. Percentile method (as ``scipy.stats.bootstrap``) with a fixed
-seed, the same resamples for every scorer of a task. Vectorized because scipy calls ``spearmanr`` once per
-resample: a resample is a row of draw COUNTS, and its average ranks follow from cumulative counts over the sorted
-distinct values (no sort per resample).
+Percentile method (as ``scipy.stats.bootstrap``), a fixed seed, the same resamples for every scorer of a task. A
+resample is a row of draw COUNTS whose average ranks follow from cumulative counts over the sorted distinct values,
+so no resample is sorted.
 """
 
 from __future__ import annotations

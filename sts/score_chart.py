@@ -1,10 +1,8 @@
 """The STS comparison chart: one small dot plot per task, one row per run, every value written beside its dot.
 
-Dots, not bars: a bar must start at 0, where the one point that separates two methods is invisible; a dot's axis
-may start anywhere if it says so. Each panel spans its own runs' range (at least ``MIN_SPAN``) and its x label names
-it. Runs are rows (long labels read once per row), tasks are panels wrapped at ``MAX_COLS``. A training run's
-"before" (hollow) and "after" (filled) share its row; a seed group's mean has its std as an error bar. Two rows
-with one label and stage would hide a dot, so they are refused (``DataError``).
+Dots, not bars: a bar must start at 0, where one point between two methods is invisible. Each panel spans its own
+range (at least ``MIN_SPAN``); tasks are panels wrapped at ``MAX_COLS``; "before" (hollow) and "after" (filled)
+share a row; a seed group's mean has its std as an error bar. Two rows of one label and stage are refused.
 """
 
 from __future__ import annotations

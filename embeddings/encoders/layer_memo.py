@@ -72,7 +72,26 @@ def check_layer(encoder: BaseEncoder, layer: int) -> int:
     return int(layer)
 
 
-class LayerMemoEncoder(BaseEncoder):
+class _Wrapping(BaseEncoder):
+    """Hands on ``encoder``'s tokenizer, width and batching (the same batches as the wrapped encoder's)."""
+
+    def __init__(self, encoder: BaseEncoder) -> None:
+        self.encoder, self.name, self.device = encoder, encoder.name, encoder.device
+        self.batch_size, self.max_tokens = encoder.batch_size, encoder.max_tokens
+
+    @property
+    def packs_batches(self) -> bool:
+        return self.encoder.packs_batches
+
+    @property
+    def hidden_size(self) -> int:
+        return self.encoder.hidden_size
+
+    def tokenize(self, sentences: Sequence[str]) -> list[list[int]]:
+        return self.encoder.tokenize(sentences)
+
+
+class LayerMemoEncoder(_Wrapping):
     """Wraps a frozen ``encoder``; ``forward_ids`` returns ``TokenBatch((layer_states,), mask, special)`` from the memo.
 
     ``memo``: an existing memo of that layer to serve (filled by a shared pass or from disk).
@@ -80,19 +99,11 @@ class LayerMemoEncoder(BaseEncoder):
 
     def __init__(self, encoder: BaseEncoder, layer: int = -1, dtype: torch.dtype = torch.float32,
                  memo: LayerMemo | None = None) -> None:
-        self.encoder, self.layer = encoder, check_layer(encoder, layer)
+        super().__init__(encoder)
+        self.layer = check_layer(encoder, layer)
         self.memo = memo if memo is not None else LayerMemo(layer, dtype)
         self.dtype = self.memo.dtype
         self.name = f"{encoder.name}@layer{layer}"
-        self.batch_size, self.max_tokens, self.device = encoder.batch_size, encoder.max_tokens, encoder.device
-
-    @property
-    def packs_batches(self) -> bool:  # the same batches as the wrapped encoder's
-        return self.encoder.packs_batches
-
-    @property
-    def hidden_size(self) -> int:
-        return self.encoder.hidden_size
 
     @property
     def num_layers(self) -> int:
@@ -100,9 +111,6 @@ class LayerMemoEncoder(BaseEncoder):
 
     def count_forward(self, n: int) -> None:
         """Served from memory: the wrapped encoder counts the passes that really run (``forward_ids``)."""
-
-    def tokenize(self, sentences: Sequence[str]) -> list[list[int]]:
-        return self.encoder.tokenize(sentences)
 
     def forward_ids(self, ids: Sequence[Sequence[int]]) -> TokenBatch:
         if any(tuple(x) not in self.memo for x in ids):
@@ -113,23 +121,14 @@ class LayerMemoEncoder(BaseEncoder):
         return self.memo.batch(ids)
 
 
-class RecordingEncoder(BaseEncoder):
+class RecordingEncoder(_Wrapping):
     """Runs ``encoder`` and hands out its full batches, recording the layers of ``memos`` on the way (one pass feeds
     the poolings and the memos Latte-Mix reads afterwards).
     """
 
     def __init__(self, encoder: BaseEncoder, memos: Sequence[LayerMemo]) -> None:
-        self.encoder, self.memos = encoder, list(memos)
-        self.name, self.batch_size, self.device = encoder.name, encoder.batch_size, encoder.device
-        self.max_tokens = encoder.max_tokens
-
-    @property
-    def packs_batches(self) -> bool:  # the same batches as the wrapped encoder's
-        return self.encoder.packs_batches
-
-    @property
-    def hidden_size(self) -> int:
-        return self.encoder.hidden_size
+        super().__init__(encoder)
+        self.memos = list(memos)
 
     @property
     def num_layers(self) -> int:
@@ -137,9 +136,6 @@ class RecordingEncoder(BaseEncoder):
 
     def count_forward(self, n: int) -> None:
         self.encoder.count_forward(n)
-
-    def tokenize(self, sentences: Sequence[str]) -> list[list[int]]:
-        return self.encoder.tokenize(sentences)
 
     def forward_ids(self, ids: Sequence[Sequence[int]]) -> TokenBatch:
         batch = self.encoder.forward_ids(ids)

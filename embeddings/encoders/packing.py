@@ -1,14 +1,10 @@
 """The padding-free forward: the sentences of a batch packed into ONE sequence, attention kept within each sentence.
 
-The dense work (projections, FFN, LayerNorms) runs on the real tokens only, so batches can be cut by a token budget
-(``embeddings.encoders.token_budget``) without paying for padding. For transformers models on ``sdpa`` attention
-with absolute learned positions (BERT, MiniLM, e5): ``input_ids`` is ``(1, N)``, ``position_ids`` restart at 0 for
-every sentence, and the model's config switches to :data:`PACKED` for the call.
-
-Block-diagonal attention (candidates measured in docs/speed.md): each sentence's q / k / v gathered into a
-``(batch, heads, longest, dim)`` view and one SDPA with the key-padding mask (exact); on CUDA in fp16 / bf16
-without dropout, ``torch.nn.attention.varlen.varlen_attn`` when this torch has it (a failure is recorded once in
-:data:`VARLEN_STATE`). Outputs are unpacked into the padded ``TokenBatch`` contract, so scorers see the same.
+Dense work runs on real tokens only, so batches can be cut by a token budget without paying for padding. For
+``sdpa`` models with absolute learned positions (BERT, MiniLM, e5): ``input_ids`` ``(1, N)``, ``position_ids``
+restarting per sentence, the config switched to :data:`PACKED` for the call. Attention: each sentence's q / k / v
+gathered into a padded view and one masked SDPA (exact); on CUDA in fp16 / bf16 without dropout, ``varlen_attn``
+where torch has it (a failure recorded in :data:`VARLEN_STATE`). Outputs keep the padded ``TokenBatch`` contract.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Any ``Scorer`` as an ``mteb`` model (mteb 2.x ``EncoderProtocol``), so ``mteb`` STS tasks score OUR method.
 
-mteb encodes the first and second sentences and computes ``cosine_spearman`` (the main score) from the arrays and
-``spearman`` from the model's ``similarity_pairwise``. Here ``encode`` packs the scorer's representation into one
-row per sentence and ``similarity_pairwise`` unpacks it and calls ``scorer.similarity``, so ``spearman`` is
-``evaluate.py``'s number for every scorer. For a cosine scorer the row IS the vector and both scores agree; for the
-others read ``spearman`` (``scores_by_cosine`` tells which).
-
-``prepare([*sentences1, *sentences2])`` represents every sentence in ONE call, as ``Scorer.score_pairs`` does
-(some representations depend on the call), so mteb's numbers equal ``evaluate.py``'s bit for bit.
-mteb is imported only where its types are needed, so this module loads without it.
+``encode`` packs the scorer's representation into one row per sentence and ``similarity_pairwise`` unpacks it and
+calls ``scorer.similarity``, so mteb's ``spearman`` is ``evaluate.py``'s number for every scorer (its
+``cosine_spearman`` agrees only for cosine scorers: ``scores_by_cosine``). ``prepare`` represents every sentence in
+one call, as ``Scorer.score_pairs`` does. mteb is imported only where its types are needed.
 """
 
 from __future__ import annotations

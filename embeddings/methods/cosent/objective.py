@@ -1,16 +1,10 @@
 """Objectives on scored sentence pairs (supervised STS), as pure functions on tensors.
 
-Each takes the two sides' embeddings ``(n, d)`` and gold scores ``(n,)`` in [0, 1] and equals the
-sentence-transformers loss of the same name (the tests run those classes):
-
-* :func:`cosine_similarity_loss`: ``CosineSimilarityLoss`` (SBERT): MSE between ``cos(u, v)`` and the gold score.
-* :func:`cosent_loss`: ``CoSENTLoss`` (Su 2022): ``log(1 + sum_{y_i < y_j} exp(scale * (cos_i - cos_j)))``.
-* :func:`angle_loss`: ``AnglELoss`` (Li & Li 2023): the same ranking over :func:`pairwise_angle_sim`.
-* :func:`angle_full_loss`: AnglE's whole objective (cosine + in-batch negatives + angle terms).
-
-The ranking losses compare every pair of pairs, so with ``gather`` (the default) every rank gathers all ranks'
-similarities and scores with gradients and computes the GLOBAL batch's loss: the update equals the single-device
-one. All run in float32 under autocast (``in_fp32``): a cosine x 20 in bf16 is off by ~0.1.
+Each takes both sides' embeddings ``(n, d)`` and gold scores ``(n,)`` in [0, 1] and equals the sentence-transformers
+loss of its name: :func:`cosine_similarity_loss` (MSE of ``cos(u, v)``), :func:`cosent_loss`
+(``log(1 + sum_{y_i < y_j} exp(scale * (cos_i - cos_j)))``), :func:`angle_loss` (the same over
+:func:`pairwise_angle_sim`) and :func:`angle_full_loss` (cosine + in-batch negatives + angle terms). With ``gather``
+every rank scores the GLOBAL batch (the update equals the single-device one). All in float32 (``in_fp32``).
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """MC dropout at close to the cost of an eval pass: the same dropout, cheaper random numbers.
 
-A Sen2Pro MC-dropout pass is the encoder's own ``stochastic()`` context: every dropout site at its configured rate,
-each element kept with probability ``1 - p`` and scaled by ``1 / (1 - p)``. On CPU torch draws one Bernoulli per
-element, which dominates the pass (docs/speed.md). Here, on CPU only:
-
-- every ``torch.nn.Dropout`` runs :func:`sparse_dropout`: the same distribution, drawn as the POSITIONS of the
-  dropped elements (the gaps of a Bernoulli(p) process are Geometric(p): about ``p * n`` draws, not ``n``);
-- a model on transformers' ``sdpa`` attention switches to :data:`SPARSE_SDPA` for the context: the math-kernel
-  attention with :func:`sparse_dropout` on the probabilities; calls it does not cover go to ``sdpa``.
-
-Randomness comes from torch's default generator, so ``torch.manual_seed`` makes a pass reproducible.
+On CPU torch draws one Bernoulli per element, which dominates a Sen2Pro pass (docs/speed.md). Here, on CPU only,
+every ``torch.nn.Dropout`` runs :func:`sparse_dropout` (the same distribution, drawn as the POSITIONS of dropped
+elements: Geometric(p) gaps, about ``p * n`` draws), and a model on ``sdpa`` attention switches to
+:data:`SPARSE_SDPA` (math-kernel attention with :func:`sparse_dropout`). ``torch.manual_seed`` makes a pass reproducible.
 """
 
 from __future__ import annotations
