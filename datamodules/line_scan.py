@@ -1,10 +1,8 @@
 """The first scan of a sentence file at bytes level: numpy over an mmap, a few MiB at a time.
 
-A Python loop per line made a 100M-line corpus wait minutes. Each chunk (cut at a newline) is decoded once with
-``surrogateescape`` (undecodable bytes mark the lines a strict decode rejects) and re-encoded as UTF-32; word
-counts are ``cumsum`` differences of word starts (whitespace as ``str.isspace``). Same spans, skip reasons and
-reports as a line loop: ``\\n`` ends a line, a trailing ``\\r`` and a BOM on line 1 are left out. Spans go to a
-``sink`` chunk by chunk.
+Each chunk (cut at a newline) is decoded once with ``surrogateescape`` and re-encoded as UTF-32; word counts are
+``cumsum`` differences of word starts. The same spans, skip reasons and reports as a line loop (a trailing ``\\r``
+and a BOM on line 1 left out), without a Python loop per line. Spans go to a ``sink`` chunk by chunk.
 """
 
 from __future__ import annotations

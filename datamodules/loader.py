@@ -51,19 +51,13 @@ def trainer_position(trainer) -> dict[str, int] | None:
 
 
 class ResumableDataModule(LightningDataModule):
-    """Puts the training position into every checkpoint and hands it to the first loader after a resume.
+    """Puts the training position into every checkpoint and hands it to the first loader after a resume, so a
+    resumed run sees the batches of an uninterrupted one (each epoch's order is a function of ``(seed, epoch)``).
 
-    A resumed run then sees exactly the batches, in exactly the order, of an uninterrupted one: each epoch's order is a
-    function of ``(seed, epoch)``, and the first iterator after a resume skips the batches already done.
-
-    A subclass provides (``tests/datamodules/test_loader.py`` checks every ``configs/data`` class): ``dataset``
-    (map-style, or an ``IterableDataset`` with ``set_epoch(epoch, skip_batches=...)``), ``batch_size`` (GLOBAL),
-    ``seed``, ``shuffle``, ``num_workers``, and ``train_dataloader`` returning a ``ResumableLoader`` (for map-style data
-    ``resumable_loader(collate_fn)``). ``resumable = False`` with ``resume_note`` where the order cannot be restored.
-
-    The DataModule holds the position, not the loader's ``state_dict``: Lightning builds the first iterator before it
-    restores the loops when ``configure_optimizers`` reads ``estimated_stepping_batches``, and DataModule state is
-    restored before that.
+    A subclass provides ``dataset`` (map-style, or an ``IterableDataset`` with ``set_epoch(epoch, skip_batches=...)``),
+    ``batch_size`` (GLOBAL), ``seed``, ``shuffle``, ``num_workers``, and ``train_dataloader`` returning a
+    ``ResumableLoader``; ``resumable = False`` with ``resume_note`` where the order cannot be restored. The DataModule,
+    not the loader, holds the position: its state is restored before Lightning builds the first iterator.
     """
 
     resumable: ClassVar[bool] = True

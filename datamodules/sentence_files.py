@@ -1,10 +1,8 @@
 """Sentence files, one sentence a line: scanned once into a cached index of byte spans, read by offset.
 
-Unsupervised objectives read millions of lines, so the data stays on disk: ``load_spans`` scans each file once
-(``datamodules.line_scan``; cached by ``datamodules.span_cache``) and ``SentenceIndex`` reads any line with
-``os.pread``. Empty and non-UTF-8 lines are skipped and counted. Tables (``datamodules.sentence_tables``),
-``hub:<dataset>[:<config>]:<split>`` and ``sts:<task>`` sources are written once into a text file in the cache
-directory and then read like any other.
+``load_spans`` scans each file once (``datamodules.line_scan``, cached by ``datamodules.span_cache``) and
+``SentenceIndex`` reads any line with ``os.pread``, so millions of lines stay on disk. Empty and non-UTF-8 lines are
+skipped and counted. Tables, ``hub:`` and ``sts:`` sources are written once into a text file in the cache directory.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""Token states of one frozen encoder layer, encoded once into a memory-mapped, ragged on-disk cache.
+"""Token states of one frozen encoder layer, encoded once into a memory-mapped, ragged on-disk cache (Latte-Mix).
 
-The token VAEs of Latte-Mix train on FROZEN token states. The cache stores only real tokens:
-``states.npy`` ``(total_tokens, hidden)``, ``offsets.npy`` ``(n + 1,)`` and a sidecar ``.json`` with the key and
-shapes, written atomically (arrays first); a cache that disagrees with the key or is damaged is rebuilt. Two arrays
-under one sidecar, so it uses ``embeddings.io.npy_cache``'s pieces rather than its one-array writer.
+Only real tokens: ``states.npy`` ``(total_tokens, hidden)``, ``offsets.npy`` ``(n + 1,)`` and a sidecar ``.json``
+with the key and shapes, written atomically (arrays first); a cache that disagrees with the key is rebuilt.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """What a run prints: one line per event, readable in a terminal and in a log file alike.
 
-``configure_console`` (once per process) makes log files line-buffered, drops Lightning's duplicate handler and
-its adverts. ``progress`` wraps a long loop: a tqdm bar on a terminal, a log line every ``every_s`` seconds
-otherwise (also while one item runs longer: ``_Lines``' heartbeat). ``phase`` gives a phase made of several loops
-(chunks, teachers) ONE counter over the whole phase, and checks for a stop between its items
-(``embeddings.stop_request.check_stop``), whatever engine runs the loop.
+``configure_console`` (once per process) line-buffers log files and drops Lightning's duplicate handler and adverts.
+``progress`` wraps a long loop: a tqdm bar on a terminal, else a log line every ``every_s`` seconds (with a heartbeat).
+``phase`` gives several loops ONE counter and checks for a stop between its items (``check_stop``).
 """
 
 from __future__ import annotations

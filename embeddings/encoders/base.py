@@ -1,10 +1,9 @@
 """Encoders turn sentences into all-layer token states (``TokenBatch``).
 
-``BaseEncoder.encode`` is the one batching loop of the project: it validates, de-duplicates, sorts by token length,
-batches by a token budget or a sentence count (``embeddings.encoders.token_budget``), pools each ``TokenBatch``
-under ``torch.inference_mode`` and returns results in the caller's order. Concrete encoders only tokenize and run
-one batch (padded or packed), so a Hugging Face model and GloVe vectors plug into the same scorers. On CUDA a
-background thread tokenizes ahead (``embeddings.encoders.prefetch``); on the CPU the list is tokenized up front.
+``BaseEncoder.encode`` is the project's one batching loop: it de-duplicates, sorts by token length, batches by a
+token budget or a sentence count, pools each ``TokenBatch`` under ``inference_mode`` and returns rows in the
+caller's order. Concrete encoders only tokenize and run one batch, so a Hugging Face model and GloVe vectors plug
+into the same scorers. On CUDA a background thread tokenizes ahead (``embeddings.encoders.prefetch``).
 """
 
 from __future__ import annotations

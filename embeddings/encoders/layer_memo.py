@@ -1,10 +1,8 @@
 """A frozen encoder whose token states of one layer are computed once per sentence and then served from memory.
 
-A sweep of small heads on one frozen encoder (Latte-Mix over K, D, tau, seeds) would otherwise re-encode the same
-sentences for every configuration. The memo is keyed by token ids and keeps ONLY the chosen layer and its
-special-token mask, without padding; it is filled by a shared evaluation pass or a warm embedding cache. Scorers
-read layer ``-1``; padding positions are zeros. A batch with any unseen sentence runs the wrapped encoder on the
-WHOLE batch, so numbers equal an unmemoised pass over the same batches.
+A sweep of small heads on one frozen encoder (Latte-Mix over K, D, tau, seeds) re-encoded the same sentences for
+every configuration. The memo is keyed by token ids and keeps only the chosen layer and special-token mask. A batch
+with any unseen sentence runs the wrapped encoder on the WHOLE batch, so numbers equal an unmemoised pass.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """SBERT-WK (Wang & Kuo 2020): training-free sentence vectors by dissecting a transformer's layers.
 
-Each token's states over layers ``layer_start..L`` are fused with weights from their alignment (inverse) and
-novelty w.r.t. a window of neighbouring layers; tokens are averaged with weights from how much they change across
-layers (variance of adjacent-layer cosines). ``variant="code"`` reproduces the authors' code, ``"paper"`` the
-paper where they disagree (the table: docs/results/sbert_wk.md).
-
-Instead of the authors' QR of each window matrix, a closed form: everything read from ``R`` is a function of the
-Gram matrix, whose Cholesky factor is ``R``. One float64 Gram per token (novelty is a residual norm of nearly
-parallel layers), one batched Cholesky per window size; padding is never touched.
-
-Degenerate inputs: one usable token gives that token's vector; all-zero variances average tokens uniformly; no
-usable token raises ``DataError``; fewer than 3 fused layers, or a window leaving a layer no context, ConfigError.
+Each token's states over layers ``layer_start..L`` are fused with weights from their alignment (inverse) and novelty
+against a window of neighbouring layers; tokens are averaged with weights from how much they change across layers.
+``variant="code"`` is the authors' code, ``"paper"`` the paper where they disagree (docs/results/sbert_wk.md).
+Instead of a QR per window, a closed form from the float64 Gram matrix (whose Cholesky factor is ``R``).
+One usable token gives its own vector; none raises ``DataError``; under 3 fused layers, ConfigError.
 """
 
 from __future__ import annotations
