@@ -8,9 +8,8 @@ Sources are ``"<corpus>:<split>"`` in the data directory::
     hub:snli:train -> stanfordnlp/snli from the hub (or any dataset with premise / hypothesis / label)
     my/nli.tsv     -> your own table or folder (``datamodules.table_files``), premise / hypothesis / label
 
-Labels are 0=entailment, 1=neutral, 2=contradiction, as names (any case) or numbers. Pairs without a gold label
-are skipped and counted; malformed rows are skipped and counted per reason with a warning naming the file, and
-more than ``max_malformed_fraction`` of them stops the run.
+Labels are 0=entailment, 1=neutral, 2=contradiction, as names or numbers. Pairs without a gold label and malformed
+rows are skipped and counted; more than ``max_malformed_fraction`` malformed stops the run.
 """
 
 from __future__ import annotations

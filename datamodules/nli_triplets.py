@@ -1,9 +1,8 @@
-"""(premise, entailed hypothesis, contradicted hypothesis) triplets from labelled NLI pairs.
+"""(premise, entailed hypothesis, contradicted hypothesis) triplets from labelled NLI pairs (``model.objective=mnrl``).
 
-The input of ``model.objective=mnrl`` (``training_nli_v2.py``): a contradiction of the SAME premise is the hard
-negative; neutral pairs are unused, and an entailment without a contradiction is counted (``without_negative``),
-never given a made-up negative. Your own triplet tables (anchor / positive / negative, or SimCSE's sent0 / sent1 /
-hard_neg) are used as they are; a table of labelled pairs is built into triplets like the named sources.
+A contradiction of the SAME premise is the hard negative; neutral pairs are unused, and an entailment without a
+contradiction is counted (``without_negative``), never given a made-up negative. Triplet tables (anchor / positive /
+negative, or sent0 / sent1 / hard_neg) are used as they are.
 """
 
 from __future__ import annotations

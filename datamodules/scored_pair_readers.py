@@ -4,14 +4,11 @@ Sources are ``"<corpus>:<split>"`` in the data directory, the same files ``sts.t
 
     stsb:train -> stsb/sts-train.csv      (score 0-5; also stsb:dev, stsb:test)
     sick:train -> sick/SICK_train.txt     (relatedness 1-5; also sick:trial, sick:test)
-    nli:snli:train -> an NLI source of ``datamodules.nli_readers`` read as AnglE reads NLI: entailment 1,
-                  contradiction 0, neutral dropped
-    my/sts.csv -> your own table or folder (``datamodules.table_files``), columns sentence1 / sentence2 / score,
-                  on the scale ``data.score_scale`` (default: already in [0, 1]; otherwise refused, never squeezed)
+    nli:snli:train -> an NLI source read as AnglE reads NLI: entailment 1, contradiction 0, neutral dropped
+    my/sts.csv -> your own table or folder: sentence1 / sentence2 / score on ``data.score_scale`` (default [0, 1])
 
-Scores become ``(score - low) / (high - low)`` over the source's own scale, so pooled sources mean the same thing
-by the same number (a SICK 1 is 0, not 0.2). Unlike ``sts.readers`` (an evaluation set must be complete), malformed
-rows are skipped and counted as the NLI readers do, up to ``max_malformed_fraction``; the row checks are theirs.
+Scores become ``(score - low) / (high - low)`` over the source's own scale (a SICK 1 is 0). Malformed rows are
+skipped and counted as the NLI readers do, up to ``max_malformed_fraction``.
 """
 
 from __future__ import annotations

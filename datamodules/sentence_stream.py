@@ -1,10 +1,9 @@
 """One rank's share of a sentence index as an IterableDataset, sharded by rank x dataloader worker.
 
-All ranks use the same order each epoch (``datamodules.epoch_order``, evaluated only where a shard needs it);
-position ``i`` goes to shard ``i % (world_size * workers)``. The order is cut to a multiple of ``world_size *
-workers * per_device_batch`` so every rank yields the SAME number of full batches (unequal counts hang DDP).
-``set_epoch(epoch, skip_batches=k)`` leaves out this rank's first ``k`` batches; as the DataLoader reads workers
-round-robin, worker ``w`` then takes worker ``(w + k) % W``'s shard, so the resumed order is exactly the rest.
+All ranks use the same order each epoch (``datamodules.epoch_order``); position ``i`` goes to shard
+``i % (world_size * workers)``, and the order is cut so every rank yields the SAME number of full batches (unequal
+counts hang DDP). ``set_epoch(epoch, skip_batches=k)`` leaves out this rank's first ``k`` batches; worker ``w`` then
+takes worker ``(w + k) % W``'s shard, as the DataLoader reads workers round-robin.
 """
 
 from __future__ import annotations

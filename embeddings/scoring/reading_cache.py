@@ -1,12 +1,9 @@
 """The on-disk embedding cache: readings (``embeddings.scoring.reading``) of an encoder, per sentence, across runs.
 
-Running ``evaluate.py`` again on the same encoder does no forward pass (docs/evaluate.md). The key is what decides
-the numbers: ``forward_fingerprint`` (the exact weights, config, class), the precision, dtype, device type, max
-length and reading, and per row the sentence's text and token ids.
-
-Layout: ``<root>/<encoder name>/<reading>.<key digest>/`` holds one shard per write: ``<stamp>.npz`` (``keys``
-(n, 16) uint8, ``rows`` (total, d) float32, ``offsets`` (n + 1,); layer readings add ``special``) and its sidecar
-``<stamp>.json``, renamed into place in that order. A shard that cannot be used is deleted with ONE warning.
+Keyed by what decides the numbers: ``forward_fingerprint`` (weights, config, class), precision, dtype, device type,
+max length and reading, and per row the sentence's text and token ids. ``<root>/<encoder>/<reading>.<digest>/``
+holds one shard per write: ``<stamp>.npz`` (``keys`` (n, 16) uint8, ``rows`` (total, d) float32, ``offsets``
+(n + 1,); layer readings add ``special``) and then its ``<stamp>.json``. An unusable shard is deleted with ONE warning.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Glow on sentence vectors: the flow of BERT-flow (Li et al., EMNLP 2020), in plain torch.
 
-BERT-flow maps pooled embeddings to an isotropic Gaussian with a Glow trained by maximum likelihood and scores by
-cosine in the latent space. The reference (bohanli/BERT-flow) treats a ``(batch, C)`` vector as a ``1 x 1 x C``
-image: every convolution is 1x1, ``squeeze`` is gone, and ``split`` factors out half the channels after each level
-but the last. The steps are ``embeddings.methods.flow.glow_layers``; the reference's default is levels 3, depth 3,
-width 32, ``coupling="additive", permutation="reverse"`` (ours keep Glow's affine coupling and LU map). ``nll`` is
-in bits per dimension (``embeddings.methods.flow.objective``).
+Pooled embeddings are mapped to an isotropic Gaussian by a Glow trained by maximum likelihood, scored by cosine in
+the latent space. As the reference (bohanli/BERT-flow), a ``(batch, C)`` vector is a ``1 x 1 x C`` image: every
+convolution 1x1, no ``squeeze``, ``split`` after each level but the last (steps: ``glow_layers``). ``nll`` is in
+bits per dimension.
 """
 
 from __future__ import annotations

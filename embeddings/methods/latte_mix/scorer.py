@@ -1,12 +1,9 @@
 """Latte-Mix scorer: frozen token states -> trained VAE posterior per token -> sentence mixture -> distance.
 
-The representation is a distribution (the average of the tokens' posteriors, Eq. 2), not a pooled vector. The
-posterior net runs on the real tokens of ``hidden_states[layer]``: ``posterior(features (N, H)) -> dict``,
-categorical ``{"logits": (N, D, K)}``, normal ``{"mu", "logvar": (N, Dz)}``, ae ``{"code": (N, Dz)}``.
-
-At test time the categorical posterior is the tempered softmax ``softmax(logits / tau)`` without Gumbel noise
-(deterministic; tau 0.3, App. A.5). ``similarity`` is higher for more similar sentences under every distance:
-``js`` and ``l2`` give similarity = -distance, ``cosine`` the cosine.
+The representation is the average of the tokens' posteriors (Eq. 2). ``posterior(features (N, H)) -> dict``:
+categorical ``{"logits": (N, D, K)}``, normal ``{"mu", "logvar": (N, Dz)}``, ae ``{"code": (N, Dz)}``. At test
+time the categorical posterior is ``softmax(logits / tau)`` without Gumbel noise (App. A.5). ``similarity`` is
+higher for more similar sentences: ``js`` and ``l2`` give -distance, ``cosine`` the cosine.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """The gathered in-batch loss that several methods share, and the DDP gather it needs (pure tensor functions).
 
-Every anchor is scored against every candidate of the batch, so under DDP the candidates of all ranks are gathered
-with gradients and each rank's targets offset, for the loss to equal the single-device loss on the global batch.
-
-* :func:`multiple_negatives_ranking_loss`: sentence-transformers' ``MultipleNegativesRankingLoss`` (Henderson et
-  al. 2017): anchor, its positive, an optional hard negative, every other candidate a negative; cosine x scale.
-* :func:`in_batch_scores`: its scores and targets, for objectives that change the logits first (CT, SimCSE).
+Under DDP the candidates of all ranks are gathered with gradients and each rank's targets offset, so the loss equals
+the single-device loss on the global batch. :func:`multiple_negatives_ranking_loss` is sentence-transformers'
+``MultipleNegativesRankingLoss``; :func:`in_batch_scores` its scores and targets, for objectives that change them.
 """
 
 from __future__ import annotations
