@@ -42,11 +42,6 @@ def evaluate_defaults() -> tuple[dict, dict]:
             OmegaConf.to_container(cfg.scorer_options, resolve=True))
 
 
-def parse_value(text: str) -> Any:
-    """``k=v`` option values as YAML (``5`` -> int, ``[model]`` -> list, ``paper`` -> str)."""
-    return yaml.safe_load(text)
-
-
 def scorer_spec(name: str, options: list[str]) -> str | dict:
     """``mean`` or ``{name: <scorer>, n_samples: 5}`` from ``--scorer`` and ``--option k=v``."""
     if not options:
@@ -56,7 +51,7 @@ def scorer_spec(name: str, options: list[str]) -> str | dict:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ConfigError(f"--option {item!r}: expected key=value")
-        spec[key] = parse_value(value)
+        spec[key] = yaml.safe_load(value)  # 5 -> int, [model] -> list, paper -> str
     return spec
 
 
@@ -96,13 +91,9 @@ def mteb_task_sentences(tasks: list[Any]) -> list[str]:
 
 def score_row(result: Any) -> list[dict]:
     """One dict per (split, subset) of an mteb ``TaskResult``: ours (``spearman``) and the main score."""
-    rows = []
-    for split, scores in result.scores.items():
-        for s in scores:
-            rows.append({"task": result.task_name, "split": split, "subset": s["hf_subset"],
-                         "spearman": 100 * s["spearman"], "cosine_spearman": 100 * s["cosine_spearman"],
-                         "main_score": 100 * s["main_score"]})
-    return rows
+    return [{"task": result.task_name, "split": split, "subset": s["hf_subset"], "spearman": 100 * s["spearman"],
+             "cosine_spearman": 100 * s["cosine_spearman"], "main_score": 100 * s["main_score"]}
+            for split, scores in result.scores.items() for s in scores]
 
 
 def run(args: argparse.Namespace) -> list[dict]:
