@@ -1,9 +1,8 @@
 """An epoch's order of ``n`` items without an array of ``n``: a keyed bijection on ``[0, n)``.
 
-``rng.permutation(n)`` per epoch costs 8 bytes an item in every rank. Here position ``p`` maps to ``order[p]``
-through a balanced Feistel network over ``2 * h`` bits (``4**h >= n``), 8 rounds of SplitMix64's finaliser keyed by
-``(seed, epoch)``, restricted to ``[0, n)`` by cycle walking. Any slice of positions is computed on its own, in
-``uint64`` integer arithmetic: the same order on every machine and rank.
+A balanced Feistel network over ``2 * h`` bits (``4**h >= n``), 8 rounds of SplitMix64's finaliser keyed by
+``(seed, epoch)``, restricted to ``[0, n)`` by cycle walking. Any slice of positions is computed on its own in
+``uint64`` arithmetic: the same order on every machine and rank, and no 8 bytes an item per rank.
 """
 
 from __future__ import annotations

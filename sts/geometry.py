@@ -1,13 +1,10 @@
-"""Alignment and uniformity (Wang & Isola, ICML 2020) of sentence vectors on an STS task's pairs.
+"""Alignment and uniformity (Wang & Isola, ICML 2020) of sentence vectors on an STS task's pairs, both lower is better.
 
-They say why a Spearman moved (SimCSE, Sec. 5): positive pairs close (alignment) and sentences spread over the
-sphere (uniformity), both lower is better. SimCSE's protocol: L2-normalised vectors, positives the pairs with a
-gold score above 4, uniformity over the task's distinct sentences.
+SimCSE's protocol (Sec. 5): L2-normalised vectors, positives the pairs with a gold score above 4, uniformity over the
+task's distinct sentences; one-vector representations (``{"embedding": (n, d)}``) only.
 
 * ``alignment = E_pos ||f(x) - f(y)||^2``  (alpha = 2)
 * ``uniformity = log E_{x != y} exp(-2 ||f(x) - f(y)||^2)``  (t = 2)
-
-Only for one-vector representations (``{"embedding": (n, d)}``).
 """
 
 from __future__ import annotations

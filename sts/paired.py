@@ -1,9 +1,8 @@
 """Paired differences between systems scored on the same pairs: a paired bootstrap 95% interval per task and for
 the average over tasks (from the per-pair similarities of ``sts.predictions``).
 
-Two systems on the same pairs share the pairs' sampling noise, so each resample draws pair indices ONCE for every
-system (``task_replicates``) and the interval is the percentile one of ``spearman(a) - spearman(b)``, as
-``scipy.stats.bootstrap(..., paired=True)``. The average's difference is the mean of the per-task differences.
+Each resample draws pair indices ONCE for every system (``task_replicates``); the interval is the percentile one of
+``spearman(a) - spearman(b)`` (``scipy.stats.bootstrap(..., paired=True)``); the average's is the mean of the tasks'.
 """
 
 from __future__ import annotations
