@@ -34,7 +34,6 @@ from sts_lightning.lightning_modules.arg_rules import (
     Rule,
     check_choice,
     check_value,
-    model_choices,
     model_rules,
 )
 from sts_lightning.runs.packaged_installs import packaged_installs_problem
@@ -85,11 +84,11 @@ def _check_train(cfg: DictConfig) -> None:
     if cfg.get("pipeline"):
         return  # each stage is its own train() call, checked there
     check_numbers(cfg, {**TRAIN_RULES, **{f"model.{name}": rule for name, rule in model_rules().items()}})
-    for name, choices in model_choices().items():
+    declared = method_of(OmegaConf.select(cfg, "model._target_", default=""))
+    for name, choices in (declared.choices if declared else {}).items():  # one name may take other names elsewhere
         value = OmegaConf.select(cfg, f"model.{name}", default=_ABSENT)
         if value is not _ABSENT:
             check_choice(f"model.{name}", value, choices)
-    declared = method_of(OmegaConf.select(cfg, "model._target_", default=""))
     for check in declared.checks if declared else ():
         resolve(check)(cfg)
     data = cfg.get("data") or {}

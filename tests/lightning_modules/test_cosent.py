@@ -41,11 +41,12 @@ def test_bad_options_fail_before_the_model_loads(options, match):
                                               ("model.objective=mnrl", "unknown model.objective 'mnrl'"),
                                               ("model.cosine_tau=-20", "model.cosine_tau=-20"),
                                               ("data.sources=[stsb:train,snli:dev]", "snli:dev")])
-def test_train_refuses_bad_values_in_one_line(override, match, tmp_path):
+def test_train_refuses_bad_values_in_one_line(override, match, tmp_path, tiny_model_dir):
+    """Each mistake is named before the model or any data loads (the backbone exists: its check passes)."""
     from sts_lightning.runs.train_run import train
     from tests.helpers import compose_train_config
 
-    cfg = compose_train_config(tmp_path / "run", tmp_path / "no_model", tmp_path / "no_data", ["model=cosent", override])
+    cfg = compose_train_config(tmp_path / "run", tiny_model_dir, tmp_path / "no_data", ["model=cosent", override])
     with pytest.raises(ConfigError, match=match) as err:
         train(cfg)
     assert "\n" not in str(err.value)

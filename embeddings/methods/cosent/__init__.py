@@ -13,6 +13,10 @@ COSENT = Paper("CoSENT: Consistent Sentence Embedding via Similarity Ranking",
                "https://doi.org/10.1109/TASLP.2024.3402087")
 ANGLE = Paper("AnglE-optimized Text Embeddings", "Xianming Li, Jing Li", "ACL 2024", 2023,
               "https://arxiv.org/abs/2309.12871")
+# each objective's card title and paper
+VARIANTS = {"cosent": ("CoSENT (supervised STS)", COSENT), "angle": ("AnglE (supervised STS)", ANGLE),
+            "angle_full": ("AnglE, full objective (supervised STS)", ANGLE),
+            "cosine": ("Sentence-BERT CosineSimilarityLoss (supervised STS)", SBERT)}
 
 METHOD = MethodDeclaration(
     name="cosent", title="CoSENT (supervised STS)", kind="trained",
@@ -23,9 +27,7 @@ METHOD = MethodDeclaration(
     rules={**{f"{term}_w": WEIGHT for term in ("cosine", "ibn", "angle")},  # AnglE's full objective
            **{f"{term}_tau": POSITIVE for term in ("cosine", "ibn", "angle")}},
     matryoshka_ok=True,  # the objective on each prefix of u and v
-    variants={"cosent": ("CoSENT (supervised STS)", COSENT), "angle": ("AnglE (supervised STS)", ANGLE),
-              "angle_full": ("AnglE, full objective (supervised STS)", ANGLE),
-              "cosine": ("Sentence-BERT CosineSimilarityLoss (supervised STS)", SBERT)},
+    variants=VARIANTS, choices={"objective": tuple(VARIANTS)},
     tiny=Tiny(data=("data.sources=[stsb:train,sick:trial]", "data.batch_size=4"),
               options=(("model.objective=angle",), ("model.objective=angle_full", "model.matryoshka_dims=[32,16]"),
                        ("model.objective=cosine", "model.optimizer=rmsprop", "model.scheduler=constant")),
