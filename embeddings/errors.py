@@ -35,20 +35,13 @@ class DivergedError(FloatingPointError):
 EXIT_DISK_FULL = 74  # sysexits.h EX_IOERR ("an error occurred while doing I/O on some file"); 2 / 3 are ours
 
 
-# sysexits.h EX_TEMPFAIL: "a temporary failure; the user is invited to retry". A preempted run is exactly that: it
-# stopped cleanly with its last.ckpt written, and the same command with ckpt_path=last continues it. Not 0 (a
-# scheduler would record a finished job: what Lightning's own SIGTERM handling returned), not 143 = 128+SIGTERM (what
-# a shell reports for a process the signal KILLED, nothing saved), and apart from our 2 (bad input), 3 (diverged),
-# 1 (a crash) and 137 (kill -9): a wrapper can requeue exactly on 75 (docs/reliability.md).
+# sysexits.h EX_TEMPFAIL: stopped cleanly with last.ckpt written; a wrapper requeues exactly on it (not 0, not 143).
 EXIT_PREEMPTED = 75
 
 
 class Preempted(SystemExit):
-    """The run stopped on a preemption signal at an optimizer-step boundary, its ``last.ckpt`` written.
-
-    A ``SystemExit`` (as Lightning's ``SIGTERMException``), so callers exit ``EXIT_PREEMPTED`` and no ``except
-    Exception`` treats a requested stop as a failure.
-    """
+    """The run stopped on a preemption signal at an optimizer-step boundary, its ``last.ckpt`` written; a
+    ``SystemExit``, so no ``except Exception`` treats a requested stop as a failure."""
 
     def __init__(self, message: str):
         super().__init__(EXIT_PREEMPTED)
@@ -58,9 +51,7 @@ class Preempted(SystemExit):
         return self.message
 
 
-# sysexits.h EX_UNAVAILABLE: a rank of a DDP run died or stopped answering (OOM-killed, a lost node), so this rank
-# stopped too. Apart from 2 (bad input), 3 (diverged), 75 (preempted), 1 (a crash) and 137 (killed): a wrapper
-# can resume on it (ckpt_path=last), or look at the lost rank's node first (docs/reliability.md "A dying rank").
+# sysexits.h EX_UNAVAILABLE: another rank of a DDP run died or went silent, so this one stopped (docs/reliability.md).
 EXIT_RANK_LOST = 69
 
 

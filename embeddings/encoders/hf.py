@@ -22,10 +22,7 @@ from sts_lightning.embeddings.isolated_rng import rng_isolated
 
 DEFAULT_MAX_LENGTH = 256
 PACKING_MODES = ("auto", "packed", "padded")
-# Where ``packing: auto`` packs in training mode too. On the CPU it packs inference passes only (no gradients: encode,
-# evaluation, the STS callback): measured 1.12x / 1.22x the padded path there at the same token budget
-# (docs/speed.md, "The encode engine"); training steps on the CPU stay padded, so their dropout draws, their
-# numbers and the CPU training ratios of docs/speed.md are what they were (packed training is not measured there).
+# Where ``packing: auto`` packs in training mode too; on the CPU it packs inference passes only (docs/speed.md).
 AUTO_PACKS_ON = ("cuda",)
 
 

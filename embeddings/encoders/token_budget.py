@@ -13,10 +13,8 @@ import torch
 
 from sts_lightning.embeddings.errors import ConfigError
 
-# device type -> tokens per forward pass when neither ``batch_size`` nor ``max_tokens`` is set. cpu: the fastest of
-# 2048 / 4096 / 8192 / 16384 on STS-B dev with all-MiniLM-L6-v2 (1.98x 64 sentences a batch, docs/speed.md).
-# cuda: PROVISIONAL, not measured by us: issue 39's padded bf16 BERT-base forward on an H200 peaked at batch 2,048
-# (~65k tokens); the GPU script (benchmarks.speed.encode_engine --device cuda) is to measure it.
+# device type -> tokens per forward pass when neither ``batch_size`` nor ``max_tokens`` is set: cpu measured
+# (docs/speed.md); cuda provisional until ``benchmarks.speed.encode_engine --device cuda`` measures it.
 DEFAULT_MAX_TOKENS = {"cpu": 4096, "cuda": 65536}
 
 
