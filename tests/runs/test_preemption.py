@@ -13,9 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -26,11 +24,9 @@ from sts_lightning.callbacks.preemption import Preemption, parse_signals, requeu
 from sts_lightning.embeddings.errors import EXIT_PREEMPTED, ConfigError, Preempted, run_or_exit
 from sts_lightning.embeddings.io.checkpoint_file import load_checkpoint
 from sts_lightning.runs.train_run import resolve_ckpt_path
-from tests.paths import ROOT
-from tests.runs.run_equality import EIGHT_STEPS, assert_identical, final_state, leftovers
+from tests.runs.run_equality import assert_identical, final_state, leftovers
+from tests.runs.train_py import DDP, command, env, ranks, start, tails
 
-DIST_ENV = ("MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE", "RANK", "GROUP_RANK")
-DDP = ["trainer.accelerator=cpu", "trainer.devices=2", "trainer.strategy=ddp"]
 PAUSE = "tests.runs.preempt_pause.PauseAt"
 
 
@@ -100,52 +96,17 @@ def test_under_slurm_rank_0_requeues_after_the_checkpoint_only_on_the_requeue_si
 
 
 # --- real signals to real train.py processes --------------------------------------------------------------------
-def _command(out: Path, model_dir: Path, data_dir: Path, extra: list[str]) -> list[str]:
-    tiny = [f"paths.data_dir={data_dir}", f"model.model_name_or_path={model_dir}", "model.max_length=32",
-            "model.eval_batch_size=8", "data.sources=[snli:dev,sick:trial]", "data.batch_size=4",
-            "trainer.log_every_n_steps=1", "trainer.enable_progress_bar=false", "trainer.enable_model_summary=false",
-            "callbacks.sts_evaluation.batch_size=8"]
-    return [sys.executable, "train.py", *tiny, *EIGHT_STEPS, f"hydra.run.dir={out}", *extra]
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in DIST_ENV}
-    env.update(PYTHONPATH=str(ROOT), WANDB_MODE="disabled", TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1",
-               **extra)
-    return env
-
-
-def _start(cmd: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "w") as fh:  # a file, not a pipe: a full pipe would stall the run
-        return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
-
-
-def _ranks(out: Path, model_dir: Path, data_dir: Path, extra: list[str], logs: Path) -> list[subprocess.Popen]:
-    """Both ranks of a 2-rank gloo run as this test's own children, with the environment Lightning's launcher (or
-    torchrun) gives each rank, so that each rank's exit code is seen."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = str(sock.getsockname()[1])
-    common = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "WORLD_SIZE": "2", "NODE_RANK": "0"}
-    rank1 = ["hydra.output_subdir=null", "hydra.job.name=train_ddp_process_1"]  # as Lightning's launcher does
-    return [_start(_command(out, model_dir, data_dir, [*DDP, *extra, *(rank1 if r else [])]), logs / f"rank{r}.log",
-                   _env(**common, LOCAL_RANK=str(r))) for r in (0, 1)]
-
-
+# The runs (tests/runs/train_py.py) read the session's data folder: their resumes are compared with the session's
+# uninterrupted train.py runs (tests/runs/conftest.py), which test_stopping's resumes equal too.
 def _wait(procs: list[subprocess.Popen], timeout: float = 600) -> list[int]:
     return [p.wait(timeout=timeout) for p in procs]
-
-
-def _tail(logs: list[Path]) -> str:
-    return "\n".join(f"--- {log}\n{log.read_text()[-3000:]}" for log in logs)
 
 
 def _pid_at_pause(markers: Path, rank: int, procs: list[subprocess.Popen], logs: list[Path]) -> int:
     deadline = time.monotonic() + 600
     while not (markers / f"rank{rank}.pid").is_file():
         if any(p.poll() is not None for p in procs) or time.monotonic() > deadline:
-            raise AssertionError(f"the run ended before the pause:\n{_tail(logs)}")
+            raise AssertionError(f"the run ended before the pause:\n{tails(logs)}")
         time.sleep(0.1)
     return int((markers / f"rank{rank}.pid").read_text())
 
@@ -160,84 +121,64 @@ def _stopped_at(out: Path) -> int:
     return load_checkpoint(out / "checkpoints" / "last.ckpt")["global_step"]
 
 
-@pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory, tiny_model_dir, train_data_dir) -> dict:
-    out = tmp_path_factory.mktemp("uninterrupted")
-    log = out.parent / f"{out.name}.log"
-    proc = _start(_command(out, tiny_model_dir, train_data_dir, []), log, _env())
-    assert proc.wait(timeout=600) == 0, _tail([log])
-    return final_state(out)
-
-
 @pytest.mark.slow  # 3 train.py processes, 10-25 s each on 2 shared cores
 @pytest.mark.parametrize(("signum", "step"), [(signal.SIGTERM, 2), (signal.SIGUSR1, 5)], ids=["SIGTERM", "SIGUSR1"])
 def test_a_signal_to_train_py_stops_after_that_step_with_last_ckpt_exit_75_and_resumes_bit_for_bit(
-        signum, step, uninterrupted, tmp_path, tiny_model_dir, train_data_dir):
+        signum, step, train_py_uninterrupted, tmp_path, tiny_model_dir, run_data_dir):
     out, markers, log = tmp_path / "run", tmp_path / "markers", tmp_path / "run.log"
-    proc = _start(_command(out, tiny_model_dir, train_data_dir, _pause(step, markers, 0)), log, _env())
+    proc = start(command(out, tiny_model_dir, run_data_dir, _pause(step, markers, 0)), log, env())
     pid = _pid_at_pause(markers, 0, [proc], [log])
     assert pid == proc.pid
     os.kill(pid, signum)  # arrives during optimizer step step+1
-    assert proc.wait(timeout=600) == EXIT_PREEMPTED, _tail([log])
+    assert proc.wait(timeout=600) == EXIT_PREEMPTED, tails([log])
     assert _stopped_at(out) == step + 1  # the step it was in when the signal came, finished and saved
     assert log.read_text().splitlines()[-1] == (
         f"stopped: {signum.name}: stopped after optimizer step {step + 1}, {out}/checkpoints/last.ckpt written; "
         f"continue with the same command plus hydra.run.dir={out} ckpt_path=last (exit code 75)")
     assert not (out / "export").exists()  # stopped, not finished: nothing exported
-    resumed = _start(_command(out, tiny_model_dir, train_data_dir, ["ckpt_path=last"]), tmp_path / "resume.log",
-                     _env())
-    assert resumed.wait(timeout=600) == 0, _tail([tmp_path / "resume.log"])
-    assert_identical(uninterrupted, final_state(out))
+    resumed = start(command(out, tiny_model_dir, run_data_dir, ["ckpt_path=last"]), tmp_path / "resume.log", env())
+    assert resumed.wait(timeout=600) == 0, tails([tmp_path / "resume.log"])
+    assert_identical(train_py_uninterrupted, final_state(out))
     assert leftovers(out) == []
-
-
-@pytest.fixture(scope="module")
-def ddp_uninterrupted(tmp_path_factory, tiny_model_dir, train_data_dir) -> dict:
-    out = tmp_path_factory.mktemp("ddp_uninterrupted")
-    logs = out.parent / f"{out.name}_logs"
-    procs = _ranks(out, tiny_model_dir, train_data_dir, [], logs)
-    assert _wait(procs) == [0, 0], _tail(sorted(logs.glob("*.log")))
-    return final_state(out)
 
 
 @pytest.mark.slow  # 2-rank gloo runs: 30-60 s each on 2 shared cores
 def test_sigterm_to_one_rank_of_two_stops_both_at_the_same_step_exit_75_and_resumes_bit_for_bit(
-        ddp_uninterrupted, tmp_path, tiny_model_dir, train_data_dir):
+        train_py_ddp_uninterrupted, tmp_path, tiny_model_dir, run_data_dir):
     out, markers, logs = tmp_path / "run", tmp_path / "markers", tmp_path / "logs"
-    procs = _ranks(out, tiny_model_dir, train_data_dir, _pause(2, markers, 1), logs)
+    procs = ranks(out, tiny_model_dir, run_data_dir, _pause(2, markers, 1), logs)
     files = [logs / "rank0.log", logs / "rank1.log"]
     pid = _pid_at_pause(markers, 1, procs, files)
     assert pid == procs[1].pid
     os.kill(pid, signal.SIGTERM)  # rank 1 only; rank 0 never receives a signal
-    assert _wait(procs) == [EXIT_PREEMPTED, EXIT_PREEMPTED], _tail(files)
+    assert _wait(procs) == [EXIT_PREEMPTED, EXIT_PREEMPTED], tails(files)
     assert _stopped_at(out) == 3
     for rank, file in enumerate(files):
         assert file.read_text().splitlines()[-1].startswith(f"stopped: rank {rank}: SIGTERM: stopped after "
-                                                            "optimizer step 3"), _tail(files)
+                                                            "optimizer step 3"), tails(files)
     assert "SIGTERM received (on another rank): stopping after optimizer step 3" in files[0].read_text()
-    procs = _ranks(out, tiny_model_dir, train_data_dir, ["ckpt_path=last"], tmp_path / "resume")
-    assert _wait(procs) == [0, 0], _tail(sorted((tmp_path / "resume").glob("*.log")))
-    assert_identical(ddp_uninterrupted, final_state(out), steps=ddp_uninterrupted["step"])
+    procs = ranks(out, tiny_model_dir, run_data_dir, ["ckpt_path=last"], tmp_path / "resume")
+    assert _wait(procs) == [0, 0], tails(sorted((tmp_path / "resume").glob("*.log")))
+    assert_identical(train_py_ddp_uninterrupted, final_state(out), steps=train_py_ddp_uninterrupted["step"])
     assert leftovers(out) == []
 
 
 @pytest.mark.slow  # 2-rank gloo runs: 30-60 s each on 2 shared cores
 def test_sigusr1_to_the_child_rank_of_lightnings_launcher_stops_the_run_with_exit_75_and_resumes_bit_for_bit(
-        ddp_uninterrupted, tmp_path, tiny_model_dir, train_data_dir):
+        train_py_ddp_uninterrupted, tmp_path, tiny_model_dir, run_data_dir):
     """``python train.py trainer.devices=2`` as a user runs it: rank 0 starts rank 1 itself; the signal goes to
     rank 1 alone (a SLURM warning to one task, a kill of one process)."""
     out, markers, log = tmp_path / "run", tmp_path / "markers", tmp_path / "run.log"
-    proc = _start(_command(out, tiny_model_dir, train_data_dir, [*DDP, *_pause(5, markers, 1)]), log, _env())
+    proc = start(command(out, tiny_model_dir, run_data_dir, [*DDP, *_pause(5, markers, 1)]), log, env())
     child = _pid_at_pause(markers, 1, [proc], [log])
     assert child != proc.pid
     os.kill(child, signal.SIGUSR1)
-    assert proc.wait(timeout=600) == EXIT_PREEMPTED, _tail([log])
+    assert proc.wait(timeout=600) == EXIT_PREEMPTED, tails([log])
     assert _stopped_at(out) == 6
     text = log.read_text()
     assert "stopped: rank 1: SIGUSR1: stopped after optimizer step 6" in text  # rank 1 shares rank 0's stderr
     assert "stopped: rank 0: SIGUSR1: stopped after optimizer step 6" in text
-    resumed = _start(_command(out, tiny_model_dir, train_data_dir, [*DDP, "ckpt_path=last"]), tmp_path / "resume.log",
-                     _env())
-    assert resumed.wait(timeout=600) == 0, _tail([tmp_path / "resume.log"])
-    assert_identical(ddp_uninterrupted, final_state(out), steps=ddp_uninterrupted["step"])
+    resumed = start(command(out, tiny_model_dir, run_data_dir, [*DDP, "ckpt_path=last"]), tmp_path / "resume.log", env())
+    assert resumed.wait(timeout=600) == 0, tails([tmp_path / "resume.log"])
+    assert_identical(train_py_ddp_uninterrupted, final_state(out), steps=train_py_ddp_uninterrupted["step"])
     assert leftovers(out) == []

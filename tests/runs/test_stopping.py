@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -28,13 +26,10 @@ from sts_lightning.embeddings.errors import EXIT_PREEMPTED
 from sts_lightning.embeddings.io.checkpoint_file import load_checkpoint
 from sts_lightning.embeddings.stop_request import StopRequested
 from sts_lightning.runs.stopping import describe_stop, export_on_rank_zero, preemption_signals
-from tests.paths import ROOT
-from tests.runs.run_equality import EIGHT_STEPS, assert_identical, final_state, leftovers
+from tests.runs.run_equality import assert_identical, final_state, leftovers
+from tests.runs.train_py import FAULT_DRIVER, command, env, ranks, start
 
 SECONDS_TO_EXIT = 30.0  # loose: a stop that waited for the phase to end would blow it only on a slow phase
-TINY = ["model.max_length=32", "model.eval_batch_size=8", "data.sources=[snli:dev,sick:trial]", "data.batch_size=4",
-        "trainer.log_every_n_steps=1", "trainer.enable_progress_bar=false", "trainer.enable_model_summary=false",
-        "callbacks.sts_evaluation.batch_size=8"]
 
 
 # --- the pieces, in process ---------------------------------------------------------------------------------
@@ -76,27 +71,16 @@ def test_the_export_stops_at_its_check_on_rank_0_and_every_rank_raises():
 
 
 # --- real signals to real train.py processes --------------------------------------------------------------------
+# Each run is train.py through the fault driver (FAULT_PAUSE holds it in a phase), on the session's data folder:
+# its resume is compared with the session's uninterrupted train.py run (tests/runs/conftest.py).
 def _command(out: Path, model_dir: Path, data_dir: Path, extra: list[str]) -> list[str]:
-    return [sys.executable, "-m", "tests.runs.fault_driver", "--script", "train.py", f"paths.data_dir={data_dir}",
-            f"model.model_name_or_path={model_dir}", *TINY, *EIGHT_STEPS, f"hydra.run.dir={out}", *extra]
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")}
-    env.update(PYTHONPATH=str(ROOT), WANDB_MODE="disabled", TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1",
-               **extra)
-    return env
-
-
-def _run(cmd: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
-    with open(log, "w") as fh:  # a file, not a pipe: a full pipe would stall the run
-        return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
+    return command(out, model_dir, data_dir, extra, FAULT_DRIVER)
 
 
 def _signal_in_phase(cmd: list[str], phase: str, n: int, tmp_path: Path, signum=signal.SIGTERM) -> tuple[int, float]:
     """Run ``cmd`` held in ``phase`` (evaluation ``n``), signal it there: (exit code, seconds from signal to exit)."""
     markers, log = tmp_path / "markers", tmp_path / "run.log"
-    proc = _run(cmd, log, _env(FAULT_PAUSE=f"{phase}:{n}:0", FAULT_PAUSE_DIR=str(markers)))
+    proc = start(cmd, log, env(FAULT_PAUSE=f"{phase}:{n}:0", FAULT_PAUSE_DIR=str(markers)))
     deadline = time.monotonic() + 600
     while not (markers / "rank0.pid").is_file():
         assert proc.poll() is None and time.monotonic() < deadline, f"ended before {phase}:\n{log.read_text()[-3000:]}"
@@ -116,38 +100,30 @@ def _last_line(tmp_path: Path) -> str:
 
 def _resume(out: Path, model_dir: Path, data_dir: Path, tmp_path: Path, extra: list[str] = ()) -> dict:
     log = tmp_path / "resume.log"
-    proc = _run(_command(out, model_dir, data_dir, [*extra, "ckpt_path=last"]), log, _env())
+    proc = start(_command(out, model_dir, data_dir, [*extra, "ckpt_path=last"]), log, env())
     assert proc.wait(timeout=600) == 0, log.read_text()[-3000:]
-    return final_state(out)
-
-
-@pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory, tiny_model_dir, train_data_dir) -> dict:
-    out = tmp_path_factory.mktemp("uninterrupted")
-    log = out.parent / f"{out.name}.log"
-    assert _run(_command(out, tiny_model_dir, train_data_dir, []), log, _env()).wait(timeout=600) == 0, log.read_text()
     return final_state(out)
 
 
 @pytest.mark.slow  # 2 train.py processes, 10-25 s each on 2 shared cores
 def test_sigterm_while_scoring_sts_before_training_exits_75_with_nothing_to_save_and_the_command_starts_again(
-        uninterrupted, tmp_path, tiny_model_dir, train_data_dir):
+        train_py_uninterrupted, tmp_path, tiny_model_dir, run_data_dir):
     out = tmp_path / "run"
-    code, seconds = _signal_in_phase(_command(out, tiny_model_dir, train_data_dir, []), "scoring STS", 1, tmp_path)
+    code, seconds = _signal_in_phase(_command(out, tiny_model_dir, run_data_dir, []), "scoring STS", 1, tmp_path)
     assert code == EXIT_PREEMPTED and seconds < SECONDS_TO_EXIT, _last_line(tmp_path)
     assert _last_line(tmp_path) == (
         "stopped: SIGTERM while scoring STS: stopped before the first optimizer step, nothing to save; continue with "
         f"the same command plus hydra.run.dir={out} ckpt_path=last (exit code 75)")
     assert not list(out.rglob("*.ckpt")) and not (out / "export").exists()
-    assert_identical(uninterrupted, _resume(out, tiny_model_dir, train_data_dir, tmp_path))
+    assert_identical(train_py_uninterrupted, _resume(out, tiny_model_dir, run_data_dir, tmp_path))
     assert leftovers(out) == []
 
 
 @pytest.fixture(scope="module")
-def uninterrupted_max_steps(tmp_path_factory, tiny_model_dir, train_data_dir) -> dict:
+def uninterrupted_max_steps(tmp_path_factory, tiny_model_dir, run_data_dir) -> dict:
     out = tmp_path_factory.mktemp("uninterrupted_max_steps")
     log = out.parent / f"{out.name}.log"
-    proc = _run(_command(out, tiny_model_dir, train_data_dir, ["trainer.max_steps=8"]), log, _env())
+    proc = start(_command(out, tiny_model_dir, run_data_dir, ["trainer.max_steps=8"]), log, env())
     assert proc.wait(timeout=600) == 0, log.read_text()
     return final_state(out)
 
@@ -157,12 +133,12 @@ def uninterrupted_max_steps(tmp_path_factory, tiny_model_dir, train_data_dir) ->
                                                             (3, 8, signal.SIGTERM, ["trainer.max_steps=8"])],
                          ids=["validation", "end-scoring", "end-scoring-at-max-steps"])
 def test_a_signal_during_a_validation_saves_that_step_marked_mid_evaluation_and_resumes_bit_for_bit(
-        n, step, signum, extra, request, tmp_path, tiny_model_dir, train_data_dir):
+        n, step, signum, extra, request, tmp_path, tiny_model_dir, run_data_dir):
     """At ``max_steps`` the resumed fit has nothing left to train (Lightning runs no training hook): the STS
     callback's ``on_fit_end`` scores the final weights instead of the validation run again."""
-    uninterrupted = request.getfixturevalue("uninterrupted_max_steps" if extra else "uninterrupted")
+    uninterrupted = request.getfixturevalue("uninterrupted_max_steps" if extra else "train_py_uninterrupted")
     out = tmp_path / "run"
-    code, seconds = _signal_in_phase(_command(out, tiny_model_dir, train_data_dir, extra), "scoring STS", n, tmp_path,
+    code, seconds = _signal_in_phase(_command(out, tiny_model_dir, run_data_dir, extra), "scoring STS", n, tmp_path,
                                      signum)
     assert code == EXIT_PREEMPTED and seconds < SECONDS_TO_EXIT, _last_line(tmp_path)
     assert _last_line(tmp_path) == (
@@ -172,15 +148,15 @@ def test_a_signal_during_a_validation_saves_that_step_marked_mid_evaluation_and_
     saved = load_checkpoint(out / "checkpoints" / "last.ckpt")
     assert saved["global_step"] == step
     assert not (out / "export").exists() and not (out / "sts_before_after.md").exists()
-    assert_identical(uninterrupted, _resume(out, tiny_model_dir, train_data_dir, tmp_path, extra))
+    assert_identical(uninterrupted, _resume(out, tiny_model_dir, run_data_dir, tmp_path, extra))
     assert leftovers(out) == []
 
 
 @pytest.mark.slow  # 2 train.py processes, 10-25 s each on 2 shared cores
 def test_sigterm_during_the_export_leaves_no_export_and_the_resume_writes_the_same_one(
-        uninterrupted, tmp_path, tiny_model_dir, train_data_dir):
+        train_py_uninterrupted, tmp_path, tiny_model_dir, run_data_dir):
     out = tmp_path / "run"
-    code, seconds = _signal_in_phase(_command(out, tiny_model_dir, train_data_dir, []), "writing the export", 1,
+    code, seconds = _signal_in_phase(_command(out, tiny_model_dir, run_data_dir, []), "writing the export", 1,
                                      tmp_path)
     assert code == EXIT_PREEMPTED and seconds < SECONDS_TO_EXIT, _last_line(tmp_path)
     assert _last_line(tmp_path).startswith(
@@ -189,7 +165,7 @@ def test_sigterm_during_the_export_leaves_no_export_and_the_resume_writes_the_sa
         f"plus hydra.run.dir={out} ckpt_path=last")
     assert load_checkpoint(out / "checkpoints" / "last.ckpt")["global_step"] == 8
     assert not (out / "export").exists() and leftovers(out) == []  # the temporary copy removed on the way out
-    assert_identical(uninterrupted, _resume(out, tiny_model_dir, train_data_dir, tmp_path))
+    assert_identical(train_py_uninterrupted, _resume(out, tiny_model_dir, run_data_dir, tmp_path))
 
 
 FLOW = ["model=flow", "data=cached_embeddings", "model.max_length=32", "model.eval_batch_size=8", "data.batch_size=8",
@@ -199,10 +175,10 @@ FLOW = ["model=flow", "data=cached_embeddings", "model.max_length=32", "model.ev
 
 @pytest.mark.slow  # 2 train.py processes, 10-20 s each on 2 shared cores
 def test_sigterm_while_the_flow_features_are_cached_leaves_no_cache_and_the_next_run_builds_it(
-        tmp_path, tiny_model_dir, train_data_dir):
+        tmp_path, tiny_model_dir, run_data_dir):
     out, cache = tmp_path / "run", tmp_path / "cache"
-    cmd = [sys.executable, "-m", "tests.runs.fault_driver", "--script", "train.py", *FLOW,
-           f"model.model_name_or_path={tiny_model_dir}", f"paths.data_dir={train_data_dir}", f"data.cache_dir={cache}",
+    cmd = [*FAULT_DRIVER, *FLOW,
+           f"model.model_name_or_path={tiny_model_dir}", f"paths.data_dir={run_data_dir}", f"data.cache_dir={cache}",
            f"hydra.run.dir={out}"]
     code, seconds = _signal_in_phase(cmd, "caching features", 1, tmp_path)
     assert code == EXIT_PREEMPTED and seconds < SECONDS_TO_EXIT, _last_line(tmp_path)
@@ -212,48 +188,27 @@ def test_sigterm_while_the_flow_features_are_cached_leaves_no_cache_and_the_next
     assert not list((cache / "features").glob("*")) if (cache / "features").exists() else True
     assert leftovers(cache) == []
     log = tmp_path / "again.log"
-    assert _run([*cmd, "ckpt_path=last"], log, _env()).wait(timeout=600) == 0, log.read_text()[-3000:]
+    assert start([*cmd, "ckpt_path=last"], log, env()).wait(timeout=600) == 0, log.read_text()[-3000:]
     assert len(list((cache / "features").glob("*.npy"))) == 1
 
 
 # --- two ranks: every rank stops at the same batch ----------------------------------------------------------------
-DDP = ["trainer.accelerator=cpu", "trainer.devices=2", "trainer.strategy=ddp"]
-
-
-def _ranks(out: Path, model_dir: Path, data_dir: Path, extra: list[str], logs: Path, **env: str) -> list:
-    """Both ranks of a 2-rank gloo run as this test's own children (the environment torchrun gives each rank)."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = str(sock.getsockname()[1])
-    logs.mkdir(parents=True, exist_ok=True)
-    rank1 = ["hydra.output_subdir=null", "hydra.job.name=train_ddp_process_1"]  # as Lightning's launcher does
-    return [_run(_command(out, model_dir, data_dir, [*DDP, *extra, *(rank1 if r else [])]), logs / f"rank{r}.log",
-                 _env(MASTER_ADDR="127.0.0.1", MASTER_PORT=port, WORLD_SIZE="2", NODE_RANK="0", LOCAL_RANK=str(r),
-                      **env)) for r in (0, 1)]
+def _ranks(out: Path, model_dir: Path, data_dir: Path, extra: list[str], logs: Path, **extra_env: str) -> list:
+    """Both ranks of a 2-rank gloo run through the fault driver, as this test's own children."""
+    return ranks(out, model_dir, data_dir, extra, logs, FAULT_DRIVER, **extra_env)
 
 
 def _tails(logs: Path) -> str:
     return "\n".join(f"--- {f}\n{f.read_text()[-2500:]}" for f in sorted(logs.glob("*.log")))
 
 
-@pytest.fixture(scope="module")
-def ddp_uninterrupted(tmp_path_factory, tiny_model_dir, train_data_dir) -> dict:
-    out = tmp_path_factory.mktemp("ddp_uninterrupted")
-    logs = out.parent / f"{out.name}_logs"
-    procs = _ranks(out, tiny_model_dir, train_data_dir, [], logs)
-    assert [p.wait(timeout=600) for p in procs] == [0, 0], _tails(logs)
-    return final_state(out)
-
-
 @pytest.mark.slow  # 2-rank gloo runs: 30-60 s each on 2 shared cores
 @pytest.mark.parametrize(("phase", "n", "held", "step"), [("scoring STS", 2, 1, 4), ("writing the export", 1, 0, 8)],
                          ids=["validation-rank1", "export-rank0"])
 def test_a_signal_to_one_rank_of_two_stops_both_with_75_and_the_run_resumes_bit_for_bit(
-        phase, n, held, step, ddp_uninterrupted, tmp_path, tiny_model_dir, train_data_dir):
+        phase, n, held, step, train_py_ddp_uninterrupted, tmp_path, tiny_model_dir, run_data_dir):
     out, markers, logs = tmp_path / "run", tmp_path / "markers", tmp_path / "logs"
-    procs = _ranks(out, tiny_model_dir, train_data_dir, [], logs, FAULT_PAUSE=f"{phase}:{n}:{held}",
+    procs = _ranks(out, tiny_model_dir, run_data_dir, [], logs, FAULT_PAUSE=f"{phase}:{n}:{held}",
                    FAULT_PAUSE_DIR=str(markers))
     deadline = time.monotonic() + 600
     while not (markers / f"rank{held}.pid").is_file():
@@ -269,8 +224,8 @@ def test_a_signal_to_one_rank_of_two_stops_both_with_75_and_the_run_resumes_bit_
         assert (logs / f"rank{rank}.log").read_text().splitlines()[-1].startswith(
             f"stopped: rank {rank}: SIGTERM while {phase}" if phase == "scoring STS" else "stopped: SIGTERM while "
             "writing the export"), _tails(logs)
-    resume = [p.wait(timeout=600) for p in _ranks(out, tiny_model_dir, train_data_dir, ["ckpt_path=last"],
+    resume = [p.wait(timeout=600) for p in _ranks(out, tiny_model_dir, run_data_dir, ["ckpt_path=last"],
                                                    tmp_path / "resume")]
     assert resume == [0, 0], _tails(tmp_path / "resume")
-    assert_identical(ddp_uninterrupted, final_state(out), steps=ddp_uninterrupted["step"])
+    assert_identical(train_py_ddp_uninterrupted, final_state(out), steps=train_py_ddp_uninterrupted["step"])
     assert leftovers(out) == []
