@@ -1,13 +1,9 @@
 """``EncoderModule``: what every trained encoder method shares (encoder, tokenizing, embedding, scorer, optimizer).
 
-Why one base class: each method file then holds only its objective. The encoder is built from plain scalars
-(model path, pooling, max length), so ``save_hyperparameters()`` makes a checkpoint self-contained and safe to read
-with ``torch.load(path, weights_only=True)``. The Hugging Face model is registered once, as ``self.encoder_model``;
-``self.encoder`` is an ``HFEncoder`` view on that same live module, so training (``embed``), STS evaluation
-(``scorer``) and ``export`` always see the current weights.
-
-Collaborators a method opts into: ``grad_cache.CachedLoss`` (``mini_batch_size``), ``matryoshka``
-(``matryoshka_dims``, where ``matryoshka_ok``); every encoder exports through ``export_files.EncoderExport``.
+One base class keeps each method file to its objective. The encoder is built from plain scalars, so
+``save_hyperparameters()`` makes a checkpoint self-contained (``torch.load(path, weights_only=True)``). The model is
+registered once, as ``self.encoder_model``; ``self.encoder`` is an ``HFEncoder`` view on it, so ``embed``,
+``scorer`` and ``export`` always see the current weights.
 """
 
 from __future__ import annotations
@@ -46,11 +42,7 @@ SCHEDULERS = ("linear", "constant")
 
 
 def check_finite(loss: Tensor, step: int) -> None:
-    """Stop at the first non-finite loss, naming the step.
-
-    Why: one NaN poisons every weight through AdamW; failing loudly at the step it appeared beats a
-    run that "finishes" with a useless model (usual causes: too high a learning rate, fp16 overflow).
-    """
+    """Stop at the first non-finite loss, naming the step: one NaN poisons every weight through AdamW."""
     if not torch.isfinite(loss.detach()).all():
         raise DivergedError(
             f"training loss is {loss.detach().float().item()} at global step {step}: stopping. "
@@ -61,31 +53,11 @@ def check_finite(loss: Tensor, step: int) -> None:
 class EncoderModule(EncoderExport, LightningModule):
     """A LightningModule around one Hugging Face encoder with a pooled-vector scorer.
 
-    Subclasses add their heads and ``training_step``; they call ``embed`` for differentiable
-    sentence vectors. A subclass takes the arguments below as ``**base`` and names one only where its recipe's
-    default differs from the one here (or where it reads it before this constructor runs), so each default is
-    written once; ``save_hyperparameters`` still records all of them, and ``Module.load_from_checkpoint`` passes
-    them back through ``**base``.
-
-    Args:
-        model_name_or_path: packaged short name (``all-MiniLM-L6-v2``), local directory, or hub name; no default
-            here: each method names its recipe's model.
-        pooling: ``cls``, ``mean``, ``max``, ``first_last_avg`` or ``last2_avg`` (see embeddings.methods.pooling).
-        max_length: truncation in tokens; ``None`` takes the model's sentence-transformers setting.
-        lr: peak learning rate.
-        weight_decay: decoupled weight decay, not applied to biases and LayerNorm weights (as in
-            sentence-transformers and BERT).
-        warmup_ratio: fraction of the total optimizer steps spent warming up linearly from 0.
-        optimizer: ``adamw`` or ``rmsprop``.
-        scheduler: ``linear`` (decay to 0 after warm-up) or ``constant`` (after warm-up).
-        eval_batch_size: sentences per forward pass in ``scorer()``.
-        mini_batch_size: sentences per forward pass of a cached in-batch loss (GradCache; ``None``: uncached).
-            Only methods whose loss goes through ``embed_and_loss`` / ``views_and_loss`` accept it.
-        gradient_checkpointing: recompute each transformer layer in the backward pass (less memory, ~1
-            more forward pass of compute).
-        matryoshka_dims, matryoshka_weights: train each prefix of the vector as an embedding (largest first, e.g.
-            ``[384, 128, 64]``; weights 1 each by default): ``embeddings.methods.shared.matryoshka``. Only methods
-            whose loss goes through ``with_matryoshka`` (``matryoshka_ok``) accept them.
+    Subclasses add their heads and ``training_step`` and call ``embed`` for differentiable vectors. They take these
+    arguments as ``**base`` and name one only where their recipe's default differs, so each default is written once.
+    ``weight_decay`` skips biases and LayerNorm weights; ``max_length=None`` takes the model's sentence-transformers
+    setting; ``mini_batch_size`` caches an in-batch loss (GradCache, ``CachedLoss`` methods only);
+    ``matryoshka_dims``/``matryoshka_weights`` train each vector prefix (largest first; ``matryoshka_ok`` methods only).
     """
 
     def __init__(self, model_name_or_path: str, pooling: str = "mean",
@@ -133,11 +105,8 @@ class EncoderModule(EncoderExport, LightningModule):
     text_fields: ClassVar[tuple[str, ...]] = ()
 
     def load_encoder(self, model_name_or_path: str, max_length: int | None, batch_size: int) -> HFEncoder:
-        """The encoder this module trains (``AutoModel`` of ``model_name_or_path``).
-
-        Why a hook: a method whose training head wraps the encoder (a masked LM) loads the whole model here and
-        hands back a view on its encoder, so ``encoder_model`` is that encoder's live weights.
-        """
+        """The encoder this module trains; a method whose head wraps the encoder (a masked LM) loads the whole model
+        here and hands back a view on its encoder."""
         return HFEncoder.from_pretrained(model_name_or_path, max_length=max_length, batch_size=batch_size)
 
     @property
@@ -151,10 +120,8 @@ class EncoderModule(EncoderExport, LightningModule):
 
     # ------------------------------------------------------------------------------ token ids, embedding
     def batch_tokenizer(self) -> BatchTokenizer | None:
-        """What the training loader's workers add to each batch: the token ids of ``text_fields`` (``None``: none).
+        """The token ids of ``text_fields`` that the loader's workers add to each batch (``None``: none).
 
-        Why here: the encoder owns its tokenizer and truncation, the method knows which fields it embeds; the
-        datamodule calls this (``datamodules.loader.ResumableDataModule``) and runs it in its ``collate_fn``.
         Only the tokenizer and two scalars travel to the workers, never the model.
         """
         if not self.text_fields:
@@ -170,11 +137,8 @@ class EncoderModule(EncoderExport, LightningModule):
         return batch_token_ids(batch, field, self.tokenize)
 
     def forward_groups(self) -> int:
-        """Length-sorted forward passes per embedded list: ``length_buckets`` on a CPU, one on a GPU.
-
-        Why by device: a CPU is bound by arithmetic, so padding saved is time saved; a GPU at these batch sizes is
-        bound by kernel launches, and each group is another full set of them (docs/training.md, docs/speed.md).
-        """
+        """Length-sorted forward passes per embedded list: ``length_buckets`` on a CPU (arithmetic-bound, so padding
+        saved is time saved), one on a GPU (launch-bound: each group is another set of kernels)."""
         return self.length_buckets if self.device.type == "cpu" else 1
 
     def embed_ids(self, ids: Sequence[Sequence[int]]) -> Tensor:

@@ -65,11 +65,8 @@ CT_VIEWS = ("identical", "halves", "mixed_halves")
 
 
 def per_device_layout(pairs: int, positives: int, world_size: int) -> tuple[int, int]:
-    """``(pairs, positives)`` of one rank: the global numbers divided by the world size, exactly.
-
-    Why exact: the 1:7 positive ratio must hold on every rank, and a rank without a positive would only
-    learn to push sentences apart.
-    """
+    """``(pairs, positives)`` of one rank, divided exactly: the 1:7 ratio must hold on every rank, and a rank
+    without a positive would only learn to push sentences apart."""
     if world_size < 1 or pairs % world_size or positives % world_size:
         raise ConfigError(f"CT needs pairs={pairs} and positives={positives} divisible by world_size={world_size}: "
                           "change model.pairs / model.positives or the number of devices")
@@ -79,34 +76,14 @@ def per_device_layout(pairs: int, positives: int, world_size: int) -> tuple[int,
 class ContrastiveTensionModule(EncoderModule, CachedLoss):
     """CT on plain sentences (batches from ``datamodules.sentences``); ``encoder_model`` is model 1.
 
-    Args:
-        pairs, positives: GLOBAL pairs per optimizer step and identical pairs among them (16 and 2).
-        seed: seeds the pair sampling together with rank and step.
-        dropout: keep dropout on while training (the paper turns it off).
-        scheduler: ``step`` (the reference's schedule), ``linear`` or ``constant`` (see ``EncoderModule``).
-        final_lr, lr_step_every, lr_drops: the ``step`` schedule (2e-6, every 500 steps, 4 drops).
-        rmsprop_alpha, rmsprop_eps: RMSprop's smoothing and epsilon (Keras defaults 0.9 and 1e-7).
-        select_task: STS task (of the STS callback) whose Spearman picks the copy to keep and export.
-        objective: ``bce`` (the paper: dot-product logits, 1:7 pairs) or ``in_batch`` (in-batch negatives).
-        scale: cosine scale of ``in_batch`` (sentence-transformers' 20).
-        views: ``identical`` (the paper: a positive is one sentence seen by both copies) or ``halves``
-            (ours: model 1 sees the left, model 2 the right part of each sentence; see ``split_views``) or
-            ``mixed_halves`` (the same, with a coin flip per sentence for which copy sees which side).
-        frozen_layers: ``k`` freezes both copies' embeddings and their first ``k`` transformer layers (``0``:
-            embeddings only; ``None``: nothing); see ``freeze_bottom``.
-        trainable: ``all`` or ``word_embeddings`` (ours, from scratch: both copies' word-embedding matrices
-            only; see ``train_only_word_embeddings``).
-        length_groups: ``in_batch`` only: sort each device batch by length and split it into this many groups,
-            negatives only within a group (see ``length_matched_groups``).
-        span_words: with halves, keep at most this many words next to the cut on each side, lengths drawn
-            independently (``None``: whole halves); see ``split_views``.
-        embedding_lr: learning rate of both copies' word-embedding matrices (``None``: ``lr``): from scratch, a
-            row gets a gradient only in steps whose batch holds its token, so it needs a larger lr than the layers.
-        max_length, lr, weight_decay, warmup_ratio, optimizer, scheduler: as ``EncoderModule``, with the
-            reference's values (75, 1e-5, 0, 0, ``rmsprop``, ``step``).
-        base: ``EncoderModule``'s other arguments; ``mini_batch_size``: ``in_batch`` only, sentences per forward
-            pass of the cached loss (``None``: uncached); ``gradient_checkpointing``: both copies (also with
-            dropout off, i.e. in eval mode).
+    ``pairs``/``positives`` are GLOBAL per optimizer step; ``select_task`` is the STS task whose Spearman picks the
+    copy kept. ``views``: ``identical`` (the paper), ``halves`` (model 1 sees the left, model 2 the right part of each
+    sentence; ``split_views``) or ``mixed_halves`` (a coin flip per sentence for which copy sees which side).
+    ``trainable=word_embeddings``, ``frozen_layers``, ``length_groups`` (``in_batch`` negatives only within a length
+    group) and ``span_words`` are ours (see ``ct_options`` and ``split_views``). ``embedding_lr``: from scratch a
+    row gets a gradient only in steps whose batch holds its token, so it needs a larger lr than the layers. The
+    ``EncoderModule`` defaults are the reference's (75, 1e-5, 0, 0, ``rmsprop``, ``step``); ``mini_batch_size`` is
+    ``in_batch`` only; ``gradient_checkpointing`` covers both copies, in eval mode too.
     """
 
     method_info = METHOD.card()

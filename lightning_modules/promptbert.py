@@ -69,17 +69,9 @@ class PromptTokenizer:
 class PromptBERTModule(EncoderModule):
     """PromptBERT on plain sentences (two templates) or NLI triplets.
 
-    Args:
-        objective: ``unsupervised`` (two templates of a sentence) or ``supervised`` (NLI triplets).
-        template: the anchor view's template, also the evaluated one (one ``[X]``, one ``[MASK]``).
-        template2: the other views' template (``None``: ``template``).
-        denoise: subtract each view's template-only [MASK] state in training.
-        head: ``mlp`` (SimCSE's ``Linear + tanh``, training only), ``transform`` (BERT's MLM transform, before
-            denoising, kept at evaluation and exported) or ``none``.
-        eval_denoise: evaluate (and export) with template denoising.
-        temperature: InfoNCE temperature; the paper's 0.05.
-        hard_negative_weight: added to each anchor's own hard-negative logit (supervised only; 0 in the paper).
-        Others: see ``EncoderModule`` (``max_length``: the sentence's own tokens, the template on top).
+    ``template`` (one ``[X]``, one ``[MASK]``) is the anchor's and the evaluated one; ``template2`` the other views'
+    (``None``: ``template``). ``head``: ``mlp`` (SimCSE's, training only), ``transform`` (BERT's MLM transform, before
+    denoising, kept at evaluation and export) or ``none``. ``max_length`` counts the sentence's own tokens only.
     """
 
     matryoshka_ok = PROMPTBERT.matryoshka_ok

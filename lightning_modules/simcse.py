@@ -46,12 +46,8 @@ DROPOUT_KEYS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout"
 
 
 def set_dropout(model: nn.Module, p: float) -> int:
-    """Set every ``nn.Dropout`` of ``model`` (and the config's dropout probabilities) to ``p``; returns how
-    many modules it set.
-
-    Why both: the modules carry the probability used (BERT's attention reads ``self.dropout.p``), the config
-    is what the export's ``config.json`` records.
-    """
+    """Set every ``nn.Dropout`` of ``model`` (the probability used) and the config's dropout probabilities (what
+    ``config.json`` records) to ``p``; returns how many modules it set."""
     found = 0
     for module in model.modules():
         if isinstance(module, nn.Dropout):
@@ -66,17 +62,9 @@ def set_dropout(model: nn.Module, p: float) -> int:
 class SimCSEModule(EncoderModule, CachedLoss):
     """SimCSE on plain sentences (unsupervised) or NLI triplets (supervised).
 
-    Args:
-        objective: ``unsupervised`` (two dropout views of a sentence) or ``supervised`` (NLI triplets).
-        temperature: InfoNCE temperature (cosine / temperature); the paper's 0.05.
-        mlp: ``train`` (head in training only), ``always`` (kept at evaluation and export) or ``none``.
-        dropout: the encoder's dropout probability while training (hidden and attention; the paper's 0.1).
-        hard_negative_weight: added to each anchor's own hard-negative logit (supervised only; SimCSE's
-            ``--hard_negative_weight``, 0 in the paper's recipe).
-        mini_batch_size: GradCache: embed the views in forward passes of this many sentences, same gradients
-            (``embeddings.methods.shared.grad_cache``); large in-batch batches with the activation memory of the mini batch.
-        gradient_checkpointing: recompute each layer in the backward pass (less activation memory).
-        Others: see ``EncoderModule``.
+    ``dropout`` is the encoder's hidden and attention dropout while training; ``hard_negative_weight`` is added to
+    each anchor's own hard-negative logit (supervised only; SimCSE's ``--hard_negative_weight``). Others: see
+    ``EncoderModule``.
     """
 
     # ONE padded pass over all views: at 32 tokens little padding is left to save, and length-sorted groups were

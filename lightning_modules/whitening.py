@@ -1,13 +1,9 @@
 """BERT-whitening (Su et al. 2021): mean and whitening matrix of FROZEN pooled vectors, fitted in one pass.
 
-Why a LightningModule for a closed form: cached vectors, the STS callback's before / after table, checkpoints, DDP
-and the export with its card come with the trainer. No gradient step: each step adds the batch's float64 moment
-sums (``embeddings.methods.whitening.maths.MomentSums``) to buffers, summed across ranks in the step, so every
-checkpoint holds the whole fit so far; ``mu`` and ``W`` are formed from the sums when a scorer or the export asks.
-
-Why ``configure_optimizers`` returns ``None``: Lightning then steps a mock optimizer per batch, so ``global_step``
-counts batches as for every other method; the step returns a zero on the unused parameter ``ddp_anchor``, since
-DDP refuses a module without a trainable parameter. Before any vector is seen the scorer is the plain pooling.
+A LightningModule for a closed form, so cached vectors, STS evaluation, checkpoints, DDP and the export come with
+the trainer. Each step adds the batch's float64 moment sums to buffers (summed across ranks), so every checkpoint
+holds the whole fit; ``mu`` and ``W`` are formed when a scorer or the export asks. ``configure_optimizers`` returns
+``None`` so ``global_step`` still counts batches; ``ddp_anchor`` exists because DDP needs a trainable parameter.
 """
 
 from __future__ import annotations
@@ -44,11 +40,8 @@ QUIET = (r"`LightningModule.configure_optimizers` returned `None`", r"`parameter
 class WhiteningModule(FrozenEncoderMixin, LightningModule):
     """Accumulates moment sums of ``[vectors]`` batches from ``CachedEmbeddingDataModule``; no parameters.
 
-    Args:
-        model_name_or_path, pooling, max_length: the frozen encoder (must match the datamodule's).
-        embedding_dim: the vector width; ``None`` reads it from the encoder's config.
-        k: columns of ``W`` kept (the top-k principal directions); ``None`` keeps all.
-        eval_batch_size: sentences per encoder forward pass in ``scorer()``.
+    The encoder arguments must match the datamodule's; ``k`` keeps the top-k principal directions (``None``: all);
+    ``embedding_dim=None`` reads the width from the encoder's config.
     """
 
     feature_keys = ENCODER_KEYS
@@ -82,8 +75,7 @@ class WhiteningModule(FrozenEncoderMixin, LightningModule):
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
         """Add the batch's moment sums (all ranks' batches: one all-reduce of ``1 + d + d^2`` float64).
 
-        Returns a constant zero "loss" on ``ddp_anchor``: Lightning refuses a ``None`` step under DDP, and its
-        zero gradient, all-reduced as one scalar, is applied by no optimizer.
+        Returns a zero "loss" on ``ddp_anchor``: Lightning refuses a ``None`` step under DDP.
         """
         x = batch[0] if isinstance(batch, (list, tuple)) else batch
         with torch.autocast(device_type=x.device.type, enabled=False):
@@ -136,8 +128,7 @@ class WhiteningModule(FrozenEncoderMixin, LightningModule):
         """``whitening_config.json`` (encoder reference and identity, ``k``) and ``whitening.safetensors``
         (``mean``, ``matrix``), atomically, with ``LOADING.md`` and the model card (``training``: the run's facts).
 
-        The identity (``FrozenEncoderMixin.fitted_on``: width, digest of the weights, precision) is what makes the export
-        refuse any other encoder; computing it loads the frozen encoder if the STS callback has not.
+        The identity (``FrozenEncoderMixin.fitted_on``) makes the export refuse any other encoder.
         """
         hp = self.hparams
         whitening = self.whitening()
