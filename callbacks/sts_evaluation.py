@@ -1,12 +1,8 @@
 """STS evaluation during training, correct and not wasteful under DDP.
 
-Why a callback and not ``validation_step``: every method ends in a ``Scorer``, so one evaluator serves all
-LightningModules; it only needs ``pl_module.scorer()`` built on the live modules.
-
-On N ranks (design.md, "STS metrics") every rank encodes its shard of the de-duplicated eval sentences
-(``sts_shards``); rank 0 computes the correlations once (as ``sts.scoring.score_tasks``) and broadcasts the floats,
-so every rank logs identical values (``ModelCheckpoint(monitor=...)`` works on every rank; Spearman is never
-averaged across ranks). A frozen encoder's reading is encoded once per run (``frozen_readings``).
+A callback, since every method ends in a ``Scorer``: one evaluator serves all modules via ``pl_module.scorer()``.
+On N ranks each encodes its shard of the de-duplicated sentences; rank 0 computes the correlations once and
+broadcasts them, so every rank logs identical values (Spearman is never averaged across ranks).
 """
 
 from __future__ import annotations
@@ -49,21 +45,10 @@ class STSEvaluationCallback(L.Callback):
     """Logs ``val/<task>_spearman``, ``val/<task>_pearson`` (the ``all`` aggregate), ``val/sts_avg_spearman`` and,
     for one-vector representations, ``val/<task>_alignment`` / ``val/<task>_uniformity`` (``sts.geometry``).
 
-    Args:
-        tasks: task names for ``sts.tasks.load_tasks`` (``+`` joins pools; a group such as ``standard`` stands
-            for its tasks).
-        data_dir: STS data directory (default: ``$STS_DATA_DIR``).
-        batch_size: sentences per forward pass, passed to ``represent`` via the scorer's ``batch_size``; ``None``:
-            batches by the token budget ``max_tokens`` (``embeddings.encoders.token_budget``).
-        max_tokens: tokens per forward pass when ``batch_size`` is ``None`` (``None``: the device's default).
-        every_n_epochs: evaluate at the validation of every n-th epoch (keep 1 and use the trainer's
-            ``check_val_every_n_epoch`` when a checkpoint monitors the metric).
-        eval_at_start: also evaluate at train start and send that "before" number to the loggers at step 0.
-        source: ``local`` files or ``hub``.
-        probe_poolings: further poolings of the same live encoder scored beside the method's own vector and logged
-            as ``probe/<pooling>/<task>_spearman`` (e.g. ``[cls, first_last_avg]`` while pretraining a backbone, whose
-            use downstream is not decided yet). They rank no checkpoint and enter no before/after table; the module
-            must offer ``probe_scorer(pooling)`` (every ``EncoderModule`` does).
+    ``tasks`` go to ``sts.tasks.load_tasks`` (``+`` joins pools). ``batch_size=None`` batches by the token budget
+    ``max_tokens``. Keep ``every_n_epochs=1`` and use ``check_val_every_n_epoch`` when a checkpoint monitors the
+    metric. ``probe_poolings`` are further poolings of the live encoder, logged as ``probe/<pooling>/<task>_spearman``
+    (e.g. while pretraining a backbone); they rank no checkpoint and enter no before/after table.
     """
 
     def __init__(self, tasks: Sequence[str] = ("stsb-dev",), data_dir: str | None = None, batch_size: int | None = 64,
@@ -143,8 +128,7 @@ class STSEvaluationCallback(L.Callback):
                            batch_idx: int) -> None:
         """At ``max_steps``, ask the fit loop to stop (Lightning's early-stop path validates first).
 
-        Why: a run that ``max_steps`` ends before its epoch does would otherwise never validate: no final ``val/``
-        metric, no best checkpoint, no before/after table.
+        Else a run that ``max_steps`` ends mid-epoch would never validate.
         """
         if 0 < trainer.max_steps <= trainer.global_step:
             trainer.should_stop = True
@@ -171,8 +155,7 @@ class STSEvaluationCallback(L.Callback):
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """Score the final weights if no validation did, then write ``sts_before_after.md`` (rank 0).
 
-        The fallback covers runs with validation switched off (``limit_val_batches=0``): their final
-        metrics go to the loggers and ``trainer.callback_metrics``, but no best checkpoint can be ranked.
+        The fallback covers runs with validation switched off (``limit_val_batches=0``).
         """
         if trainer.state.fn == "fit" and self.last_step != trainer.global_step:
             log.warning("no validation ran at the final step %d: scoring STS now (no best checkpoint is ranked "
@@ -192,9 +175,8 @@ class STSEvaluationCallback(L.Callback):
     def on_fit_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """A resumed fit with nothing left to train scores the final weights now, unless this run already did.
 
-        Why: a run stopped during its final scoring at ``max_steps`` resumes into a fit Lightning finds finished, where
-        no training hook runs; its table (``sts_before_after.md``, written by every finished fit) says whether it
-        was scored.
+        A run stopped during its final scoring resumes into a fit Lightning finds finished, where no training hook
+        runs; ``sts_before_after.md`` says whether it was scored.
         """
         table = Path(trainer.default_root_dir) / "sts_before_after.md"
         if self.last_step is None and trainer.global_step > 0 and self.start_metrics and not table.is_file():

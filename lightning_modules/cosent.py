@@ -45,18 +45,10 @@ def check_options(objective: str, scale: float, angle_full: dict[str, float]) ->
 class CoSENTModule(EncoderModule):
     """A siamese encoder trained on scored pairs (batches from ``datamodules.scored_pairs``).
 
-    Args:
-        objective: ``cosent`` (default), ``angle``, ``angle_full`` or ``cosine`` (see the module docstring).
-        scale: inverse temperature of the ``cosent`` / ``angle`` ranking (sentence-transformers' 20);
-            ``cosine`` has none, ``angle_full`` its three ``*_tau``.
-        cosine_w, ibn_w, angle_w: ``angle_full``'s weights of its CoSENT, in-batch-negatives and angle terms
-            (the authors' w1, w2, w3; a term of weight 0 is skipped).
-        cosine_tau, ibn_tau, angle_tau: their inverse temperatures (the authors' 20, 20, 1).
-        gather: under DDP, rank the pairs of all ranks together (``cosent`` / ``angle`` / ``angle_full``; see
-            ``embeddings.methods.cosent.objective``). ``false`` ranks within each rank's share only.
-        base: ``EncoderModule``'s arguments (its defaults are sentence-transformers' STS-B recipe). No cached
-            ``mini_batch_size`` yet: the recipe's batch of 16 pairs fits anywhere; a large ranking batch would need
-            the GradCache surrogate (``embeddings.methods.shared.grad_cache``) over both sides.
+    ``scale`` is the inverse temperature of the ``cosent`` / ``angle`` ranking; ``cosine_w, ibn_w, angle_w`` and
+    ``*_tau`` are ``angle_full``'s weights (the authors' w1, w2, w3; weight 0 skips a term) and inverse temperatures.
+    ``gather=false`` ranks within each rank's share only under DDP. No ``mini_batch_size``: the recipe's 16 pairs
+    fit anywhere.
     """
 
     text_fields = ("sentences1", "sentences2")  # tokenized in the DataLoader's workers

@@ -37,21 +37,10 @@ log = logging.getLogger(__name__)
 class LatteMixModule(FrozenEncoderMixin, LightningModule):
     """A token VAE (``latent``: categorical / normal / ae) over frozen token states.
 
-    Args:
-        model_name_or_path, layer, max_length: the frozen encoder and its layer (HF order, -1 = last);
-            must match the datamodule's.
-        input_dim: token-state width; ``None`` reads it from the encoder.
-        latent: ``categorical`` (Latte-Mix), ``normal`` or ``ae``.
-        latent_dim: D (categorical variables, or Gaussian / code dimensions).
-        num_classes: K classes per categorical variable.
-        hidden_dim, encoder_layers, decoder_layers: the MLPs (paper: 1-layer encoder, 3-layer decoder).
-        tau: Gumbel-Softmax temperature in training; ``score_tau`` the test temperature (``None``: ``tau``).
-        kl_threshold: free bits per latent unit (0 disables).
-        beta_start, beta_end, beta_warmup_ratio: linear beta annealing over that share of the steps.
-        lr, min_lr, warmup_ratio: Adam and the warm-up-then-decay schedule.
-        distance: the scorer's similarity (categorical: cosine / js / l2; normal: l2 / cosine; ae: cosine);
-            ``None``: cosine, or l2 for the normal latent.
-        eval_batch_size: sentences per encoder forward pass when scoring.
+    The encoder, ``layer`` (HF order, -1 = last) and ``max_length`` must match the datamodule's. ``latent_dim`` is D
+    (categorical variables, or Gaussian / code dimensions), ``num_classes`` K per variable; ``tau`` is the training
+    Gumbel-Softmax temperature, ``score_tau`` the test one (``None``: ``tau``); ``kl_threshold`` the free bits per unit.
+    ``distance``: categorical cosine / js / l2, normal l2 / cosine, ae cosine (``None``: l2 for normal, else cosine).
     """
 
     feature_keys = ("model_name_or_path", "layer", "max_length")

@@ -52,20 +52,11 @@ log = logging.getLogger(__name__)
 class MLMModule(EncoderModule):
     """BERT's masked-LM pretraining on plain sentences (``data=sentences``).
 
-    Args:
-        model_name_or_path: the encoder continued from (packaged short name, directory, hub name); not read when
-            ``from_scratch`` is set. Default: the packaged random 4x256 BERT, i.e. pretraining a raw backbone.
-        from_scratch: ``null``, ``true`` or ``{layers, hidden, heads, intermediate, max_positions, seed}`` (missing
-            keys: 4, 256, 4, 1024, 512, 0): a seeded random BERT over the bert-base-uncased vocabulary.
-        mlm_probability: share of the (non-special) tokens predicted; BERT's 0.15.
-        whole_word_mask: choose words, mask all their pieces (always with ``[MASK]``, as transformers does).
-        pack: concatenate the batch's sentences into rows of ``max_length`` (few padding positions).
-        mask_seed: the masks' seed (``${seed}`` in the config); with (step, rank) it fixes every mask.
-        lr: 5e-4 from scratch, the rate ELECTRA (Clark et al. 2020) pretrains its small models with; BERT-base's
-            1e-4 goes with 1M steps of 256 x 512 tokens, far beyond a CPU run. Continued
-            pretraining of a trained encoder wants a gentler ``model.lr=5e-5`` (sentence-transformers' MLM example).
-        warmup_ratio: BERT warms up over 10k of 1M steps; short runs here warm up over 10%.
-        Others: see ``EncoderModule``.
+    ``from_scratch``: ``null``, ``true`` or ``{layers, hidden, heads, intermediate, max_positions, seed}`` (missing
+    keys: 4, 256, 4, 1024, 512, 0), a seeded random BERT over the bert-base-uncased vocabulary (then
+    ``model_name_or_path`` is not read). ``whole_word_mask`` always masks with ``[MASK]``, as transformers does;
+    ``pack`` concatenates the batch's sentences into rows of ``max_length``. ``lr`` 5e-4 is ELECTRA's (Clark et al.
+    2020) for small models from scratch; continued pretraining wants a gentler ``model.lr=5e-5``.
     """
 
     method_info = METHOD.card()
@@ -88,11 +79,8 @@ class MLMModule(EncoderModule):
         self.heldout_metrics: dict[str, float] = {}
 
     def load_encoder(self, model_name_or_path: str, max_length: int | None, batch_size: int) -> HFEncoder:
-        """The masked LM (continued or from scratch) and an ``HFEncoder`` on its encoder (no copy).
-
-        The masked LM itself is kept out of the module's registry (``__dict__``): its two parts are registered as
-        ``encoder_model`` and ``mlm_head``, so every weight is in the state dict once and moves with the module.
-        """
+        """The masked LM and an ``HFEncoder`` on its encoder (no copy). The LM itself stays out of the registry:
+        its parts are registered as ``encoder_model`` and ``mlm_head``, so every weight is in the state dict once."""
         spec = self.hparams.from_scratch
         model, tokenizer = scratch_masked_lm(spec) if spec else load_masked_lm(model_name_or_path)
         self.__dict__["masked_lm"] = model
