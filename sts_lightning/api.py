@@ -1,10 +1,7 @@
 """The Python API: ``sts_lightning.load(anything evaluate.py accepts)`` -> ``encode`` / ``similarity`` / ``evaluate``.
 
-Why it composes ``configs/evaluate.yaml``: the scores a user gets in Python must be the scores ``evaluate.py`` prints
-for the same model, so the API takes the same defaults (encoder options, per-scorer options such as SBERT-WK's
-``layer_start: auto``) from the same file and builds encoder and scorer with the same functions. An export is scored
-the way its own ``LOADING.md`` says (the line ``evaluate.py`` users copy), so a BERT-flow export is its Glow on its
-base encoder, not the base encoder alone.
+It composes ``configs/evaluate.yaml`` and builds encoder and scorer with ``evaluate.py``'s functions, so the scores
+in Python are the ones ``evaluate.py`` prints; an export is scored as its ``LOADING.md`` says.
 """
 from __future__ import annotations
 
@@ -36,8 +33,7 @@ ENCODER_OPTIONS = ("max_length", "batch_size", "max_tokens", "packing", "device"
 def _evaluate_config() -> DictConfig:
     """``configs/evaluate.yaml`` as ``evaluate.py`` composes it (without a run directory), from the package's configs.
 
-    A caller's own Hydra app (a notebook's ``initialize``, a ``@hydra.main`` job calling ``load``) keeps its state:
-    Hydra allows one initialisation at a time, so it is set aside and restored, not cleared (``fresh_hydra``).
+    A caller's own Hydra state is set aside and restored, not cleared (Hydra allows one initialisation at a time).
     """
     register_constructor_defaults()  # scorer_options are the scorers' own defaults (runs/constructor_defaults.py)
     with fresh_hydra(), initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
@@ -65,9 +61,7 @@ def resolve(source: str | Path | Mapping, scorer: str | Mapping | None = None,
             encoder: str | None = None) -> tuple[str, str | dict, dict[str, Any]]:
     """``(encoder name, scorer spec, encoder options)`` for ``source``, as ``evaluate.py`` would be called.
 
-    ``source`` is a packaged short name, a model directory or hub name, a training checkpoint (``*.ckpt``), an export
-    of any method (its ``LOADING.md`` says how it was evaluated), or a scorer spec mapping (then ``encoder`` names its
-    encoder, or none for the encoder-free ``meta`` / ``source`` scorers).
+    A scorer spec mapping takes its encoder from ``encoder`` (none for the encoder-free ``meta`` / ``source``).
     """
     if isinstance(source, Mapping):
         return str(encoder or "none"), dict(source), {}
@@ -79,12 +73,7 @@ def resolve(source: str | Path | Mapping, scorer: str | Mapping | None = None,
 
 
 class SentenceModel:
-    """One encoder and one scorer, as one row of ``evaluate.py``'s table.
-
-    Attributes:
-        encoder: the ``BaseEncoder`` (``None`` for encoder-free scorers).
-        scorer: the ``Scorer``: ``represent`` sentences, ``similarity`` of two representations.
-    """
+    """One encoder (``None`` for encoder-free scorers) and one scorer, as one row of ``evaluate.py``'s table."""
 
     def __init__(self, encoder, scorer: Scorer, config: DictConfig) -> None:
         self.encoder = encoder
@@ -113,10 +102,7 @@ class SentenceModel:
                  source: str = "local") -> dict[str, dict]:
         """Spearman / Pearson (x100) per task, exactly as ``evaluate.py`` scores this encoder and scorer.
 
-        Args:
-            tasks: task names or groups (default: ``evaluate.yaml``'s tasks).
-            data_dir: the STS files (default: ``$STS_DATA_DIR``, else ``../shared/data`` beside the checkout).
-            source: ``local`` files or the ``hub``.
+        ``data_dir`` defaults to ``$STS_DATA_DIR``, else ``../shared/data`` beside the checkout.
         """
         names = list(self._config.tasks) if tasks is None else ([tasks] if isinstance(tasks, str) else list(tasks))
         loaded = load_tasks(names, data_dir if data_dir is not None else self._config.paths.data_dir, source)
@@ -141,14 +127,8 @@ def load(source: str | Path | Mapping, scorer: str | Mapping | None = None, *, e
         >>> m.similarity(["a man plays guitar"], ["someone plays music"])
         >>> m = load("outputs/matryoshka/export", dim=128)       # the first 128 numbers (evaluate.py dims=[128])
 
-    Args:
-        source: a packaged short name, model directory, hub name, ``*.ckpt``, an export, or a scorer spec mapping.
-        scorer: a scorer spec (name or mapping) replacing the default (``mean``, or the export's own).
-        encoder: the encoder of a scorer-spec ``source``.
-        dim: use the first ``dim`` numbers of each vector (a Matryoshka-trained model; vector scorers only), as
-            ``evaluate.py dims=[dim]`` scores it.
-        **options: encoder options of ``evaluate.yaml`` (``max_length``, ``batch_size``, ``max_tokens``, ``packing``,
-            ``device``, ``precision``).
+    ``scorer`` replaces the default (``mean``, or the export's own); ``encoder`` is that of a scorer-spec ``source``;
+    ``**options`` are ``evaluate.yaml``'s encoder options (``max_length``, ``batch_size``, ``device``, ...).
     """
     unknown = set(options) - set(ENCODER_OPTIONS)
     if unknown:

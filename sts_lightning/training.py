@@ -29,13 +29,8 @@ SUMMARY_FILE = "sts_before_after.md"  # runs/run_summary.py: the STS table befor
 
 @dataclass(frozen=True)
 class Run:
-    """A finished training run.
-
-    Attributes:
-        dir: the run directory (``sts-train``'s ``hydra.run.dir``): checkpoints, logs, ``.hydra/``, ``export/``.
-        metrics: the final metrics as floats (``val/<task>_spearman``, ``train/loss``, ...; the seeds' means).
-        config: the composed job config, as ``<dir>/.hydra/config.yaml`` holds it.
-    """
+    """A finished training run: its directory (``hydra.run.dir``), final metrics as floats (the seeds' means) and
+    the composed job config (``<dir>/.hydra/config.yaml``)."""
 
     dir: Path
     metrics: dict[str, float]
@@ -91,12 +86,8 @@ def train(model: str | None = None, overrides: Sequence[str] = (), *, experiment
         >>> run = train("my_model", config_dir="conf")                 # a model of your own (conf/model/my_model.yaml)
         >>> run.dir, run.metrics["val/stsb-dev_spearman"], run.load().similarity("a cat", "a dog")
 
-    Args:
-        model: a ``configs/model`` name (``model=``); ``None`` keeps train.yaml's (or the experiment's) choice.
-        overrides: further ``key=value`` overrides, as on the command line.
-        experiment: an experiment (``experiment=``), e.g. ``quickstart`` or ``flow/minilm_l6``.
-        config_dir: your own config folder(s), searched after the package's as ``--config-dir`` is: experiments,
-            models and data groups of your own, which may extend ours through their defaults lists.
+    ``model=None`` keeps train.yaml's (or the experiment's) choice; ``config_dir`` folders are searched after the
+    package's, as ``--config-dir`` is.
     """
     given = [config_dir] if isinstance(config_dir, str | Path) else list(config_dir or [])
     dirs = [Path(d).expanduser().resolve() for d in given]

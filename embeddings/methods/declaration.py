@@ -58,9 +58,8 @@ class MethodInfo:
 class ScorerGroup:
     """Scorer names that share one class, with what ``--help`` says about them.
 
-    ``options``: the class's ``__init__`` keywords but ``encoder`` (and ``pooling`` for the pooling names, which
-    the registry passes itself); ``required``: those without a default. Declared rather than read from the
-    class so that ``--help`` imports no torch; ``tests/embeddings/methods/test_registry.py`` checks them
+    ``options``: the class's ``__init__`` keywords but ``encoder`` (and ``pooling`` for pooling names);
+    ``required``: those without a default. Declared so that ``--help`` imports no torch; a test checks them
     against the class signature.
     """
 
@@ -103,30 +102,13 @@ class Tiny:
 class MethodDeclaration:
     """One method, declared once (see the module docstring).
 
-    Args:
-        name: its config name (``configs/model/<name>.yaml`` for a trained method), tag and run label.
-        title: a readable name (the card's heading).
-        kind: ``"trained"`` (``python train.py model=<name>``) or ``"training-free"`` (``evaluate.py`` only).
-        summary: one line on what it does (README table).
-        paper: the publication it implements (``citation`` cites it).
-        export: what ``train.py`` exports: ``"sentence-transformers"``, ``"transformers"`` or the format tag of
-            a fitted export (``"sts-lightning/bert-flow"``); ``""`` for a training-free method.
-        data: its data group (``configs/data/<data>.yaml``), which its model config brings.
-        module: its LightningModule, ``"sts_lightning.lightning_modules.x:Class"`` (trained methods).
-        scorers: the scorers it offers ``evaluate.py`` (by name, e.g. an export's scorer).
-        tiny: the settings its generic tests use on the tiny fixtures.
-        aliases: former names (module names of saved configs before issue 17) that run labels map to ``name``.
-        variants: card title and paper per value of an option that changes the paper (CoSENT's ``objective``).
-        evaluate: the ``evaluate.py`` line that uses a training-free method (README table).
-        rules: ranges of the method's own ``model.<name>`` numbers (a name shared by methods, such as ``lr``,
-            has one meaning in ``lightning_modules.arg_rules``); choices: its options that take one of a few names.
-        checks: ``"module:function"`` each called with the composed config before torch loads (one
-            ``ConfigError`` line); the constructor calls the same function or its parts.
-        backbones: config keys that name models (a name, or a list of names / ``{model: name}`` specs): checked
-            to load here, counted by the packaged-install check and the first-step estimate.
-        matryoshka_ok / matryoshka_refused / training_only_head: whether ``model.matryoshka_dims`` applies, why
-            not, and the ``(option, value, fix)`` of a head the loss reads and the export drops (the class reads
-            them from here).
+    ``export`` is ``"sentence-transformers"``, ``"transformers"``, a fitted export's format tag or ``""``
+    (training-free); ``module`` is ``"sts_lightning.lightning_modules.x:Class"``; ``aliases`` are former names that
+    run labels map to ``name``; ``variants`` give card title and paper per value of an option that changes the paper.
+    ``rules`` range the method's own ``model.<name>`` numbers (shared names such as ``lr`` live in
+    ``lightning_modules.arg_rules``); ``checks`` are ``"module:function"`` called with the composed config before
+    torch loads; ``backbones`` are config keys that name models; ``training_only_head`` is the ``(option, value,
+    fix)`` of a head the loss reads and the export drops.
     """
 
     name: str
