@@ -32,10 +32,8 @@ __all__ = [
 
 @in_fp32
 def ct_logits(emb1: Tensor, emb2: Tensor) -> Tensor:
-    """``(batch,)`` plain dot products ``f1(s1)^T f2(s2)`` of ``(batch, d)`` embeddings (no cosine, no temperature).
-
-    As the reference code's ``compareSents``; fed to a sigmoid by :func:`ct_loss`.
-    """
+    """``(batch,)`` plain dot products ``f1(s1)^T f2(s2)`` of ``(batch, d)`` embeddings, as the reference's
+    ``compareSents`` (no cosine, no temperature)."""
     if emb1.shape != emb2.shape:
         raise ValueError(f"emb1 and emb2 must have the same shape, got {tuple(emb1.shape)} and {tuple(emb2.shape)}")
     return (emb1 * emb2).sum(dim=-1)
@@ -69,10 +67,7 @@ def _group_size(batch_size: int, positives: int) -> int:
 
 
 def per_label_losses(logits: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
-    """Mean BCE of the identical and of the different pairs (``train/pos_loss`` / ``neg_loss``).
-
-    Masked sums, not boolean indexing: that would sync the GPU stream twice a step.
-    """
+    """Mean BCE of the identical and of the different pairs; masked sums, since boolean indexing syncs the GPU."""
     per_pair = ct_loss(logits, labels, reduction="none")
     positive = labels.to(per_pair.dtype)
     negative = 1.0 - positive
@@ -82,8 +77,7 @@ def per_label_losses(logits: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
 def ct_batch_labels(batch_size: int = 16, positives: int = 2) -> Tensor:
     """``(batch_size,)`` 0/1 labels: ``positives`` groups, each one positive followed by its negatives.
 
-    The paper uses batch 16 with 2 positives: ``[1, 0 x 7, 1, 0 x 7]``. Under DDP pass the per-rank sizes to keep the
-    ratio on every rank.
+    The paper uses batch 16 with 2 positives: ``[1, 0 x 7, 1, 0 x 7]``.
     """
     group = _group_size(batch_size, positives)
     labels = torch.zeros(batch_size)
@@ -106,7 +100,6 @@ def make_ct_pairs(
     As ``generateTrainingSamples``: the positives of all groups first, then ``2 * k`` negatives per group
     (``k = batch_size // positives - 1``), uniformly with replacement; model 1 and model 2 see independent negatives.
     Unlike the reference, a negative row whose two sides are the same sentence is redrawn (else its target contradicts).
-    ``rng``: a numpy Generator, the output is a pure function of its state.
     """
     group = _group_size(batch_size, positives)
     k = group - 1

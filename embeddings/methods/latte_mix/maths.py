@@ -32,10 +32,8 @@ def _f32(x: torch.Tensor) -> torch.Tensor:
 
 
 def gumbel_softmax(logits: torch.Tensor, tau: float, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Relaxed one-hot sample over the last dim (Eq. 4): ``softmax((log pi + g) / tau)``, g ~ Gumbel(0, 1).
-
-    ``g = -log(-log u)`` (footnote 1) with u clamped inside (0, 1); ``logits`` may be unnormalised.
-    """
+    """Relaxed one-hot sample over the last dim (Eq. 4): ``softmax((log pi + g) / tau)``, ``g = -log(-log u)``
+    (footnote 1) with u clamped inside (0, 1); ``logits`` may be unnormalised."""
     work = _f32(logits)
     device = logits.device if generator is None else generator.device
     u = torch.rand(logits.shape, generator=generator, device=device, dtype=work.dtype).to(logits.device)
@@ -185,11 +183,9 @@ def gaussian_mixture_l2(mu_a: torch.Tensor, var_a: torch.Tensor, mask_a: torch.T
                         scale: str = "auto") -> torch.Tensor:
     """Similarity of Gaussian mixtures from their closed-form L2 distance (Normal VAE, Sec. 4.2).
 
-    In high dimension L2 is routinely out of float range, and ``Scorer.score_pairs`` casts to float32.
-
-    Args:
-        scale: ``"linear"``: ``-L2``; ``"log"``: ``-log(L2 + e^LOG_FLOOR)`` (same ranking); ``"auto"``: linear if
-            every nonzero L2 of THIS call lies in ``e^[-80, 80]``, else log for the whole call, with a warning.
+    In high dimension L2 is routinely out of float range (``Scorer.score_pairs`` casts to float32), so ``scale``:
+    ``"linear"``: ``-L2``; ``"log"``: ``-log(L2 + e^LOG_FLOOR)`` (same ranking); ``"auto"``: linear if every nonzero
+    L2 of THIS call lies in ``e^[-80, 80]``, else log for the whole call, with a warning.
     """
     log_l2 = gaussian_mixture_log_l2(mu_a, var_a, mask_a, mu_b, var_b, mask_b)
     if scale == "auto":

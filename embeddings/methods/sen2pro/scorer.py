@@ -119,20 +119,10 @@ def check_uncertainty(uncertainty: str | Sequence[str]) -> tuple[str, ...]:
 class Sen2ProScorer(Scorer):
     """Probabilistic sentence embedding: ``{"mean", "var"}`` per sentence, compared by Eq. 7.
 
-    Args:
-        encoder: any ``BaseEncoder``; MC dropout needs one with ``stochastic()`` (HF encoders).
-        pooling: pooling name for every sample (the paper: ``first_last_avg``).
-        n_samples: N, samples per uncertainty source (>= 2, a variance needs two).
-        uncertainty: sources, ``("model", "data")``, one of them, or ``"model+data"``.
-        alpha: ``"paper"`` (Eq. 8 per pair), ``"dataset"`` (Eq. 8 over all pairs) or a float.
-        seed: base of the MC-dropout seeds and of the augmentation RNGs.
-        batch_size: sentences per forward pass (default: the encoder's).
-        ops: augmentation operations (subset of drop, swap, replace, insert).
-        vocabulary: words for replace/insert; default: the words of the sentences represented.
-        normalize: L2-normalise each sample before estimating the moments.
-        fast_dropout: MC dropout through ``mc_dropout.sparse_dropout`` (same distribution, cheaper on
-            CPU); False runs torch's own dropout (``encoder.stochastic()`` alone).
-        whitening: path of a BERT-whitening export that whitens every sample (see the module docstring).
+    ``n_samples`` is N per uncertainty source (>= 2, a variance needs two); ``uncertainty`` is ``("model", "data")``,
+    one of them, or ``"model+data"``; ``vocabulary`` (replace/insert words) defaults to the sentences' own words;
+    ``fast_dropout`` uses ``mc_dropout.sparse_dropout`` (same distribution, cheaper on CPU); ``whitening`` is the path
+    of a BERT-whitening export.
     """
 
     name = "sen2pro"
@@ -168,11 +158,7 @@ class Sen2ProScorer(Scorer):
         self.readings = None  # a ReadingStore for the deterministic passes (``use_readings``)
 
     def use_readings(self, store) -> None:
-        """Take the pooled vectors of the deterministic passes from ``store``.
-
-        Eval-mode passes are functions of each string, so a warm cache serves them; MC-dropout passes are random draws
-        (seeded by the evaluation) and always run.
-        """
+        """Take the pooled vectors of the deterministic (eval-mode) passes from ``store``; MC-dropout passes always run."""
         self.readings = store
 
     @property
@@ -191,10 +177,8 @@ class Sen2ProScorer(Scorer):
         return torch.nn.functional.normalize(out, dim=-1) if self.normalize else out  # type: ignore[arg-type]
 
     def _model_moments(self, sentences: Sequence[str], bar: tqdm) -> tuple[torch.Tensor, torch.Tensor]:
-        """Moments of N MC-dropout passes; each pass encodes every distinct sentence once.
-
-        Pass i is seeded with ``stable_seed("mc-dropout", seed, i)``; the caller's RNG state is untouched.
-        """
+        """Moments of N MC-dropout passes (pass i seeded by ``stable_seed("mc-dropout", seed, i)``; the caller's RNG
+        state is untouched)."""
         if not self._has_dropout:
             bar.update(self.n_samples)
             x = self._encode(sentences)
