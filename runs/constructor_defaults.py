@@ -1,21 +1,18 @@
 """Constructors read from their source, never imported: the defaults the configs depart from, and the keywords a
 ``_target_`` takes.
 
-Why the source: the configs compose, ``--help`` answers and a mistyped key is refused in 0.1 s without torch;
-importing the LightningModules costs seconds. Why the signatures are the defaults: a Python user's ``SimCSEModule()``
-must train what the command trains, so each LightningModule, DataModule and option-taking scorer keeps its defaults in
-its signature, and a yaml departs from the node registered here as ``constructor/<Class>``:
+Read from source so configs compose and mistyped keys are refused without importing torch. A Python user's
+``SimCSEModule()`` must train what the command trains, so each class keeps its defaults in its signature and a yaml
+departs from the node registered here as ``constructor/<Class>``:
 
     defaults:
       - /constructor@model: SimCSEModule      # every option of SimCSEModule.__init__, at its default
     model:
       lr: 5.0e-5                              # only what this recipe changes
 
-One rule for every class: its ``__init__`` parameters (a dataclass: its fields), and where it passes ``**kwargs`` on
-or has no ``__init__``, those of every base whose source is found, its own winning. A step that cannot be followed
-(``*args``, a base we cannot read) makes the keywords unknown (``target_args`` -> ``None``). A default must be a
-literal or a module constant bound to one. ``register`` is called by every entry point that composes; Hydra also
-imports ``hydra_plugins/sts_lightning_defaults``, which calls it for a user's own Hydra app.
+A class's keywords are its ``__init__`` parameters (a dataclass: its fields), plus those of its bases where it passes
+``**kwargs`` on; ``*args`` or an unreadable base makes them unknown (``target_args`` -> ``None``). A default must be
+a literal or a module constant bound to one.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """``evaluate(cfg)``: every (encoder, scorer) on every task, then JSON / markdown / PNG (+ W&B).
 
-Plain function so tests call it after Hydra ``compose()``; ``evaluate.py`` is a thin wrapper.
-Per encoder, every scorer that reads a pooled vector or a layer's token states is served from ONE forward pass
-(``share_forward_pass``), read back from the on-disk embedding cache when an earlier run computed it
-(``embedding_cache``, ``embeddings.scoring.reading_cache``); the sentences each encoder really encoded are logged
-and written to ``results.json`` (``meta.forward_passes``), so a pass that did not run is shown, not assumed.
-``dims=[384,128]`` adds, after each scorer's row, one row per dimension (``mean@384``, ``mean@128``): the same
-vectors cut to their first d numbers (``embeddings.scoring.truncated``; Matryoshka-trained models), no new pass.
+Per encoder, every scorer that reads a pooled vector or a layer's token states is served from ONE forward pass,
+read back from the on-disk embedding cache when an earlier run computed it; the sentences really encoded go to
+``results.json`` (``meta.forward_passes``). ``dims=[384,128]`` adds one row per dimension (``mean@384``): the same
+vectors cut to their first d numbers, no new pass.
 """
 
 from __future__ import annotations

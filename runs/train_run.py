@@ -151,10 +151,8 @@ def _summary(trainer, output_dir: Path, elapsed_s: float, exported: bool) -> str
 def train(cfg: DictConfig) -> dict[str, float]:
     """Fit the configured model; returns the final ``trainer.callback_metrics`` as floats.
 
-    Side effects under ``cfg.output_dir``: ``checkpoints/`` (ModelCheckpoint), logger files, and
-    ``export/`` (Hugging Face + sentence-transformers directory) when ``cfg.export``. A config with a
-    ``pipeline`` block is run by ``runs.launch.launch`` instead. A SIGTERM / SIGUSR1 (``callbacks.preemption``)
-    stops every phase within a batch, exit 75 (``runs.stopping``).
+    Writes ``checkpoints/``, logger files and ``export/`` (when ``cfg.export``) under ``cfg.output_dir``. A SIGTERM /
+    SIGUSR1 stops every phase within a batch, exit 75 (``runs.stopping``).
     """
     group_in_use()
     run_begins()  # "step 1 starts ... after launch" counts from here for a later seed / stage of this process
