@@ -59,7 +59,7 @@ def check_command_line(app: str, argv: list[str]) -> None:
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3", job_name=app):
         loader = GlobalHydra.instance().config_loader()
         _join_user_configs(loader, args.config_dir, overrides)
-        groups = _all_groups(loader)
+        groups = {o.key_or_group for o in overrides if _is_group(loader, o.key_or_group)}
         config = args.config_name or app
         for override in overrides:
             if override.key_or_group in groups and not override.is_delete():
@@ -149,12 +149,11 @@ def _first_value(override) -> str:
     return f"{prefix}{override.get_key_element()}={next(iter(override.sweep_string_iterator()))}"
 
 
-def _all_groups(loader, parent: str = "") -> set[str]:
-    found = set()
-    for name in loader.list_groups(parent):
-        group = f"{parent}/{name}" if parent else name
-        found |= {group, *_all_groups(loader, group)}
-    return found
+def _is_group(loader, key: str) -> bool:
+    """Whether ``key`` names a config group: one ``list_groups`` call on its parent (each call rescans the tree,
+    so the tree is not walked whole)."""
+    parent, _, name = key.rpartition("/")
+    return "." not in key and name in loader.list_groups(parent)
 
 
 def _group_options(loader, group: str) -> list[str]:
