@@ -185,9 +185,8 @@ class _SkipBatches:
 class ResumableLoader(IndexSamplerHook, DataLoader):
     """A DataLoader that starts each iterator at the position its ``ResumableDataModule`` names.
 
-    The epoch goes to the sampler (map-style) or to the dataset's ``set_epoch(epoch, skip_batches)``; the empty
-    ``state_dict`` pair tells Lightning this loader resumes mid-epoch. The ``_SkipBatches`` lives as long as the loader:
-    persistent workers re-read only the first iterator's index sampler.
+    The empty ``state_dict`` pair tells Lightning this loader resumes mid-epoch. The ``_SkipBatches`` lives as long as
+    the loader: persistent workers re-read only the first iterator's index sampler.
     """
 
     _skipper: _SkipBatches | None = None

@@ -77,12 +77,9 @@ def _joins(row: int, row_set: frozenset, batch: list[int], seen: set) -> bool:
 class MixtureBatchSampler(BatchSampler):
     """Global batches of one source each (or of the pooled data), this rank's slice of each.
 
-    Args:
-        sampler: Lightning's ``DistributedSampler`` under DDP (its rank and world size are used, not its order).
-        sizes: rows per source; the dataset holds the sources one after another in this order.
-        rule: ``proportional``, ``round_robin`` or ``None`` (one source: the pooled data).
-        weights: ``proportional`` only: relative shares of the epoch's batches (``None``: by size).
-        texts: row -> its texts, for the no-duplicates rule; ``None``: batches are plain slices of the shuffle.
+    Only the rank and world size of ``sampler`` are used; ``sizes`` are rows per source, in dataset order; ``rule``
+    ``None`` pools the data; ``weights`` are ``proportional``'s shares (``None``: by size); ``texts`` (row -> texts)
+    enables the no-duplicates rule.
     """
 
     def __init__(self, sampler=None, *, sizes: Sequence[int], batch_size: int, rule: str | None = None,

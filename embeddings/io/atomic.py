@@ -134,10 +134,7 @@ def atomic_write(path: str | os.PathLike, data: bytes) -> None:
 
 
 def _ordinary_modes(root: Path) -> None:
-    """Give everything under ``root`` the mode a new file gets from the umask (root's own mode).
-
-    Some writers make private files whatever the umask (safetensors' ``save_file``: 0600); exports are shared.
-    """
+    """Give everything under ``root`` the umask's mode: safetensors' ``save_file`` makes 0600 files; exports are shared."""
     dir_mode = stat.S_IMODE(root.stat().st_mode)
     for folder, dirs, files in os.walk(root):
         for name, mode in [*((d, dir_mode) for d in dirs), *((f, dir_mode & 0o666) for f in files)]:
@@ -151,10 +148,8 @@ def atomic_directory(target: str | os.PathLike, keep: Callable[[Path], bool] | N
                      needed: int | None = None) -> Iterator[Path]:
     """Yield a temp dir beside ``target``; on normal exit it replaces ``target`` (an old copy is removed).
 
-    Args:
-        keep: asked before the swap and when the rename fails; ``True`` keeps the existing ``target`` (a cache built
-            by concurrent runs keeps whichever complete copy won the race).
-        needed: the writer's estimate of the whole directory in bytes, for the ``DiskFullError``.
+    ``keep()`` is asked before the swap and when the rename fails; ``True`` keeps the existing ``target`` (a cache
+    built by concurrent runs keeps whichever complete copy won). ``needed``: estimated bytes, for ``DiskFullError``.
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)

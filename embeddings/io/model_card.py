@@ -26,15 +26,9 @@ EXAMPLE = ["A man is playing a guitar.", "Someone plays an instrument.", "The st
 
 @dataclass(frozen=True)
 class DataFacts:
-    """The training data as far as the datamodule knows it after ``setup``.
-
-    Args:
-        sources: files (relative to the data directory) or ``hub:`` specs, as configured.
-        rows: training items after filtering (``unit``), ``None`` when the datamodule cannot tell.
-        per_source, source_unit: rows per source where each was read separately, and what they count if not ``unit``.
-        skipped: reason -> count of rows left out while reading.
-        notes: further facts in a line each.
-    """
+    """The training data as far as the datamodule knows it after ``setup``: ``rows`` counts items after filtering
+    (``None``: unknown), ``per_source`` rows per source read separately (counting ``source_unit`` if not ``unit``),
+    ``skipped`` reason -> rows left out."""
 
     sources: tuple[str, ...] = ()
     rows: int | None = None
@@ -53,12 +47,8 @@ class DataFacts:
 class TrainingFacts:
     """What the training run knows and the export writer does not (``runs/train_run.py`` builds it).
 
-    Args:
-        config_yaml: the resolved training config, with run-location keys replaced.
-        epochs: epochs done, a fraction where ``max_steps`` stopped the run mid-epoch.
-        sts_table: the STS callback's before / after markdown table (Spearman x100), ``None`` without one.
-        sts_after: task -> Spearman x100 after training (the ``model-index``).
-        resumed: the process resumed from a checkpoint, so ``wall_time_s`` covers its last part only.
+    ``epochs`` is a fraction where ``max_steps`` stopped mid-epoch; ``sts_after`` (task -> Spearman x100) fills the
+    ``model-index``; with ``resumed``, ``wall_time_s`` covers the last process only.
     """
 
     config_yaml: str
@@ -155,15 +145,8 @@ def _snippet(note: LoadingNote, base_models: tuple[str, ...], hf_weights: bool) 
 def render_model_card(method: MethodInfo, base_models: tuple[str, ...], note: LoadingNote,
                       training: TrainingFacts | None = None, hf_weights: bool = False,
                       encoder_snippet: bool = True) -> str:
-    """The markdown of the card.
-
-    Args:
-        base_models: the encoder(s) it starts from or builds on (several for a meta-embedding).
-        note: the export's ``LOADING.md`` facts; the card embeds the same text.
-        training: the run's facts, ``None`` when the export was written outside a training run.
-        hf_weights: the export holds Hugging Face weights (``config.json``), loadable with ``AutoModel``.
-        encoder_snippet: show ``AutoModel`` code for the one frozen encoder the export builds on.
-    """
+    """The markdown of the card; ``note`` is the export's ``LOADING.md`` text, ``hf_weights`` says the export loads
+    with ``AutoModel``, ``encoder_snippet`` shows ``AutoModel`` code for the one frozen encoder it builds on."""
     front = yaml.safe_dump(_front_matter(method, base_models, note, training), sort_keys=False, allow_unicode=True)
     bases = ", ".join(f"`{b}`" for b in base_models) or "unknown"
     lines = ["---", front.rstrip(), "---", "", f"# {method.name} (`{method.key}`)", "",
