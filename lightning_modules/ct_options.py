@@ -18,9 +18,8 @@ from sts_lightning.embeddings.errors import ConfigError
 def freeze_bottom(model: torch.nn.Module, frozen_layers: int | None) -> None:
     """Stop gradients into the embeddings and the first ``frozen_layers`` transformer layers (``None``: none).
 
-    Why: mean pooling over a random BERT is already a useful bag-of-words measure, and CT's adaptive updates
-    rewrite the bottom layers' random features faster than the objective can replace them with better ones.
-    Freezing them lets CT reshape only the top of the network.
+    Mean pooling over a random BERT is already a useful bag-of-words measure, and CT rewrites the bottom layers'
+    random features faster than it can replace them with better ones.
     """
     if frozen_layers is None:
         return
@@ -42,9 +41,8 @@ CT_TRAINABLE = ("all", "word_embeddings")
 def train_only_word_embeddings(model: torch.nn.Module) -> None:
     """Freeze every weight but the word-embedding matrix: the random transformer stays a fixed feature mixer.
 
-    Why: CT with halves as positives can only agree on co-occurring words, a property of the word vectors; a random
-    BERT whose layers CT may update matches halves by their (correlated) lengths instead. With only the word rows
-    trainable CT cannot sharpen that length code; what it can change is which words look alike.
+    A random BERT whose layers CT may update matches halves by their (correlated) lengths; with only the word rows
+    trainable, CT can change only which words look alike.
     """
     embeddings = getattr(getattr(model, "embeddings", None), "word_embeddings", None)
     if not isinstance(embeddings, torch.nn.Embedding):
@@ -57,9 +55,8 @@ def train_only_word_embeddings(model: torch.nn.Module) -> None:
 def length_matched_groups(sentences: list[str], groups: int) -> list[Tensor]:
     """Row indices of ``groups`` equal-sized groups of sentences of similar length (by words), shortest first.
 
-    Why: mean pooling over position embeddings encodes a sentence's length, and with random negatives the copies
-    learn to tell sentences apart by length; within a group of equal lengths only the words tell them apart. Under DDP every rank forms the same number of
-    groups of the same size, so group ``k`` is gathered with group ``k`` of the other ranks.
+    Mean pooling over position embeddings encodes length; within a group only the words tell sentences apart. Under
+    DDP every rank forms the same groups, so group ``k`` is gathered with group ``k`` of the other ranks.
     """
     if groups == 1:
         return [torch.arange(len(sentences))]
@@ -73,8 +70,7 @@ def length_matched_groups(sentences: list[str], groups: int) -> list[Tensor]:
 def with_embedding_lr(groups: list[dict], named_parameters, lr: float | None) -> list[dict]:
     """``groups`` with the word-embedding matrices moved to a group of their own at ``lr`` (``None``: unchanged).
 
-    Why: from scratch, a row gets a gradient only in steps whose batch holds its token, so at the layers' lr a
-    rarely seen word barely moves; a larger lr for those rows leaves the layers' lr alone.
+    From scratch a row gets a gradient only in steps whose batch holds its token, so it needs a larger lr.
     """
     if lr is None:
         return groups

@@ -49,19 +49,11 @@ log = logging.getLogger(__name__)
 class DiffCSEModule(SimCSEModule):
     """DiffCSE on plain sentences (``data=sentences``).
 
-    Args:
-        generator: the frozen masked LM that edits the sentences; it must share the encoder's vocabulary. Default:
-            the packaged ``paraphrase-MiniLM-L3-v2-mlm`` (the default encoder with an MLM head trained on the local
-            Wikipedia sentences, built once into the model cache: bert-base-uncased word pieces, so it serves every
-            packaged BERT). Else a directory (the export of ``model=mlm``), or online a hub name with an MLM head
-            (the paper's ``distilbert-base-uncased`` for BERT, ``distilroberta-base`` for RoBERTa).
-        lambda_weight: weight of the replaced-token detection loss (the paper's 0.005 for BERT, 0.05 for RoBERTa).
-        masking_ratio: share of the non-special tokens masked before the generator reads them (0.3).
-        batchnorm: the training MLP is the authors' ``ProjectionMLP`` (two linears, BatchNorm); ``false``: SimCSE's
-            ``Linear + tanh``.
-        mask_seed: the masks' seed (``${seed}`` in the config); with (step, rank, micro-batch) it fixes every mask.
-        Others: see ``SimCSEModule`` (``objective`` must stay ``unsupervised``; ``mlp`` ``train`` or ``none``
-            with BatchNorm) and ``EncoderModule``.
+    ``generator`` is the frozen masked LM that edits the sentences and must share the encoder's vocabulary: the
+    packaged ``paraphrase-MiniLM-L3-v2-mlm`` (bert-base-uncased word pieces, so it serves every packaged BERT), an
+    ``model=mlm`` export, or a hub name (the paper's ``distilbert-base-uncased``). ``lambda_weight`` weighs RTD (the
+    paper's 0.005 for BERT, 0.05 for RoBERTa); ``batchnorm=false`` uses SimCSE's ``Linear + tanh``. Others: see
+    ``SimCSEModule`` (``objective`` stays ``unsupervised``) and ``EncoderModule``.
     """
 
     # model.matryoshka_dims (SimCSE's, mlp=none): InfoNCE on each prefix, RTD once on the full vector (diffcse_loss)

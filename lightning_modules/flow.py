@@ -38,13 +38,8 @@ ENCODER_KEYS = ("model_name_or_path", "pooling", "max_length")
 class BertFlowModule(FrozenEncoderMixin, LightningModule):
     """Glow over frozen pooled sentence vectors; batches are ``[vectors]`` from ``CachedEmbeddingDataModule``.
 
-    Args:
-        model_name_or_path, pooling, max_length: the frozen encoder (must match the datamodule's).
-        embedding_dim: the vector width; ``None`` reads it from the encoder's config.
-        levels, depth, hidden, coupling, permutation: the ``Glow`` (``embedding_dim`` must be a multiple
-            of ``2**levels``: 384 and 768 are).
-        lr: Adam learning rate (the paper's 1e-3).
-        eval_batch_size: sentences per encoder forward pass in ``scorer()``.
+    The encoder arguments must match the datamodule's; ``levels, depth, hidden, coupling, permutation`` configure
+    the ``Glow`` (``embedding_dim``, ``None``: the encoder's, must be a multiple of ``2**levels``).
     """
 
     feature_keys = ENCODER_KEYS
@@ -95,8 +90,7 @@ class BertFlowModule(FrozenEncoderMixin, LightningModule):
         """``flow_config.json`` (encoder reference and identity + Glow settings) and ``flow.safetensors``, atomically, with
         ``LOADING.md`` and the model card (``training``: the run's facts, ``None`` = unknown).
 
-        ``embeddings.methods.flow.scorer.load_flow_scorer(path)`` rebuilds the scorer; ``LOADING.md`` gives the
-        ``evaluate.py`` line (a Glow on top of the encoder is no sentence-transformers pipeline).
+        ``embeddings.methods.flow.scorer.load_flow_scorer(path)`` rebuilds the scorer.
         """
         hp = self.hparams
         config = {k: hp[k] for k in (*ENCODER_KEYS, *FLOW_KEYS)}

@@ -1,10 +1,7 @@
 """The one optimizer factory and the one learning-rate schedule factory of every trained method.
 
-Adam / AdamW use torch's fused kernel wherever the parameters allow it.
-
-Why: the per-tensor ("for-loop") Adam on a CPU reads and writes each parameter, gradient and moment in
-several passes; the fused kernel does one pass (docs/speed.md). sentence-transformers' trainer also defaults to
-fused AdamW. The update is the same algorithm; only the rounding of intermediate values may differ.
+Adam / AdamW use torch's fused kernel wherever the parameters allow it: one pass over each parameter, gradient and
+moment instead of several; the same algorithm, only the rounding of intermediate values may differ.
 """
 
 from __future__ import annotations
@@ -111,10 +108,8 @@ def lr_schedule(optimizer: torch.optim.Optimizer, kind: str, lr: float, total_st
                 drops: int = 4) -> dict:
     """The per-step learning-rate schedule of every trained method, as Lightning's ``lr_scheduler`` entry.
 
-    Why one factory: the shapes differ (``linear`` / ``constant`` after a warm-up, CT's piecewise ``step``, Latte-Mix's
-    ``triangle`` between ``final_lr`` and ``lr``) but the warm-up length (``ceil(warmup_ratio * total_steps)``), the
-    step interval and the scheduler class are one decision. ``total_steps``: the optimizer steps of the run
-    (0 = unknown; ``step`` needs none); ``final_lr``: the ``step`` schedule's last value, the ``triangle``'s ends.
+    The shapes differ (``linear``, ``constant``, CT's ``step``, Latte-Mix's ``triangle``) but the warm-up length
+    (``ceil(warmup_ratio * total_steps)``) is one decision. ``total_steps=0``: unknown (``step`` needs none).
     """
     warmup = int(math.ceil(warmup_ratio * total_steps))
     if kind in ("linear", "constant"):

@@ -29,20 +29,10 @@ class RankCSEModule(SimCSEModule):
     """The RankCSE student (batches ``{"sentences", "teachers"}`` from ``datamodules.distillation`` with
     ``combine=each``).
 
-    Args:
-        ranking_loss: ``listmle`` (the paper's best) or ``listnet``.
-        teacher_weights: one positive weight per teacher (``data.teachers`` order), normalised to sum 1: the
-            reference's ``alpha * T1 + (1 - alpha) * T2``; ``None``: equal weights.
-        teacher_temperature: tau2, the teachers' lists are ``cos / tau2`` (ListNet's targets; ListMLE reads only
-            their order).
-        rank_temperature: the student list's temperature; ``None``: ``temperature`` (the reference reuses the
-            InfoNCE logits).
-        distillation_weight: gamma, the ranking distillation term's weight; consistency_weight: beta, the ranking
-            consistency term's (the reference's ``--gamma_`` / ``--beta_``; its code adds the latter with weight 1).
-        consistency: ``jsd`` (the paper's Jensen-Shannon divergence) or ``repo`` (the reference's formula as it
-            computes: minus the lists' mean entropy; see the objective's docstring).
-        base: ``SimCSEModule``'s arguments (``temperature``, ``mlp``, ``dropout``, ``pooling``, ``lr``, ...);
-            ``objective`` can only be ``unsupervised``.
+    ``teacher_weights`` (``data.teachers`` order, normalised to sum 1; ``None``: equal) are the reference's ``alpha *
+    T1 + (1 - alpha) * T2``; ``teacher_temperature`` is tau2 (ListMLE reads only the order); ``rank_temperature=None``
+    reuses ``temperature``; ``distillation_weight`` / ``consistency_weight`` are gamma / beta. ``consistency``: ``jsd``
+    (the paper) or ``repo`` (the reference's formula as it computes; see the objective).
     """
 
     method_info = METHOD.card()

@@ -28,12 +28,7 @@ FORMAT_OF = {"softmax": "pairs", "mnrl": "triplets"}
 class SBERTNLIModule(EncoderModule, CachedLoss):
     """SBERT's classification objective on NLI pairs (batches from ``datamodules.nli``).
 
-    Args:
-        num_labels: NLI classes (3: entailment, neutral, contradiction); softmax objective only.
-        objective: ``softmax`` (the paper) or ``mnrl`` (in-batch negatives over triplets).
-        scale: cosine scale of ``mnrl`` (inverse temperature; sentence-transformers' 20).
-        base: ``EncoderModule``'s arguments (its defaults are the paper's recipe); ``mini_batch_size``: ``mnrl``
-            only, sentences per forward pass of the cached loss (``None``: uncached).
+    ``num_labels`` applies to ``softmax`` only, ``scale`` and ``mini_batch_size`` to ``mnrl`` only.
     """
 
     method_info = METHOD.card()
@@ -60,8 +55,7 @@ class SBERTNLIModule(EncoderModule, CachedLoss):
     def forward(self, sentences1: list[str], sentences2: list[str]) -> Tensor:
         """Classifier logits ``(batch, num_labels)`` for aligned sentence pairs.
 
-        Both sides share ONE padded forward pass (same encoder, same dropout distribution as two
-        passes), which is cheaper than encoding premises and hypotheses separately.
+        Both sides share ONE padded forward pass (same dropout distribution as two passes, cheaper).
         """
         return self.logits(self.tokenize(sentences1), self.tokenize(sentences2))
 

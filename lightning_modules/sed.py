@@ -29,18 +29,9 @@ EVAL_POOLING = {1: "mean", 2: "last2_avg", 3: "last3_avg"}
 class SEDModule(EncoderModule):
     """The SED student (batches ``{"sentences", "targets"}`` from ``datamodules.distillation``).
 
-    Args:
-        train_pooling: the student vector regressed onto the targets (``mean``: final layer, the paper).
-        eval_layers: 1, 2 or 3 final layers averaged (then mean over tokens) for ``scorer()`` and export
-            (paper: 2; here 1, which measured better on paraphrase-MiniLM-L3-v2: configs/model/sed.yaml). Sets the
-            base's ``pooling`` hyper-parameter.
-        pooling: ``None`` (the default: from ``eval_layers``), or the pooling ``eval_layers`` makes (a checkpoint's
-            hyper-parameters hold it); named here, not left to ``**base``, so the configs' node
-            (``runs/constructor_defaults.py``) does not offer the base's ``mean`` default for it.
-        lr: 1e-4 (paper: 2e-5, which barely moves the L3 student; configs/model/sed.yaml has the measurements).
-        weight_decay: 0, as the paper's Adam.
-        base: ``EncoderModule``'s other arguments (no ``mini_batch_size``: the MSE is per sentence, so
-            ``trainer.accumulate_grad_batches`` already bounds its memory).
+    ``eval_layers`` (paper: 2) sets the base's ``pooling``; ``pooling`` is named here (``None``: from
+    ``eval_layers``; a checkpoint holds the one it made) so the configs' node does not offer the base's ``mean``.
+    No ``mini_batch_size``: the MSE is per sentence, so ``accumulate_grad_batches`` already bounds its memory.
     """
 
     method_info = METHOD.card()

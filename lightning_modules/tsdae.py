@@ -26,15 +26,9 @@ from sts_lightning.lightning_modules.base import EncoderModule
 class TSDAEModule(EncoderModule):
     """TSDAE on plain sentences (``data=sentences``).
 
-    Args:
-        deletion_ratio: the probability of deleting each (whitespace) word of the encoder's input; at least one
-            word is always kept. 0 turns the denoising auto-encoder into a plain auto-encoder.
-        tie_decoder: the decoder's body shares the encoder's parameters (the paper); ``false``: its own copy,
-            initialised from the same checkpoint.
-        seed: the noise is drawn per ``(seed, rank, global step)``, so a resumed run is bit-identical and ranks
-            draw different noise.
-        Others: see ``EncoderModule`` (``max_length`` ``None``: the model's sentence-transformers max length, the
-            truncation sentence-transformers' TSDAE applies to both the noisy input and the decoded target).
+    ``deletion_ratio`` deletes each whitespace word with that probability (one word always kept; 0: a plain
+    auto-encoder); ``tie_decoder=false`` gives the decoder its own copy; the noise is drawn per ``(seed, rank,
+    global step)``, so a resumed run is bit-identical. ``max_length`` truncates both the noisy input and the target.
     """
 
     text_fields = ("sentences",)  # the decoder's targets, tokenized in the DataLoader's workers
