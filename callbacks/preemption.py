@@ -118,11 +118,8 @@ def mark_mid_evaluation(checkpoint: dict) -> None:
 class Preemption(L.Callback):
     """Stop every rank at the optimizer-step boundary after one of ``signals`` reached any rank; ``last.ckpt``; 75.
 
-    Args:
-        signals: signal names (or numbers) that mean "stop and save".
-        every_n_steps: agree on the stop every N optimizer steps (an all-reduce; on GPUs it waits for the step).
-        slurm_requeue: under SLURM with Lightning's ``SLURMEnvironment(auto_requeue=True)`` (its default), requeue
-            the job when the run stopped on the plugin's ``requeue_signal``.
+    ``every_n_steps``: how often the ranks agree on the stop (an all-reduce; on GPUs it waits for the step).
+    ``slurm_requeue``: requeue the job when the run stopped on ``SLURMEnvironment``'s ``requeue_signal``.
     """
 
     def __init__(self, signals: Sequence[str | int] = DEFAULT_SIGNALS, every_n_steps: int = 1,

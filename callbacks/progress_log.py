@@ -1,10 +1,8 @@
 """Training progress as log lines when there is no progress bar (stdout is a file or a pipe).
 
-Why: Lightning's bar redraws one line with ``\\r``; written to a file it shows nothing useful until the
-run ends (``make run > log`` printed nothing for minutes). ``train()`` switches the bar off when the
-console is not a terminal, and this callback then logs a line every ``every_s`` seconds (step, share,
-loss, time left) plus one line per STS evaluation, on rank 0 only. Whatever the console, it logs when step 1
-starts and how long that took, beside the estimate ``train()`` printed before the work (``runs.first_step``).
+Lightning's bar redraws one line with ``\\r``, which shows nothing useful in a file; ``train()`` switches it off
+there and this callback logs a line every ``every_s`` seconds plus one per STS evaluation, on rank 0. Whatever the
+console, it logs when step 1 starts and how long that took.
 """
 
 from __future__ import annotations
@@ -22,11 +20,8 @@ log = logging.getLogger(__name__)
 
 
 class LogProgress(L.Callback):
-    """Log ``train: 120/400 steps (30%), 1m02s elapsed, ~2m25s left | loss 1.234`` every ``every_s`` seconds.
-
-    Args:
-        every_s: seconds between two progress lines (the last step is always logged).
-    """
+    """Log ``train: 120/400 steps (30%), 1m02s elapsed, ~2m25s left | loss 1.234`` every ``every_s`` seconds (and
+    at the last step)."""
 
     def __init__(self, every_s: float = 30.0) -> None:
         if every_s <= 0:

@@ -29,10 +29,8 @@ def enable_gradient_checkpointing(model) -> None:
 def checkpoint_in_eval_mode(model) -> None:
     """Keep checkpointing on in eval mode (dropout off), which transformers skips outside ``training``.
 
-    Why: Contrastive Tension trains with dropout OFF by putting the encoder in eval mode, and transformers'
-    ``GradientCheckpointingLayer`` checkpoints only when the layer itself is ``training``. Setting the flag
-    on those layer objects alone (not their children) turns checkpointing back on while every dropout and
-    attention module stays in eval mode. A no-op where checkpointing is off.
+    CT trains with dropout off via eval mode, and ``GradientCheckpointingLayer`` checkpoints only when ``training``:
+    the flag is set on those layer objects alone, so every dropout stays in eval mode.
     """
     from transformers.modeling_layers import GradientCheckpointingLayer
 

@@ -38,15 +38,9 @@ log = logging.getLogger(__name__)
 class CrossViewAEModule(LightningModule):
     """J encoders + J decoders trained on all J^2 reconstructions; the meta-embedding is ``sum_j E_j(x_j)``.
 
-    Args:
-        sources: source specs (``embeddings.sources.build.build_source``), in the data's order; needed
-            only for STS evaluation and export (``None``: train only, e.g. from in-memory views).
-        dims: source dimensions; ``None`` takes them from the datamodule (``dims``) at setup.
-        d: meta-embedding size; ``None``: the largest source dimension (the paper's choice).
-        hidden_layers: 0 = linear encoders / decoders (the paper's best), else tanh MLPs.
-        loss: ``mse`` | ``mae`` | ``kld`` | ``cos2`` (reconstruction loss of every term).
-        normalize: length-normalise the input views.
-        lr: Adam learning rate (1e-3).
+    ``sources`` (specs in the data's order) are needed only for STS evaluation and export (``None``: train only);
+    ``dims=None`` takes the datamodule's at setup; ``d=None`` is the largest source dimension (the paper's choice);
+    ``hidden_layers=0`` means linear encoders / decoders (the paper's best), else tanh MLPs.
     """
 
     method_info = METHOD.card()

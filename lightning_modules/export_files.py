@@ -64,10 +64,9 @@ class EncoderExport:
         """Write a directory loadable by ``AutoModel.from_pretrained`` and, where it reproduces our pooling, by
         ``SentenceTransformer``, plus ``LOADING.md`` and the card ``README.md`` (``training``: the run's facts).
 
-        Atomic (``export_directory``: a temp dir, then ``os.replace``, with a checksum manifest every loader
-        verifies). Where sentence-transformers cannot reproduce the vector, ``modules.json`` names our module or the
-        refusal, never nothing (it would load with mean pooling, silently). The card is written last, so no other
-        writer can replace it.
+        Atomic, with a checksum manifest. Where sentence-transformers cannot reproduce the vector, ``modules.json``
+        names our module or the refusal, never nothing (it would load with mean pooling, silently). The card is written
+        last, so no other writer can replace it.
         """
         target = Path(path)
         with export_directory(target, needed=payload_bytes(self.export_model().state_dict())) as tmp:

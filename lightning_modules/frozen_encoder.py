@@ -1,12 +1,8 @@
 """A frozen encoder held by reference, loaded once for scoring: shared by the modules that train a head.
 
-Why: BERT-flow and the token VAEs train a small network on FROZEN encoder outputs. Registering the encoder
-as a submodule would put weights that never change into every checkpoint and in front of the optimizer;
-instead the module keeps plain-scalar references (name, max length) in its hyper-parameters and loads the
-encoder lazily, outside the state dict, when the STS callback asks for a scorer.
-
-``fitted_on()`` is what every such head's export records of that encoder (``embeddings.io.encoder_identity``),
-so that the export refuses to score on any other.
+BERT-flow and the token VAEs train a small network on FROZEN encoder outputs; registering the encoder would put
+unchanging weights into every checkpoint, so the module keeps plain-scalar references in its hyper-parameters and
+loads the encoder lazily, outside the state dict. The export records ``fitted_on()`` and refuses any other encoder.
 """
 
 from __future__ import annotations
@@ -64,8 +60,7 @@ class FrozenEncoderMixin:
         """The frozen encoder's identity (name, width, weights digest) and the precision the training features
         were computed in: the datamodule's ``encode_precision`` when a trainer holds one, else the encoder's.
 
-        Why the datamodule's: the features are cached by its own encoder pass (maybe bf16), while
-        ``frozen_encoder()`` loads fp32; the digest agrees either way (bf16-rounded), the vectors do not.
+        The features are cached by the datamodule's pass (maybe bf16), while ``frozen_encoder()`` loads fp32.
         """
         trainer = attached_trainer(self)
         precision = getattr(getattr(trainer, "datamodule", None), "encode_precision", None)

@@ -43,8 +43,7 @@ class CachedLoss:
     def views_and_loss(self, views: Sequence[EncoderView], loss_fn: Callable[..., Tensor]) -> Tensor:
         """``loss_fn(*embeddings of views)``: uncached, or the GradCache surrogate (same value and gradients).
 
-        Why views: a loss may take lists embedded by different encoders (two towers). Uncached, each view is
-        embedded as ``embed_ids`` does (``embed_length_buckets``), in order.
+        Views, since a loss may take lists embedded by different encoders (two towers).
         """
         size = self.hparams.mini_batch_size
         if size is None:

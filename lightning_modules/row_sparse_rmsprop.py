@@ -1,8 +1,7 @@
 """RMSprop that updates only the rows a sparse (``nn.Embedding(sparse=True)``) gradient touches.
 
-Why: in a CT step both copies' word-embedding matrices get a gradient in only the few hundred rows of the batch's
-tokens, yet a dense gradient zero-fills and index-adds the whole matrix in the backward, and
-``torch.optim.RMSprop`` then reads and writes every row of it each step: most of a CPU step (docs/speed.md).
+In a CT step the word-embedding matrices get a gradient in only the batch's rows, yet a dense gradient and
+``torch.optim.RMSprop`` read and write every row each step: most of a CPU step.
 
 The arithmetic is plain RMSprop (no momentum, not centred, no weight decay on sparse parameters). A row
 with a zero gradient keeps its weights (the update is ``-lr * 0 / ...``) and only its running average
@@ -12,8 +11,7 @@ update (``alpha**1 == alpha``); otherwise the decay is rounded once instead of `
 parameters go through ``torch.optim.RMSprop`` unchanged.
 
 ``state_dict()`` first brings every row's average up to the current step, so a checkpoint holds a plain
-RMSprop state (loadable by ``torch.optim.RMSprop``, e.g. when a run resumes on several devices) and a
-resume continues from exactly the state the uninterrupted run continues from.
+RMSprop state and a resume continues exactly as the uninterrupted run.
 """
 
 from __future__ import annotations
