@@ -106,15 +106,9 @@ class CollateTeachers:
 class DistillationDataModule(ResumableDataModule):
     """Training batches ``{"sentences", "targets"}``: sentences and their teachers' mean embedding.
 
-    Args:
-        data_dir, files: sentence files relative to ``data_dir`` (``None``: ``$STS_DATA_DIR``), ``hub:...`` or ``sts:<task>``.
-        teachers: one or more ``build_source`` specs, all of one vector size unless ``align_to`` is set.
-        align_to: ``None`` (the paper: the plain mean) or a ``build_source`` spec each teacher is mapped onto.
-        max_sentences, min_words, max_words: the first N usable sentences; line filters as in ``SentenceDataModule``.
-        batch_size: GLOBAL batch size; every device gets ``batch_size // world_size``.
-        cache_dir: line indexes, teacher vectors and targets (default ``$STS_CACHE_DIR`` or ``~/.cache/sts-lightning``).
-        encode_batch_size, encode_device: the one-off teacher passes (``auto``: CUDA when available).
-        combine: ``mean`` (SED's target) or ``each`` (every teacher's own vectors, any sizes; RankCSE).
+    ``files`` and the line filters are as in ``SentenceDataModule``; ``teachers`` are ``build_source`` specs of one
+    vector size unless ``align_to`` (a spec each is mapped onto; ``None``: the paper's plain mean); ``batch_size`` is
+    GLOBAL; ``encode_*`` configure the one-off teacher passes.
     """
 
     data_unit = "sentences"  # model card: one training item
@@ -203,8 +197,7 @@ class DistillationDataModule(ResumableDataModule):
     def prepare_data(self) -> None:
         """Teacher vectors (cached per teacher) and their mean (cached per ensemble), once per node.
 
-        One teacher is loaded at a time: a first pass reads names, sizes and fingerprints, so sizes are checked and a cached
-        mean is found before any encoding.
+        One teacher is loaded at a time; sizes are checked and a cached mean found before any encoding.
         """
         key = self.cache_key()
         path = self.targets_path(key)

@@ -118,8 +118,7 @@ def packaged_model(name: str) -> PackagedModel | None:
 def hub_id(name: str) -> str | None:
     """The Hugging Face Hub id a model name stands for (a model card's ``base_model``), else None.
 
-    A packaged name maps to the hub model its package ships; an ``owner/name`` that is not a local directory is taken
-    as given; local paths and models with no hub original have none.
+    An ``owner/name`` that is not a local directory is taken as given.
     """
     model = packaged_model(name)
     if model is not None:

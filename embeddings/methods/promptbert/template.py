@@ -27,11 +27,7 @@ UNSUP_BERT = ('This sentence of "[X]" means[MASK].', 'This sentence : "[X]" mean
 
 @dataclass(frozen=True)
 class Template:
-    """A checked template. ``key``: the config key it came from (error messages name it).
-
-    Raises:
-        ConfigError: not a string, empty, or without exactly one ``[X]`` and one ``[MASK]`` (one line naming the key).
-    """
+    """A checked template: one ``[X]`` and one ``[MASK]``, else a ``ConfigError`` naming the config ``key``."""
 
     text: str
     key: str = "template"
@@ -135,8 +131,7 @@ def eval_ids(tokenizer, template: Template, sentences: Sequence[str], max_length
 def mask_slot(tokenizer, template: Template) -> int:
     """Where the template's [MASK] sits in every row: ``k >= 0`` is index ``k``, ``k < 0`` is index ``length + k``.
 
-    A constant because the mask token is special, so the text beyond it is tokenized apart from the sentence; a
-    pooling of a ``TokenBatch`` (which holds no ids) can use it.
+    A constant because the mask token is special, so the text beyond it is tokenized apart from the sentence.
     """
     ids = template_only(tokenizer, template)
     where = [i for i, t in enumerate(ids) if t == tokenizer.mask_token_id]

@@ -98,12 +98,9 @@ def rankcse_loss(view1: Tensor, view2: Tensor, teacher: Tensor, *, temperature: 
                  generator: torch.Generator | None = None) -> dict[str, Tensor]:
     """InfoNCE + ``beta`` x ranking consistency + ``gamma`` x ranking distillation (the repository's ``cl_forward``).
 
-    Args:
-        view1, view2: ``(n, d)`` this rank's two dropout views (with gradients).
-        teacher: ``(n, N)`` this rank's rows of ``teacher_scores``, constants.
-        temperature: InfoNCE's ``tau1``, also the student list's unless ``rank_temperature``.
-
-    Returns ``{"loss", "infonce", "consistency", "distillation"}`` (the last two unweighted).
+    ``view1``/``view2`` ``(n, d)`` are this rank's dropout views, ``teacher`` ``(n, N)`` its rows of
+    ``teacher_scores``; ``temperature`` is ``tau1``. Returns ``{"loss", "infonce", "consistency", "distillation"}``
+    (the last two unweighted).
     """
     z2, offset = gather_with_grad(view2) if gather else (view2, 0)
     z1 = gather_with_grad(view1)[0] if gather else view1
