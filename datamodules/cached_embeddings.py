@@ -45,13 +45,8 @@ CACHE_VERSION = 1
 class CachedEmbeddingDataModule(ResumableDataModule):
     """Training batches ``[vectors (per_device_batch, dim)]`` of frozen pooled sentence embeddings.
 
-    Args:
-        files: sentence files relative to ``data_dir`` (or absolute), or ``hub:<dataset>[:<config>]:<split>``.
-        model_name_or_path, pooling, max_length: the frozen encoder (keep equal to the model's).
-        batch_size: GLOBAL batch size; every device gets ``batch_size // world_size``.
-        max_sentences, min_words, max_words: as in ``SentenceDataModule``.
-        encode_batch_size, encode_device, encode_precision: the one-off pass (the cache is fp32 either way).
-        chunk_size: sentences encoded per ``encode`` call, bounding host memory on large corpora.
+    The encoder arguments must equal the model's; ``batch_size`` is GLOBAL; ``encode_*`` configure the one-off pass
+    (the cache is fp32 either way); ``chunk_size`` bounds host memory on large corpora.
     """
 
     data_unit = "sentences"  # model card: one training item

@@ -60,15 +60,9 @@ COLLATE = {"pairs": collate_nli, "triplets": collate_triplets}
 class NLIDataModule(ResumableDataModule):
     """Training batches of NLI pairs: ``{"sentences1", "sentences2", "labels"}``; Lightning shards them over GPUs.
 
-    Args:
-        sources: source names pooled into one training set (a single name may be a plain string).
-        batch_size: GLOBAL batch size; every device gets ``batch_size // world_size``.
-        max_malformed_fraction: per-source share of malformed rows above which loading fails.
-        format: ``pairs`` (SBERT's softmax objective) or ``triplets`` (in-batch negatives).
-        columns: the column names of your own files where they differ (``datamodules.table_files.COLUMNS``).
-        mixture: ``null`` (sources pooled), ``proportional`` or ``round_robin`` (every batch from one source,
-            ``datamodules.mixture_rules``); ``mixture_weights``: ``proportional``'s shares (``null``: by size).
-        no_duplicates: a row joins a batch only when none of its texts is in it (for ``model.objective=mnrl``).
+    ``batch_size`` is GLOBAL; ``format`` is ``pairs`` (softmax objective) or ``triplets`` (in-batch negatives);
+    ``mixture`` ``null`` pools the sources, else every batch comes from one (``datamodules.mixture_rules``);
+    ``no_duplicates`` keeps a text from appearing twice in a batch (for ``model.objective=mnrl``).
     """
 
     def __init__(self, data_dir: str | None = None, sources: Sequence[str] | str = ("snli:dev", "snli:test"),

@@ -54,15 +54,9 @@ def collate_scored_pairs(rows: Sequence[tuple[str, str, float]]) -> dict[str, li
 class ScoredPairsDataModule(ResumableDataModule):
     """Training batches of scored pairs: ``{"sentences1", "sentences2", "scores"}``, scores in [0, 1].
 
-    Args:
-        sources: source names pooled into one training set, e.g. ``[stsb:train, sick:train]`` (checked at build).
-        batch_size: GLOBAL batch size; every device gets ``batch_size // world_size``.
-        drop_last: drop a last incomplete batch (CoSENT ranks pairs within a batch: a 1-pair batch has none).
-        max_malformed_fraction: per-source share of malformed rows above which loading fails.
-        columns: your own files' column names where they differ, e.g. ``{sentence1: s1, sentence2: s2, score: gold}``.
-        score_scale: ``[low, high]`` of your own files' scores (``None``: already in [0, 1]).
-        mixture, mixture_weights: ``null`` (pooled) or every batch from one source (``datamodules.mixture_rules``).
-        no_duplicates: a row joins a batch only when neither of its sentences is in it (for AnglE's ``ibn_w``).
+    ``batch_size`` is GLOBAL; ``drop_last`` because CoSENT ranks pairs within a batch (a 1-pair batch has none);
+    ``score_scale`` is ``[low, high]`` of your own files' scores (``None``: already in [0, 1]); ``mixture`` and
+    ``no_duplicates`` (for AnglE's ``ibn_w``) as in ``NLIDataModule``.
     """
 
     data_unit = "scored pairs"

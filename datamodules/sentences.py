@@ -28,17 +28,10 @@ log = logging.getLogger(__name__)
 class SentenceDataModule(ResumableDataModule):
     """Training batches ``{"sentences": list[str]}`` from one-sentence-a-line files.
 
-    Args:
-        files: paths (absolute, or relative to ``data_dir`` or the working directory; a folder means its files):
-            text or table files; or ``hub:<dataset>[:<config>]:<split>`` / ``sts:<task>``.
-        batch_size: GLOBAL batch size; every device gets ``batch_size // world_size``.
-        max_sentences, min_words, max_words: the first N usable sentences; word-count filters.
-        cache_dir: line indexes and hub text files (default ``$STS_CACHE_DIR`` or ``~/.cache/sts-lightning``).
-        columns: ``{text: <column>}`` for tables whose sentence column is not ``text`` or ``sentence``.
-        max_malformed_fraction: share of a table's empty rows above which loading fails.
-        heldout_sentences: keep the last N usable sentences out of training, as ``heldout()`` (MLM's held-out loss).
-        streaming: stream the sources with ``datasets`` instead of indexing them (``datamodules.sentence_streaming``):
-            endless, so ``trainer.max_steps`` must be set; ``num_workers=0``; ``stream_buffer``: its shuffle buffer.
+    ``files``: text or table files (relative to ``data_dir`` or the working directory; a folder means its files),
+    ``hub:<dataset>[:<config>]:<split>`` or ``sts:<task>``. ``batch_size`` is GLOBAL; ``heldout_sentences`` keeps the
+    last N out of training, as ``heldout()`` (MLM's held-out loss); ``streaming`` reads the sources with ``datasets``
+    instead of indexing them: endless, so ``trainer.max_steps`` must be set.
     """
 
     data_unit = "sentences"  # model card: one training item

@@ -31,11 +31,7 @@ def _model_of(spec) -> str:
 class SourceViewsDataModule(ResumableDataModule):
     """Batches ``[x_1 (B, d_1), ..., x_J (B, d_J)]`` of cached source vectors.
 
-    Args:
-        files: sentence files relative to ``data_dir`` (the paper: One Billion Word, sentences < 60 words).
-        sources: source specs (``build_source``), in the order the model expects.
-        batch_size: GLOBAL batch size (the paper: 10,000).
-        encode_batch_size, encode_device: the one-off encoding pass of each source.
+    ``sources`` (``build_source`` specs) are in the model's order; ``batch_size`` is GLOBAL (the paper: 10,000).
     """
 
     data_unit = "sentences"  # model card: one training item

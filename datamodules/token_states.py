@@ -63,13 +63,8 @@ def collate_token_states(rows: Sequence[torch.Tensor]) -> dict[str, torch.Tensor
 class TokenStateDataModule(ResumableDataModule):
     """Token states of ``layer`` of a frozen encoder, cached once, served as padded sentence batches.
 
-    Args:
-        files: sentence files / ``sts:`` / ``hub:`` sources, and ``nli:<source>`` for NLI sentences.
-        model_name_or_path, layer, max_length: the frozen encoder and its layer (the model config's values).
-        batch_size: GLOBAL sentences per step; every device gets ``batch_size // world_size``.
-        max_sentences: use only the first N sentences (after de-duplication, in source order).
-        dtype: storage of the cache (``float16`` halves disk and page cache; batches are float32).
-        encode_batch_size, encode_device, encode_precision: the one-off encoding pass.
+    ``files`` may add ``nli:<source>`` for NLI sentences; the encoder arguments are the model config's; ``batch_size``
+    is GLOBAL; ``dtype`` is the cache's storage (``float16`` halves disk and page cache; batches are float32).
     """
 
     data_unit = "sentences"  # model card: one training item
