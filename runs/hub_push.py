@@ -82,9 +82,7 @@ def _whoami(token: str, timeout: float) -> dict:
 def check_hub_local(repo_id: str, what: str, hint: str) -> str:
     """The checks that need no network: a valid repo id, the hub not switched off, a token. Returns the token.
 
-    Args:
-        what: how the message names the push (``push_to_hub=<repo>``, ``pushing to <repo>``).
-        hint: the way out appended to an offline / no-token message.
+    ``what`` names the push in messages; ``hint`` is the way out appended to an offline / no-token message.
     """
     check_repo_id(repo_id, what)
     offline = hub_offline()

@@ -54,10 +54,7 @@ def resolve_trainer(trainer_cfg: DictConfig, gpus: int | None = None,
                     bf16_supported: Callable[[], bool] | None = None) -> DictConfig:
     """Resolve ``accelerator`` / ``devices`` / ``precision`` in place (also returned); ConfigError when impossible.
 
-    Args:
-        trainer_cfg: the ``trainer`` config node.
-        gpus: CUDA devices on this machine (default: ``torch.cuda.device_count()``); injectable for tests.
-        bf16_supported: whether the GPU does bf16 (default: ``torch.cuda.is_bf16_supported``).
+    ``gpus`` and ``bf16_supported`` default to what torch reports; tests inject them.
     """
     gpus = torch.cuda.device_count() if gpus is None else int(gpus)
     bf16_supported = bf16_supported or torch.cuda.is_bf16_supported

@@ -112,11 +112,8 @@ class BaseEncoder(ABC):
     ) -> Pooled:
         """Pool every sentence with ``pool``; rows follow ``sentences`` (duplicates share one pass).
 
-        Args:
-            pool: maps a ``TokenBatch`` to ``(batch, dim)`` or a dict of such tensors.
-            batch_size: sentences per forward pass (default: the encoder's ``batch_size``, else its ``max_tokens``).
-            show_progress: progress bar; default on for >= 2000 unique sentences.
-            ids: ``tokenize(sentences)`` when the caller has it already; must be exactly what ``tokenize`` gives.
+        ``pool`` maps a ``TokenBatch`` to ``(batch, dim)`` or a dict of such tensors; ``ids``, when given, must be
+        exactly ``tokenize(sentences)``; the progress bar defaults to on for >= 2000 unique sentences.
         """
         validate_sentences(sentences)
         if len(sentences) == 0:

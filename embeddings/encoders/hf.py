@@ -43,12 +43,8 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
 class HFEncoder(BaseEncoder):
     """A transformer returning every layer's token states.
 
-    Args:
-        model, tokenizer: a loaded ``transformers`` model and its tokenizer (``from_pretrained`` for names/paths).
-        max_length: truncation length in tokens (special tokens included).
-        precision: ``fp32`` | ``bf16`` | ``fp16``: the weights' format; token states are handed out in fp32.
-        max_tokens: the token budget of a pass when ``batch_size`` is ``None`` (``None``: the device's default).
-        packing: ``auto`` (packed on CUDA; on the CPU for inference only), ``packed`` (BERT-type models) or ``padded``.
+    ``max_length`` counts special tokens; ``precision`` is the weights' format (token states are handed out in fp32);
+    ``packing``: ``auto`` (packed on CUDA; on the CPU for inference only), ``packed`` (BERT-type models) or ``padded``.
     """
 
     def __init__(self, model, tokenizer, max_length: int = DEFAULT_MAX_LENGTH, batch_size: int | None = 64,

@@ -25,14 +25,9 @@ def load_encoder(name: str, max_length: int | None = None, batch_size: int | Non
                  packing: str = "auto") -> BaseEncoder:
     """Build the encoder for ``name``.
 
-    Args:
-        name: a packaged short name (offline), a local model directory (an export of ``train.py`` included), a
-            training checkpoint ``*.ckpt``, or a hub name (online).
-        max_length: truncation in tokens (default: the model's sentence-transformers setting).
-        batch_size: sentences per forward pass; ``None``: batches by the token budget ``max_tokens``.
-        max_tokens: tokens per pass (``None``: the device's default, ``embeddings.encoders.token_budget``).
-        packing: ``auto`` | ``packed`` | ``padded``; device: ``cpu``, ``cuda`` or ``auto``.
-        precision: ``fp32`` | ``bf16`` | ``fp16`` for transformers; static word vectors stay fp32.
+    ``name``: a packaged short name (offline), a local model directory (exports included), a training checkpoint
+    ``*.ckpt``, or a hub name (online). ``batch_size=None`` batches by the token budget ``max_tokens``; static word
+    vectors stay fp32 whatever ``precision``.
     """
     name = str(name)
     if name.endswith(".ckpt"):

@@ -95,13 +95,8 @@ def check_fitted_on(recorded: Mapping | None, encoder, export: str, allow_other_
                     width: int | None = None, **settings) -> None:
     """Refuse to score a fitted export on an encoder other than the one it was fitted on (one ``ConfigError`` line).
 
-    Args:
-        recorded: the export's ``encoder_identity`` (``None``: an export older than identities).
-        export: the export for messages: its config file (``ExportFormat.describe``).
-        allow_other_encoder: score anyway (one warning line) when only the weights, precision or settings
-            differ; another width is refused regardless.
-        width: the vector width the export's tensors take, checked when nothing else is recorded.
-        settings: further things the record may hold and the caller uses (``pooling=...``).
+    ``recorded=None``: an export older than identities, then only ``width`` is checked. ``allow_other_encoder``
+    scores anyway (one warning line) when only weights, precision or ``settings`` differ; another width is refused.
     """
     if recorded is None:
         log.warning("%s records no encoder identity (written before identities were recorded): cannot check "

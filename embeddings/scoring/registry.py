@@ -104,10 +104,7 @@ def build_scorer(spec: str | Mapping[str, Any], encoder: BaseEncoder | None,
                  defaults: Mapping[str, Mapping[str, Any]] | None = None) -> Scorer:
     """Instantiate the scorer ``spec`` on ``encoder``.
 
-    Args:
-        spec: scorer name or mapping with ``name`` (+ optional ``label`` and option overrides).
-        encoder: the encoder it scores with (``None`` for the encoder-free scorers).
-        defaults: per-scorer default options (``scorer_options`` in the config).
+    ``spec`` is a name or a mapping with ``name`` (+ ``label`` and options); ``defaults`` are ``scorer_options``.
     """
     name, label, cls, options = check_scorer_spec(spec, defaults)
     if encoder is None and name not in ENCODER_FREE:

@@ -59,11 +59,8 @@ class TemplateDenoiser:
 class PromptScorer(VectorScorer):
     """Cosine of the prompt-based sentence vectors of ``encoder`` (its tokenizer must have a mask token).
 
-    Args:
-        template: one ``[X]`` and one ``[MASK]`` (``embeddings.methods.promptbert.template``); the paper's default.
-        denoise: subtract the template's own [MASK] state (template denoising).
-        head: an export directory with a supervised PromptBERT head, or the head module itself.
-        add_period: the authors' rule (a final period where the sentence lacks one); ``false``: as given.
+    ``head`` is an export directory with a supervised PromptBERT head, or the head module itself; ``add_period`` is
+    the authors' rule (a final period where the sentence lacks one).
     """
 
     def __init__(self, encoder: BaseEncoder, template: str = DEFAULT, denoise: bool = False,
