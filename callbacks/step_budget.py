@@ -1,9 +1,7 @@
 """Say which budget ends a run: ``trainer.max_steps`` or ``trainer.max_epochs`` (before it starts and after).
 
-Why: Lightning stops at whichever of ``max_steps`` and ``max_epochs`` comes first and says nothing about the
-other. With 200 training rows, ``trainer.max_steps=20`` ran 13 steps (``max_epochs=1`` came first) and the
-run looked like it had done what was asked. So a run whose ``max_steps`` cannot be reached says so before
-its first step (with the override that trains by steps), and every run's summary names what stopped it.
+Lightning stops at whichever comes first and says nothing about the other, so a run whose ``max_steps`` cannot be
+reached says so before its first step (with the override that trains by steps), and every summary names what stopped it.
 """
 
 from __future__ import annotations

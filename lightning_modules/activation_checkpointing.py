@@ -13,11 +13,7 @@ from sts_lightning.embeddings.errors import ConfigError
 
 
 def enable_gradient_checkpointing(model) -> None:
-    """Checkpoint every transformer layer of ``model`` (a transformers ``PreTrainedModel``).
-
-    Raises:
-        ConfigError: the architecture has no checkpointing in transformers (e.g. MPNet).
-    """
+    """Checkpoint every transformer layer of ``model``; ``ConfigError`` where transformers has none (e.g. MPNet)."""
     if not getattr(model, "supports_gradient_checkpointing", False):
         raise ConfigError(f"model.gradient_checkpointing=true: {type(model).__name__} does not support gradient "
                           "checkpointing in transformers; set model.gradient_checkpointing=false")

@@ -2,8 +2,7 @@
 
 Why torchmetrics: a per-rank accuracy averaged by hand weights ranks equally whatever their counts, and a
 ``self.log(..., sync_dist=True)`` of a float averages means; a torchmetrics metric sums correct and total counts over
-ranks before dividing, so a logged accuracy is the one of a single process over the global batch (tested in the
-2-rank DDP run of MLM).
+ranks before dividing, so a logged accuracy is the one of a single process over the global batch.
 """
 
 from __future__ import annotations

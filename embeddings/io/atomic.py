@@ -134,7 +134,8 @@ def atomic_write(path: str | os.PathLike, data: bytes) -> None:
 
 
 def _ordinary_modes(root: Path) -> None:
-    """Give everything under ``root`` the umask's mode: safetensors' ``save_file`` makes 0600 files; exports are shared."""
+    """Give everything under ``root`` the umask's mode: safetensors' ``save_file`` makes 0600 files; exports are
+    shared."""
     dir_mode = stat.S_IMODE(root.stat().st_mode)
     for folder, dirs, files in os.walk(root):
         for name, mode in [*((d, dir_mode) for d in dirs), *((f, dir_mode & 0o666) for f in files)]:

@@ -1,12 +1,9 @@
 """Can ``model.generator`` be DiffCSE's generator? Answered from names and the disk alone, before torch loads.
 
-Why: the generator is loaded after the encoder, so a typo or a sentence encoder without an MLM head (the packaged
-sentence encoders, every sentence-transformers directory) used to fail after the heavy imports and the encoder's load.
-Here: a name that cannot load (``backbone_problem``), a packaged sentence encoder, the packaged masked LM
-(``paraphrase-MiniLM-L3-v2-mlm``, the default) when it is not built yet and its corpus is missing
-(``packaged.build_problem``), or a local directory whose ``config.json`` lists only architectures without an MLM head
-is one line naming the key. A hub name is left to the loader, which refuses a model whose MLM head would be new
-(``nets.load_generator``).
+The generator loads after the encoder, so a mistake would surface only after the heavy imports. One line naming the
+key for: a name that cannot load, a packaged sentence encoder, the packaged masked LM when it is not built and its
+corpus is missing, or a local directory whose ``config.json`` has no MLM-head architecture. A hub name is left to the
+loader, which refuses a model whose MLM head would be new.
 """
 
 from __future__ import annotations

@@ -158,7 +158,8 @@ class Sen2ProScorer(Scorer):
         self.readings = None  # a ReadingStore for the deterministic passes (``use_readings``)
 
     def use_readings(self, store) -> None:
-        """Take the pooled vectors of the deterministic (eval-mode) passes from ``store``; MC-dropout passes always run."""
+        """Take the pooled vectors of the deterministic (eval-mode) passes from ``store``; MC-dropout passes always
+        run."""
         self.readings = store
 
     @property
