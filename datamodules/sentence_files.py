@@ -113,10 +113,8 @@ class SentenceIndex:
         return {k: v for k, v in self.__dict__.items() if k != "_fds"}  # descriptors don't cross processes
 
     def split_tail(self, n: int) -> tuple[SentenceIndex, list[str]]:
-        """(the index without its last ``n`` sentences, those ``n`` sentences): a held-out set.
-
-        The tail needs no RNG, is identical on every rank and run, and comes from the training corpus itself.
-        """
+        """(the index without its last ``n`` sentences, those ``n`` sentences): a held-out set, identical on every
+        rank and run."""
         if not 0 < n < len(self):
             raise DataError(f"cannot hold out {n} of {len(self)} usable sentences (need 0 < n < {len(self)})")
         head = SentenceIndex(self.files, self.parts, self.bounds, self.skipped, len(self) - n)
@@ -141,10 +139,8 @@ class SentenceIndex:
 
 
 def materialize_sts(spec: str, data_dir: str | None, cache_dir: Path) -> Path:
-    """``sts:<task>[+<task>...]``: the distinct sentences of local STS tasks, one a line, scores dropped.
-
-    BERT-flow's "target" setting fits on them. The file is named by a hash of the sentences.
-    """
+    """``sts:<task>[+<task>...]``: the distinct sentences of local STS tasks, one a line (BERT-flow's "target"
+    setting); the file is named by a hash of the sentences."""
 
     name = spec.split(":", 1)[1]
     if not name:

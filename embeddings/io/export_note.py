@@ -76,10 +76,8 @@ def loading_body(what: str, command: str, sentence_transformers: str | None) -> 
 
 def write_loading_note(folder: str | os.PathLike, what: str, command: str,
                        sentence_transformers: str | None = None, shown_as: str | os.PathLike | None = None) -> Path:
-    """Write ``LOADING.md`` into ``folder`` (atomically) and log how to load it; returns the file.
-
-    ``shown_as``: the directory named in the log when ``folder`` is an export's temporary copy.
-    """
+    """Write ``LOADING.md`` into ``folder`` (atomically) and log how to load it (naming ``shown_as`` when ``folder``
+    is an export's temporary copy); returns the file."""
     path = Path(folder) / NOTE_FILE
     atomic_write(path, loading_note(what, command, sentence_transformers).encode())
     if sentence_transformers is not None:

@@ -142,9 +142,8 @@ class MetaProjection:
     def align_to(self, views: Sequence[Tensor], target: Tensor, add_target_mean: bool = False) -> MetaProjection:
         """Rotate (and scale) the output onto ``target``'s space: orthogonal Procrustes on the fitting corpus.
 
-        A distillation student regresses onto it by MSE, and GCCA / SVD / AE coordinates are arbitrary; a rotation and one
-        scale leave every cosine unchanged. ``add_target_mean``: map the centred spaces and add the target's corpus mean
-        (a transformer's pooled vectors share a large common component); this changes cosines (docs/results/sed.md).
+        A distillation student regresses onto it by MSE, and GCCA / SVD / AE coordinates are arbitrary; a rotation and
+        one scale leave every cosine unchanged. ``add_target_mean`` adds the target's corpus mean, which changes cosines.
         """
         out = self._combine(views).double()
         target = target.double()
