@@ -1,10 +1,9 @@
 """The stop path's step boundary: every rank stops after the same optimizer step, ``last.ckpt``, exit 75.
 
-Why our own callback, not Lightning's handlers (which exit 0 with no checkpoint, and broadcast from inside the
-handler): see docs/reliability.md, "The stop path". Lightning's handlers for our signals are replaced for the fit by
-the recording one (``embeddings/stop_request.py``); at each optimizer-step boundary the ranks agree on the flag (an
-all-reduce MAX); a stop raised between steps by a loop's ``check_stop`` arrives in :meth:`Preemption.on_exception`,
-which saves what this process added (mid-validation: marked so that the resume runs it again).
+Lightning's handlers exit 0 with no checkpoint (docs/reliability.md, "The stop path"), so ours record the signal;
+at each optimizer-step boundary the ranks agree on the flag (an all-reduce MAX); a stop raised between steps by
+``check_stop`` arrives in :meth:`Preemption.on_exception`, which saves what this process added (mid-validation:
+marked so that the resume runs it again).
 """
 
 from __future__ import annotations

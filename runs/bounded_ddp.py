@@ -1,11 +1,9 @@
 """How a multi-rank run ends: a lost rank stops the others in bounded time with one line; a clean run exits 0.
 
-Why: a rank that dies or hangs otherwise leaves the others a 120-line gloo traceback, a SIGKILL from Lightning's
-child-process observer, or a 30-minute wait (docs/reliability.md, "A dying rank"). Here every collective times out
-after ``trainer.collective_timeout_s``; rank 0 watches its child ranks itself (a grace period, then the line and
-exit 69); :func:`stop_on_lost_rank` turns the communication error into :class:`RankLostError`, or into a stop
-(75) when this rank was signalled too. After a clean ``train()`` the process group is destroyed before Python's
-teardown, where gloo's worker thread releasing a Python tensor aborts the process (exit -6).
+A lost rank otherwise leaves the others a long gloo traceback, a SIGKILL or a 30-minute wait. Every collective times
+out after ``trainer.collective_timeout_s``; rank 0 watches its child ranks (a grace period, then exit 69);
+:func:`stop_on_lost_rank` turns the error into :class:`RankLostError`, or a stop (75) when this rank was signalled
+too. After a clean ``train()`` the process group is destroyed before Python's teardown, where gloo aborts (exit -6).
 """
 
 from __future__ import annotations
@@ -93,10 +91,7 @@ def kill_children(procs: list) -> None:
 
 
 class BoundedDDPStrategy(WatchesChildRanks, DDPStrategy):
-    """``DDPStrategy`` (the one ``strategy=ddp`` names) with ``collective_timeout_s`` and rank 0's own observer.
-
-    Numerically the same strategy: only how long a collective may wait and what happens when a rank is lost differ.
-    """
+    """``DDPStrategy`` (numerically the same) with ``collective_timeout_s`` and rank 0's own observer."""
 
     def __init__(self, collective_timeout_s: float = DEFAULT_TIMEOUT_S, **kwargs):
         super().__init__(timeout=timedelta(seconds=float(collective_timeout_s)), **kwargs)

@@ -77,10 +77,8 @@ def source_spec_mapping(spec: str | Mapping) -> dict:
 def save_meta_embedding(path: str | os.PathLike, projection: MetaProjection, sources: Sequence[str | Mapping],
                         method: MethodInfo | None = None, training: TrainingFacts | None = None,
                         fitted_on: Sequence[Mapping | None] | None = None) -> Path:
-    """Write the export directory atomically, with its ``LOADING.md`` and model card.
-
-    ``fitted_on``: each source's ``SentenceSource.identity()`` when fitted (``None``: the sources cannot be checked).
-    """
+    """Write the export directory atomically, with its ``LOADING.md`` and model card; ``fitted_on`` holds each
+    source's ``identity()`` when fitted (``None``: the sources cannot be checked)."""
     if len(sources) != len(projection.dims):
         raise ConfigError(f"{len(sources)} source specs for a meta-embedding of {len(projection.dims)} sources")
     if fitted_on is not None and len(fitted_on) != len(sources):
