@@ -70,12 +70,12 @@ class DiffCSEModule(SimCSEModule):
         if batchnorm and base.get("mlp", "train") == "always":
             raise ConfigError("model.mlp=always needs model.batchnorm=false: the BatchNorm MLP is a training device "
                               "(the authors' --mlp_only_train) and has no sentence-transformers form")
-        problem = generator_problem("model.generator", generator)
-        if problem:
-            raise ConfigError(problem)
         if base.get("mini_batch_size") is not None:  # the RTD term needs the live vectors in its graph: no GradCache
             check_args({"mini_batch_size": base["mini_batch_size"]})
             raise uncached(type(self).__name__, base["mini_batch_size"])
+        problem = generator_problem("model.generator", generator)
+        if problem:
+            raise ConfigError(problem)
         super().__init__(model_name_or_path, lr=lr, **base)
         self.method_info = METHOD.card()
         if batchnorm and self.mlp is not None:
