@@ -1,9 +1,7 @@
 """Encoders turn sentences into all-layer token states (``TokenBatch``).
 
-``BaseEncoder.encode`` is the project's one batching loop: it de-duplicates, sorts by token length, batches by a
-token budget or a sentence count, pools each ``TokenBatch`` under ``inference_mode`` and returns rows in the
-caller's order. Concrete encoders only tokenize and run one batch, so a Hugging Face model and GloVe vectors plug
-into the same scorers. On CUDA a background thread tokenizes ahead (``embeddings.encoders.prefetch``).
+``BaseEncoder.encode`` is the one batching loop (de-duplicate, sort by length, batch by token budget or count, pool,
+restore order); concrete encoders only tokenize and run one batch, so HF models and GloVe share the scorers.
 """
 
 from __future__ import annotations
@@ -60,8 +58,7 @@ class BaseEncoder(ABC):
     sentences_encoded: int = 0
 
     def count_forward(self, n: int) -> None:
-        """Add ``n`` sentences to ``sentences_encoded``; a wrapper that serves from memory counts its inner
-        encoder's passes instead (``embeddings.encoders.layer_memo``)."""
+        """Add ``n`` sentences to ``sentences_encoded`` (``layer_memo`` counts its inner encoder's passes instead)."""
         self.sentences_encoded += int(n)
 
     @property
@@ -87,8 +84,7 @@ class BaseEncoder(ABC):
         return False
 
     def token_budget(self, batch_size: int | None = None) -> int | None:
-        """Tokens per forward pass: ``None`` when a sentence count is set (it wins), else ``max_tokens`` or the
-        device's measured default."""
+        """Tokens per pass: ``None`` when a sentence count is set (it wins), else ``max_tokens`` or the default."""
         return None if (batch_size or self.batch_size) else (self.max_tokens or default_max_tokens(self.device))
 
     def batch_plan(self, lengths: Sequence[int], batch_size: int | None = None) -> list[tuple[int, int]]:
@@ -110,11 +106,8 @@ class BaseEncoder(ABC):
         desc: str = "encoding",
         ids: Sequence[Sequence[int]] | None = None,
     ) -> Pooled:
-        """Pool every sentence with ``pool``; rows follow ``sentences`` (duplicates share one pass).
-
-        ``pool`` maps a ``TokenBatch`` to ``(batch, dim)`` or a dict of such tensors; ``ids``, when given, must be
-        exactly ``tokenize(sentences)``; the progress bar defaults to on for >= 2000 unique sentences.
-        """
+        """Pool every sentence with ``pool`` (``TokenBatch`` -> ``(batch, dim)`` or a dict of such); rows follow
+        ``sentences``, duplicates share one pass. ``ids``, when given, must be exactly ``tokenize(sentences)``."""
         validate_sentences(sentences)
         if len(sentences) == 0:
             raise DataError("nothing to encode: the sentence list is empty")
@@ -139,10 +132,8 @@ class BaseEncoder(ABC):
 
     def _batches(self, unique: list[str], batch_size: int | None, order: list[int],
                  ids: list | None = None) -> tuple[Iterator[list[list[int]]], int | None]:
-        """The token ids of each forward pass, and how many passes (``None`` until every chunk is tokenized).
-
-        Each chunk is sorted longest first and cut by ``batch_plan``; ``order`` receives its sentence indices.
-        """
+        """The token ids of each forward pass (each chunk sorted longest first, cut by ``batch_plan``; ``order``
+        receives the sentence indices), and how many passes (``None`` until every chunk is tokenized)."""
         chunks = tokenized_chunks(self, unique) if ids is None else [(0, ids)]
 
         def plan(offset: int, ids: list[list[int]]) -> Iterator[list[list[int]]]:

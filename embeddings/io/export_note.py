@@ -29,18 +29,15 @@ log = logging.getLogger(__name__)
 
 
 def evaluate_command(encoders: Sequence[str], scorer: str, max_length: int | None = None) -> str:
-    """The shell-quoted ``evaluate.py`` line scoring ``scorer`` on ``encoders`` (``<export>`` = this dir), in the
-    writer's form; ``max_length``: the truncation evaluated with, when the encoder does not carry it.
-    """
+    """The shell-quoted ``evaluate.py`` line scoring ``scorer`` on ``encoders``, in the writer's form; ``max_length``:
+    the truncation evaluated with, when the encoder does not carry it."""
     args = [*user_command("evaluate").split(), f"encoders=[{','.join(encoders)}]", f"scorers=[{scorer}]"]
     return shlex.join(args + ([f"encoder.max_length={int(max_length)}"] if max_length is not None else []))
 
 
 def with_dims(note: LoadingNote, dims: Sequence[int], width: int) -> LoadingNote:
-    """The note of a Matryoshka-trained export: which prefixes were trained, how to load one, how to score them.
-
-    The command stays the evaluated one: readers take its extra arguments as encoder options (``read_loading_command``).
-    """
+    """The note of a Matryoshka-trained export: its trained prefixes and how to load and score them (the command
+    stays the evaluated one: ``read_loading_command`` takes its extra arguments as encoder options)."""
     shorter = [int(d) for d in dims if int(d) < int(width)]
     if not shorter:
         return note
@@ -52,11 +49,8 @@ def with_dims(note: LoadingNote, dims: Sequence[int], width: int) -> LoadingNote
 
 
 def loading_note(what: str, command: str, sentence_transformers: str | None) -> str:
-    """The markdown of the note.
-
-    ``command``: ``evaluate_command(...)``; ``sentence_transformers``: ``None`` when ``SentenceTransformer(<export>)``
-    gives the evaluated vectors, else why it cannot.
-    """
+    """The markdown of the note; ``sentence_transformers``: ``None`` when ``SentenceTransformer(<export>)`` gives the
+    evaluated vectors, else why it cannot."""
     return f"# Loading this export\n\n{loading_body(what, command, sentence_transformers)}"
 
 
@@ -88,9 +82,8 @@ def write_loading_note(folder: str | os.PathLike, what: str, command: str,
 
 
 def read_loading_command(folder: str | os.PathLike) -> tuple[list[str], str, list[str]]:
-    """``(encoders, scorer spec, other overrides)`` of the ``evaluate.py`` line in ``folder``'s ``LOADING.md``, with
-    ``<export>`` replaced by ``folder``: how readers score an export exactly as it was evaluated.
-    """
+    """``(encoders, scorer spec, other overrides)`` of the ``evaluate.py`` line in ``folder``'s ``LOADING.md``
+    (``<export>`` replaced by ``folder``): how readers score an export exactly as it was evaluated."""
     folder = Path(folder)
     note = folder / NOTE_FILE
     try:

@@ -1,9 +1,7 @@
 """Arrays kept in a ``.npy`` cache with a JSON sidecar that says what they were computed from.
 
-Source vectors, frozen-encoder features, distillation targets and token states are all "compute once, reuse while
-the inputs are the same". A cache is ``<name>.npy`` plus ``<name>.json`` (``{"key", "shape", ...}``), named by
-``key_digest`` of the key, which the sidecar repeats so a reader checks it. Writes are atomic, the array before
-its sidecar; ``inspect_npy_cache`` / ``npy_cache_problem`` say why a cache cannot be used, and a bad one is rebuilt.
+A cache is ``<name>.npy`` plus ``<name>.json`` (``{"key", "shape", ...}``), named by ``key_digest`` of the key, which
+the sidecar repeats so a reader checks it. Writes are atomic, the array before its sidecar; a bad cache is rebuilt.
 """
 
 from __future__ import annotations
@@ -55,8 +53,7 @@ def write_sidecar(meta_file: Path, sidecar: Mapping) -> None:
 
 
 def inspect_npy_cache(path: str | os.PathLike, expect: Mapping, dtype=np.float32) -> tuple[dict | None, str]:
-    """``(sidecar, problem)`` of the array at ``path``: ``problem`` is ``""`` when usable, else why not
-    (missing, other key, unreadable or truncated, shape / dtype not the sidecar's)."""
+    """``(sidecar, problem)`` of the array at ``path``: ``problem`` is ``""`` when usable, else why not."""
     path = Path(path)
     if not path.is_file():
         return None, "missing"
@@ -76,10 +73,8 @@ def inspect_npy_cache(path: str | os.PathLike, expect: Mapping, dtype=np.float32
 
 
 def non_finite_rows(array: np.ndarray, chunk: int = 1 << 14) -> list[int]:
-    """Indices of the rows of ``array`` holding NaN or +-inf, read ``chunk`` rows at a time.
-
-    Checked on every load: a NaN feature row trains a NaN loss that looks like a learning-rate problem.
-    """
+    """Indices of the rows holding NaN or +-inf, ``chunk`` rows at a time (checked on every load: a NaN feature row
+    trains a NaN loss that looks like a learning-rate problem)."""
     if array.dtype.kind != "f" or array.size == 0:
         return []
     bad: list[int] = []
@@ -109,8 +104,7 @@ def load_npy_cache(path: str | os.PathLike, expect: Mapping, what: str, mmap_mod
 @contextlib.contextmanager
 def npy_cache_writer(path: str | os.PathLike, sidecar: Mapping, needed: int | None = None) -> Iterator[Path]:
     """Yield a temp ``.npy`` path to fill; on normal exit write the sidecar (with the array's ``shape``) and rename
-    both into place, the array first. ``needed``: the array's bytes, for the error of a full disk.
-    """
+    both into place, the array first. ``needed``: the array's bytes, for the error of a full disk."""
     path = Path(path)
     with atomic_files(path, sidecar_of(path), needed=needed) as (tmp_array, tmp_meta):
         yield tmp_array
@@ -124,11 +118,8 @@ def npy_cache_writer(path: str | os.PathLike, sidecar: Mapping, needed: int | No
 
 
 def open_npy_memmap(path: str | os.PathLike, dtype, shape: tuple[int, ...]) -> np.memmap:
-    """``np.lib.format.open_memmap(path, "w+")`` whose disk blocks are allocated before it is filled.
-
-    A sparse file on a full disk kills the process with SIGBUS when a page is written back; allocated first
-    (``posix_fallocate``), a full disk is an ``OSError`` here, before any work.
-    """
+    """``np.lib.format.open_memmap(path, "w+")`` with its blocks allocated first: a sparse file on a full disk
+    dies of SIGBUS on write-back; ``posix_fallocate`` makes that an ``OSError`` here, before any work."""
     size = int(np.prod(shape)) * np.dtype(dtype).itemsize  # the array; its header (~128 B) is added once written
     try:
         out = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)

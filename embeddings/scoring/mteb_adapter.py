@@ -108,10 +108,8 @@ def model_name(encoder_name: str, scorer_label: str) -> str:
 
 
 class MTEBScorerModel:
-    """A ``Scorer`` speaking mteb 2.x's ``EncoderProtocol``: ``encode``, ``similarity(_pairwise)``, ``mteb_model_meta``.
-
-    ``name``: the model name mteb files results under; ``revision``: a free label for its result cache.
-    """
+    """A ``Scorer`` speaking mteb 2.x's ``EncoderProtocol``; ``name``: what mteb files results under, ``revision``: a
+    free label for its result cache."""
 
     def __init__(self, scorer: Scorer, name: str | None = None, revision: str = "local") -> None:
         self.scorer = scorer
