@@ -9,7 +9,6 @@ side by side instead (RankCSE); batches then carry ``"teachers"``.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,12 +19,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from torch.utils.data import DataLoader, Dataset
 
 from sts_lightning.datamodules.cached_embeddings import model_fingerprint
-from sts_lightning.datamodules.loader import (
-    EpochShuffleSampler,
-    ResumableDataModule,
-    ResumableLoader,
-    per_device_batch_size,
-)
+from sts_lightning.datamodules.loader import ResumableDataModule
 from sts_lightning.datamodules.sentence_files import SentenceIndex, mean_chars, source_paths
 from sts_lightning.embeddings.console import phase
 from sts_lightning.embeddings.errors import ConfigError, DataError, unknown_choice
@@ -54,11 +48,8 @@ def _model_of(spec: str | dict) -> str:
 
 
 def map_onto(vectors: np.ndarray, reference: np.ndarray) -> np.ndarray:
-    """``vectors`` ``(n, d)`` mapped onto ``reference``'s ``(n, d_ref)`` space (rows: the same sentences).
-
-    Orthogonal Procrustes (and one scale) between the centred spaces, then ``reference``'s mean added:
-    ``(x - mean(x)) @ R * s + mean(ref)``. A teacher that IS the reference comes back unchanged.
-    """
+    """``vectors`` (n, d) mapped onto ``reference``'s (n, d_ref) space, rows the same sentences: Orthogonal
+    Procrustes (and one scale) between the centred spaces, ``(x - mean(x)) @ R * s + mean(ref)``."""
     x, y = torch.from_numpy(np.asarray(vectors, np.float64)), torch.from_numpy(np.asarray(reference, np.float64))
     x_mean, y_mean = x.mean(0), y.mean(0)
     rotation, scale = orthogonal_procrustes(x - x_mean, y - y_mean)
@@ -106,9 +97,8 @@ class CollateTeachers:
 class DistillationDataModule(ResumableDataModule):
     """Training batches ``{"sentences", "targets"}``: sentences and their teachers' mean embedding.
 
-    ``files`` and the line filters are as in ``SentenceDataModule``; ``teachers`` are ``build_source`` specs of one
-    vector size unless ``align_to`` (a spec each is mapped onto; ``None``: the paper's plain mean); ``batch_size`` is
-    GLOBAL; ``encode_*`` configure the one-off teacher passes.
+    ``teachers`` (``build_source`` specs) share one vector size unless ``align_to`` names a spec each is mapped onto
+    (``None``: the paper's plain mean); ``batch_size`` is GLOBAL; the rest is as in ``SentenceDataModule``.
     """
 
     data_unit = "sentences"  # model card: one training item
@@ -141,8 +131,7 @@ class DistillationDataModule(ResumableDataModule):
         self.teacher_dims: list[int] = []  # combine="each": each teacher's size; filled by prepare_data / setup
 
     @property
-    def _user(self) -> str:
-        """Who reads these vectors, for the progress lines."""
+    def _user(self) -> str:  # who reads these vectors, for the progress lines
         return "SED" if self.combine == "mean" else "RankCSE"
 
     def _paths(self) -> list[Path]:
@@ -174,8 +163,7 @@ class DistillationDataModule(ResumableDataModule):
     def _build(self, spec: str | dict):
         return build_source(spec, batch_size=self.encode_batch_size, device=self.encode_device)
 
-    def _encoding(self, spec: str | dict, role: str = "teacher"):
-        """The stop-check stretch of one source's pass, named for the ``stopped:`` line."""
+    def _encoding(self, spec: str | dict, role: str = "teacher"):  # named for the ``stopped:`` line
         return stretch(f"encoding {self._user} {role} {_model_of(spec)}")
 
     def pending_encodes(self) -> list[tuple[str, str, int, float]]:
@@ -195,10 +183,8 @@ class DistillationDataModule(ResumableDataModule):
                 for spec in pending_sources(specs, sentences, self.cache_dir / "distillation")]
 
     def prepare_data(self) -> None:
-        """Teacher vectors (cached per teacher) and their mean (cached per ensemble), once per node.
-
-        One teacher is loaded at a time; sizes are checked and a cached mean found before any encoding.
-        """
+        """Teacher vectors (cached per teacher) and their mean (cached per ensemble), once per node; one teacher
+        loaded at a time, sizes checked and a cached mean found before any encoding."""
         key = self.cache_key()
         path = self.targets_path(key)
         index = self._index()
@@ -279,12 +265,6 @@ class DistillationDataModule(ResumableDataModule):
 
     def train_dataloader(self) -> DataLoader:
         if self.dataset is None:
-            self.setup("fit")
-        if self.num_workers > 0:
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        world = self.trainer.world_size if self.trainer is not None else 1
-        sampler = EpochShuffleSampler(len(self.dataset), self.seed) if self.shuffle else None
-        return ResumableLoader(self.dataset, batch_size=per_device_batch_size(self.batch_size, world),
-                               sampler=sampler, num_workers=self.num_workers,
-                               collate_fn=CollateTeachers(self.teacher_dims) if self.combine == "each" else collate_distillation,
-                               persistent_workers=self.num_workers > 0, datamodule=self)
+            self.setup("fit")  # teacher_dims first
+        return self.resumable_loader(CollateTeachers(self.teacher_dims) if self.combine == "each"
+                                     else collate_distillation)

@@ -157,26 +157,48 @@ def read_senteval(folder: str | Path, split: str, max_malformed_fraction: float 
 
 def read_sick_nli(path: str | Path, max_malformed_fraction: float = 0.01) -> NLIPairs:
     """SICK ``SICK_*.txt``: a header naming sentence_A, sentence_B, entailment_judgment; tab-separated."""
-    path = Path(path)
-    rows = _Rows(str(path), max_malformed_fraction)
-    header: list[str] | None = None
+    return read_tab_rows(Path(path), _Rows(str(path), max_malformed_fraction),
+                         ("sentence_A", "sentence_B", "entailment_judgment"), blank=None, header="SICK header")
+
+
+def read_tab_rows(path: Path, rows, header_names: tuple[str, ...] | None, columns: tuple[int, int, int] | None = None,
+                  minimum: int = 0, blank: str | None = "blank line", header: str = "header"):
+    """Every line of ``path`` fed to ``rows``: tab-separated, never quoted-CSV (the files hold stray quotes). Columns
+    are ``header_names`` of the first non-blank line, else indices ``columns`` in rows of at least ``minimum``."""
+    expected = None
     for lineno, line in enumerate(_read_lines(path), start=1):
         if line is None:
             rows.skip(lineno, "not UTF-8")
             continue
         if not line.strip():
+            if blank is not None:
+                rows.skip(lineno, blank)
             continue
         cols = line.split("\t")
-        if header is None:
-            header, needed = cols, ("sentence_A", "sentence_B", "entailment_judgment")
-            if not set(needed) <= set(header):
-                raise DataError(f"{path}:{lineno}: SICK header must name {list(needed)}, found {header}")
-            ia, ib, il = (header.index(k) for k in needed)
-        elif len(cols) != len(header):
-            rows.skip(lineno, f"wrong column count (expected {len(header)})")
-        else:
-            rows.add(lineno, cols[ia], cols[ib], cols[il])
+        if header_names is not None and expected is None:
+            if not set(header_names) <= set(cols):
+                raise DataError(f"{path}:{lineno}: {header} must name {list(header_names)}, found {cols}")
+            columns, expected = tuple(cols.index(k) for k in header_names), len(cols)
+            continue
+        if (expected is not None and len(cols) != expected) or len(cols) < minimum:
+            rows.skip(lineno, f"wrong column count (expected {expected or f'at least {minimum}'})")
+            continue
+        a, b, value = (cols[i] for i in columns)
+        rows.add(lineno, a, b, value)
     return rows.finish()
+
+
+def first_file(what: str, candidates: list[Path]) -> Path:
+    """The first of ``candidates`` that exists; a ``DataError`` naming them all otherwise."""
+    found = next((c for c in candidates if c.is_file()), None)
+    if found is None:
+        raise DataError(f"{what}: none of {[str(c) for c in candidates]} exists")
+    return found
+
+
+def sick_files(root: Path, split: str) -> list[Path]:
+    """Where ``sick:<split>`` is looked for, in the order ``sts.tasks`` looks for the same task."""
+    return [root / "sick" / n for n in [f"SICK_{split}.txt", *(["SICK_test_annotated.txt"] if split == "test" else [])]]
 
 
 def _load_hub(name: str, split: str):
@@ -219,12 +241,7 @@ def load_source(spec: str, data_dir: str | os.PathLike | None = None,
     corpus, split = parts
     root = resolve_data_dir(data_dir)
     if corpus == "sick":
-        names = [f"SICK_{split}.txt"] + (["SICK_test_annotated.txt"] if split == "test" else [])
-        candidates = [root / "sick" / n for n in names]
-        found = next((c for c in candidates if c.is_file()), None)
-        if found is None:
-            raise DataError(f"NLI source {spec!r}: none of {[str(c) for c in candidates]} exists")
-        return read_sick_nli(found, max_malformed_fraction)
+        return read_sick_nli(first_file(f"NLI source {spec!r}", sick_files(root, split)), max_malformed_fraction)
     if corpus not in SENTEVAL_DIRS:
         raise unknown_choice("NLI corpus", corpus, [*SENTEVAL_DIRS, "sick", "hub"])
     folders = [base / n for base in (root / "nli", root) for n in SENTEVAL_DIRS[corpus]]

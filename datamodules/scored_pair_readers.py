@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sts_lightning.datamodules.malformed_rows import MalformedRows
-from sts_lightning.datamodules.nli_readers import LABELS, SENTEVAL_DIRS, _read_lines, load_source
+from sts_lightning.datamodules.nli_readers import (
+    LABELS,
+    SENTEVAL_DIRS,
+    first_file,
+    load_source,
+    read_tab_rows,
+    sick_files,
+)
 from sts_lightning.datamodules.table_files import (
     Table,
     check_extension,
@@ -133,54 +140,17 @@ def read_scored_tables(tables: list[Table], source: str, columns: dict[str, str]
     return rows.finish()
 
 
-def _rows_of(path: Path, rows: _Rows, header_names: tuple[str, ...] | None, columns: tuple[int, int, int] | None,
-             minimum: int = 0) -> ScoredPairs:
-    """Feed every line of ``path`` to ``rows``: tab-separated, never quoted-CSV (the files hold stray quotes).
-
-    With ``header_names`` the first non-blank line names the columns and fixes their count; else ``columns`` gives
-    their indices and a row needs at least ``minimum`` (STS-B rows may carry licence columns after the 7th).
-    """
-    expected = None
-    for lineno, line in enumerate(_read_lines(path), start=1):
-        if line is None:
-            rows.skip(lineno, "not UTF-8")
-            continue
-        if not line.strip():
-            rows.skip(lineno, "blank line")
-            continue
-        cols = line.split("\t")
-        if header_names is not None and expected is None:
-            if not set(header_names) <= set(cols):
-                raise DataError(f"{path}:{lineno}: header must name {list(header_names)}, found {cols}")
-            columns, expected = tuple(cols.index(k) for k in header_names), len(cols)
-            continue
-        if (expected is not None and len(cols) != expected) or len(cols) < minimum:
-            rows.skip(lineno, f"wrong column count (expected {expected or f'at least {minimum}'})")
-            continue
-        a, b, score = (cols[i] for i in columns)
-        rows.add(lineno, a, b, score)
-    return rows.finish()
-
-
 def read_stsb_pairs(path: str | Path, max_malformed_fraction: float = 0.01) -> ScoredPairs:
     """STS Benchmark ``sts-*.csv``: genre, file, year, id, score (0-5), sentence1, sentence2 [, licence cols]."""
     path = Path(path)
-    return _rows_of(path, _Rows(path, STS_SCALE, max_malformed_fraction), None, (5, 6, 4), minimum=7)
+    return read_tab_rows(path, _Rows(path, STS_SCALE, max_malformed_fraction), None, (5, 6, 4), minimum=7)
 
 
 def read_sick_pairs(path: str | Path, max_malformed_fraction: float = 0.01) -> ScoredPairs:
     """SICK ``SICK_*.txt``: a header naming sentence_A, sentence_B, relatedness_score (1-5); tab-separated."""
     path = Path(path)
-    return _rows_of(path, _Rows(path, SICK_SCALE, max_malformed_fraction),
-                    ("sentence_A", "sentence_B", "relatedness_score"), None)
-
-
-def source_files(spec: str, root: Path) -> list[Path]:
-    """Candidate files of a source, in the order ``sts.tasks`` looks for the same task."""
-    corpus, split = parse_source(spec)
-    if corpus == "stsb":
-        return [root / "stsb" / f"sts-{split}.csv"]
-    return [root / "sick" / n for n in [f"SICK_{split}.txt", *(["SICK_test_annotated.txt"] if split == "test" else [])]]
+    return read_tab_rows(path, _Rows(path, SICK_SCALE, max_malformed_fraction),
+                         ("sentence_A", "sentence_B", "relatedness_score"))
 
 
 def load_scored_source(spec: str, data_dir: str | os.PathLike | None = None, max_malformed_fraction: float = 0.01,
@@ -193,13 +163,12 @@ def load_scored_source(spec: str, data_dir: str | os.PathLike | None = None, max
         path, tables = read_tables(spec, data_dir, hint="; or name a source such as stsb:train, sick:train")
         return read_scored_tables(tables, str(path), check_roles(columns, ("scored",)), score_scale,
                                   max_malformed_fraction)
-    corpus, _ = parse_source(spec)
-    candidates = source_files(spec, resolve_data_dir(data_dir))
-    found = next((c for c in candidates if c.is_file()), None)
-    if found is None:
-        raise DataError(f"scored-pair source {spec!r}: none of {[str(c) for c in candidates]} exists")
-    reader = read_stsb_pairs if corpus == "stsb" else read_sick_pairs
-    return reader(found, max_malformed_fraction)
+    corpus, split = parse_source(spec)
+    root = resolve_data_dir(data_dir)
+    if corpus == "stsb":
+        return read_stsb_pairs(first_file(f"scored-pair source {spec!r}", [root / "stsb" / f"sts-{split}.csv"]),
+                               max_malformed_fraction)
+    return read_sick_pairs(first_file(f"scored-pair source {spec!r}", sick_files(root, split)), max_malformed_fraction)
 
 
 def load_nli_as_scored(spec: str, data_dir: str | os.PathLike | None = None, max_malformed_fraction: float = 0.01,
