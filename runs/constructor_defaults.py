@@ -1,18 +1,10 @@
-"""Constructors read from their source, never imported: the defaults the configs depart from, and the keywords a
-``_target_`` takes.
+"""Constructors read from their source, never imported (so configs compose and mistyped keys are refused without
+torch): the defaults the configs depart from, and the keywords a ``_target_`` takes.
 
-Read from source so configs compose and mistyped keys are refused without importing torch. A Python user's
 ``SimCSEModule()`` must train what the command trains, so each class keeps its defaults in its signature and a yaml
-departs from the node registered here as ``constructor/<Class>``:
-
-    defaults:
-      - /constructor@model: SimCSEModule      # every option of SimCSEModule.__init__, at its default
-    model:
-      lr: 5.0e-5                              # only what this recipe changes
-
-A class's keywords are its ``__init__`` parameters (a dataclass: its fields), plus those of its bases where it passes
-``**kwargs`` on; ``*args`` or an unreadable base makes them unknown (``target_args`` -> ``None``). A default must be
-a literal or a module constant bound to one.
+departs from the node registered as ``constructor/<Class>`` (``defaults: [/constructor@model: SimCSEModule]``, then
+only what it changes). Keywords: ``__init__``'s parameters (a dataclass: its fields) plus its bases' where it passes
+``**kwargs`` on; ``*args`` or an unreadable base makes them unknown (``None``). Defaults: literals or module constants.
 """
 
 from __future__ import annotations
@@ -36,9 +28,8 @@ _DEPTH = 12
 
 
 def module_file(module: str) -> Path | None:
-    """The ``.py`` file of a dotted module name, found on disk without running any package's ``__init__`` (finding
-    ``lightning.x`` through ``importlib`` would import ``lightning``: seconds). The deepest package already imported
-    gives the folders to search (``sts_lightning`` maps the checkout in through its ``__path__``)."""
+    """The ``.py`` file of a dotted module name, found on disk without running a package's ``__init__`` (importing
+    ``lightning`` takes seconds); the deepest package already imported gives the folders (its ``__path__``)."""
     parts = module.split(".")
     if not parts[0]:
         return None
@@ -144,8 +135,7 @@ def target_args(target: str) -> frozenset[str] | None:
 
 
 def signature_defaults(target: str) -> dict[str, Any]:
-    """Every keyword ``target``'s constructor takes with its default (``MISSING`` where it has none); ``target`` is
-    ``package.module.Class`` or ``package.module:Class``, a class or a plain function."""
+    """Every keyword of ``target`` (``pkg.module.Class`` or ``pkg.module:func``) with its default, else ``MISSING``."""
     module, _, name = target.replace(":", ".").rpartition(".")
     if _find(module, name) is None:
         raise ConfigError(f"constructor defaults: {name!r} is not defined in {module!r}")
@@ -155,8 +145,7 @@ def signature_defaults(target: str) -> dict[str, Any]:
 
 
 def _value(expr: ast.expr, module: str, where: str) -> Any:
-    """A default's value: a literal, a module constant bound to one, or an item of one (``NAMES[0]``); tuples become
-    lists, as in a yaml."""
+    """A default's value: a literal, a module constant bound to one, or an item of one; tuples as lists (yaml)."""
     if isinstance(expr, ast.Subscript):
         return _plain(_value(expr.value, module, where)[_value(expr.slice, module, where)])
     try:
@@ -189,8 +178,7 @@ def model_targets() -> list[str]:
 
 
 def scorer_options() -> dict[str, dict[str, Any]]:
-    """``{scorer name: its declared options' defaults}`` (``evaluate.yaml``'s ``scorer_options``); a required option,
-    such as a path, has no default to write."""
+    """``{scorer: its declared options' defaults}`` (``evaluate.yaml``'s ``scorer_options``); required ones left out."""
     options: dict[str, dict[str, Any]] = {}
     for group in scorer_groups():
         defaults = signature_defaults(group.target) if group.options else {}
@@ -201,8 +189,8 @@ def scorer_options() -> dict[str, dict[str, Any]]:
 
 @functools.cache
 def nodes() -> dict[str, dict[str, Any]]:
-    """``{node name: node}``: one per class, ``scorer_options`` and ``encoder_options`` (``load_encoder``'s keywords
-    but the name). Computed once a process; callers copy, never mutate it."""
+    """``{node name: node}``: one per class, ``scorer_options`` and ``encoder_options`` (``load_encoder``'s but name);
+    cached: callers copy, never mutate it."""
     found: dict[str, dict[str, Any]] = {}
     for target in [*model_targets(), *datamodule_targets()]:
         name = target.rsplit(".", 1)[1]

@@ -1,11 +1,8 @@
 """The command line's overrides checked against the config tree before Hydra runs: one ``error:`` line per mistake.
 
-Why: Hydra reports a mistyped group option in 21 lines, an unknown key in 7, and its hint for the latter (``+key``)
-composes, loads torch and ends seconds later in a constructor's ``TypeError``. Here the overrides are parsed and
-composed with Hydra's own parser and loader (0.1 s, no torch), and a mistake becomes one line with the closest valid
-name (exit 2): an unknown group option; an unknown key (the group's other options searched when the selected one has
-nothing close); a ``+key`` that exists or that the ``_target_`` does not take (``runs.constructor_defaults``); else
-Hydra's first line.
+Why: Hydra's own reports run to many lines, and its ``+key`` hint ends seconds later in a constructor's ``TypeError``.
+Parsed and composed with Hydra's parser and loader (no torch), a mistake becomes one line naming the closest valid
+name (exit 2): a group option, a key (else in the group's other options), a ``+key`` the ``_target_`` does not take.
 """
 
 from __future__ import annotations
@@ -91,9 +88,8 @@ def check_command_line(app: str, argv: list[str]) -> None:
 
 
 def _join_user_configs(loader, config_dir: str | None, overrides) -> None:
-    """A user's config folders join the search path where Hydra puts them: ``--config-dir`` (for composing, too) and
-    ``hydra.searchpath`` (compose adds it itself; here for the group options), so their own experiments and models
-    are valid choices and their mistakes get the same one line."""
+    """A user's ``--config-dir`` (composing too) and ``hydra.searchpath`` folders (compose adds those itself) join
+    the search path where Hydra puts them, so their experiments and models are valid choices."""
     import copy
 
     from hydra.core.config_search_path import SearchPathQuery
@@ -127,8 +123,7 @@ def _refuse_shadowed(folder: Path) -> None:
 
 
 def _unparsable(parser, lines: list[str], err: Exception) -> str:
-    """Hydra's parse error names the grammar rule, not the override (``mismatched input '[' expecting <EOF>``): find
-    the first override that fails alone and name it, with the quoting that a value of spaces or brackets needs."""
+    """Hydra's parse error names the grammar rule, not the override: name the first override that fails alone."""
     from hydra.errors import HydraException
 
     for line in lines:
@@ -150,8 +145,7 @@ def _first_value(override) -> str:
 
 
 def _is_group(loader, key: str) -> bool:
-    """Whether ``key`` names a config group: one ``list_groups`` call on its parent (each call rescans the tree,
-    so the tree is not walked whole)."""
+    """Whether ``key`` names a config group: one ``list_groups`` call on its parent (each call rescans the tree)."""
     parent, _, name = key.rpartition("/")
     return "." not in key and name in loader.list_groups(parent)
 
@@ -209,17 +203,19 @@ def _check_key(cfg: DictConfig, override) -> None:
         raise ConfigError(f"{'.'.join(parts[:found])} is a value, not a group of keys: {key} cannot be set")
     where = ".".join(parts[:found])
     candidates = [str(k) for k in node.keys()] if isinstance(node, DictConfig) else []
-    guess = did_you_mean(parts[found], candidates)
     choice = _choice(cfg, parts[0])
     selected = f" ({parts[0]}={choice})" if choice and found >= 1 else ""
-    if guess:
-        raise ConfigError(f"unknown key {key!r}{selected}; did you mean {_join(where, guess)!r}?")
-    elsewhere = _in_other_options(parts, choice)
-    if elsewhere:
-        raise ConfigError(f"unknown key {key!r}{selected}; did you mean {elsewhere[0]!r}? "
-                          f"(a key of {elsewhere[1]})")
     known = ", ".join(sorted(c for c in candidates if not c.startswith("_")))
-    raise ConfigError(f"unknown key {key!r}{selected}; {where or 'the config'} has: {known}")
+    hint = _hint(where, did_you_mean(parts[found], candidates), parts, choice, f"{where or 'the config'} has: {known}")
+    raise ConfigError(f"unknown key {key!r}{selected}; {hint}")
+
+
+def _hint(where: str, guess: str | None, parts: list[str], choice: str | None, otherwise: str) -> str:
+    """The closest key: ``guess`` beside it, else one in another option, or ``otherwise``."""
+    if guess:
+        return f"did you mean {_join(where, guess)!r}?"
+    elsewhere = _in_other_options(parts, choice)
+    return f"did you mean {elsewhere[0]!r}? (a key of {elsewhere[1]})" if elsewhere else otherwise
 
 
 def _in_other_options(parts: list[str], choice: str | None) -> tuple[str, str] | None:
@@ -247,8 +243,8 @@ def _in_other_options(parts: list[str], choice: str | None) -> tuple[str, str] |
 
 
 def _with_constructor_nodes(data: dict) -> dict:
-    """A config file's own keys plus those of the ``/constructor@<package>: <Class>`` nodes its defaults list names
-    (``runs/constructor_defaults.py``): the keys the file offers once composed, without composing it."""
+    """A config file's keys plus those of the ``/constructor@<package>: <Class>`` nodes its defaults list names:
+    what it offers once composed, without composing it."""
     known = constructor_nodes()
     for entry in data.get("defaults") or []:
         if not isinstance(entry, dict):
@@ -284,14 +280,7 @@ def _check_appended(cfg: DictConfig, override) -> None:
     cls = str(node._get_node("_target_")._value()).rpartition(".")[2]
     choice = _choice(cfg, parts[0])
     selected = f" ({parts[0]}={choice})" if choice else ""
-    guess = did_you_mean(name, accepted)
-    elsewhere = None if guess else _in_other_options(parts, choice)
-    if guess:
-        hint = f"did you mean {_join(where, guess)!r}?"
-    elif elsewhere:
-        hint = f"did you mean {elsewhere[0]!r}? (a key of {elsewhere[1]})"
-    else:
-        hint = f"it takes: {', '.join(sorted(accepted))}"
+    hint = _hint(where, did_you_mean(name, accepted), parts, choice, f"it takes: {', '.join(sorted(accepted))}")
     plus = "++" if override.is_force_add() else "+"
     raise ConfigError(f"{cls}{selected} takes no argument {name!r}, so {plus}{key} cannot be added; {hint}")
 
