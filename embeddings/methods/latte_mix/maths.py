@@ -1,12 +1,7 @@
-"""Latte-Mix (Li et al.): the tensor maths of a token-level VAE on frozen token states, and its distances.
+"""Latte-Mix (Li et al.): the tensor maths of a token-level VAE on frozen token states (Eq. 2-4, App. A.4-A.6).
 
-Paper map: Gumbel-Softmax (Sec. 2.4, Eq. 4); the beta-weighted ELBO (Eq. 3) with a uniform categorical prior or
-N(0, I) and KL thresholding (App. A.4); a sentence is the MIXTURE of its tokens' posteriors (Eq. 2), compared by
-cosine, Jensen-Shannon or L2 (Sec. 3, App. A.5-A.6); the Normal VAE's closed-form L2 of Gaussian mixtures (Sec. 4.2).
-
-``mixture_js_divergence`` and ``mixture_l2_distance`` return DISTANCES (>= 0); ``LatteMixScorer.similarity`` turns
-them into similarity = -distance. ``mixture_cosine``, ``gaussian_mixture_l2`` and ``gaussian_mixture_log_cosine``
-are similarities already.
+``mixture_js_divergence`` and ``mixture_l2_distance`` return DISTANCES (>= 0), the scorer negates them; the other
+comparisons are similarities already.
 """
 
 from __future__ import annotations
@@ -43,7 +38,7 @@ def gumbel_softmax(logits: torch.Tensor, tau: float, generator: torch.Generator 
 
 
 def categorical_kl_uniform(logits: torch.Tensor) -> torch.Tensor:
-    """``KL(softmax(logits) || Uniform(K))`` over the last dim; the KL term of Eq. 3 (``log_softmax``: finite near one-hot)."""
+    """``KL(softmax(logits) || Uniform(K))`` over the last dim (Eq. 3); ``log_softmax`` stays finite near one-hot."""
     log_q = torch.log_softmax(_f32(logits), dim=-1)
     return (log_q.exp() * log_q).sum(-1) + math.log(logits.shape[-1])
 
@@ -56,12 +51,8 @@ def gaussian_kl_standard(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor
 
 def thresholded_kl(kl_per_unit: torch.Tensor, mask: torch.Tensor,
                    threshold: float) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """KL thresholding / free bits (App. A.4: epsilon = 0.3) against KL vanishing.
-
-    Each unit's KL ``(B, T, U)`` is averaged over the real tokens of ``mask``; a unit pays ``max(avg, threshold)``.
-    Returns the loss and detached stats: ``kl_raw``, ``active_units`` (above ``ACTIVE_UNIT_NATS``),
-    ``frac_below_threshold``.
-    """
+    """Free bits (App. A.4) against KL vanishing: each unit's KL ``(B, T, U)``, averaged over real tokens, pays at
+    least ``threshold``. Returns the loss and detached stats."""
     real = mask.bool().unsqueeze(-1)
     kl = kl_per_unit.masked_fill(~real, 0.0)  # not a product: padding garbage (inf, nan) must not leak
     avg = kl.sum((0, 1)) / real.sum().clamp_min(1)
@@ -72,6 +63,10 @@ def thresholded_kl(kl_per_unit: torch.Tensor, mask: torch.Tensor,
         "frac_below_threshold": (avg < threshold).float().mean().detach(),
     }
     return loss, stats
+
+
+def _entropy(p: torch.Tensor) -> torch.Tensor:
+    return -torch.special.xlogy(p, p).sum(-1)
 
 
 def _masked_weights(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -91,14 +86,11 @@ def token_mixture(per_token: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def class_usage(probs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Perplexity of the batch-aggregated posterior per categorical variable, averaged over D (Sec. 2.5).
-
-    ~1: every token lands in one class (collapse); ~K: all classes used. ``probs`` ``(B, T, D, K)``, ``mask`` ``(B, T)``.
-    """
+    """Perplexity of the batch-aggregated ``(B, T, D, K)`` posterior per variable, mean over D (Sec. 2.5): ~1 is
+    collapse, ~K all classes used."""
     real = mask.bool()[..., None, None]
     agg = _f32(probs).masked_fill(~real, 0.0).sum((0, 1)) / real.sum().clamp_min(1)  # (D, K)
-    entropy = -torch.special.xlogy(agg, agg).sum(-1)
-    return entropy.exp().mean()
+    return _entropy(agg).exp().mean()
 
 
 def mixture_cosine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -107,17 +99,10 @@ def mixture_cosine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def mixture_js_divergence(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Jensen-Shannon divergence (nats, >= 0) of ``(n, D, K)`` mixtures, summed over the D variables.
-
-    ``H((P+Q)/2) - (H(P) + H(Q))/2`` in float64 with ``xlogy``, clamped at 0 against rounding.
-    """
+    """Jensen-Shannon divergence (nats, float64, clamped at 0 against rounding) of ``(n, D, K)`` mixtures, summed
+    over the D variables."""
     p, q = a.double(), b.double()
-    m = 0.5 * (p + q)
-
-    def entropy(x: torch.Tensor) -> torch.Tensor:
-        return -torch.special.xlogy(x, x).sum(-1)
-
-    js = (entropy(m) - 0.5 * (entropy(p) + entropy(q))).clamp_min(0.0)
+    js = (_entropy(0.5 * (p + q)) - 0.5 * (_entropy(p) + _entropy(q))).clamp_min(0.0)
     return js.sum(-1).float()
 
 
@@ -127,10 +112,8 @@ def mixture_l2_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def _log_cross(mu_a, var_a, mask_a, mu_b, var_b, mask_b) -> torch.Tensor:
-    """``log int p q`` per row for equal-weight diagonal Gaussian mixtures, chunked over rows.
-
-    ``int N(x; a, A) N(x; b, B) dx = N(a; b, A + B)``, combined by a masked logsumexp (no under- or overflow).
-    """
+    """``log int p q`` per row of diagonal Gaussian mixtures: ``int N(x; a, A) N(x; b, B) dx = N(a; b, A + B)``,
+    combined by a masked logsumexp, chunked over rows."""
     n, dz = mu_a.shape[0], mu_a.shape[-1]
     wa = _masked_weights(mask_a, torch.float64).log()  # log(1/T) on real tokens, -inf on padding
     wb = _masked_weights(mask_b, torch.float64).log()
@@ -150,16 +133,16 @@ def _log_cross(mu_a, var_a, mask_a, mu_b, var_b, mask_b) -> torch.Tensor:
     return torch.cat(out)
 
 
+def _log_crosses(a: tuple, b: tuple) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``log int p^2``, ``log int p q``, ``log int q^2`` of ``(mu, var, mask)`` triples."""
+    return _log_cross(*a, *a), _log_cross(*a, *b), _log_cross(*b, *b)
+
+
 def gaussian_mixture_log_l2(mu_a: torch.Tensor, var_a: torch.Tensor, mask_a: torch.Tensor,
                             mu_b: torch.Tensor, var_b: torch.Tensor, mask_b: torch.Tensor) -> torch.Tensor:
-    """``log ||p - q||_2`` (float64, ``-inf`` where p = q) of the sentences' Gaussian mixtures (Sec. 4.2).
-
-    ``L2^2 = int p^2 - 2 int p q + int q^2`` combined in log space. ``mu``/``var`` ``(n, T, Dz)`` padded, ``mask``
-    ``(n, T)``, every token weighted 1/T_real.
-    """
-    aa = _log_cross(mu_a, var_a, mask_a, mu_a, var_a, mask_a)
-    ab = _log_cross(mu_a, var_a, mask_a, mu_b, var_b, mask_b)
-    bb = _log_cross(mu_b, var_b, mask_b, mu_b, var_b, mask_b)
+    """``log ||p - q||_2`` (float64, ``-inf`` where p = q) of Gaussian mixtures (Sec. 4.2): ``L2^2 = int p^2 -
+    2 int p q + int q^2`` in log space. ``mu``/``var`` ``(n, T, Dz)`` padded, ``mask`` ``(n, T)``."""
+    aa, ab, bb = _log_crosses((mu_a, var_a, mask_a), (mu_b, var_b, mask_b))
     top = torch.maximum(torch.maximum(aa, ab), bb)
     rest = ((aa - top).exp() - 2 * (ab - top).exp() + (bb - top).exp()).clamp_min(0.0)
     return 0.5 * (top + rest.log())
@@ -167,26 +150,18 @@ def gaussian_mixture_log_l2(mu_a: torch.Tensor, var_a: torch.Tensor, mask_a: tor
 
 def gaussian_mixture_log_cosine(mu_a: torch.Tensor, var_a: torch.Tensor, mask_a: torch.Tensor,
                                 mu_b: torch.Tensor, var_b: torch.Tensor, mask_b: torch.Tensor) -> torch.Tensor:
-    """``log`` of the cosine between two Gaussian-mixture densities, ``int pq / sqrt(int p^2 int q^2)`` (<= 0).
-
-    Not in the paper: L2's self-terms scale like ``sigma^-Dz`` and make L2 rank sentences by their posterior variances;
-    normalising by them removes that.
-    """
-    aa = _log_cross(mu_a, var_a, mask_a, mu_a, var_a, mask_a)
-    ab = _log_cross(mu_a, var_a, mask_a, mu_b, var_b, mask_b)
-    bb = _log_cross(mu_b, var_b, mask_b, mu_b, var_b, mask_b)
+    """``log`` of the densities' cosine ``int pq / sqrt(int p^2 int q^2)`` (<= 0). Not in the paper: L2's self-terms
+    scale like ``sigma^-Dz`` and rank sentences by their posterior variances; normalising removes that."""
+    aa, ab, bb = _log_crosses((mu_a, var_a, mask_a), (mu_b, var_b, mask_b))
     return (ab - 0.5 * (aa + bb)).clamp_max(0.0).float()
 
 
 def gaussian_mixture_l2(mu_a: torch.Tensor, var_a: torch.Tensor, mask_a: torch.Tensor,
                         mu_b: torch.Tensor, var_b: torch.Tensor, mask_b: torch.Tensor,
                         scale: str = "auto") -> torch.Tensor:
-    """Similarity of Gaussian mixtures from their closed-form L2 distance (Normal VAE, Sec. 4.2).
-
-    In high dimension L2 is routinely out of float range (``Scorer.score_pairs`` casts to float32), so ``scale``:
-    ``"linear"``: ``-L2``; ``"log"``: ``-log(L2 + e^LOG_FLOOR)`` (same ranking); ``"auto"``: linear if every nonzero
-    L2 of THIS call lies in ``e^[-80, 80]``, else log for the whole call, with a warning.
-    """
+    """Similarity ``-L2`` of Gaussian mixtures (Sec. 4.2). L2 often leaves float32 range, so ``scale="log"`` gives
+    ``-log(L2 + e^LOG_FLOOR)`` (same ranking); ``"auto"``: linear if this call's nonzero L2s lie in ``e^[-80, 80]``,
+    else log for the whole call, with a warning."""
     log_l2 = gaussian_mixture_log_l2(mu_a, var_a, mask_a, mu_b, var_b, mask_b)
     if scale == "auto":
         finite = log_l2[torch.isfinite(log_l2)]

@@ -1,10 +1,6 @@
-"""The networks of the token VAEs (Latte-Mix and its baselines) and their export format.
+"""The token VAEs' networks (Latte-Mix and its baselines, Sec. 2.3-2.4, App. A.5) and their export format.
 
-One posterior MLP and one decoder MLP serve all latents; only the posterior's head and the sampling differ (Sec.
-2.3-2.4, App. A.5): ``categorical`` logits ``(N, D, K)`` with Gumbel-Softmax samples, ``normal`` ``mu`` / ``logvar``
-``(N, D)``, ``ae`` a code ``(N, D)``. The posterior's dict is what ``LatteMixScorer`` reads. The export holds
-``token_vae_config.json`` (a reference to the frozen encoder, its layer and identity, the VAE settings) and
-``token_vae.safetensors``.
+One posterior MLP and one decoder MLP serve all latents; only the posterior's head and the sampling differ.
 """
 
 from __future__ import annotations
@@ -35,14 +31,13 @@ def mlp(inputs: int, hidden: int, outputs: int, layers: int) -> nn.Sequential:
     sizes = [inputs, *([hidden] * (layers - 1)), outputs]
     parts: list[nn.Module] = []
     for i in range(layers):
-        parts.append(nn.Linear(sizes[i], sizes[i + 1]))
-        if i < layers - 1:
-            parts.append(nn.ReLU())
-    return nn.Sequential(*parts)
+        parts += [nn.Linear(sizes[i], sizes[i + 1]), nn.ReLU()]
+    return nn.Sequential(*parts[:-1])
 
 
 class TokenPosterior(nn.Module):
-    """q(z | u) per token: ``(N, input_dim)`` token states -> the latent's parameters (a dict, see module doc)."""
+    """q(z | u) per token: ``(N, input_dim)`` token states -> categorical ``logits`` ``(N, D, K)``, normal ``mu`` /
+    ``logvar`` ``(N, D)`` or ae ``code`` ``(N, D)``."""
 
     def __init__(self, input_dim: int, latent: str = "categorical", latent_dim: int = 64, num_classes: int = 100,
                  hidden_dim: int = 512, layers: int = 1) -> None:

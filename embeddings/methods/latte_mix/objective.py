@@ -1,8 +1,6 @@
-"""The token VAEs' objective (Latte-Mix and its Normal VAE / AE baselines, Li et al.) on tensors.
+"""The token VAEs' objective (Latte-Mix, Li et al., and its Normal VAE / AE baselines) on tensors.
 
-Every real token state ``u`` is encoded to ``z`` and decoded back (Eq. 3): ``beta * KL[q(z|u) || p(z)] -
-E_q[log p(u|z)]`` per token, averaged over the batch's tokens, ``log p(u|z)`` a unit-variance Gaussian. The pieces
-are ``embeddings.methods.latte_mix.maths``; ``beta`` is annealed (:func:`annealed_beta`).
+Eq. 3 per real token ``u``: ``beta * KL[q(z|u) || p(z)] - E_q[log p(u|z)]``, ``log p(u|z)`` a unit-variance Gaussian.
 """
 
 from __future__ import annotations
@@ -33,12 +31,8 @@ def annealed_beta(step: int, total: float, beta_start: float, beta_end: float, w
 
 def token_vae_losses(posterior: nn.Module, decoder: nn.Module, features: Tensor, mask: Tensor, latent: str,
                      tau: float, kl_threshold: float, beta: float) -> dict[str, Tensor]:
-    """Reconstruction, KL terms and diagnostics over the real tokens of a batch (float32).
-
-    ``features``: ``(B, T, H)``; ``mask``: ``(B, T)``; ``latent``: ``categorical``, ``normal`` or ``ae`` (no KL). Returns
-    ``loss``, ``recon`` and, with a KL term, ``kl_thresholded``, ``beta`` and ``thresholded_kl``'s stats (categorical:
-    ``class_perplexity``).
-    """
+    """``loss``, ``recon`` and (but for ``ae``) the KL terms and diagnostics over the real tokens of ``(B, T, H)``
+    ``features`` (float32)."""
     tokens = features[mask].float()  # (N, H): padding never enters the VAE
     if tokens.shape[0] == 0:
         raise ConfigError("a training batch has no real tokens (all masks are False)")

@@ -1,9 +1,7 @@
-"""Latte-Mix scorer: frozen token states -> trained VAE posterior per token -> sentence mixture -> distance.
+"""Latte-Mix scorer: frozen token states -> trained VAE posterior per token -> sentence mixture (Eq. 2) -> distance.
 
-The representation is the average of the tokens' posteriors (Eq. 2). ``posterior(features (N, H)) -> dict``:
-categorical ``{"logits": (N, D, K)}``, normal ``{"mu", "logvar": (N, Dz)}``, ae ``{"code": (N, Dz)}``. At test
-time the categorical posterior is ``softmax(logits / tau)`` without Gumbel noise (App. A.5). ``similarity`` is
-higher for more similar sentences: ``js`` and ``l2`` give -distance, ``cosine`` the cosine.
+``posterior(features (N, H))`` returns ``OUTPUTS[latent]``; at test time the categorical posterior is
+``softmax(logits / tau)`` without Gumbel noise (App. A.5).
 """
 
 from __future__ import annotations
@@ -38,32 +36,21 @@ DISTANCES: dict[str, tuple[str, ...]] = {"categorical": ("cosine", "js", "l2"), 
 OUTPUTS = {"categorical": {"logits": 3}, "normal": {"mu": 2, "logvar": 2}, "ae": {"code": 2}}  # key -> ndim
 
 
-def valid_combinations() -> str:
-    return "; ".join(f"{latent}: {'/'.join(d)}" for latent, d in DISTANCES.items())
-
-
 def check_combination(latent: str, distance: str | None = None) -> str:
     """The distance to use for ``latent`` (``None``: its default); a ConfigError for an invalid pair, at start-up."""
     if latent not in DISTANCES:
         raise unknown_choice("latte-mix latent", latent, DISTANCES)
     distance = DISTANCES[latent][0] if distance is None else distance
     if distance not in DISTANCES[latent]:
-        raise ConfigError(f"latte-mix: latent {latent!r} has no distance {distance!r}; valid "
-                          f"combinations: {valid_combinations()}")
+        valid = "; ".join(f"{name}: {'/'.join(d)}" for name, d in DISTANCES.items())
+        raise ConfigError(f"latte-mix: latent {latent!r} has no distance {distance!r}; valid combinations: {valid}")
     return distance
 
 
 class LatteMixScorer(Scorer):
-    """Sentence = mixture of its tokens' VAE posteriors, compared by the configured distance.
-
-    Args:
-        posterior: the VAE's encoder net (interface in the module docstring).
-        layer: which ``hidden_states`` entry feeds the VAE (Hugging Face order: 0 embeddings, -1 last).
-        latent: ``"categorical"`` (Latte-Mix), ``"normal"`` (Normal VAE) or ``"ae"`` (autoencoder).
-        distance: ``"cosine"``, ``"js"`` or ``"l2"`` (``None``: cosine, or l2 for normal); see ``DISTANCES``.
-        tau: test temperature of the categorical posterior.
-        pad_tokens: normal latent only: pad every representation to this many tokens (DDP shards all-gather).
-    """
+    """Sentence = mixture of its tokens' VAE posteriors on ``hidden_states[layer]``, compared by ``distance``
+    (``None``: the latent's first in ``DISTANCES``). ``pad_tokens`` (normal latent): pad every representation to
+    this many tokens, so DDP shards all-gather."""
 
     def __init__(self, encoder: BaseEncoder, posterior: torch.nn.Module, layer: int = -1,
                  latent: str = "categorical", distance: str | None = None, tau: float = 0.3,
@@ -174,12 +161,7 @@ class LatteMixScorer(Scorer):
 def load_token_vae_scorer(path: str | os.PathLike, encoder: BaseEncoder | None = None, device: str = "cpu",
                           batch_size: int | None = None, distance: str | None = None,
                           allow_other_encoder: bool = False) -> LatteMixScorer:
-    """Rebuild the scorer of a ``LatteMixModule.export`` directory.
-
-    ``encoder``: an already loaded encoder to reuse (``None`` loads the recorded one); ``distance`` overrides the
-    exported one; ``allow_other_encoder`` scores on another encoder with a warning.
-    """
-
+    """The scorer of a ``LatteMixModule.export`` directory, on ``encoder`` (``None``: the recorded one)."""
     if encoder is None:
         config = load_export_config(path, EXPORT_FORMAT)
         encoder = load_encoder(config["model_name_or_path"], max_length=config["max_length"],
@@ -189,11 +171,8 @@ def load_token_vae_scorer(path: str | os.PathLike, encoder: BaseEncoder | None =
 
 
 class LatteMixExportScorer(LatteMixScorer):
-    """Registry entry ``{name: latte_mix, path: <export dir>, distance: cosine|js|l2}`` on the configured
-    encoder; js and l2 score as similarity = -distance (higher = more similar).
-
-    The export's config gives the layer, latent and temperature; the encoder must be the one it was fitted on.
-    """
+    """Registry entry ``{name: latte_mix, path: <export dir>, distance: cosine|js|l2}`` on the encoder it was fitted
+    on; js and l2 score as similarity = -distance (higher = more similar)."""
 
     def __init__(self, encoder: BaseEncoder, path: str, distance: str | None = None,
                  batch_size: int | None = None, allow_other_encoder: bool = False) -> None:
