@@ -1,10 +1,7 @@
 """Seeded word-level augmentation: the data-uncertainty sampler of Sen2Pro (Shen et al. 2023, Sec. 3.1).
 
-Each copy applies ONE random operation: drop, swap, replace or insert a word. Where the paper is silent: words are
-whitespace tokens (the encoder re-tokenizes the text); the default vocabulary is the sorted distinct words of the
-sentences augmented (works for any tokenizer); an operation that cannot change the sentence is redrawn (a copy is
-the sentence itself if none applies); randomness is per (seed, sentence text, copy index) through a stable hash,
-so a copy does not depend on the other sentences of the call or the process.
+Each copy applies ONE random op (drop, swap, replace or insert a whitespace word) among those that change the
+sentence; randomness is per (seed, sentence text, copy index), so a copy depends on no other sentence or process.
 """
 
 from __future__ import annotations
@@ -132,10 +129,7 @@ def augment_sentence(sentence: str, vocabulary: Sequence[str], rng: random.Rando
 
 def augment(sentences: Sequence[str], n_copies: int, seed: int = 0, ops: Sequence[str] = OPS,
             vocabulary: Sequence[str] | None = None) -> list[list[str]]:
-    """``n_copies`` augmented copies of every sentence: ``out[i][k]`` is copy k of ``sentences[i]``.
-
-    Copy k of sentence s uses ``sentence_rng(seed, s, k)``; ``vocabulary`` defaults to ``build_vocabulary(sentences)``.
-    """
+    """``out[i][k]``: copy k of ``sentences[i]``; ``vocabulary`` defaults to ``build_vocabulary(sentences)``."""
     ops = validate_ops(ops)
     vocab = build_vocabulary(sentences) if vocabulary is None else tuple(sorted(set(vocabulary)))
     return [[augment_sentence(s, vocab, sentence_rng(seed, s, k), ops) for k in range(n_copies)]

@@ -1,9 +1,7 @@
 """MC dropout at close to the cost of an eval pass: the same dropout, cheaper random numbers.
 
-On CPU torch draws one Bernoulli per element, which dominates a Sen2Pro pass (docs/speed.md). Here, on CPU only,
-every ``torch.nn.Dropout`` runs :func:`sparse_dropout` (the same distribution, drawn as the POSITIONS of dropped
-elements: Geometric(p) gaps, about ``p * n`` draws), and a model on ``sdpa`` attention switches to
-:data:`SPARSE_SDPA` (math-kernel attention with :func:`sparse_dropout`). ``torch.manual_seed`` makes a pass reproducible.
+On CPU torch draws one Bernoulli per element, which dominates a Sen2Pro pass (docs/speed.md); on CPU only, dropout
+and ``sdpa`` attention here draw the POSITIONS of dropped elements instead (Geometric(p) gaps, about ``p * n`` draws).
 """
 
 from __future__ import annotations
@@ -19,10 +17,8 @@ from sts_lightning.embeddings.encoders.base import BaseEncoder
 
 
 def drop_positions(n: int, p: float, device: torch.device | str = "cpu", chunk: int | None = None) -> torch.Tensor:
-    """Sorted indices in ``[0, n)``, each present independently with probability ``p`` (a Bernoulli process).
-
-    Cumulative sums of Geometric(p) gaps, drawn in chunks (the mean + 6 sd: almost always one) until they pass ``n``.
-    """
+    """Sorted indices in ``[0, n)``, each present with probability ``p``: cumulative sums of Geometric(p) gaps, drawn
+    in chunks (the mean + 6 sd: almost always one) until they pass ``n``."""
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability must be in [0, 1], got {p}")
     if n <= 0 or p == 0.0:
@@ -53,11 +49,6 @@ def sparse_dropout(x: torch.Tensor, p: float) -> torch.Tensor:
     return _zero_drawn_((x * (1.0 / (1.0 - p))).contiguous(), p)
 
 
-def _scale_and_drop_(x: torch.Tensor, p: float) -> torch.Tensor:
-    """In-place ``sparse_dropout`` of a contiguous tensor the caller owns."""
-    return _zero_drawn_(x.mul_(1.0 / (1.0 - p)), p)
-
-
 def _zero_drawn_(x: torch.Tensor, p: float) -> torch.Tensor:
     """Zero the elements of contiguous ``x`` at ``drop_positions`` (each with probability ``p``), in place."""
     x.view(-1).index_fill_(0, drop_positions(x.numel(), p, x.device), 0.0)
@@ -70,11 +61,8 @@ SPARSE_SDPA = "sen2pro_sparse_dropout_sdpa"
 def sparse_dropout_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                              attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
                              is_causal: bool | None = None, **kwargs) -> tuple[torch.Tensor, None]:
-    """transformers' ``sdpa`` attention, with :func:`sparse_dropout` on the probabilities when ``dropout > 0``.
-
-    ``query, key, value``: ``(batch, heads, L, head_dim)``; returns ``(batch, L, heads, head_dim)`` like
-    ``sdpa_attention_forward``, which gets every call this does not cover.
-    """
+    """transformers' ``sdpa`` attention with :func:`sparse_dropout` on the probabilities; ``sdpa_attention_forward``
+    gets every call this does not cover."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     plain = (dropout == 0.0 or query.device.type != "cpu" or kwargs.get("position_bias") is not None
@@ -90,7 +78,7 @@ def sparse_dropout_attention(module: torch.nn.Module, query: torch.Tensor, key: 
             scores.masked_fill_(~attention_mask, torch.finfo(scores.dtype).min)
         else:
             scores.add_(attention_mask)
-    probs = _scale_and_drop_(torch.softmax(scores, dim=-1), dropout)
+    probs = _zero_drawn_(torch.softmax(scores, dim=-1).mul_(1.0 / (1.0 - dropout)), dropout)
     return torch.matmul(probs, value).transpose(1, 2).contiguous(), None
 
 
@@ -107,18 +95,10 @@ def _module_dropout(module: torch.nn.Dropout, x: torch.Tensor) -> torch.Tensor:
     return sparse_dropout(x, float(module.p)) if module.training else x
 
 
-def _patchable(module: torch.nn.Module) -> bool:
-    """A plain element-wise ``nn.Dropout`` (a subclass with its own ``forward`` is left alone)."""
-    return isinstance(module, torch.nn.Dropout) and type(module).forward is torch.nn.Dropout.forward
-
-
 @contextlib.contextmanager
 def mc_dropout(encoder: BaseEncoder, fast: bool = True) -> Iterator[None]:
-    """The encoder's ``stochastic()`` context, with its dropout drawn by :func:`sparse_dropout`.
-
-    ``fast=False`` (or an encoder without a ``torch.nn.Module`` ``model``, or one off CPU) is exactly
-    ``encoder.stochastic()``. Everything is restored on exit, also after an error.
-    """
+    """``encoder.stochastic()`` with its dropout drawn by :func:`sparse_dropout` (``fast`` and a torch model on CPU);
+    everything is restored on exit."""
     model = getattr(encoder, "model", None)
     patch = fast and isinstance(model, torch.nn.Module) and encoder.device.type == "cpu"
     patched: list[torch.nn.Module] = []
@@ -127,8 +107,9 @@ def mc_dropout(encoder: BaseEncoder, fast: bool = True) -> Iterator[None]:
     with encoder.stochastic():
         try:
             if patch:
-                for module in model.modules():
-                    if _patchable(module) and "forward" not in module.__dict__:
+                for module in model.modules():  # plain nn.Dropout only: a subclass's own forward is left alone
+                    plain = isinstance(module, torch.nn.Dropout) and type(module).forward is torch.nn.Dropout.forward
+                    if plain and "forward" not in module.__dict__:
                         module.forward = functools.partial(_module_dropout, module)
                         patched.append(module)
             if attention == "sdpa":

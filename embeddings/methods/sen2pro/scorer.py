@@ -1,15 +1,10 @@
 """Sen2Pro (Shen et al. 2023): a sentence as a distribution (mean, variance) estimated from a frozen encoder.
 
-- Model uncertainty (Sec. 3.1, Eq. 1): N MC-dropout passes (``embeddings.methods.sen2pro.mc_dropout``).
-- Data uncertainty (Eq. 2): N word-level augmented copies (``embeddings.methods.sen2pro.augment``), eval mode.
-- Estimation (Sec. 3.2): mean (Eq. 3) and the banded (diagonal) covariance (Eq. 4-5), population normaliser.
-- Distance (Eq. 7): ``(1 - alpha) * l1(mu_a - mu_b) + alpha * l1(var_a - var_b)``; similarity is its negative.
-- Sources are combined as ``(mu_m + mu_d) / 2``, ``(var_m + var_d) / 2`` (Sec. 4.1, Appendix D).
-- Alpha: ``"paper"`` (Eq. 8 per pair), ``"dataset"`` (Eq. 8 over the call's pairs), ``"inverse"`` (the inverse
-  ratio, in the paper's stated 0.01-0.05 range) or a fixed float (default 0.05, so a pair's score does not depend
-  on the other pairs). Eq. 8 as printed inverts the ranking: docs/results/sen2pro.md. A zero variance gap gives 0.
-- An encoder without ``stochastic()`` (static vectors) gets one pass and a zero model variance.
-- ``whitening`` (Table 1): every sample is whitened before the moments are taken.
+N MC-dropout passes (model uncertainty, Eq. 1) and N augmented copies (data, Eq. 2) give a mean and a diagonal
+covariance each (Eq. 3-5), averaged over the sources (App. D); the distance is Eq. 7. Alpha: ``"paper"`` (Eq. 8 per
+pair), ``"dataset"`` (Eq. 8 over the call's pairs), ``"inverse"`` (the inverse ratio, in the paper's 0.01-0.05
+range) or a fixed float (default 0.05: a pair's score depends on no other pair). Eq. 8 as printed inverts the
+ranking: docs/results/sen2pro.md. An encoder without ``stochastic()`` gets one pass and a zero model variance.
 """
 
 from __future__ import annotations
@@ -94,12 +89,10 @@ def l1_gaps(a: Representation, b: Representation) -> tuple[torch.Tensor, torch.T
 
 
 def check_alpha(alpha: object) -> str | float:
-    """``"paper"``, ``"dataset"`` or a real number in [0, 1]; anything else is a ConfigError."""
-    if isinstance(alpha, str):
-        if alpha not in ALPHA_MODES:
-            raise ConfigError(f"sen2pro alpha {alpha!r}: use 'paper', 'dataset', 'inverse' or a number in [0, 1]")
+    """One of ``ALPHA_MODES`` or a real number in [0, 1]; anything else is a ConfigError."""
+    if isinstance(alpha, str) and alpha in ALPHA_MODES:
         return alpha
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0.0 <= float(alpha) <= 1.0:
+    if isinstance(alpha, (str, bool)) or not isinstance(alpha, numbers.Real) or not 0.0 <= float(alpha) <= 1.0:
         raise ConfigError(f"sen2pro alpha {alpha!r}: use 'paper', 'dataset', 'inverse' or a number in [0, 1]")
     return float(alpha)
 
@@ -119,10 +112,8 @@ def check_uncertainty(uncertainty: str | Sequence[str]) -> tuple[str, ...]:
 class Sen2ProScorer(Scorer):
     """Probabilistic sentence embedding: ``{"mean", "var"}`` per sentence, compared by Eq. 7.
 
-    ``n_samples`` is N per uncertainty source (>= 2, a variance needs two); ``uncertainty`` is ``("model", "data")``,
-    one of them, or ``"model+data"``; ``vocabulary`` (replace/insert words) defaults to the sentences' own words;
-    ``fast_dropout`` uses ``mc_dropout.sparse_dropout`` (same distribution, cheaper on CPU); ``whitening`` is the path
-    of a BERT-whitening export.
+    ``n_samples`` is N per uncertainty source; ``whitening`` (Table 1), the path of a BERT-whitening export, whitens
+    every sample before the moments are taken.
     """
 
     name = "sen2pro"
@@ -158,8 +149,7 @@ class Sen2ProScorer(Scorer):
         self.readings = None  # a ReadingStore for the deterministic passes (``use_readings``)
 
     def use_readings(self, store) -> None:
-        """Take the pooled vectors of the deterministic (eval-mode) passes from ``store``; MC-dropout passes always
-        run."""
+        """Take the eval-mode passes' pooled vectors from ``store``; MC-dropout passes always run."""
         self.readings = store
 
     @property
@@ -178,8 +168,7 @@ class Sen2ProScorer(Scorer):
         return torch.nn.functional.normalize(out, dim=-1) if self.normalize else out  # type: ignore[arg-type]
 
     def _model_moments(self, sentences: Sequence[str], bar: tqdm) -> tuple[torch.Tensor, torch.Tensor]:
-        """Moments of N MC-dropout passes (pass i seeded by ``stable_seed("mc-dropout", seed, i)``; the caller's RNG
-        state is untouched)."""
+        """Moments of N seeded MC-dropout passes; the caller's RNG state is untouched."""
         if not self._has_dropout:
             bar.update(self.n_samples)
             x = self._encode(sentences)
@@ -207,10 +196,7 @@ class Sen2ProScorer(Scorer):
         return moments.result()
 
     def represent(self, sentences: Sequence[str]) -> Representation:
-        """``{"mean": (n, d), "var": (n, d)}``, the average over the configured sources.
-
-        ``last_seconds`` then holds the wall time of each source, ``last_stats`` counts the copies.
-        """
+        """``{"mean": (n, d), "var": (n, d)}``, the average over the configured sources."""
         sentences = list(sentences)
         show = len(set(sentences)) >= PROGRESS_MIN_SENTENCES
         moments = []
