@@ -1,10 +1,8 @@
 """The private attributes of torch and Lightning that we reach through an object, in one place.
 
-Why two doors: callbacks/, datamodules/ and lightning_modules/ share a layer and may not import each other, and
-embeddings/ may import no Lightning (tests/layering.py). So this module, below all of them, imports neither
-Lightning nor Hydra: each private part is reached through the object a caller hands in. The private names that
-must be imported (Lightning's launcher, Hydra's internals) are in ``runs/compat.py``. tests/embeddings/test_compat.py
-fails by name when an installed version lacks one; pyproject.toml bounds the versions it passed with.
+This module sits below every layer (tests/layering.py), so it imports neither Lightning nor Hydra: each private part
+is reached through the object a caller hands in; private names that must be imported are in ``runs/compat.py``.
+tests/embeddings/test_compat.py fails by name when an installed version lacks one.
 """
 
 from __future__ import annotations

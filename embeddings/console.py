@@ -68,10 +68,8 @@ def configure_console() -> None:
 
 def progress(iterable: Iterable[T], desc: str, total: int | None = None, unit: str = "batch",
              disable: bool = False, every_s: float | None = None) -> Iterable[T]:
-    """A tqdm bar on a terminal; off a terminal, a log line at most every ``every_s`` seconds and at the end.
-
-    Inside a ``Phase.part`` each item advances the phase's counter instead.
-    """
+    """A tqdm bar on a terminal; off a terminal, a log line at most every ``every_s`` seconds and at the end; inside
+    a ``Phase.part``, each item advances the phase's counter instead."""
     active = _ACTIVE.get()
     if active is not None and active.in_part:
         return active.feed(iterable, total if total is not None else _length(iterable))
@@ -165,11 +163,8 @@ _ACTIVE: contextvars.ContextVar[Phase | None] = contextvars.ContextVar("sts_phas
 
 
 class Phase:
-    """One counter over a whole phase: ``total`` units (sentences), advanced by the parts that run inside it.
-
-    Each ``part(size)`` advances it by ``size`` over its loops' items and ends exactly where it should, so the count only
-    grows. A part served from a cache counts as done but not as work when the time left is extrapolated.
-    """
+    """One counter over a whole phase of ``total`` units, advanced by ``part(size)`` over its loops' items; a part
+    served from a cache counts as done but not as work when the time left is extrapolated."""
 
     def __init__(self, desc: str, total: int, unit: str = "sentences", every_s: float | None = None) -> None:
         self.desc, self.total, self.unit = desc, int(total), unit

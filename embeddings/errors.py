@@ -97,8 +97,7 @@ def missing_value_message(err: Exception) -> str:
 
 def run_or_exit(fn, *args):
     """Entry-point guard: user errors print one clear line and exit 2 instead of a traceback (a diverged run: 3;
-    a full disk anywhere in the chain: ``EXIT_DISK_FULL`` 74; a lost rank: 69; a preempted run: 75).
-    """
+    a full disk anywhere in the chain: ``EXIT_DISK_FULL`` 74; a lost rank: 69; a preempted run: 75)."""
     import sys
 
     from omegaconf.errors import MissingMandatoryValue
@@ -111,15 +110,12 @@ def run_or_exit(fn, *args):
     except MissingMandatoryValue as err:
         print(f"error: {missing_value_message(err)}", file=sys.stderr)
         sys.exit(2)
-    except DivergedError as err:  # a run that failed, not a bad input: its own exit code
+    except (DivergedError, RankLostError) as err:  # a run that failed, not a bad input: 3; a lost peer rank: 69
         print(f"error: {err}", file=sys.stderr)
-        sys.exit(3)
+        sys.exit(3 if isinstance(err, DivergedError) else EXIT_RANK_LOST)
     except Preempted as err:  # stopped on SIGTERM / SIGUSR1 with last.ckpt written: 75, resume with ckpt_path=last
         print(f"stopped: {err}", file=sys.stderr)
         sys.exit(EXIT_PREEMPTED)
-    except RankLostError as err:  # a peer rank died or hangs: exit 69, resume with ckpt_path=last
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(EXIT_RANK_LOST)
     except Exception as err:
         full = _disk_full(err)
         if full is None:

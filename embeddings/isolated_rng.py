@@ -1,10 +1,8 @@
 """Run a block without touching the run's random streams: model building, loading, caching and evaluation.
 
-A run's randomness must be a function of its seed and config alone, but building a model on an empty cache,
-initialising a head a checkpoint lacks or encoding into a cold cache draws only *sometimes*. ``isolated_rng()``
-saves torch's CPU generator (and initialised CUDA devices'), ``random`` and NumPy's state, runs the block and puts
-them back. ``isolated_rng(seed)`` also seeds torch inside, so what it builds is a pure function of ``seed``. CUDA is
-seeded only on initialised devices (a seed queued before CUDA starts would override the run's own).
+A run's randomness must be a function of its seed and config alone, but building a model on an empty cache or
+encoding into a cold cache draws only *sometimes*. CUDA is seeded only on initialised devices (a seed queued before
+CUDA starts would override the run's own).
 """
 
 from __future__ import annotations
@@ -26,10 +24,8 @@ def _initialised_cuda_devices() -> list[int]:
 
 @contextmanager
 def isolated_rng(seed: int | None = None) -> Iterator[None]:
-    """Run the block with torch / NumPy / ``random`` state restored afterwards; optionally seeded inside.
-
-    torch and NumPy are imported here: this module sits under code that ``--help`` imports without torch.
-    """
+    """Run the block with torch / NumPy / ``random`` state restored afterwards; with ``seed``, torch is seeded inside
+    (imported here: ``--help`` imports this module without torch)."""
     import numpy as np
     import torch
 

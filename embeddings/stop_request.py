@@ -1,10 +1,8 @@
 """The stop path's flag: a SIGTERM / SIGUSR1 recorded by the handler, honoured between the batches of every loop.
 
-Why: a signal handler interrupts whatever runs, so it only records (:func:`_record`); the loops that can run long
-call :func:`check_stop` between batches (one global read when nothing was received), which raises
-:class:`StopRequested`, a ``Preempted`` (exit 75, a ``SystemExit``: no ``except Exception`` takes it for a failure).
-Inside a :func:`stretch` with ``agree`` (every rank runs the same loop in step: an STS evaluation) each check asks
-every rank, so all stop at the same batch. The whole path: docs/reliability.md, "The stop path".
+A handler interrupts whatever runs, so it only records; long loops call :func:`check_stop` between batches, which
+raises :class:`StopRequested` (exit 75). Inside a :func:`stretch` with ``agree`` each check asks every rank, so all
+stop at the same batch. The whole path: docs/reliability.md, "The stop path".
 """
 
 from __future__ import annotations
@@ -125,11 +123,8 @@ def stretch(where: str, agree: Callable[[int], int] | None = None) -> Iterator[N
 
 
 def exit_at_once_if_preempted(stop: SystemExit) -> None:
-    """End the process now (``os._exit``) when ``stop`` is a preempted run's exit (75), after flushing the logs.
-
-    Why: the interpreter's teardown of torch, transformers and Lightning can take a third of a 30 s grace period
-    (docs/reliability.md), and everything that matters is done by then. For entry scripts only (``train.py``).
-    """
+    """End the process now (``os._exit``, logs flushed) when ``stop`` is a preempted run's exit (75): the teardown of
+    torch, transformers and Lightning can take a third of a 30 s grace period. For entry scripts only."""
     if stop.code != EXIT_PREEMPTED:
         return
     logging.shutdown()

@@ -24,23 +24,15 @@ VARLEN_STATE = {"usable": True, "reason": ""}  # set False (with the error) the 
 
 @dataclass
 class PackedLayout:
-    """Where each sentence of a packed batch sits, computed once per batch on the host and copied once.
-
-    Attributes:
-        gather: ``(batch, longest)`` packed index of each padded position (0 for padding; masked out).
-        flat: ``(N,)`` index of each packed token in the flattened ``(batch * longest)`` padded grid.
-        key_mask: ``(batch, 1, 1, longest)`` bool, True for real keys; ``None`` when no row is padded.
-        cu_seqlens: ``(batch + 1,)`` int32 cumulative lengths (the varlen kernel's input).
-        attention_mask: ``(batch, longest)`` long, the padded path's mask.
-    """
+    """Where each sentence of a packed batch sits, computed once per batch on the host and copied once."""
 
     lengths: list[int]
     longest: int
-    gather: torch.Tensor
-    flat: torch.Tensor
-    key_mask: torch.Tensor | None
-    cu_seqlens: torch.Tensor
-    attention_mask: torch.Tensor
+    gather: torch.Tensor  # (batch, longest): packed index of each padded position (0 for padding; masked out)
+    flat: torch.Tensor  # (N,): index of each packed token in the flattened (batch * longest) padded grid
+    key_mask: torch.Tensor | None  # (batch, 1, 1, longest) bool, True for real keys; None when no row is padded
+    cu_seqlens: torch.Tensor  # (batch + 1,) int32 cumulative lengths (the varlen kernel's input)
+    attention_mask: torch.Tensor  # (batch, longest) long, the padded path's mask
 
     @property
     def tokens(self) -> int:
@@ -94,11 +86,8 @@ def _varlen(query, key, value, layout: PackedLayout, scaling: float | None) -> t
 def packed_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                      attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
                      is_causal: bool | None = None, **kwargs) -> tuple[torch.Tensor, None]:
-    """Block-diagonal attention of a packed ``(1, heads, N, dim)`` batch -> ``(1, N, heads, dim)``.
-
-    Calls that are not a packed self-attention of the current layout (another model's, a causal or cross
-    attention) go to transformers' ``sdpa`` unchanged.
-    """
+    """Block-diagonal attention of a packed ``(1, heads, N, dim)`` batch -> ``(1, N, heads, dim)``; any other call
+    (another model's, a causal or cross attention) goes to transformers' ``sdpa`` unchanged."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     layout = _LAYOUT.get()

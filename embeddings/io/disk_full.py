@@ -30,11 +30,8 @@ class DiskFullError(OSError):
 
 
 def disk_full_cause(err: BaseException | None) -> OSError | None:
-    """The full disk in ``err``'s chain (``__cause__`` / ``__context__``) as an ``OSError``, or ``None``.
-
-    Found as: errno ENOSPC / EDQUOT; the system's text for them in a message (safetensors has no errno); numpy's short
-    write (``"4000 requested and 1234 written"``), which on a regular file is a full disk or quota.
-    """
+    """The full disk in ``err``'s chain as an ``OSError``, or ``None``: errno ENOSPC / EDQUOT, their text in a
+    message (safetensors has no errno), or numpy's short write (on a regular file, a full disk or quota)."""
     for link in exception_chain(err):
         if isinstance(link, OSError) and link.errno in FULL:
             return link
@@ -107,11 +104,8 @@ def human_bytes(n: float) -> str:
 
 def disk_full_error(path: str | os.PathLike, *, needed: int | None = None, previous: int = 0,
                     written: int = 0) -> DiskFullError:
-    """The one-line error for ``path`` (call it after the partial copy is removed, so "free" is what is left).
-
-    ``needed``: the writer's estimate; ``previous``: the size of the copy being replaced; ``written``: bytes written
-    before the disk filled up (a lower bound).
-    """
+    """The one-line error for ``path``, called once the partial copy is removed (so "free" is what is left);
+    ``previous``: the size of the copy being replaced, ``written``: bytes written before the disk filled up."""
     mount = mount_point(path)
     free = shutil.disk_usage(mount).free
     estimate = max(needed or 0, previous)

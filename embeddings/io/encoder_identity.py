@@ -55,10 +55,8 @@ def encoder_precision(encoder) -> str:
 
 
 def encoder_identity(encoder, name: str | None = None, precision: str | None = None) -> dict:
-    """``{"name", "hidden_size", DIGEST_KEY, "precision"}`` of a loaded encoder.
-
-    ``precision``: the one the fitted vectors were computed in, when not the encoder's own (features cached in bf16).
-    """
+    """``{"name", "hidden_size", DIGEST_KEY, "precision"}`` of a loaded encoder; ``precision``: the one the fitted
+    vectors were computed in, when not the encoder's own (features cached in bf16)."""
     return {"name": str(name if name is not None else encoder.name), "hidden_size": int(encoder.hidden_size),
             DIGEST_KEY: weights_digest(encoder), "precision": str(precision or encoder_precision(encoder))}
 
@@ -71,10 +69,8 @@ def width_mismatch(recorded: Mapping, encoder) -> str | None:
 
 
 def identity_mismatch(recorded: Mapping, encoder, **settings) -> str | None:
-    """Why ``encoder`` is not the recorded one, or ``None`` when it is (or cannot tell).
-
-    Compared: the width, the weights' digest, the precision and the recorded ``settings``; never the names alone.
-    """
+    """Why ``encoder`` is not the recorded one (width, weights' digest, precision, ``settings``; never the names
+    alone), or ``None`` when it is or cannot tell."""
     why = width_mismatch(recorded, encoder)
     if why is not None:
         return why
@@ -93,11 +89,8 @@ def identity_mismatch(recorded: Mapping, encoder, **settings) -> str | None:
 
 def check_fitted_on(recorded: Mapping | None, encoder, export: str, allow_other_encoder: bool = False,
                     width: int | None = None, **settings) -> None:
-    """Refuse to score a fitted export on an encoder other than the one it was fitted on (one ``ConfigError`` line).
-
-    ``recorded=None``: an export older than identities, then only ``width`` is checked. ``allow_other_encoder``
-    scores anyway (one warning line) when only weights, precision or ``settings`` differ; another width is refused.
-    """
+    """Refuse to score a fitted export on another encoder than its own (one ``ConfigError`` line); ``recorded=None``
+    (an older export) checks ``width`` only. ``allow_other_encoder`` warns instead, unless the width differs."""
     if recorded is None:
         log.warning("%s records no encoder identity (written before identities were recorded): cannot check "
                     "that %r is the encoder it was fitted on", export, encoder.name)

