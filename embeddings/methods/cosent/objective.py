@@ -1,10 +1,7 @@
-"""Objectives on scored sentence pairs (supervised STS), as pure functions on tensors.
+"""Objectives on scored sentence pairs (supervised STS), as pure functions on tensors, in float32.
 
 Each takes both sides' embeddings ``(n, d)`` and gold scores ``(n,)`` in [0, 1] and equals the sentence-transformers
-loss of its name: :func:`cosine_similarity_loss` (MSE of ``cos(u, v)``), :func:`cosent_loss`
-(``log(1 + sum_{y_i < y_j} exp(scale * (cos_i - cos_j)))``), :func:`angle_loss` (the same over
-:func:`pairwise_angle_sim`) and :func:`angle_full_loss` (cosine + in-batch negatives + angle terms). With ``gather``
-every rank scores the GLOBAL batch (the update equals the single-device one). All in float32 (``in_fp32``).
+loss of its name; with ``gather`` every rank scores the GLOBAL batch (the update equals the single-device one).
 """
 
 from __future__ import annotations
@@ -34,11 +31,8 @@ def cosine_similarity_loss(u: Tensor, v: Tensor, scores: Tensor) -> Tensor:
 
 
 def pairwise_angle_sim(u: Tensor, v: Tensor) -> Tensor:
-    """AnglE's similarity of row ``i`` of ``u`` and ``v``: ``|cos(u_i, v_i) + sin(u_i, v_i)|``.
-
-    Each L2-normalised vector is read as complex (first half real, second half imaginary, odd sizes zero-padded);
-    sentence-transformers' ``util.pairwise_angle_sim`` closed form (after its fix #3223).
-    """
+    """AnglE's ``|cos(u_i, v_i) + sin(u_i, v_i)|``, each normalised vector read as complex (halves, odd sizes padded):
+    sentence-transformers' ``util.pairwise_angle_sim`` closed form (after its fix #3223)."""
     if u.shape[-1] % 2:
         u, v = F.pad(u, (0, 1)), F.pad(v, (0, 1))
     u, v = F.normalize(u, p=2, dim=-1), F.normalize(v, p=2, dim=-1)
@@ -49,11 +43,8 @@ def pairwise_angle_sim(u: Tensor, v: Tensor) -> Tensor:
 
 @in_fp32
 def ranking_loss(similarities: Tensor, scores: Tensor, scale: float = 20.0, gather: bool = True) -> Tensor:
-    """CoSENT's ranking: ``log(1 + sum_{y_i < y_j} exp(scale * (s_i - s_j)))`` over the (global) batch.
-
-    ``similarities`` ``(n,)`` differentiable, ``scores`` ``(n,)`` (only their order matters); ``gather``: under DDP,
-    rank the pairs of all ranks together.
-    """
+    """CoSENT's ranking ``log(1 + sum_{y_i < y_j} exp(scale * (s_i - s_j)))`` over the (global) batch; only the
+    order of ``scores`` matters."""
     if similarities.shape != scores.shape or similarities.ndim != 1:
         raise ValueError(f"similarities and scores must be (n,) of one shape, got {tuple(similarities.shape)} "
                          f"and {tuple(scores.shape)}")
@@ -81,11 +72,8 @@ def angle_loss(u: Tensor, v: Tensor, scores: Tensor, scale: float = 20.0, gather
 
 @in_fp32
 def in_batch_negative_loss(u: Tensor, v: Tensor, positive: Tensor, scale: float = 20.0) -> Tensor:
-    """AnglE's in-batch negatives: each side of a positive pair must pick its partner among all 2n sentences.
-
-    ``[u; v]`` compared by cosine x ``scale``, never with itself; a negative pair's rows add 0 but count in the mean
-    (the authors' ``in_batch_negative_loss``). ``positive``: ``(n,)`` bool. No gather: :func:`angle_full_loss` gathers.
-    """
+    """AnglE's in-batch negatives: each side of a ``positive`` pair picks its partner among the other 2n - 1
+    sentences; a negative pair's rows add 0 but count in the mean (the authors' ``in_batch_negative_loss``)."""
     n = u.shape[0]
     emb = F.normalize(torch.cat([u, v]), p=2, dim=-1)
     itself = torch.eye(2 * n, dtype=torch.bool, device=emb.device)
@@ -99,12 +87,8 @@ def in_batch_negative_loss(u: Tensor, v: Tensor, positive: Tensor, scale: float 
 def angle_full_loss(u: Tensor, v: Tensor, scores: Tensor, *, cosine_w: float = 1.0, ibn_w: float = 1.0,
                     angle_w: float = 1.0, cosine_tau: float = 20.0, ibn_tau: float = 20.0, angle_tau: float = 1.0,
                     gather: bool = True) -> Tensor:
-    """AnglE's full objective (Li & Li 2023, Sec. 3): CoSENT + in-batch negatives + angle ranking, weighted.
-
-    Defaults are the authors' (weights 1, ``cosine_tau = ibn_tau = 20``, ``angle_tau = 1``); a term of weight 0 is
-    skipped. In-batch positives are pairs whose score truncates to a non-zero integer (their ``y_true.int()``): a
-    score of 1 in [0, 1]. With ``gather`` (DDP) the three terms see the global batch.
-    """
+    """AnglE's full objective (Li & Li 2023, Sec. 3): CoSENT + in-batch negatives + angle ranking, weighted, with
+    the authors' defaults. In-batch positives are scores that truncate to a non-zero integer (their ``y_true.int()``)."""
     _check(u, v, scores)
     if gather:
         u, v, scores = gather_with_grad(u)[0], gather_with_grad(v)[0], gather_with_grad(scores.float())[0]

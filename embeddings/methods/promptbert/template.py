@@ -1,13 +1,8 @@
 """PromptBERT's templates (Jiang et al. 2022): the text around a sentence whose [MASK] state is the sentence vector.
 
-A template is plain text with one ``[X]`` (the sentence) and one ``[MASK]`` (the tokenizer's own mask token). The
-authors' ``*cls*_This_sentence_:_"*sent_0*"_means*mask*.*sep+*`` becomes ``This sentence : "[X]" means[MASK].``
-(their spacing kept: it matters for RoBERTa's BPE).
-
-Two ways the authors (kongds/Prompt-BERT at 690ba6e) make token ids, both kept: evaluation appends a period where
-missing and tokenizes the filled string whole (``eval_ids``); training tokenizes the template halves and the
-sentence apart and concatenates them (``train_ids``). Template denoising (``get_delta``) subtracts the template's
-own [MASK] state at the positions a sentence of ``n`` tokens gives it (``template_only``, ``delta_positions``).
+A template is plain text with one ``[X]`` (the sentence) and one ``[MASK]``; the authors' spacing is kept (it matters
+for RoBERTa's BPE). Both ways kongds/Prompt-BERT at 690ba6e makes token ids are kept: evaluation tokenizes the
+filled string whole (``eval_ids``), training the template halves and the sentence apart (``train_ids``).
 Torch-free: config checks read templates before torch is imported.
 """
 
@@ -78,10 +73,7 @@ def _encode(tokenizer, text: str, special: bool = True) -> list[int]:
 
 
 def train_parts(tokenizer, template: Template) -> tuple[list[int], list[int]]:
-    """``(bs, es)`` of train.py: ``encode(prefix)[:-1]`` ([CLS] + prefix) and ``encode(suffix)[1:]`` (suffix + [SEP]).
-
-    The prefix is stripped (as theirs, for RoBERTa); the suffix keeps its leading space.
-    """
+    """``(bs, es)`` of train.py: [CLS] + stripped prefix, and suffix (leading space kept) + [SEP]."""
     bs = _encode(tokenizer, template.prefix.replace(MASK, tokenizer.mask_token).strip())[:-1]
     es = _encode(tokenizer, template.suffix.replace(MASK, tokenizer.mask_token))[1:]
     return bs, es
@@ -110,10 +102,8 @@ def prefix_length(tokenizer, template: Template) -> int:
 
 def eval_ids(tokenizer, template: Template, sentences: Sequence[str], max_length: int | None,
              add_period: bool = True) -> tuple[list[list[int]], list[int]]:
-    """evaluation.py's ids (the filled string tokenized whole) and each sentence's token count ``n``.
-
-    ``max_length`` caps a sentence's own tokens (the template comes on top); a longer sentence is assembled as in training.
-    """
+    """evaluation.py's ids (the filled string tokenized whole) and each sentence's token count; a sentence over
+    ``max_length`` tokens (template not counted) is cut and assembled as in training."""
     texts = [template.filled(with_period(s) if add_period else s, tokenizer.mask_token) for s in sentences]
     whole = tokenizer(texts, add_special_tokens=True, return_attention_mask=False,
                       return_token_type_ids=False)["input_ids"]
@@ -129,10 +119,8 @@ def eval_ids(tokenizer, template: Template, sentences: Sequence[str], max_length
 
 
 def mask_slot(tokenizer, template: Template) -> int:
-    """Where the template's [MASK] sits in every row: ``k >= 0`` is index ``k``, ``k < 0`` is index ``length + k``.
-
-    A constant because the mask token is special, so the text beyond it is tokenized apart from the sentence.
-    """
+    """Where the template's [MASK] sits in every row (``k < 0``: index ``length + k``); a constant because the mask
+    token is special, so the text beyond it is tokenized apart from the sentence."""
     ids = template_only(tokenizer, template)
     where = [i for i, t in enumerate(ids) if t == tokenizer.mask_token_id]
     if len(where) != 1:

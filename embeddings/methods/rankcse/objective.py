@@ -1,14 +1,8 @@
-"""RankCSE's objective (Liu et al., ACL 2023) as pure functions on tensors.
+"""RankCSE's objective (Liu et al., ACL 2023): SimCSE's InfoNCE plus ranking distillation (``gamma``: ListNet or
+ListMLE of the teachers' in-batch lists) and ranking consistency (``beta``: JSD of the two views' lists).
 
-Unsupervised SimCSE's InfoNCE plus two listwise terms on the in-batch similarity lists (row ``i``: anchor ``i``'s
-view 1 against every view 2): ranking distillation (``gamma``: ListNet or ListMLE of the teachers' ranking) and
-ranking consistency (``beta``: Jensen-Shannon divergence of the two views' lists).
-
-Reference: perceptiveshawty/RankCSE (community code) at 17c5226. As there: the teachers' lists are
-``cos(t_i, t_j) / tau2`` of frozen teachers, weighted (weights normalised); the student's list is the InfoNCE
-logits; ListMLE shuffles columns before sorting (random ties) and adds 1e-7 inside the log. Its ``Divergence``
-clamps the log-mixture to the constant 1e-7, so it trains minus the mean entropy: ``consistency="repo"`` is that
-formula, ``"jsd"`` (default) the paper's divergence. DDP: as SimCSE, candidates gathered with gradients.
+As perceptiveshawty/RankCSE at 17c5226, but its ``Divergence`` clamps the log-mixture to the constant 1e-7, so it
+trains minus the mean entropy: ``consistency="repo"`` is that formula, ``"jsd"`` (default) the paper's divergence.
 """
 
 from __future__ import annotations
@@ -41,11 +35,8 @@ def _own_columns(scores: Tensor, offset: int) -> Tensor:
 @in_fp32
 def teacher_scores(teachers: Sequence[Tensor], weights: Sequence[float], temperature: float, offset: int = 0,
                    rows: int | None = None) -> Tensor:
-    """The teachers' combined list ``sum_k w_k cos(T_k[rows], T_k) / temperature`` (weights normalised).
-
-    ``teachers``: per teacher ``(N, d_k)`` vectors of the global batch; this rank's anchors are rows
-    ``offset .. offset + rows`` (default: all).
-    """
+    """The teachers' combined list ``sum_k w_k cos(T_k[rows], T_k) / temperature`` (weights normalised) of the global
+    batch's ``(N, d_k)`` vectors; this rank's anchors are rows ``offset .. offset + rows`` (default: all)."""
     if len(teachers) != len(weights) or not teachers:
         raise ValueError(f"{len(teachers)} teachers but {len(weights)} weights")
     total = float(sum(weights))
@@ -67,10 +58,8 @@ def listnet_loss(teacher: Tensor, student: Tensor, offset: int = 0) -> Tensor:
 
 
 def listmle_loss(teacher: Tensor, student: Tensor, generator: torch.Generator | None = None) -> Tensor:
-    """ListMLE: minus the Plackett-Luce log-likelihood of the teacher's order under the student's scores.
-
-    Columns are shuffled before the sort so ties fall at random (``generator``, else the global one).
-    """
+    """ListMLE: minus the Plackett-Luce log-likelihood of the teacher's order under the student's scores; columns
+    are shuffled before the sort so ties fall at random."""
     perm = torch.randperm(student.shape[-1], generator=generator, device=generator.device if generator else "cpu")
     perm = perm.to(student.device)
     _, order = teacher[:, perm].sort(descending=True, dim=-1)
@@ -96,12 +85,8 @@ def rankcse_loss(view1: Tensor, view2: Tensor, teacher: Tensor, *, temperature: 
                  ranking_loss: str = "listmle", gamma: float = 1.0, beta: float = 1.0, consistency: str = "jsd",
                  rank_temperature: float | None = None, gather: bool = True,
                  generator: torch.Generator | None = None) -> dict[str, Tensor]:
-    """InfoNCE + ``beta`` x ranking consistency + ``gamma`` x ranking distillation (the repository's ``cl_forward``).
-
-    ``view1``/``view2`` ``(n, d)`` are this rank's dropout views, ``teacher`` ``(n, N)`` its rows of
-    ``teacher_scores``; ``temperature`` is ``tau1``. Returns ``{"loss", "infonce", "consistency", "distillation"}``
-    (the last two unweighted).
-    """
+    """InfoNCE + ``beta`` x ranking consistency + ``gamma`` x ranking distillation (the repository's ``cl_forward``)
+    of this rank's ``(n, d)`` views against its ``(n, N)`` rows of ``teacher_scores``; the terms come unweighted."""
     z2, offset = gather_with_grad(view2) if gather else (view2, 0)
     z1 = gather_with_grad(view1)[0] if gather else view1
     u1, u2 = F.normalize(view1, dim=-1), F.normalize(view2, dim=-1)
@@ -115,9 +100,7 @@ def rankcse_loss(view1: Tensor, view2: Tensor, teacher: Tensor, *, temperature: 
     teacher = teacher.to(device=student.device, dtype=student.dtype)
     if teacher.shape != student.shape:
         raise ValueError(f"the teachers' list is {tuple(teacher.shape)}, the student's {tuple(student.shape)}")
-    if ranking_loss == "listnet":
-        distill = listnet_loss(teacher, student, offset)
-    else:
-        distill = listmle_loss(teacher, student, generator)
+    distill = (listnet_loss(teacher, student, offset) if ranking_loss == "listnet"
+               else listmle_loss(teacher, student, generator))
     loss = infonce + beta * agree + gamma * distill
     return {"loss": loss, "infonce": infonce, "consistency": agree, "distillation": distill}
