@@ -31,10 +31,8 @@ ENCODER_OPTIONS = ("max_length", "batch_size", "max_tokens", "packing", "device"
 
 
 def _evaluate_config() -> DictConfig:
-    """``configs/evaluate.yaml`` as ``evaluate.py`` composes it (without a run directory), from the package's configs.
-
-    A caller's own Hydra state is set aside and restored, not cleared (Hydra allows one initialisation at a time).
-    """
+    """``configs/evaluate.yaml`` as ``evaluate.py`` composes it (no run directory); a caller's Hydra state is set
+    aside and restored, not cleared (Hydra allows one initialisation at a time)."""
     register_constructor_defaults()  # scorer_options are the scorers' own defaults (runs/constructor_defaults.py)
     with fresh_hydra(), initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         return compose(config_name="evaluate")
@@ -59,10 +57,8 @@ def _overrides_as_options(overrides: Sequence[str]) -> dict[str, Any]:
 
 def resolve(source: str | Path | Mapping, scorer: str | Mapping | None = None,
             encoder: str | None = None) -> tuple[str, str | dict, dict[str, Any]]:
-    """``(encoder name, scorer spec, encoder options)`` for ``source``, as ``evaluate.py`` would be called.
-
-    A scorer spec mapping takes its encoder from ``encoder`` (none for the encoder-free ``meta`` / ``source``).
-    """
+    """``(encoder name, scorer spec, encoder options)`` for ``source``, as ``evaluate.py`` would be called; a scorer
+    spec mapping takes its encoder from ``encoder`` (none for the encoder-free ``meta`` / ``source``)."""
     if isinstance(source, Mapping):
         return str(encoder or "none"), dict(source), {}
     path = Path(str(source)).expanduser()
@@ -100,10 +96,7 @@ class SentenceModel:
 
     def evaluate(self, tasks: str | Sequence[str] | None = None, data_dir: str | Path | None = None,
                  source: str = "local") -> dict[str, dict]:
-        """Spearman / Pearson (x100) per task, exactly as ``evaluate.py`` scores this encoder and scorer.
-
-        ``data_dir`` defaults to ``$STS_DATA_DIR``, else ``../shared/data`` beside the checkout.
-        """
+        """Spearman / Pearson (x100) per task, exactly as ``evaluate.py`` scores this encoder and scorer."""
         names = list(self._config.tasks) if tasks is None else ([tasks] if isinstance(tasks, str) else list(tasks))
         loaded = load_tasks(names, data_dir if data_dir is not None else self._config.paths.data_dir, source)
         sentences = pair_sentences(loaded)  # evaluate.py's order: the same batches, the same numbers

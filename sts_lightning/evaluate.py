@@ -1,8 +1,6 @@
 """``sts-evaluate`` / ``python -m sts_lightning.evaluate`` / the checkout's ``evaluate.py``: score STS tasks.
 
-``sts-evaluate encoders=[all-MiniLM-L6-v2] scorers=[mean,sbert_wk]``. A thin Hydra wrapper around
-:func:`runs.evaluate_run.evaluate`; see ``configs/evaluate.yaml``. In the package for the reason
-``sts_lightning.train`` gives: one module for the console script, ``python -m`` and the checkout's script.
+A thin Hydra wrapper around :func:`runs.evaluate_run.evaluate`, in the package as ``sts_lightning.train`` is.
 """
 
 from __future__ import annotations
@@ -26,9 +24,7 @@ register_resolver()  # `--help` fills configs/hydra/help/evaluate.yaml from the 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="evaluate")
 def main(cfg: DictConfig) -> None:
     run_or_exit(check_config, cfg)  # config errors in one line before torch loads
-    from sts_lightning.runs.evaluate_run import (
-        evaluate,  # deferred: `--help` must not load torch (see tests/layering.py)
-    )
+    from sts_lightning.runs.evaluate_run import evaluate  # deferred: --help must not load torch (layering)
 
     run_or_exit(evaluate, cfg)
 

@@ -1,15 +1,9 @@
 """Fit a training-free meta-embedding (conc / avg / svd / gcca) on unlabelled sentences and export it.
 
-    python -m sts_lightning.fit_meta --method gcca --tau 10 --d 384 \
-        --sources all-mpnet-base-v2,paraphrase-MiniLM-L3-v2,multilingual-e5-small \
-        --files onebillion/1b_benchmark.dev.tokens,onebillion/1b_benchmark.test.tokens --max-sentences 12000 \
-        --data-dir ../shared/data --out outputs/meta_gcca [--align-to paraphrase-MiniLM-L3-v2]
+    python -m sts_lightning.fit_meta --method gcca --sources all-mpnet-base-v2,paraphrase-MiniLM-L3-v2 --out <dir>
 
-The export scores with ``python evaluate.py encoders=[none] scorers=[{name:meta,path:outputs/meta_gcca}]``
-and is a SED teacher as ``data.teachers=[outputs/meta_gcca]``. Source vectors of the corpus are cached
-(``$STS_CACHE_DIR/sources``), so refitting with other settings does not re-encode.
-
-``--method ae`` (the cross-view autoencoder) trains through ``python train.py model=cross_view_ae``; this says so.
+The export scores as ``scorers=[{name:meta,path:<dir>}]`` (``encoders=[none]``) and is a SED teacher as
+``data.teachers=[<dir>]``. Source vectors are cached (``$STS_CACHE_DIR/sources``): a refit does not re-encode.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """What a run changes in its process, put back afterwards: ``sl.train`` twice in one notebook, or inside a caller's app.
 
-Why: ``sts-train`` is a process of its own; ``sl.train`` runs the same program inside the caller's process, where
-leftovers would change the next run or the caller's code. Put back: Hydra's singletons (a caller's Hydra app keeps
-its state), every logger's handlers, levels and filters (the run's own handlers closed), environment variables
-(``PL_GLOBAL_SEED``, ``TQDM_DISABLE``, ``WANDB_MODE``), the working directory, warning filters, signal handlers,
-torch's thread count and matmul precision, the random streams (``embeddings.isolated_rng``); a process group the
-run started is destroyed.
+Put back: Hydra's singletons, loggers (the run's own handlers closed), environment variables, the working directory,
+warning filters, signal handlers, torch's threads and matmul precision, the random streams; a process group the run
+started is destroyed.
 """
 
 from __future__ import annotations
@@ -34,8 +31,7 @@ _RUNTIME = (JobRuntime, HydraConfig, VersionBase)  # Hydra's singletons besides 
 
 @contextmanager
 def fresh_hydra() -> Iterator[None]:
-    """Hydra with no app initialised inside the block; the caller's Hydra state (if any) restored after it: the
-    app (``GlobalHydra``), and a copy of each singleton every initialisation and job changes in place."""
+    """Hydra with no app initialised inside the block; the caller's app and singletons restored after it."""
     backup, instances = get_gh_backup(), hydra_singletons()
     kept = {kind: (obj, copy.deepcopy(vars(obj))) for kind in _RUNTIME if (obj := instances.get(kind))}
     GlobalHydra.instance().clear()

@@ -1,8 +1,7 @@
 """``sts-train`` / ``python -m sts_lightning.train`` / the checkout's ``train.py``: train a method.
 
-A thin Hydra wrapper around :func:`runs.launch.launch` (one run, a pipeline, or one per seed; ``configs/train.yaml``).
-In the package so that the console script, ``python -m`` and the checkout's script are one module reading the
-package's configs (a wheel has no checkout); a user's own configs join with ``--config-dir`` or ``hydra.searchpath``.
+A thin Hydra wrapper around :func:`runs.launch.launch`, in the package so that the console script, ``python -m`` and
+the checkout's script are one module reading the package's configs (a wheel has no checkout).
 """
 
 from __future__ import annotations
@@ -31,9 +30,7 @@ register_resolver()  # `--help` fills configs/hydra/help/train.yaml from the cod
 def run(cfg: DictConfig) -> dict[str, float]:
     """The job in its run directory (``sl.train`` runs this too): the final metrics; ``ConfigError`` for bad input."""
     check_config(cfg)  # config errors in one line before torch loads
-    from sts_lightning.runs.launch import (
-        launch,  # deferred: `--help` must not load torch (see tests/layering.py)
-    )
+    from sts_lightning.runs.launch import launch  # deferred: --help must not load torch (layering)
 
     return launch(cfg)
 
@@ -54,8 +51,7 @@ def cli() -> None:
 
 
 class _CallableModule(types.ModuleType):
-    """``sl.train(...)`` calls the Python API even after this module was imported (importing it sets the package's
-    attribute ``train`` to this module, shadowing the API function a notebook calls)."""
+    """``sl.train(...)`` calls the Python API even once importing this module made it the package's ``train``."""
 
     def __call__(self, *args, **kwargs):
         return sts_lightning.__getattr__("train")(*args, **kwargs)  # the package's lazy API (not this module)

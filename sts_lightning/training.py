@@ -1,9 +1,7 @@
 """The Python training API: ``sl.train("simcse", ["trainer.max_steps=100"])`` is ``sts-train model=simcse ...``.
 
-It runs Hydra's own run, not a composed config handed to ``train(cfg)``, so the run is the command's: the same
-composition (a user's config folders too), run directory, checks and job (``sts_lightning.train.run``), inside
-:func:`process_state.kept_process_state` so a notebook can train twice. Errors raise (``ConfigError`` with the
-command's one line) instead of exiting.
+Hydra's own run, not a composed config handed to ``train(cfg)``, so the run is the command's (composition, run
+directory, checks, job), inside ``kept_process_state`` so a notebook can train twice; errors raise, not exit.
 """
 
 from __future__ import annotations
@@ -29,8 +27,7 @@ SUMMARY_FILE = "sts_before_after.md"  # runs/run_summary.py: the STS table befor
 
 @dataclass(frozen=True)
 class Run:
-    """A finished training run: its directory (``hydra.run.dir``), final metrics as floats (the seeds' means) and
-    the composed job config (``<dir>/.hydra/config.yaml``)."""
+    """A finished training run: its directory, final metrics (the seeds' means) and composed job config."""
 
     dir: Path
     metrics: dict[str, float]
@@ -67,8 +64,7 @@ def command_line(model: str | None, overrides: Sequence[str], experiment: str | 
 
 
 def search_path(config_dirs: Sequence[Path]) -> ConfigSearchPath:
-    """The package's configs, then the user's folders where ``--config-dir`` puts one (before the schema entry):
-    the run, and the stages a pipeline composes inside it, see the user's configs as ``sts-train`` does."""
+    """The package's configs, then the user's folders where ``--config-dir`` puts one (before the schema entry)."""
     path = config_search_path(str(CONFIG_DIR))
     for folder in config_dirs:
         path.prepend(provider="command-line", path=f"file://{folder}", anchor=SearchPathQuery(provider="schema"))
@@ -85,9 +81,6 @@ def train(model: str | None = None, overrides: Sequence[str] = (), *, experiment
         >>> run = train(experiment="quickstart")                       # sts-train experiment=quickstart
         >>> run = train("my_model", config_dir="conf")                 # a model of your own (conf/model/my_model.yaml)
         >>> run.dir, run.metrics["val/stsb-dev_spearman"], run.load().similarity("a cat", "a dog")
-
-    ``model=None`` keeps train.yaml's (or the experiment's) choice; ``config_dir`` folders are searched after the
-    package's, as ``--config-dir`` is.
     """
     given = [config_dir] if isinstance(config_dir, str | Path) else list(config_dir or [])
     dirs = [Path(d).expanduser().resolve() for d in given]
