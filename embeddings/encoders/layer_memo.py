@@ -19,10 +19,8 @@ Ids = tuple[int, ...]
 
 
 class LayerMemo:
-    """``token ids -> (states (tokens, hidden), special (tokens,) bool)`` of one layer, on the CPU.
-
-    ``layer``: the hidden-state index it keeps (-1 = last); ``dtype``: storage (float16 halves memory; served as float32).
-    """
+    """``token ids -> (states (tokens, hidden), special (tokens,) bool)`` of hidden-state ``layer``, on the CPU, stored
+    as ``dtype`` (float16 halves memory; served as float32)."""
 
     def __init__(self, layer: int, dtype: torch.dtype = torch.float32) -> None:
         self.layer, self.dtype = int(layer), dtype
@@ -90,10 +88,8 @@ class _Wrapping(BaseEncoder):
 
 
 class LayerMemoEncoder(_Wrapping):
-    """Wraps a frozen ``encoder``; ``forward_ids`` returns ``TokenBatch((layer_states,), mask, special)`` from the memo.
-
-    ``memo``: an existing memo of that layer to serve (filled by a shared pass or from disk).
-    """
+    """Wraps a frozen ``encoder``; ``forward_ids`` returns ``TokenBatch((layer_states,), mask, special)`` from the memo
+    (``memo``: an existing one of that layer, filled by a shared pass or from disk)."""
 
     def __init__(self, encoder: BaseEncoder, layer: int = -1, dtype: torch.dtype = torch.float32,
                  memo: LayerMemo | None = None) -> None:
@@ -121,8 +117,7 @@ class LayerMemoEncoder(_Wrapping):
 
 class RecordingEncoder(_Wrapping):
     """Runs ``encoder`` and hands out its full batches, recording the layers of ``memos`` on the way (one pass feeds
-    the poolings and the memos Latte-Mix reads afterwards).
-    """
+    the poolings and the memos Latte-Mix reads afterwards)."""
 
     def __init__(self, encoder: BaseEncoder, memos: Sequence[LayerMemo]) -> None:
         super().__init__(encoder)

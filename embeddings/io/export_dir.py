@@ -1,9 +1,7 @@
 """The export directory of every method that is not a sentence-transformers model: one JSON + one safetensors.
 
-BERT-flow, the token VAEs and meta-embeddings store ``{"format": <tag>, "version": <n>, ...config}`` beside a
-tensor file (an ``ExportFormat``), written atomically and read back with one ``ConfigError`` for a missing file or
-another format or version. File names and JSON layout are the first exports' (``test_legacy_exports.py``). Each
-also gets the refusal ``modules.json`` (``embeddings.io.st_refusal``).
+``{"format": <tag>, "version": <n>, ...config}`` beside a tensor file (an ``ExportFormat``), plus the refusal
+``modules.json``. File names and JSON layout are the first exports' (``test_legacy_exports.py``).
 """
 
 from __future__ import annotations
@@ -38,11 +36,8 @@ class ExportFormat:
 
 def save_export(path: str | os.PathLike, fmt: ExportFormat, config: Mapping, tensors: Mapping,
                 note: ExportNotes | None = None) -> Path:
-    """Write ``fmt.config_file``, ``fmt.weights_file``, the ``note`` and the manifest, atomically.
-
-    ``config``: JSON-able settings after the format tag and version, in their own order; ``tensors``: name -> tensor
-    (moved to the CPU, contiguous, detached); ``note``: a ``LoadingNote`` or ``ModelCard``, written after the weights.
-    """
+    """Write ``fmt.config_file`` (the tag, version, then ``config`` in its own order), ``fmt.weights_file``, the
+    ``note`` and the manifest, atomically."""
     from safetensors.torch import save_file
 
     target = Path(path)
@@ -59,8 +54,7 @@ def save_export(path: str | os.PathLike, fmt: ExportFormat, config: Mapping, ten
 
 def load_export_config(path: str | os.PathLike, fmt: ExportFormat) -> dict:
     """The JSON config of an export directory; ``ConfigError`` when missing or of another format or version,
-    ``DataError`` when a file differs from the manifest.
-    """
+    ``DataError`` when a file differs from the manifest."""
     folder = Path(path).expanduser()
     if not folder.is_dir():
         raise ConfigError(f"{folder} is not a {fmt.what} export: no such directory")

@@ -53,10 +53,8 @@ def write_manifest(folder: str | os.PathLike) -> Path:
 
 @contextlib.contextmanager
 def export_directory(target: str | os.PathLike, needed: int | None = None) -> Iterator[Path]:
-    """Yield a temporary directory to fill; on normal exit its manifest is written and it replaces ``target``.
-
-    The one way an export is written. ``needed``: the weights' bytes, for the error of a full disk.
-    """
+    """The one way an export is written: a temporary directory to fill, which on normal exit gets its manifest and
+    replaces ``target``. ``needed``: the weights' bytes, for the error of a full disk."""
     with atomic_directory(target, needed=needed) as tmp:
         yield tmp
         check_stop("writing the export")  # a SIGTERM while the files were written: no export, the copy removed

@@ -1,8 +1,7 @@
 """``README.md``: the model card every export carries (the sentence-transformers / Hugging Face convention).
 
-Hub front-matter (``base_model``, ``tags``, ``datasets``, a ``model-index`` of STS scores), the method and its paper,
-the training facts, the resolved config, the STS table and how to load it. Pure rendering: ``MethodInfo`` comes from
-the method's declaration, ``TrainingFacts`` from ``runs/train_run.py`` (``None`` outside a training run).
+Hub front-matter, the method and its paper, the training facts, the resolved config, the STS table and how to load
+it. Pure rendering: ``TrainingFacts`` come from ``runs/train_run.py`` (``None`` outside a training run).
 """
 
 from __future__ import annotations
@@ -45,20 +44,16 @@ class DataFacts:
 
 @dataclass(frozen=True)
 class TrainingFacts:
-    """What the training run knows and the export writer does not (``runs/train_run.py`` builds it).
-
-    ``epochs`` is a fraction where ``max_steps`` stopped mid-epoch; ``sts_after`` (task -> Spearman x100) fills the
-    ``model-index``; with ``resumed``, ``wall_time_s`` covers the last process only.
-    """
+    """What the training run knows and the export writer does not (``runs/train_run.py`` builds it)."""
 
     config_yaml: str
     data: DataFacts | None = None
     steps: int | None = None
-    epochs: float | None = None
+    epochs: float | None = None  # a fraction where max_steps stopped mid-epoch
     precision: str | None = None
     sts_table: str | None = None
-    sts_after: Mapping[str, float] = field(default_factory=dict)
-    wall_time_s: float | None = None
+    sts_after: Mapping[str, float] = field(default_factory=dict)  # task -> Spearman x100: the model-index
+    wall_time_s: float | None = None  # with resumed: the last process only
     resumed: bool = False
 
 

@@ -44,10 +44,8 @@ def weights_sha256(module: torch.nn.Module | torch.Tensor) -> str:
 
 
 def forward_fingerprint(encoder: BaseEncoder) -> dict | None:
-    """What decides an encoder's outputs for given token ids; ``None`` for one that is not a torch model.
-
-    Computed once per encoder object: an encoder whose weights change afterwards must be hashed again.
-    """
+    """What decides an encoder's outputs for given token ids (``None``: not a torch model); computed once per encoder
+    object, so one whose weights change afterwards must be hashed again."""
     cached = getattr(encoder, "_forward_fingerprint", None)
     if cached is not None:
         return cached

