@@ -1,9 +1,5 @@
-"""PromptBERT (Jiang et al. 2022): the training-free prompt scorer and ``model=promptbert``, the two declarations of
-this folder (``embeddings.methods.declaration``).
-
-The trained method's export is the encoder plus, for the supervised recipe, its head; it is evaluated by the same
-``prompt`` scorer with the template it was trained with (sentence-transformers has no [MASK]-state pooling).
-"""
+"""PromptBERT (Jiang et al. 2022): the declarations of the training-free ``prompt`` scorer and ``model=promptbert``,
+whose export (the encoder, and the supervised recipe's head) that scorer evaluates with its training template."""
 
 from sts_lightning.embeddings.methods.declaration import (
     MethodDeclaration,

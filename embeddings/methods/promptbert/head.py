@@ -1,7 +1,5 @@
-"""PromptBERT's supervised head: BERT's MLM transform (``Linear -> act -> LayerNorm``) over the [MASK] state, kept at
-evaluation and saved beside an export (``--mask_embedding_sentence_org_mlp``); the unsupervised recipe's SimCSE
-head is training-only and never saved.
-"""
+"""PromptBERT's supervised head: BERT's MLM transform over the [MASK] state (``--mask_embedding_sentence_org_mlp``),
+kept at evaluation and saved beside an export; the unsupervised recipe's SimCSE head is training-only."""
 
 from __future__ import annotations
 
@@ -42,9 +40,7 @@ def head_for(config) -> nn.Sequential:
 
 
 def write_prompt_export(folder: str | Path, settings: dict, head: nn.Sequential | None) -> None:
-    """``promptbert_config.json``, the head's weights and the ``modules.json`` naming ``ST_MODULE``, into an export
-    directory being written.
-    """
+    """``promptbert_config.json``, the head's weights and the ``modules.json`` naming ``ST_MODULE``, into ``folder``."""
     from safetensors.torch import save_file
 
     folder = Path(folder)

@@ -1,10 +1,5 @@
-"""PromptBERT's training objective (Jiang et al. 2022) as pure functions on tensors.
-
-Each view is the [MASK] state of a template around the sentence; denoising subtracts the template-only state at the
-sentence's length. The authors' ``cl_forward`` is SimCSE's with these vectors, so the loss is ``simcse_loss``. The
-head's place is the recipes' difference: unsupervised ``head(states - noise)``, supervised ``head(states) -
-head(noise)``.
-"""
+"""PromptBERT's training objective (Jiang et al. 2022): the authors' ``cl_forward`` is SimCSE's on denoised [MASK]
+states, so the loss is ``simcse_loss``."""
 
 from __future__ import annotations
 
@@ -17,11 +12,8 @@ __all__ = ["prompt_vectors", "promptbert_loss"]
 
 def prompt_vectors(states: Tensor, noise: Tensor | None = None, lengths: Tensor | None = None,
                    head: nn.Module | None = None, head_first: bool = False) -> Tensor:
-    """The vectors a view contributes to the loss.
-
-    ``states``: ``(batch, hidden)``; ``noise``: ``(k, hidden)`` template-only states (``None``: no denoising), picked by
-    ``lengths``; ``head_first``: apply ``head`` before subtracting (supervised), else after.
-    """
+    """A view's vectors: ``states`` minus the template-only ``noise[lengths]``, through ``head`` before subtracting
+    (``head_first``: supervised, ``head(states) - head(noise)``) or after (unsupervised)."""
     picked = None if noise is None else noise[lengths.to(noise.device)]
     if head is None:
         return states if picked is None else states - picked

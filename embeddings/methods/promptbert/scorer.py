@@ -1,9 +1,5 @@
-"""The prompt-based sentence vector (PromptBERT, Jiang et al. 2022): the [MASK] state of a template around the
-sentence, optionally template-denoised, compared by cosine. Training-free on any masked-LM encoder.
-
-Registry entry ``{name: prompt, template: ..., denoise: false}``: the authors' ``evaluation.py`` with
-``--mask_embedding_sentence`` (``denoise``: ``--mask_embedding_sentence_delta``); ``head`` (a supervised
-``model=promptbert`` export) applies its trained head to both states first.
+"""The prompt-based sentence vector (PromptBERT, Jiang et al. 2022), training-free on any masked-LM encoder: the
+authors' ``evaluation.py`` with ``--mask_embedding_sentence`` (``denoise``: ``--mask_embedding_sentence_delta``).
 """
 
 from __future__ import annotations
@@ -57,11 +53,8 @@ class TemplateDenoiser:
 
 
 class PromptScorer(VectorScorer):
-    """Cosine of the prompt-based sentence vectors of ``encoder`` (its tokenizer must have a mask token).
-
-    ``head`` is an export directory with a supervised PromptBERT head, or the head module itself; ``add_period`` is
-    the authors' rule (a final period where the sentence lacks one).
-    """
+    """Cosine of the prompt-based sentence vectors; ``head`` (a supervised PromptBERT export directory, or the head
+    module) is applied to both states first."""
 
     def __init__(self, encoder: BaseEncoder, template: str = DEFAULT, denoise: bool = False,
                  head: str | torch.nn.Module | None = None,

@@ -1,9 +1,7 @@
 """``SentenceTransformer(<promptbert export>, trust_remote_code=True)``: PromptBERT's evaluated vector, not mean pooling.
 
-No sentence-transformers pooling computes a template's [MASK] state, and without a ``modules.json`` the export would
-load with mean pooling. ``PromptBERTEmbedding`` computes what ``PromptScorer`` does from the same functions and the
-export's ``promptbert_config.json``. Without ``trust_remote_code`` sentence-transformers refuses it by name.
-Only sentence-transformers imports this file.
+No sentence-transformers pooling computes a template's [MASK] state, so ``PromptBERTEmbedding`` computes what
+``PromptScorer`` does from the same functions; only sentence-transformers imports this file.
 """
 
 from __future__ import annotations

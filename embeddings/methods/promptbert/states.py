@@ -1,7 +1,5 @@
-"""The two forward-pass products PromptBERT reads: the [MASK] state of a prompted batch, and the template's own
-[MASK] state for denoising; shared by the scorer (eval) and ``model=promptbert`` (in the training graph, as the
-authors' ``get_delta``).
-"""
+"""The [MASK] state of a prompted batch and the template's own [MASK] state for denoising (the authors'
+``get_delta``), shared by the scorer and ``model=promptbert``."""
 
 from __future__ import annotations
 
@@ -26,9 +24,8 @@ def mask_pooling(slot: int) -> Callable[[TokenBatch], Tensor]:
 
 
 def position_offset(model: torch.nn.Module) -> int:
-    """The first position id the model gives a sequence: 0 for BERT, ``padding_idx + 1`` for RoBERTa / MPNet, so
-    the template-only pass uses the prompted pass's positions (the authors pass 0 to RoBERTa too).
-    """
+    """The first position id: 0 for BERT, ``padding_idx + 1`` for RoBERTa / MPNet, so the template-only pass uses the
+    prompted pass's positions (the authors pass 0 to RoBERTa too)."""
     table = getattr(getattr(model, "embeddings", None), "position_embeddings", None)
     pad = getattr(table, "padding_idx", None)
     return 0 if pad is None else int(pad) + 1
@@ -36,9 +33,8 @@ def position_offset(model: torch.nn.Module) -> int:
 
 def template_states(model: torch.nn.Module, template_ids: list[int], prefix_length: int, mask_index: int,
                     lengths: Tensor) -> Tensor:
-    """``(len(lengths), hidden)``: the last-layer [MASK] state of the template alone, its tokens from ``prefix_length``
-    on shifted by ``lengths[i]`` positions, as ``get_delta`` does; in the model's current mode.
-    """
+    """``(len(lengths), hidden)``: the [MASK] state of the template alone, its tokens from ``prefix_length`` on
+    shifted by ``lengths[i]`` positions, as ``get_delta`` does."""
     param = next(model.parameters())
     rows, width = len(lengths), len(template_ids)
     ids = torch.tensor(template_ids, dtype=torch.long, device=param.device).expand(rows, width)
