@@ -1,10 +1,6 @@
-"""Gradient (activation) checkpointing of a Hugging Face encoder: ``model.gradient_checkpointing=true``.
-
-Why: only each transformer layer's input is kept and the layer recomputed in the backward pass (about one more
-forward pass for activation memory of ~one layer); it composes with the cached in-batch losses (``grad_cache``:
-those bound memory by the mini-batch, this by the layer). Non-reentrant (``use_reentrant=False``): the reentrant
-variant refuses ``torch.autograd.grad``, which the cached losses use. The RNG is restored, so dropout draws the
-same masks in the recomputation.
+"""Gradient (activation) checkpointing of a Hugging Face encoder (``model.gradient_checkpointing=true``): each layer
+recomputed in the backward pass, about one more forward pass for the activation memory of ~one layer.
+Non-reentrant: the reentrant variant refuses ``torch.autograd.grad``, which the cached losses (``grad_cache``) use.
 """
 
 from __future__ import annotations
@@ -23,11 +19,8 @@ def enable_gradient_checkpointing(model) -> None:
 
 
 def checkpoint_in_eval_mode(model) -> None:
-    """Keep checkpointing on in eval mode (dropout off), which transformers skips outside ``training``.
-
-    CT trains with dropout off via eval mode, and ``GradientCheckpointingLayer`` checkpoints only when ``training``:
-    the flag is set on those layer objects alone, so every dropout stays in eval mode.
-    """
+    """Keep checkpointing on in eval mode (CT's dropout off): ``GradientCheckpointingLayer`` checkpoints only when
+    ``training``, so the flag is set on those layers alone and every dropout stays in eval mode."""
     from transformers.modeling_layers import GradientCheckpointingLayer
 
     for module in model.modules():

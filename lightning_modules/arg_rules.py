@@ -1,10 +1,8 @@
 """The allowed values of the constructors' arguments: the names many methods share here, each method's own in its
 declaration (``MethodDeclaration.rules`` / ``choices``), one table for the constructors and the config check.
 
-Why one table: a constructor checks its arguments (a Python user gets ``train.py``'s one line) and
-``runs.config_checks`` checks ``model.<name>`` before torch loads, both with :func:`model_rules`. A name means one
-kind of value in every method (a name that is a switch in one method and a number in another is checked by the
-method itself), so a method that gives a shared name another rule is refused. No torch here.
+Why one table: a constructor and ``runs.config_checks`` (before torch loads) check ``model.<name>`` alike. A name
+means one kind of value in every method, so a method that gives a shared name another rule is refused. No torch.
 """
 
 from __future__ import annotations

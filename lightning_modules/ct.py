@@ -76,14 +76,9 @@ def per_device_layout(pairs: int, positives: int, world_size: int) -> tuple[int,
 class ContrastiveTensionModule(EncoderModule, CachedLoss):
     """CT on plain sentences (batches from ``datamodules.sentences``); ``encoder_model`` is model 1.
 
-    ``pairs``/``positives`` are GLOBAL per optimizer step; ``select_task`` is the STS task whose Spearman picks the
-    copy kept. ``views``: ``identical`` (the paper), ``halves`` (model 1 sees the left, model 2 the right part of each
-    sentence; ``split_views``) or ``mixed_halves`` (a coin flip per sentence for which copy sees which side).
-    ``trainable=word_embeddings``, ``frozen_layers``, ``length_groups`` (``in_batch`` negatives only within a length
-    group) and ``span_words`` are ours (see ``ct_options`` and ``split_views``). ``embedding_lr``: from scratch a
-    row gets a gradient only in steps whose batch holds its token, so it needs a larger lr than the layers. The
-    ``EncoderModule`` defaults are the reference's (75, 1e-5, 0, 0, ``rmsprop``, ``step``); ``mini_batch_size`` is
-    ``in_batch`` only; ``gradient_checkpointing`` covers both copies, in eval mode too.
+    ``pairs``/``positives`` are GLOBAL per optimizer step; ``select_task``'s Spearman picks the copy kept. ``views``
+    other than ``identical`` (the paper) give each copy one half of a sentence (``split_views``); ``trainable``,
+    ``frozen_layers``, ``length_groups``, ``embedding_lr`` and ``span_words`` are ours (``ct_options``).
     """
 
     method_info = METHOD.card()
@@ -151,12 +146,12 @@ class ContrastiveTensionModule(EncoderModule, CachedLoss):
                 checkpoint_in_eval_mode(model)
 
     def embed2_ids(self, ids: list[list[int]]) -> Tensor:
-        """Pooled vectors of model 2 WITH gradients of token ids (``embed_ids`` is model 1; one shared tokenizer)."""
+        """``embed_ids`` of model 2 (one shared tokenizer)."""
         self.encoder2.device = self.device
         return embed_length_buckets(self.encoder2, self.pool, ids, self.forward_groups())
 
     def view2(self, ids: list[list[int]]) -> EncoderView:
-        """Tokenized sentences as ``embed2_ids`` sees them (``view`` is model 1)."""
+        """``view`` of model 2."""
         self.encoder2.device = self.device
         return EncoderView(self.encoder2, self.pool, ids)
 
@@ -243,11 +238,8 @@ class ContrastiveTensionModule(EncoderModule, CachedLoss):
         return build_optimizer("rmsprop", groups, hp.lr, rmsprop=kind, alpha=hp.rmsprop_alpha, eps=hp.rmsprop_eps)
 
     def sparse_embedding_grads(self) -> bool:
-        """Whether both copies' word embeddings get sparse gradients and ``RowSparseRMSprop`` updates them.
-
-        Why: a CT batch holds a few hundred of the 30k tokens, so dense embedding updates are most of a CPU step
-        (``row_sparse_rmsprop``); ``self.device`` is the training device here (Lightning moved the module).
-        """
+        """Whether both copies' word embeddings get sparse gradients and ``RowSparseRMSprop`` updates (a CT batch
+        holds a few hundred of the 30k tokens, so dense embedding updates are most of a CPU step)."""
         return sparse_grads_pay(self._trainer, self.device, self.hparams.weight_decay)
 
     def _schedule_options(self) -> dict:

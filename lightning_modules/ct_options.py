@@ -16,11 +16,8 @@ from sts_lightning.embeddings.errors import ConfigError
 
 
 def freeze_bottom(model: torch.nn.Module, frozen_layers: int | None) -> None:
-    """Stop gradients into the embeddings and the first ``frozen_layers`` transformer layers (``None``: none).
-
-    Mean pooling over a random BERT is already a useful bag-of-words measure, and CT rewrites the bottom layers'
-    random features faster than it can replace them with better ones.
-    """
+    """Stop gradients into the embeddings and the first ``frozen_layers`` layers (``None``: none): CT rewrites a
+    random BERT's bottom features (already a useful bag of words) faster than it finds better ones."""
     if frozen_layers is None:
         return
     layers = getattr(getattr(model, "encoder", None), "layer", None)
@@ -39,11 +36,8 @@ CT_TRAINABLE = ("all", "word_embeddings")
 
 
 def train_only_word_embeddings(model: torch.nn.Module) -> None:
-    """Freeze every weight but the word-embedding matrix: the random transformer stays a fixed feature mixer.
-
-    A random BERT whose layers CT may update matches halves by their (correlated) lengths; with only the word rows
-    trainable, CT can change only which words look alike.
-    """
+    """Freeze every weight but the word-embedding matrix: a random BERT whose layers CT may update matches halves by
+    their (correlated) lengths; with only the word rows trainable it can change only which words look alike."""
     embeddings = getattr(getattr(model, "embeddings", None), "word_embeddings", None)
     if not isinstance(embeddings, torch.nn.Embedding):
         raise ConfigError(f"model.trainable=word_embeddings needs a BERT-style model (embeddings.word_embeddings), "
@@ -53,11 +47,8 @@ def train_only_word_embeddings(model: torch.nn.Module) -> None:
 
 
 def length_matched_groups(sentences: list[str], groups: int) -> list[Tensor]:
-    """Row indices of ``groups`` equal-sized groups of sentences of similar length (by words), shortest first.
-
-    Mean pooling over position embeddings encodes length; within a group only the words tell sentences apart. Under
-    DDP every rank forms the same groups, so group ``k`` is gathered with group ``k`` of the other ranks.
-    """
+    """Row indices of ``groups`` equal-sized groups of sentences of similar word count, shortest first (the same on
+    every rank): position embeddings encode length, so within a group only the words tell sentences apart."""
     if groups == 1:
         return [torch.arange(len(sentences))]
     if len(sentences) % groups or len(sentences) // groups < 2:
@@ -68,10 +59,8 @@ def length_matched_groups(sentences: list[str], groups: int) -> list[Tensor]:
 
 
 def with_embedding_lr(groups: list[dict], named_parameters, lr: float | None) -> list[dict]:
-    """``groups`` with the word-embedding matrices moved to a group of their own at ``lr`` (``None``: unchanged).
-
-    From scratch a row gets a gradient only in steps whose batch holds its token, so it needs a larger lr.
-    """
+    """``groups`` with the word-embedding matrices in a group of their own at ``lr`` (``None``: unchanged): from
+    scratch a row gets a gradient only in steps whose batch holds its token, so it needs a larger lr."""
     if lr is None:
         return groups
     embeddings = [p for n, p in named_parameters if n.endswith("word_embeddings.weight") and p.requires_grad]

@@ -61,13 +61,9 @@ class EncoderExport:
                            evaluate_command([EXPORT], pooling), why_not)
 
     def export(self, path: str | os.PathLike, training: TrainingFacts | None = None) -> Path:
-        """Write a directory loadable by ``AutoModel.from_pretrained`` and, where it reproduces our pooling, by
-        ``SentenceTransformer``, plus ``LOADING.md`` and the card ``README.md`` (``training``: the run's facts).
-
-        Atomic, with a checksum manifest. Where sentence-transformers cannot reproduce the vector, ``modules.json``
-        names our module or the refusal, never nothing (it would load with mean pooling, silently). The card is written
-        last, so no other writer can replace it.
-        """
+        """Write (atomically, with a checksum manifest) a directory for ``AutoModel.from_pretrained`` and, where it
+        reproduces our pooling, ``SentenceTransformer``, plus ``LOADING.md`` and the card ``README.md``, written last
+        so no other writer replaces it."""
         target = Path(path)
         with export_directory(target, needed=payload_bytes(self.export_model().state_dict())) as tmp:
             self.export_model().save_pretrained(tmp)

@@ -28,19 +28,15 @@ from sts_lightning.embeddings.methods.flow.scorer import BERT_FLOW, FLOW_KEYS, F
 from sts_lightning.embeddings.methods.pooling import get_pooling
 from sts_lightning.lightning_modules.arg_rules import check_args
 from sts_lightning.lightning_modules.base import check_finite
-from sts_lightning.lightning_modules.frozen_encoder import FrozenEncoderMixin
+from sts_lightning.lightning_modules.frozen_encoder import ENCODER_KEYS, FrozenEncoderMixin
 from sts_lightning.lightning_modules.optimizers import build_optimizer
 
 log = logging.getLogger(__name__)
-ENCODER_KEYS = ("model_name_or_path", "pooling", "max_length")
 
 
 class BertFlowModule(FrozenEncoderMixin, LightningModule):
-    """Glow over frozen pooled sentence vectors; batches are ``[vectors]`` from ``CachedEmbeddingDataModule``.
-
-    The encoder arguments must match the datamodule's; ``levels, depth, hidden, coupling, permutation`` configure
-    the ``Glow`` (``embedding_dim``, ``None``: the encoder's, must be a multiple of ``2**levels``).
-    """
+    """Glow over frozen pooled sentence vectors, batches ``[vectors]`` from ``CachedEmbeddingDataModule`` (whose
+    encoder arguments it must match); ``embedding_dim`` (``None``: the encoder's) is a multiple of ``2**levels``."""
 
     feature_keys = ENCODER_KEYS
 
@@ -73,10 +69,6 @@ class BertFlowModule(FrozenEncoderMixin, LightningModule):
         self.log("train/loss", loss, prog_bar=True, batch_size=x.shape[0])
         return loss
 
-    def validation_step(self, batch, batch_idx: int) -> None:
-        """Nothing per batch: the STS callback scores ``scorer()`` once at the end of the loop."""
-        return None
-
     def configure_optimizers(self):
         return build_optimizer("adam", self.flow.parameters(), self.hparams.lr)
 
@@ -87,11 +79,8 @@ class BertFlowModule(FrozenEncoderMixin, LightningModule):
                           batch_size=self.hparams.eval_batch_size)
 
     def export(self, path: str | os.PathLike, training: TrainingFacts | None = None) -> Path:
-        """``flow_config.json`` (encoder reference and identity + Glow settings) and ``flow.safetensors``, atomically, with
-        ``LOADING.md`` and the model card (``training``: the run's facts, ``None`` = unknown).
-
-        ``embeddings.methods.flow.scorer.load_flow_scorer(path)`` rebuilds the scorer.
-        """
+        """``flow_config.json`` and ``flow.safetensors`` (read by ``load_flow_scorer``), atomically, with
+        ``LOADING.md`` and the model card."""
         hp = self.hparams
         config = {k: hp[k] for k in (*ENCODER_KEYS, *FLOW_KEYS)}
         config["model_name_or_path"] = str(config["model_name_or_path"])

@@ -15,6 +15,8 @@ from sts_lightning.embeddings.encoders.load import load_encoder
 from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.io.encoder_identity import encoder_identity
 
+ENCODER_KEYS = ("model_name_or_path", "pooling", "max_length")  # the pooled-vector modules' (flow, whitening)
+
 
 class FrozenEncoderMixin:
     """Adds ``frozen_encoder()`` and the feature-key check; the host has ``model_name_or_path``, ``max_length``
@@ -37,6 +39,10 @@ class FrozenEncoderMixin:
         if wrong:
             raise ConfigError("the cached features come from another encoder setting: " + "; ".join(wrong))
 
+    def validation_step(self, batch, batch_idx: int) -> None:
+        """Nothing per batch: the STS callback scores ``scorer()`` once at the end of the loop."""
+        return None
+
     def frozen_encoder(self) -> BaseEncoder:
         """The encoder, loaded once (eval mode, no gradients) and kept on this module's device."""
         if self._encoder is None:
@@ -57,11 +63,8 @@ class FrozenEncoderMixin:
         return encoder
 
     def fitted_on(self) -> dict:
-        """The frozen encoder's identity (name, width, weights digest) and the precision the training features
-        were computed in: the datamodule's ``encode_precision`` when a trainer holds one, else the encoder's.
-
-        The features are cached by the datamodule's pass (maybe bf16), while ``frozen_encoder()`` loads fp32.
-        """
+        """The frozen encoder's identity and the precision the training features were cached in (the datamodule's
+        ``encode_precision``, maybe bf16, while ``frozen_encoder()`` loads fp32)."""
         trainer = attached_trainer(self)
         precision = getattr(getattr(trainer, "datamodule", None), "encode_precision", None)
         return encoder_identity(self.frozen_encoder(), str(self.hparams.model_name_or_path), precision=precision)

@@ -27,11 +27,8 @@ class CachedLoss:
     """Mixin of an ``EncoderModule`` whose loss goes through ``embed_and_loss`` / ``views_and_loss``."""
 
     def view(self, ids: Sequence[Sequence[int]]) -> EncoderView:
-        """Tokenized sentences as ``embed_ids`` sees them: the live encoder and the module's pooling.
-
-        A method whose ``embed_ids`` adds something (a projection head) overrides this too, folding it into
-        ``pool``, so the cached path embeds what the uncached one does.
-        """
+        """Tokenized sentences as ``embed_ids`` sees them; a method whose ``embed_ids`` adds a head overrides this
+        too, folding the head into ``pool``, so the cached path embeds what the uncached one does."""
         return EncoderView(self._live_encoder(), self.pool, ids)
 
     def embed_and_loss(self, ids: Sequence[Sequence[int]], loss_fn: Callable[[Tensor], Tensor]) -> Tensor:
@@ -41,10 +38,8 @@ class CachedLoss:
         return self.views_and_loss([self.view(ids)], loss_fn)
 
     def views_and_loss(self, views: Sequence[EncoderView], loss_fn: Callable[..., Tensor]) -> Tensor:
-        """``loss_fn(*embeddings of views)``: uncached, or the GradCache surrogate (same value and gradients).
-
-        Views, since a loss may take lists embedded by different encoders (two towers).
-        """
+        """``loss_fn(*embeddings of views)`` (views: lists maybe embedded by different encoders), uncached or the
+        GradCache surrogate (same value and gradients)."""
         size = self.hparams.mini_batch_size
         if size is None:
             return loss_fn(*(embed_length_buckets(v.encoder, v.pool, v.ids, self.forward_groups()) for v in views))

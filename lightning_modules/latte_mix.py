@@ -88,10 +88,6 @@ class LatteMixModule(FrozenEncoderMixin, LightningModule):
             self.log(f"train/{name}", value, prog_bar=name == "loss", batch_size=n)
         return loss
 
-    def validation_step(self, batch, batch_idx: int) -> None:
-        """Nothing per batch: the STS callback scores ``scorer()`` once at the end of the loop."""
-        return None
-
     def configure_optimizers(self):
         """Adam (not AdamW: no decay) and the ``triangle`` schedule, from the shared factories."""
         hp = self.hparams

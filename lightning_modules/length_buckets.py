@@ -1,8 +1,7 @@
 """``embed_length_buckets``: pooled vectors of token ids from a few length-sorted forward passes.
 
-Why: one padded pass pads every sentence to the batch's longest; NLI batches mix long premises with short
-hypotheses and CT pairs random sentences, so on a CPU (bound by arithmetic) most of that padding is wasted work.
-Attention masks make the pooled vectors equal to one pass's up to float rounding (figures: docs/speed.md).
+Why: one padded pass pads every sentence to the batch's longest, wasted work on a CPU (bound by arithmetic); the
+pooled vectors equal one pass's up to float rounding (figures: docs/speed.md).
 """
 
 from __future__ import annotations
@@ -16,10 +15,8 @@ from sts_lightning.embeddings.encoders.hf import HFEncoder
 
 
 def embed_length_buckets(encoder: HFEncoder, pool, ids: Sequence[Sequence[int]], buckets: int = 2) -> Tensor:
-    """Pool the sentences of token ``ids`` (input order) from ``buckets`` passes over length-sorted groups.
-
-    Groups smaller than 8 sentences are not split further (tiny matmuls lose more than padding costs).
-    """
+    """Pooled vectors of token ``ids`` (input order) from ``buckets`` passes over length-sorted groups of at least 8
+    sentences (tiny matmuls lose more than padding costs)."""
     n = len(ids)
     groups = max(1, min(int(buckets), n // 8))
     if groups == 1:

@@ -1,8 +1,7 @@
 """``model.matryoshka_dims`` / ``_weights`` for an ``EncoderModule``: checked against the method and the model.
 
 A method takes them where its loss goes through ``with_matryoshka`` (its class's ``matryoshka_ok``); every other
-refuses them with the line ``runs/`` gives before torch loads. The loss is ``embeddings.methods.shared.matryoshka``;
-the export's note and card name the trained prefixes (``lightning_modules.export_files``).
+refuses them with the line ``runs/`` gives before torch loads.
 """
 
 from __future__ import annotations

@@ -36,8 +36,7 @@ def adam(params, lr: float, decoupled: bool = False, **kwargs) -> torch.optim.Op
     cls = torch.optim.AdamW if decoupled else torch.optim.Adam
     optimizer = cls(params, lr=lr, fused=can_fuse(params) or None, **kwargs)
     # A fused optimizer advertises that it unscales fp16-GradScaler gradients itself, and Lightning then refuses
-    # gradient clipping under any mixed precision (bf16 has no scaler at all). Without the flag a GradScaler
-    # unscales first and calls the plain step: correct either way, and clipping works.
+    # gradient clipping under any mixed precision; without the flag a GradScaler unscales first and clipping works.
     unscale_before_step(optimizer)
     return optimizer
 
@@ -76,11 +75,8 @@ def warmup_lambda(kind: str, warmup_steps: int, total_steps: int):
 
 
 def step_lambda(lr: float, final_lr: float, every: int, drops: int):
-    """``step`` (CT's reference schedule): ``drops`` equal steps from ``lr`` to ``final_lr``.
-
-    Keras ``PiecewiseConstantDecay`` keeps a value while ``step <= boundary``, so with ``every=500``
-    optimizer steps 0..500 (501 of them) use ``lr``, 501..1000 the next value, and >2000 ``final_lr``.
-    """
+    """``step`` (CT's reference schedule): ``drops`` equal steps from ``lr`` to ``final_lr``. Keras
+    ``PiecewiseConstantDecay`` keeps a value while ``step <= boundary``: with ``every=500`` steps 0..500 use ``lr``."""
 
     def factor(step: int) -> float:
         k = 0 if step <= every else min(drops, (step - 1) // every)
@@ -106,11 +102,8 @@ def triangle_lambda(lr: float, min_lr: float, warmup: int, total: int):
 def lr_schedule(optimizer: torch.optim.Optimizer, kind: str, lr: float, total_steps: int = 0,
                 warmup_ratio: float = 0.0, final_lr: float | None = None, step_every: int = 500,
                 drops: int = 4) -> dict:
-    """The per-step learning-rate schedule of every trained method, as Lightning's ``lr_scheduler`` entry.
-
-    The shapes differ (``linear``, ``constant``, CT's ``step``, Latte-Mix's ``triangle``) but the warm-up length
-    (``ceil(warmup_ratio * total_steps)``) is one decision. ``total_steps=0``: unknown (``step`` needs none).
-    """
+    """The per-step learning-rate schedule of every trained method as Lightning's ``lr_scheduler`` entry: one
+    warm-up length, ``ceil(warmup_ratio * total_steps)``, for every shape (``total_steps=0``: unknown)."""
     warmup = int(math.ceil(warmup_ratio * total_steps))
     if kind in ("linear", "constant"):
         factor = warmup_lambda(kind, warmup, int(total_steps))

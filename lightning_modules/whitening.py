@@ -29,20 +29,16 @@ from sts_lightning.embeddings.methods.whitening.scorer import (
 )
 from sts_lightning.embeddings.scoring.scorer import Scorer
 from sts_lightning.lightning_modules.arg_rules import check_args
-from sts_lightning.lightning_modules.frozen_encoder import FrozenEncoderMixin
+from sts_lightning.lightning_modules.frozen_encoder import ENCODER_KEYS, FrozenEncoderMixin
 
 log = logging.getLogger(__name__)
-ENCODER_KEYS = ("model_name_or_path", "pooling", "max_length")
 # Lightning's warnings about what this module leaves out on purpose (no optimizer, no loss, nothing to clip).
 QUIET = (r"`LightningModule.configure_optimizers` returned `None`", r"`parameters` is an empty generator")
 
 
 class WhiteningModule(FrozenEncoderMixin, LightningModule):
-    """Accumulates moment sums of ``[vectors]`` batches from ``CachedEmbeddingDataModule``; no parameters.
-
-    The encoder arguments must match the datamodule's; ``k`` keeps the top-k principal directions (``None``: all);
-    ``embedding_dim=None`` reads the width from the encoder's config.
-    """
+    """Accumulates moment sums of ``[vectors]`` batches from ``CachedEmbeddingDataModule`` (whose encoder arguments
+    it must match); ``k`` keeps the top-k principal directions (``None``: all)."""
 
     feature_keys = ENCODER_KEYS
 
@@ -62,9 +58,7 @@ class WhiteningModule(FrozenEncoderMixin, LightningModule):
         self.register_buffer("count", torch.zeros((), dtype=torch.float64))
         self.register_buffer("total", torch.zeros(dim, dtype=torch.float64))
         self.register_buffer("outer", torch.zeros(dim, dim, dtype=torch.float64))
-        # DistributedDataParallel refuses to wrap a module without a trainable parameter, and Lightning's DDP
-        # strategy always wraps: this scalar only carries the zero loss of training_step; no optimizer steps it
-        # and no export holds it.
+        # DDP refuses to wrap a module without a trainable parameter: this one only carries the zero loss
         self.ddp_anchor = torch.nn.Parameter(torch.zeros(()))
         self._encoder = None  # not an nn.Module: stays out of the state dict
 
@@ -73,10 +67,8 @@ class WhiteningModule(FrozenEncoderMixin, LightningModule):
         return MomentSums(self.count, self.total, self.outer)
 
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
-        """Add the batch's moment sums (all ranks' batches: one all-reduce of ``1 + d + d^2`` float64).
-
-        Returns a zero "loss" on ``ddp_anchor``: Lightning refuses a ``None`` step under DDP.
-        """
+        """Add the batch's moment sums (all ranks': one all-reduce of ``1 + d + d^2`` float64); a zero "loss" on
+        ``ddp_anchor``, since Lightning refuses a ``None`` step under DDP."""
         x = batch[0] if isinstance(batch, (list, tuple)) else batch
         with torch.autocast(device_type=x.device.type, enabled=False):
             flat = moment_sums(x).flat()
@@ -89,21 +81,14 @@ class WhiteningModule(FrozenEncoderMixin, LightningModule):
             self.log("train/vectors", float(self.count), prog_bar=True, batch_size=x.shape[0])
         return self.ddp_anchor * 0.0
 
-    def validation_step(self, batch, batch_idx: int) -> None:
-        """Nothing per batch: the STS callback scores ``scorer()`` once at the end of the loop."""
-        return None
-
     def configure_optimizers(self):
         """No optimizer: Lightning's mock one still counts each batch as a step (see the module docstring)."""
         return None
 
     # -------------------------------------------------------------------------------- fit
     def whitening(self) -> Whitening:
-        """``(mu, W)`` of the vectors seen so far, float32 on this module's device.
-
-        Below 2 vectors there is no covariance: ``mu = 0`` and ``W`` = the first ``k`` columns of the identity,
-        i.e. the plain pooling (what ``scorer()`` scores then), with a warning.
-        """
+        """``(mu, W)`` of the vectors seen so far, float32; below 2 vectors (no covariance) the plain pooling:
+        ``mu = 0``, ``W`` the first ``k`` columns of the identity."""
         if float(self.count) < 2:
             log.warning("whitening fitted on %d vectors (< 2): using the identity map, i.e. the plain pooling",
                         int(self.count))
@@ -125,11 +110,8 @@ class WhiteningModule(FrozenEncoderMixin, LightningModule):
         return WhiteningScorer(encoder, self.whitening(), batch_size=self.hparams.eval_batch_size)
 
     def export(self, path: str | os.PathLike, training: TrainingFacts | None = None) -> Path:
-        """``whitening_config.json`` (encoder reference and identity, ``k``) and ``whitening.safetensors``
-        (``mean``, ``matrix``), atomically, with ``LOADING.md`` and the model card (``training``: the run's facts).
-
-        The identity (``FrozenEncoderMixin.fitted_on``) makes the export refuse any other encoder.
-        """
+        """``whitening_config.json`` (with the encoder's identity, so the export refuses any other encoder) and
+        ``whitening.safetensors``, atomically, with ``LOADING.md`` and the model card."""
         hp = self.hparams
         whitening = self.whitening()
         name = str(hp.model_name_or_path)
