@@ -1,9 +1,7 @@
 """A frozen encoder's STS reading, computed once across the evaluations of a run.
 
-Why: a scorer whose encoder has no trainable weight and that declares its reading
-(``embeddings.scoring.protocols.ReadingScorer``) would encode the same sentences at every evaluation; kept in memory,
-later evaluations run only the trained head. Keyed by the SHA-256 of the weights, so weights that change after all
-(a copy updated in place) are encoded again.
+Why: a ``ReadingScorer`` whose encoder has no trainable weight would encode the same sentences at every evaluation;
+kept in memory, later ones run only the trained head. Keyed by the weights' SHA-256: changed weights encode again.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """``last.ckpt`` for resuming: every N optimizer steps and at every epoch end, from the first steps on.
 
-Why not the monitored ``ModelCheckpoint(save_last=True)``: Lightning 2.6 defers even ``last.ckpt`` until
-the monitored metric exists (after the first validation), so a run killed before that had nothing to
-resume from; and a step-triggered ``ModelCheckpoint`` saves ``last.ckpt`` at an epoch end only when the
-epoch count also matches, which Lightning forbids combining with a step trigger.
+Why not ``ModelCheckpoint(save_last=True)``: it defers ``last.ckpt`` until the monitored metric exists (a run killed
+before the first validation had nothing to resume), and a step trigger cannot also save at epoch ends.
 """
 
 from __future__ import annotations
@@ -25,12 +23,8 @@ class LastCheckpoint(ModelCheckpoint):
             self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
 
     def save_now(self, trainer, again: bool = False) -> str | None:
-        """Write ``last.ckpt`` at this step, as the step trigger would (the preemption stop); its path.
-
-        ``None`` where this trainer writes no checkpoints (``fast_dev_run``, sanity checking). Called on every rank
-        (the save is collective: rank 0 writes, all wait). Already written at this step: just its path, unless
-        ``again`` (a stop inside a validation writes it anew: the loops' state then differs).
-        """
+        """Write ``last.ckpt`` at this step on every rank (collective), as the step trigger would; its path, ``None``
+        where this trainer writes none. Already written: just its path, unless ``again`` (a stop mid-validation)."""
         if self._last_global_step_saved == trainer.global_step and self.last_model_path and not again:
             return self.last_model_path
         if again and self._last_global_step_saved == trainer.global_step:

@@ -1,9 +1,8 @@
 """The stop path's step boundary: every rank stops after the same optimizer step, ``last.ckpt``, exit 75.
 
-Lightning's handlers exit 0 with no checkpoint (docs/reliability.md, "The stop path"), so ours record the signal;
-at each optimizer-step boundary the ranks agree on the flag (an all-reduce MAX); a stop raised between steps by
-``check_stop`` arrives in :meth:`Preemption.on_exception`, which saves what this process added (mid-validation:
-marked so that the resume runs it again).
+Lightning's handlers exit 0 with no checkpoint (docs/reliability.md), so ours record the signal and the ranks agree
+on it (an all-reduce MAX) at each optimizer-step boundary; a stop raised between steps by ``check_stop`` arrives in
+:meth:`Preemption.on_exception`.
 """
 
 from __future__ import annotations
@@ -74,8 +73,7 @@ def requeue_slurm_job(env: dict[str, str] | None = None) -> bool:
 
 
 def agreement(trainer: L.Trainer) -> Callable[[int], int] | None:
-    """For ``stop_request.stretch``: every rank's signal (all-reduce MAX of 0 / signal), or ``None`` on one process;
-    each call is a collective, so only for loops every rank runs in step."""
+    """For ``stop_request.stretch``: the signal any rank received (a collective), or ``None`` on one process."""
     if not (dist.is_available() and dist.is_initialized() and trainer.world_size > 1):
         return None
     device = trainer.strategy.root_device
@@ -89,8 +87,8 @@ def agreement(trainer: L.Trainer) -> Callable[[int], int] | None:
 
 
 def resume_line(run_dir: Path, checkpoint: str | None, started_from: str | None) -> str:
-    """How to continue: ``hydra.run.dir=<run> ckpt_path=last`` (with no checkpoint yet that starts the run again),
-    or only ``hydra.run.dir`` for a run started from another checkpoint than last.ckpt and stopped before saving one."""
+    """How to continue: ``hydra.run.dir=<run> ckpt_path=last``, or only ``hydra.run.dir`` for a run started from
+    another checkpoint than last.ckpt and stopped before saving one."""
     if checkpoint is None and started_from and str(started_from) != "last" and Path(started_from).name != "last.ckpt":
         return f"start it again with the same command plus hydra.run.dir={run_dir} (exit code 75)"
     return f"continue with the same command plus hydra.run.dir={run_dir} ckpt_path=last (exit code 75)"
@@ -101,8 +99,7 @@ def _rank(trainer) -> str:
 
 
 def mark_mid_evaluation(checkpoint: dict) -> None:
-    """Make ``checkpoint`` say that the validation running when it was written had not finished its last batch,
-    so that ``ckpt_path=last`` runs that validation again (Lightning's ``restarted_mid_evaluation``), not skips it."""
+    """Mark the validation running as ``checkpoint`` was written unfinished, so a resume runs it again, not skips it."""
     loops = checkpoint.get("loops", {}).get("fit_loop", {})
     progress = loops.get("epoch_loop.val_loop.batch_progress")
     if not progress or progress["total"]["started"] < 1:
@@ -116,10 +113,8 @@ def mark_mid_evaluation(checkpoint: dict) -> None:
 
 class Preemption(L.Callback):
     """Stop every rank at the optimizer-step boundary after one of ``signals`` reached any rank; ``last.ckpt``; 75.
-
-    ``every_n_steps``: how often the ranks agree on the stop (an all-reduce; on GPUs it waits for the step).
-    ``slurm_requeue``: requeue the job when the run stopped on ``SLURMEnvironment``'s ``requeue_signal``.
-    """
+    ``every_n_steps``: how often the ranks agree (an all-reduce; on GPUs it waits for the step); ``slurm_requeue``:
+    requeue the job when it stopped on ``SLURMEnvironment``'s ``requeue_signal``."""
 
     def __init__(self, signals: Sequence[str | int] = DEFAULT_SIGNALS, every_n_steps: int = 1,
                  slurm_requeue: bool = True):

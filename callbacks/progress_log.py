@@ -1,8 +1,5 @@
-"""Training progress as log lines when there is no progress bar (stdout is a file or a pipe).
-
-Lightning's bar redraws one line with ``\\r``, which shows nothing useful in a file; ``train()`` switches it off
-there and this callback logs a line every ``every_s`` seconds plus one per STS evaluation, on rank 0. Whatever the
-console, it logs when step 1 starts and how long that took.
+"""Training progress as log lines when there is no progress bar (stdout is a file or a pipe, where Lightning's
+``\\r`` redraws show nothing useful), on rank 0; whatever the console, when step 1 starts and how long that took.
 """
 
 from __future__ import annotations
@@ -20,8 +17,7 @@ log = logging.getLogger(__name__)
 
 
 class LogProgress(L.Callback):
-    """Log ``train: 120/400 steps (30%), 1m02s elapsed, ~2m25s left | loss 1.234`` every ``every_s`` seconds (and
-    at the last step)."""
+    """Log ``train: 120/400 steps (30%), 1m02s elapsed, ~2m25s left | loss 1.234`` every ``every_s`` seconds."""
 
     def __init__(self, every_s: float = 30.0) -> None:
         if every_s <= 0:
@@ -89,9 +85,8 @@ def first_step_line(step: int, since_launch: float, estimate: float | None, sinc
 
 
 def run_begins() -> None:
-    """``train()`` calls it as it starts: the first run of a process counts from the process's start (the command,
-    imports, Hydra), every later one -- a seed of ``seeds=[...]``, a pipeline stage -- from its own start (else a
-    later seed's "step 1 starts ... after launch" would count the earlier seeds too)."""
+    """``train()`` calls it as it starts: the first run of a process counts from the process's start, every later
+    one (a seed, a pipeline stage) from its own, not counting the earlier runs."""
     global _runs, _launched
     _runs += 1
     _launched = None if _runs == 1 else time.monotonic()

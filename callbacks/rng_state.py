@@ -1,16 +1,9 @@
 """Random-number-generator state in every checkpoint, restored right before the first resumed batch.
 
-Why: ``train()`` re-seeds at start, so without this a resumed run draws other dropout masks than the
-uninterrupted run from the kill point on. Restoring in ``load_state_dict`` would be too early: building
-the resumed loader's iterator draws from the global torch RNG (DataLoader worker seeds), so the state is
-applied in ``on_train_batch_start`` of the first batch after the resume. Everything is stored as tensors,
-ints and floats so ``torch.load(weights_only=True)`` reads the checkpoint.
-
-Under DDP the checkpoint holds EVERY rank's state (``"ranks"``, gathered when the checkpoint is assembled, which
-every rank does) and each rank gets its own back: the ranks start from one seed but their states part at the first
-step (dropout draws as many numbers as the rank's own batch has elements).
-A checkpoint of another world size (or one with a single state, written before) gives rank r state r where it
-has one, else rank 0's.
+Why: ``train()`` re-seeds at start, so a resumed run would draw other dropout masks than the uninterrupted one.
+``load_state_dict`` is too early: building the resumed loader's iterator draws from the global torch RNG. Stored as
+tensors, ints and floats for ``weights_only`` loading. Under DDP every rank's state is kept (``"ranks"``: they part
+at the first step) and rank r gets state r back where the checkpoint has one, else rank 0's.
 """
 
 from __future__ import annotations

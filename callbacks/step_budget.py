@@ -1,7 +1,5 @@
-"""Say which budget ends a run: ``trainer.max_steps`` or ``trainer.max_epochs`` (before it starts and after).
-
-Lightning stops at whichever comes first and says nothing about the other, so a run whose ``max_steps`` cannot be
-reached says so before its first step (with the override that trains by steps), and every summary names what stopped it.
+"""Say which budget ends a run, ``trainer.max_steps`` or ``trainer.max_epochs``, before it starts and after: Lightning
+stops at whichever comes first and says nothing about the other.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""STS evaluation during training, correct and not wasteful under DDP.
+"""STS evaluation during training through ``pl_module.scorer()``, one evaluator for every method.
 
-A callback, since every method ends in a ``Scorer``: one evaluator serves all modules via ``pl_module.scorer()``.
-On N ranks each encodes its shard of the de-duplicated sentences; rank 0 computes the correlations once and
+Under DDP each rank encodes its shard of the de-duplicated sentences; rank 0 computes the correlations once and
 broadcasts them, so every rank logs identical values (Spearman is never averaged across ranks).
 """
 
@@ -42,13 +41,10 @@ def _last_epoch(trainer: L.Trainer) -> bool:
 
 
 class STSEvaluationCallback(L.Callback):
-    """Logs ``val/<task>_spearman``, ``val/<task>_pearson`` (the ``all`` aggregate), ``val/sts_avg_spearman`` and,
-    for one-vector representations, ``val/<task>_alignment`` / ``val/<task>_uniformity`` (``sts.geometry``).
-
-    ``tasks`` go to ``sts.tasks.load_tasks`` (``+`` joins pools). ``batch_size=None`` batches by the token budget
-    ``max_tokens``. Keep ``every_n_epochs=1`` and use ``check_val_every_n_epoch`` when a checkpoint monitors the
-    metric. ``probe_poolings`` are further poolings of the live encoder, logged as ``probe/<pooling>/<task>_spearman``
-    (e.g. while pretraining a backbone); they rank no checkpoint and enter no before/after table.
+    """Logs ``val/<task>_spearman`` / ``_pearson``, ``val/sts_avg_spearman`` and, for one-vector representations,
+    ``val/<task>_alignment`` / ``_uniformity``. Keep ``every_n_epochs=1`` and use ``check_val_every_n_epoch`` when a
+    checkpoint monitors the metric. ``probe_poolings``: further poolings of the live encoder, logged as
+    ``probe/<pooling>/<task>_spearman``; they rank no checkpoint and enter no before/after table.
     """
 
     def __init__(self, tasks: Sequence[str] = ("stsb-dev",), data_dir: str | None = None, batch_size: int | None = 64,
@@ -126,10 +122,8 @@ class STSEvaluationCallback(L.Callback):
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch,
                            batch_idx: int) -> None:
-        """At ``max_steps``, ask the fit loop to stop (Lightning's early-stop path validates first).
-
-        Else a run that ``max_steps`` ends mid-epoch would never validate.
-        """
+        """At ``max_steps``, stop through Lightning's early-stop path, which validates first (else a run that
+        ``max_steps`` ends mid-epoch would never validate)."""
         if 0 < trainer.max_steps <= trainer.global_step:
             trainer.should_stop = True
             if trainer.check_val_every_n_epoch not in (None, 1):
@@ -153,10 +147,8 @@ class STSEvaluationCallback(L.Callback):
             pl_module.log(key, value, prog_bar=key == AVG_KEY, rank_zero_only=False, sync_dist=False)
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        """Score the final weights if no validation did, then write ``sts_before_after.md`` (rank 0).
-
-        The fallback covers runs with validation switched off (``limit_val_batches=0``).
-        """
+        """Score the final weights if no validation did (``limit_val_batches=0``), then write
+        ``sts_before_after.md`` (rank 0)."""
         if trainer.state.fn == "fit" and self.last_step != trainer.global_step:
             log.warning("no validation ran at the final step %d: scoring STS now (no best checkpoint is ranked "
                         "without a validation loop)", trainer.global_step)
@@ -173,11 +165,8 @@ class STSEvaluationCallback(L.Callback):
         atomic_write(Path(trainer.default_root_dir) / "sts_before_after.md", (table + "\n").encode())
 
     def on_fit_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        """A resumed fit with nothing left to train scores the final weights now, unless this run already did.
-
-        A run stopped during its final scoring resumes into a fit Lightning finds finished, where no training hook
-        runs; ``sts_before_after.md`` says whether it was scored.
-        """
+        """A run stopped during its final scoring resumes into a finished fit, where no training hook runs: score
+        the final weights now unless ``sts_before_after.md`` says it was done."""
         table = Path(trainer.default_root_dir) / "sts_before_after.md"
         if self.last_step is None and trainer.global_step > 0 and self.start_metrics and not table.is_file():
             self.on_train_end(trainer, pl_module)
@@ -185,8 +174,8 @@ class STSEvaluationCallback(L.Callback):
     # ------------------------------------------------------------------ evaluation
     @rng_isolated  # scoring (a frozen scorer loaded on first use, MC dropout) never shifts the training's random stream
     def evaluate(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str = "after") -> dict[str, float]:
-        """Collective: every rank must call it. Returns the flat metrics, identical on every rank. ``stage``: the
-        predictions file a fit's scoring writes (``before``: the scoring before training; the last one is "after")."""
+        """Collective: every rank must call it. The flat metrics, identical on every rank; ``stage``: the predictions
+        file a fit's scoring writes."""
         if self.tasks is None:
             self.setup(trainer, pl_module, "validate")
         if not isinstance(pl_module, Scorable):
@@ -219,8 +208,7 @@ class STSEvaluationCallback(L.Callback):
 
     def _save_predictions(self, trainer: L.Trainer, sims: dict[str, dict[str, np.ndarray]], stage: str) -> None:
         """``<run dir>/sts_predictions/<stage>.npz``: the per-pair similarities behind the logged Spearman, so
-        ``compare_runs`` can compare this run with another pair by pair (``sts.predictions``); the last scoring of
-        the fit is the "after" one."""
+        ``compare_runs`` can compare this run with another pair by pair."""
         tasks = self.tasks or []
         write_predictions(Path(trainer.default_root_dir) / PREDICTIONS_DIR / f"{stage}.npz",
                           {"pred": {t.name: pooled(t, sims[t.name]) for t in tasks}},

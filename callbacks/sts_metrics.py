@@ -10,8 +10,7 @@ AVG_KEY = "val/sts_avg_spearman"
 
 
 def flat_metrics(results: dict[str, dict]) -> dict[str, float]:
-    """``val/<task>_spearman`` / ``_pearson`` (and geometry, one-vector representations only) of per-task aggregates,
-    plus their average Spearman as ``AVG_KEY``."""
+    """``val/<task>_spearman`` / ``_pearson`` (and geometry) of per-task aggregates, mean Spearman as ``AVG_KEY``."""
     metrics: dict[str, float] = {}
     for name, result in results.items():
         metrics[f"val/{name}_spearman"] = main_score(result, "spearman")

@@ -15,11 +15,8 @@ from sts_lightning.embeddings.scoring.scorer import Representation
 
 
 def shard_for_rank(unique: Sequence[str], rank: int, world_size: int) -> list[str]:
-    """Sentences rank ``rank`` encodes: ``unique[rank::world_size]`` topped up to the longest shard.
-
-    The top-up sentences come from rank 0's shard (never this rank's own, so ``encode`` cannot
-    de-duplicate them away) and their rows are dropped again by ``unshard``.
-    """
+    """``unique[rank::world_size]`` topped up to the longest shard from rank 0's shard (never this rank's own, which
+    ``encode`` would de-duplicate away); ``unshard`` drops those rows again."""
     own = list(unique[rank::world_size])
     longest = math.ceil(len(unique) / world_size)
     filler = [s for s in unique[0::world_size] if rank != 0][: longest - len(own)]
