@@ -1,8 +1,7 @@
 """Is a backbone name one that can load here? Answered from names and the disk alone, before torch is imported.
 
-A name is fine when packaged (or an alias), an existing path, or a model in the Hugging Face cache. Otherwise it is
-refused early when the hub is switched off, or when it is a bare name one edit or so from a packaged name (a typo
-such as ``all-MiniLM-L6-v3``); an ``owner/name`` hub id still goes to the hub.
+Refused early: a name not packaged, on disk or in the HF cache when the hub is off, or a bare name that is a typo of a
+packaged one (``all-MiniLM-L6-v3``); an ``owner/name`` hub id still goes to the hub.
 """
 
 from __future__ import annotations
@@ -50,10 +49,8 @@ def packaged_hint(name: str) -> str:
 
 
 def backbone_problem(key: str, name: object, also: tuple[str, ...] = ()) -> str | None:
-    """One line saying why the backbone ``name`` (configured at ``key``) cannot load here, else ``None``.
-
-    ``also``: further names that are valid here (a source's ``multilingual-e5-small``).
-    """
+    """One line saying why the backbone ``name`` (configured at ``key``) cannot load here, else ``None``; ``also``:
+    further names that are valid here (a source's ``multilingual-e5-small``)."""
     if not isinstance(name, str) or not name or name in also or packaged_model(name) is not None:
         return None
     if Path(name).expanduser().exists() or in_hub_cache(name):

@@ -41,11 +41,9 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
 
 
 class HFEncoder(BaseEncoder):
-    """A transformer returning every layer's token states.
-
-    ``max_length`` counts special tokens; ``precision`` is the weights' format (token states are handed out in fp32);
-    ``packing``: ``auto`` (packed on CUDA; on the CPU for inference only), ``packed`` (BERT-type models) or ``padded``.
-    """
+    """A transformer returning every layer's token states (fp32 whatever the weights' ``precision``; ``max_length``
+    counts special tokens); ``packing``: ``auto`` (packed on CUDA, on the CPU for inference only), ``packed`` or
+    ``padded``."""
 
     def __init__(self, model, tokenizer, max_length: int = DEFAULT_MAX_LENGTH, batch_size: int | None = 64,
                  device: str | torch.device | None = "cpu", name: str = "hf-encoder", precision: str = "fp32",
@@ -123,8 +121,7 @@ class HFEncoder(BaseEncoder):
                                          and (self.model.training or torch.is_grad_enabled())):
             return False
         if getattr(self.model, "is_gradient_checkpointing", False) and torch.is_grad_enabled():
-            # the backward pass recomputes each layer outside ``packed_forward``'s block (the packed attention and its
-            # layout are gone by then): a padded pass is the one a recomputation reproduces exactly
+            # the backward pass recomputes each layer outside ``packed_forward``'s block: only a padded pass reproduces
             return False
         return packing_unsupported(self.model) is None
 

@@ -19,11 +19,8 @@ _KEY = re.compile(r"(?:^|\.)((?:embeddings|encoder|pooler)\.[\w.]+)$")
 
 
 def bert_state_dict_from_onnx(tensors: dict, nodes: Sequence) -> dict:
-    """Hugging Face ``BertModel`` state dict from an exported BERT graph's ``tensors`` (initializers) and ``nodes``.
-
-    Exporters name linear weights generically and store them ``(in, out)``; each MatMul feeds an Add whose other
-    input is the named bias, which says which ``nn.Linear`` it is. Identity nodes (aliases) are followed.
-    """
+    """``BertModel`` state dict from an exported BERT graph: exporters name linear weights generically and store them
+    ``(in, out)``; the named bias of the Add each MatMul feeds says which ``nn.Linear`` it is."""
     values = dict(tensors)
     consumers: dict[str, list] = defaultdict(list)
     for node in nodes:

@@ -58,12 +58,8 @@ def load_glove_arrays(vectors_file: Path, index_file: Path) -> tuple[list[str], 
 
 
 class StaticWordEncoder(BaseEncoder):
-    """Word vectors looked up per token; out-of-vocabulary words are dropped and counted.
-
-    ``vocab``: words in matrix-row order, or a word -> row mapping; ``vectors``: ``(num_words, dim)``;
-    ``max_length``: optional cap on known words per sentence. ``oov_words`` counts dropped tokens; a sentence with no
-    known word (``empty_sentences``) becomes one zero vector.
-    """
+    """Word vectors looked up per token (``vocab``: words in row order or word -> row); out-of-vocabulary words are
+    dropped and counted (``oov_words``); a sentence with no known word (``empty_sentences``) is one zero vector."""
 
     has_cls_token = False
 

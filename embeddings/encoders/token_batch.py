@@ -1,6 +1,4 @@
-"""The one data structure every encoder hands to every pooling / scorer function: word vectors and transformers
-look alike, with the special-token mask scorers need.
-"""
+"""The one data structure every encoder hands to every pooling / scorer: word vectors and transformers look alike."""
 
 from __future__ import annotations
 
@@ -12,18 +10,11 @@ import torch
 
 @dataclass
 class TokenBatch:
-    """Token states of every layer for one padded batch of sentences.
+    """Token states of every layer for one padded batch of sentences."""
 
-    Attributes:
-        hidden_states: one ``(batch, tokens, hidden)`` float tensor per layer, Hugging Face order (0 = embeddings,
-            -1 = last); static word vectors return one layer; a packed forward hands the same layout.
-        attention_mask: ``(batch, tokens)`` with 1 for real tokens, 0 for padding.
-        special_tokens_mask: ``(batch, tokens)`` bool, True for [CLS]/[SEP]-like tokens.
-    """
-
-    hidden_states: tuple[torch.Tensor, ...]
-    attention_mask: torch.Tensor
-    special_tokens_mask: torch.Tensor
+    hidden_states: tuple[torch.Tensor, ...]  # (batch, tokens, hidden) per layer, HF order (0 = embeddings, -1 = last)
+    attention_mask: torch.Tensor  # (batch, tokens): 1 for real tokens, 0 for padding
+    special_tokens_mask: torch.Tensor  # (batch, tokens) bool: True for [CLS]/[SEP]-like tokens
 
     @property
     def num_layers(self) -> int:
@@ -39,9 +30,8 @@ class TokenBatch:
 
 
 def unpack_layers(packed: Sequence[torch.Tensor], flat: torch.Tensor, rows: int, longest: int) -> tuple[torch.Tensor, ...]:
-    """The layers of a packed forward (``(1, N, hidden)`` each) as a tuple of padded float32 ``(rows, longest,
-    hidden)`` tensors, padding zeros (``torch.stack`` / ``torch.cat`` take tuples and lists only).
-    """
+    """The layers of a packed forward (``(1, N, hidden)`` each) as a tuple of zero-padded float32 ``(rows, longest,
+    hidden)`` tensors (``torch.stack`` / ``torch.cat`` take tuples and lists only)."""
     out = []
     for states in packed:
         grid = states.new_zeros(rows * longest, states.shape[-1], dtype=torch.float32)

@@ -46,11 +46,8 @@ def _module_type(cls: type) -> str:
 
 def write_sentence_transformers_files(folder: str | Path, pooling: str, dim: int, num_hidden_layers: int,
                                       max_length: int, dense=None) -> str | None:
-    """Add the sentence-transformers files to a Hugging Face export directory.
-
-    ``dense``: an optional ``torch.nn.Linear`` after the pooling, followed by ``tanh``. Returns ``None`` when written,
-    else the reason ``pooling`` cannot be reproduced (the refusal is then written).
-    """
+    """Add the sentence-transformers files (``dense``: a ``Linear`` + ``tanh`` after the pooling) to an HF export
+    directory; ``None`` when written, else why ``pooling`` cannot be reproduced (the refusal is then written)."""
     import torch
     from sentence_transformers.sentence_transformer.modules import (
         Dense,

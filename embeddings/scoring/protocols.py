@@ -1,12 +1,7 @@
 """The contracts between layers, as protocols checked up front (``tests/embeddings/scoring/test_protocols.py``).
 
-- ``Scorable``: a trainable module's scorer on its LIVE modules, for the STS callback.
-- ``Exportable``: ``export(path)`` writes a directory ``evaluate.py`` loads, and returns its path.
-- ``TrainedMethod``: both; every LightningModule of ``lightning_modules/`` is one.
-- ``ReadingScorer``: what a scorer offers the shared forward pass: its encoder, the ``Reading`` it reads (a pooled
-  vector or one layer's token states), and ``from_pooled`` / ``from_layer``.
-- ``BatchedScorer``: a scorer whose batch size the caller may set for one call.
-- ``STSEvaluator``: what a module may ask of the STS callback (``lightning_modules/`` never imports ``callbacks/``).
+``Scorable``: a scorer on a module's LIVE modules; ``Exportable``: ``export(path)`` writes a directory ``evaluate.py``
+loads; ``TrainedMethod``: both (every LightningModule); ``BatchedScorer``: batch size settable for one call.
 """
 
 from __future__ import annotations
@@ -36,14 +31,13 @@ class Exportable(Protocol):
 
 @runtime_checkable
 class TrainedMethod(Scorable, Exportable, Protocol):
-    """A trainable method: scored during training (``scorer()``) and exported after it (``export(path)``)."""
+    """A trainable method: scored during training and exported after it."""
 
 
 @runtime_checkable
 class ReadingScorer(Protocol):
-    """``"pooled"``: ``from_pooled(x: (n, d))``; ``"layer"``: ``from_layer(view, sentences)`` (``view`` serves the layer
-    as hidden state -1). ``represent`` must equal ``from_*`` of its own encoder's pass.
-    """
+    """What a scorer offers the shared forward pass. ``"pooled"``: ``from_pooled(x: (n, d))``; ``"layer"``:
+    ``from_layer(view, sentences)`` (``view`` serves the layer as hidden state -1), equal to its own ``represent``."""
 
     encoder: BaseEncoder
 
@@ -57,7 +51,7 @@ class BatchedScorer(Protocol):
 
 @runtime_checkable
 class STSEvaluator(Protocol):
-    """The STS callback as a module sees it (``callbacks.sts_evaluation.STSEvaluationCallback`` offers it)."""
+    """The STS callback as a module sees it (``lightning_modules/`` never imports ``callbacks/``)."""
 
     task_names: Sequence[str]
     every_n_epochs: int

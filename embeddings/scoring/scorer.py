@@ -42,9 +42,8 @@ class Scorer(ABC):
 
     def represent_pairs(self, sentences1: Sequence[str],
                         sentences2: Sequence[str]) -> tuple[Representation, torch.Tensor, torch.Tensor]:
-        """The representation of the distinct sentences of the pairs, and each pair's two rows in it (public for
-        callers that need the vectors too, from the one pass ``score_pairs`` makes).
-        """
+        """The representation of the distinct sentences of the pairs, and each pair's two rows in it (for callers that
+        need the vectors too, from the one pass ``score_pairs`` makes)."""
         if len(sentences1) != len(sentences2):
             raise ValueError(f"pair lists differ in length: {len(sentences1)} vs {len(sentences2)}")
         validate_sentences(sentences1, "sentences1")

@@ -44,11 +44,8 @@ def readers_of(encoder: BaseEncoder, scorers: Sequence[Scorer], batch_size: int 
 
 def share_forward_pass(encoder: BaseEncoder, scorers: Sequence[Scorer], sentences: Sequence[str],
                        batch_size: int | None = None, store: ReadingStore | None = None) -> list[Scorer]:
-    """Compute every reading of ``scorers`` on ``sentences`` once (``store``: memory, disk) and serve them from it.
-
-    ``sentences``: in the order ``score_pairs`` sees them, for results identical to each scorer's own ``represent``;
-    ``store``: the readings already known (default: a new one in memory).
-    """
+    """Compute every reading of ``scorers`` on ``sentences`` (in the order ``score_pairs`` sees them, so results equal
+    each scorer's own ``represent``) once into ``store`` (default: a new one in memory) and serve them from it."""
     readers = readers_of(encoder, scorers, batch_size)
     users = [s for s in scorers if callable(getattr(s, "use_readings", None)) and getattr(s, "encoder", None) is encoder]
     if not readers and not users:
