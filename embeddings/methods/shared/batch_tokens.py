@@ -1,9 +1,7 @@
 """Tokenization of training batches in the DataLoader's workers, off the training step's critical path.
 
 A batch's token ids depend only on its text and the tokenizer, so the loader's ``collate_fn`` makes them while the
-previous step runs (docs/speed.md); the step reads ``batch[TOKEN_IDS]``. ``TextTokenizer`` calls the tokenizer
-exactly as ``HFEncoder.tokenize`` does; ``BatchTokenizer`` adds the ids of the fields a method embeds;
-``TokenizingCollate`` runs a datamodule's own collate and then it. All picklable and Lightning-free.
+previous step runs (docs/speed.md); the step reads ``batch[TOKEN_IDS]``. All picklable and Lightning-free.
 """
 
 from __future__ import annotations
@@ -19,10 +17,8 @@ TOKEN_IDS = "token_ids"  # batch key: {text field: token ids per sentence} (or w
 
 
 class TextTokenizer:
-    """``tokenizer(sentences)`` as ``HFEncoder.tokenize`` does it: ids per sentence, truncated, no padding.
-
-    ``offsets``: also return each piece's character span (MLM's whole-word masking): ``(ids, offsets)``.
-    """
+    """``tokenizer(sentences)`` as ``HFEncoder.tokenize`` does it: ids per sentence, truncated, no padding; with
+    ``offsets`` also each piece's character span (MLM's whole-word masking)."""
 
     def __init__(self, tokenizer, max_length: int, offsets: bool = False) -> None:
         self.tokenizer, self.max_length, self.offsets = tokenizer, int(max_length), bool(offsets)

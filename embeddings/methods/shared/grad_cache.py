@@ -47,10 +47,7 @@ def chunk_view(encoder, pool: Callable, texts: Sequence[str], mini_batch_size: i
 
 
 def chunk_ids(encoder, pool: Callable, ids: Sequence[Sequence[int]], mini_batch_size: int) -> Chunked:
-    """Sort tokenized sentences by length and cut them into forward passes of ``mini_batch_size`` (least padding).
-
-    ``encoder``: an ``HFEncoder`` (``forward_ids``); ``pool``: token states -> ``(batch, dim)``; ``ids``: token ids.
-    """
+    """Sort tokenized sentences by length and cut them into forward passes of ``mini_batch_size`` (least padding)."""
     if mini_batch_size < 1:
         raise ValueError(f"mini_batch_size must be >= 1, got {mini_batch_size}")
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
@@ -103,8 +100,7 @@ def _accumulate(total: Tensor | None, grad: Tensor | None) -> Tensor | None:
 
 def cached_loss(views: Sequence[Chunked], loss_fn: Callable[..., Tensor], params: Sequence[Tensor]) -> Tensor:
     """The GradCache surrogate of ``loss_fn(*(v.embed() for v in views))``: equal to the loss, its backward puts
-    the loss's gradient into ``params`` (a parameter no pass reaches keeps ``grad=None``).
-    """
+    the loss's gradient into ``params`` (a parameter no pass reaches keeps ``grad=None``)."""
     params = [p for p in params if p.requires_grad]
     device = params[0].device if params else torch.device("cpu")
     states: list[list[RngState]] = []

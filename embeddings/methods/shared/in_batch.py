@@ -1,9 +1,5 @@
-"""The gathered in-batch loss that several methods share, and the DDP gather it needs (pure tensor functions).
-
-Under DDP the candidates of all ranks are gathered with gradients and each rank's targets offset, so the loss equals
-the single-device loss on the global batch. :func:`multiple_negatives_ranking_loss` is sentence-transformers'
-``MultipleNegativesRankingLoss``; :func:`in_batch_scores` its scores and targets, for objectives that change them.
-"""
+"""The in-batch loss several methods share, its candidates gathered with gradients from all DDP ranks (each rank's
+targets offset), so it equals the single-device loss on the global batch."""
 
 from __future__ import annotations
 
@@ -24,11 +20,8 @@ def _world() -> tuple[int, int]:
 
 
 def gather_with_grad(x: Tensor) -> tuple[Tensor, int]:
-    """``(gathered, offset)``: all ranks' ``x`` concatenated in rank order, and the row where this rank's starts.
-
-    ``torch.distributed.nn.all_gather``, not ``dist.all_gather`` (detached copies): gradients flow back to every
-    rank, so with DDP's average the update equals the single-device one. Ranks must hold equal-sized ``x``.
-    """
+    """``(gathered, offset)``: all ranks' equal-sized ``x`` in rank order, and the row where this rank's starts.
+    ``torch.distributed.nn.all_gather``, not ``dist.all_gather`` (detached copies): gradients flow back to every rank."""
     rank, world = _world()
     if world == 1:
         return x, 0
@@ -58,10 +51,7 @@ def in_batch_scores(anchors: Tensor, positives: Tensor, negatives: Tensor | None
 @in_fp32
 def multiple_negatives_ranking_loss(anchors: Tensor, positives: Tensor, negatives: Tensor | None = None,
                                     scale: float = 20.0, gather: bool = True) -> Tensor:
-    """Cross-entropy of each anchor ``(n, d)`` over all candidates, its own positive being the target.
-
-    Candidates are ``[positives; negatives]`` (of every rank when ``gather``), compared by cosine x ``scale``
-    (sentence-transformers' default 20). Returns the mean loss over this rank's anchors.
-    """
+    """sentence-transformers' ``MultipleNegativesRankingLoss``: cross-entropy of each anchor over the candidates
+    ``[positives; negatives]`` by cosine x ``scale``, its own positive being the target."""
     scores, targets, _ = in_batch_scores(anchors, positives, negatives, scale, gather)
     return F.cross_entropy(scores, targets)

@@ -1,9 +1,7 @@
 """Matryoshka representation learning (Kusupati et al. 2022, arXiv 2205.13147) around any one-vector loss.
 
-``model.matryoshka_dims=[384, 256, 128, 64]``: the method's loss on each truncated, re-normalised prefix, summed
-with ``model.matryoshka_weights``: sentence-transformers' ``MatryoshkaLoss`` (embeddings computed once; a test runs
-both). A wrapper of the loss function, so the GradCache path gets it too. Dimensions must be largest first without
-repeats (theirs sorts silently; another order is more likely a typo).
+sentence-transformers' ``MatryoshkaLoss`` (embeddings computed once) as a wrapper of the loss function, so the
+GradCache path gets it too. Dimensions must be largest first (theirs sorts silently; another order is likely a typo).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The values of ``model.matryoshka_dims`` / ``model.matryoshka_weights``, checked without torch.
-
-The config check (before torch) and the constructors refuse a bad value with the same line; ``check_matryoshka_fits``
-compares with a width read from the disk (``embeddings.encoders.widths``) or the loaded model.
-"""
+"""The values of ``model.matryoshka_dims`` / ``model.matryoshka_weights``, checked without torch: the config check
+and the constructors refuse a bad value with the same line."""
 
 from __future__ import annotations
 
@@ -59,11 +56,8 @@ def check_matryoshka_fits(dims: Sequence[int], embedding_dim: int) -> None:
 
 
 def refuse_training_only_head(dims: Sequence[int] | None, head: tuple[str, str, str] | None, value: object) -> None:
-    """One ``ConfigError`` line when ``dims`` is set and the loss reads a head that the export drops.
-
-    ``head``: a class's ``(option, value, fix)`` (``training_only_head``). Behind such a head (SimCSE's ``mlp=train``)
-    the loss sees a dense function of the whole vector, so the exported prefixes would get no Matryoshka training.
-    """
+    """Refuse ``dims`` when the loss reads a ``training_only_head`` ``(option, value, fix)`` the export drops (SimCSE's
+    ``mlp=train``): the exported prefixes would get no Matryoshka training."""
     if dims is not None and head is not None and value == head[1]:
         key, fix = f"model.{head[0]}", head[2]
         raise ConfigError(f"{DIMS} with {key}={value}: that head is used in training only and the export drops it, "

@@ -1,8 +1,5 @@
-"""TSDAE: its declaration (``embeddings.methods.declaration``).
-
-The export is the encoder with its pooling (``cls``, the paper's choice) as a sentence-transformers directory; the
-decoder is a training device only and is not exported, as in sentence-transformers' TSDAE.
-"""
+"""TSDAE: its declaration (``embeddings.methods.declaration``); the decoder is not exported, as in
+sentence-transformers' TSDAE."""
 
 from sts_lightning.embeddings.methods.declaration import ST_EXPORT, MethodDeclaration, Paper, Tiny
 

@@ -1,10 +1,7 @@
 """TSDAE's decoder: a causal LM of the encoder's architecture with cross-attention, its body tied to the encoder.
 
-As sentence-transformers: ``AutoModelForCausalLM.from_pretrained`` of the encoder's checkpoint with
-``is_decoder=True, add_cross_attention=True``; cross-attention and a missing head start from the run's RNG. Tied the
-other way round from sentence-transformers: each body parameter the encoder has IS the encoder's (the encoder is
-what is exported); the output projection stays tied to the word embeddings. transformers 5 has no
-``_tie_encoder_decoder_weights``, hence the attribute swap below.
+As sentence-transformers, but tied the other way round: each body parameter the encoder has IS the encoder's (the
+encoder is what is exported). transformers 5 has no ``_tie_encoder_decoder_weights``, hence the attribute swap below.
 """
 
 from __future__ import annotations
@@ -39,10 +36,7 @@ def _quiet_transformers():
 
 
 def build_decoder(path: str, encoder: nn.Module, tie: bool = True, name: str | None = None) -> nn.Module:
-    """The decoder for ``encoder`` (loaded from ``path``), tied to it when ``tie``; ``name``: for messages.
-
-    One ConfigError line when the architecture has no causal-LM class or no cross-attention.
-    """
+    """The decoder for ``encoder`` (loaded from ``path``), tied to it when ``tie``; ``name``: for messages."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
     config = AutoConfig.from_pretrained(path)
@@ -69,9 +63,8 @@ def build_decoder(path: str, encoder: nn.Module, tie: bool = True, name: str | N
 
 
 def tie_to_encoder(decoder: nn.Module, encoder: nn.Module) -> int:
-    """Make every body parameter of ``decoder`` that ``encoder`` has (same name and shape) the encoder's own; returns
-    how many were tied. Other references to a replaced parameter (the tied LM head) follow it.
-    """
+    """Make every body parameter of ``decoder`` that ``encoder`` has (same name and shape) the encoder's own, the tied
+    LM head included; returns how many were tied."""
     body = getattr(decoder, decoder.base_model_prefix, None)
     if body is None:
         raise ConfigError(f"{type(decoder).__name__} has no base model {decoder.base_model_prefix!r} to tie")
@@ -94,8 +87,7 @@ def tie_to_encoder(decoder: nn.Module, encoder: nn.Module) -> int:
 
 def parameter_aliases(module: nn.Module) -> dict[str, str]:
     """``{state-dict key: key of the same tensor seen first}`` for every parameter ``module`` holds twice, so a
-    checkpoint keeps one copy (loading refills the aliases: they are the same tensor).
-    """
+    checkpoint keeps one copy."""
     first: dict[int, str] = {}
     aliases: dict[str, str] = {}
     for name, param in module.named_parameters(remove_duplicate=False):
