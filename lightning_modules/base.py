@@ -53,11 +53,9 @@ def check_finite(loss: Tensor, step: int) -> None:
 class EncoderModule(EncoderExport, LightningModule):
     """A LightningModule around one Hugging Face encoder with a pooled-vector scorer.
 
-    Subclasses add their heads and ``training_step`` and call ``embed`` for differentiable vectors. They take these
-    arguments as ``**base`` and name one only where their recipe's default differs, so each default is written once.
-    ``weight_decay`` skips biases and LayerNorm weights; ``max_length=None`` takes the model's sentence-transformers
-    setting; ``mini_batch_size`` caches an in-batch loss (GradCache, ``CachedLoss`` methods only);
-    ``matryoshka_dims``/``matryoshka_weights`` train each vector prefix (largest first; ``matryoshka_ok`` methods only).
+    Subclasses add their heads and ``training_step`` and take these arguments as ``**base``, naming one only where
+    their recipe's default differs, so each default is written once. ``weight_decay`` skips biases and LayerNorm
+    weights; ``max_length=None`` takes the model's sentence-transformers setting.
     """
 
     def __init__(self, model_name_or_path: str, pooling: str = "mean",
@@ -120,10 +118,8 @@ class EncoderModule(EncoderExport, LightningModule):
 
     # ------------------------------------------------------------------------------ token ids, embedding
     def batch_tokenizer(self) -> BatchTokenizer | None:
-        """The token ids of ``text_fields`` that the loader's workers add to each batch (``None``: none).
-
-        Only the tokenizer and two scalars travel to the workers, never the model.
-        """
+        """The token ids of ``text_fields`` that the loader's workers add to each batch (``None``: none); only the
+        tokenizer and two scalars travel to the workers, never the model."""
         if not self.text_fields:
             return None
         return BatchTokenizer(self.text_fields, TextTokenizer(self.encoder.tokenizer, self.encoder.max_length))

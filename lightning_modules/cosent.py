@@ -8,8 +8,8 @@ gold scores in [0, 1] (``datamodules.scored_pairs``), and the pooled vector is w
 * ``angle_full``: AnglE's whole objective (CoSENT + in-batch negatives + the angle ranking, the authors' weights);
 * ``cosine``: SBERT's regression of the cosine onto the gold score (Reimers & Gurevych 2019).
 
-Recipe: sentence-transformers' ``training_stsbenchmark.py``. The losses are ``embeddings.methods.cosent.objective``;
-under DDP the ranking objectives gather every rank's similarities (the same global-batch loss as one GPU).
+Recipe: sentence-transformers' ``training_stsbenchmark.py``; under DDP the ranking objectives gather every rank's
+similarities (the same global-batch loss as one GPU).
 """
 
 from __future__ import annotations
@@ -45,10 +45,8 @@ def check_options(objective: str, scale: float, angle_full: dict[str, float]) ->
 class CoSENTModule(EncoderModule):
     """A siamese encoder trained on scored pairs (batches from ``datamodules.scored_pairs``).
 
-    ``scale`` is the inverse temperature of the ``cosent`` / ``angle`` ranking; ``cosine_w, ibn_w, angle_w`` and
-    ``*_tau`` are ``angle_full``'s weights (the authors' w1, w2, w3; weight 0 skips a term) and inverse temperatures.
-    ``gather=false`` ranks within each rank's share only under DDP. No ``mini_batch_size``: the recipe's 16 pairs
-    fit anywhere.
+    ``scale`` is the inverse temperature of the ``cosent`` / ``angle`` ranking; ``*_w`` and ``*_tau`` are
+    ``angle_full``'s weights (the authors' w1, w2, w3; 0 skips a term) and inverse temperatures.
     """
 
     text_fields = ("sentences1", "sentences2")  # tokenized in the DataLoader's workers

@@ -1,10 +1,8 @@
 """The cross-view autoencoder meta-embedding as a LightningModule (Poerner et al. 2020, Sec. 3.4).
 
-Trained on the CACHED vectors of frozen sources (``datamodules.source_views``: a list of J tensors per batch), never
-re-encoding (recipe: the paper's, configs/model/cross_view_ae.yaml). The sources are rebuilt from their specs when
-``scorer()`` is first asked, kept off the module's submodules: frozen, they must not enter checkpoints. ``export``
-writes a meta-embedding directory (``embeddings.methods.meta.scorer``) that ``evaluate.py`` and SED load back;
-``fit_cross_view_ae`` is the same module's loop on views already in memory.
+Trained on the CACHED vectors of frozen sources (``datamodules.source_views``: a list of J tensors per batch). The
+sources are rebuilt from their specs when ``scorer()`` is first asked, kept off the module's submodules: frozen, they
+must not enter checkpoints. ``export`` writes a meta-embedding directory that ``evaluate.py`` and SED load back.
 """
 
 from __future__ import annotations
@@ -38,9 +36,8 @@ log = logging.getLogger(__name__)
 class CrossViewAEModule(LightningModule):
     """J encoders + J decoders trained on all J^2 reconstructions; the meta-embedding is ``sum_j E_j(x_j)``.
 
-    ``sources`` (specs in the data's order) are needed only for STS evaluation and export (``None``: train only);
-    ``dims=None`` takes the datamodule's at setup; ``d=None`` is the largest source dimension (the paper's choice);
-    ``hidden_layers=0`` means linear encoders / decoders (the paper's best), else tanh MLPs.
+    ``sources`` (specs in the data's order) are needed only for STS evaluation and export; ``d=None`` is the largest
+    source dimension (the paper's choice); ``hidden_layers=0``: linear encoders / decoders (the paper's best).
     """
 
     method_info = METHOD.card()

@@ -1,9 +1,8 @@
 """Which of CT's two copies is kept: at each validation the STS callback scores both, the better one is selected.
 
 Why at the START of validation: Lightning runs callbacks' ``on_validation_epoch_end`` before the module's, so the
-STS callback's ``val/<task>_spearman`` (monitored by ModelCheckpoint) is then the kept copy's score. The callback's
-``evaluate`` is collective and returns identical metrics on every rank, so under DDP all ranks select the same copy
-with no further communication. The choice is the module's ``selected_copy`` buffer: checkpoints and export agree.
+STS callback's ``val/<task>_spearman`` (monitored by ModelCheckpoint) is then the kept copy's score. Every rank gets
+the same metrics, so all select the same copy; the module's ``selected_copy`` buffer makes checkpoints and export agree.
 """
 
 from __future__ import annotations

@@ -6,9 +6,8 @@ step, rank and micro-batch, so a resume draws the same masks) and filled in by a
 a discriminator (a copy of the starting encoder) conditioned on the row's MLP output predicts which tokens were
 replaced. Loss = InfoNCE + ``lambda_weight`` x RTD: the sentence vector must say what the edit changed.
 
-Evaluation and export: [CLS] without the MLP, as SimCSE's. The generator has no gradients and follows the module's
-mode, as inside the authors' model; it is part of checkpoints. Recipe defaults: ``run_diffcse.sh``
-(configs/model/diffcse.yaml), with the packaged ``paraphrase-MiniLM-L3-v2-mlm`` generator so they run offline.
+Evaluation and export: [CLS] without the MLP, as SimCSE's. The generator has no gradients, follows the module's
+mode and is part of checkpoints. Recipe defaults: ``run_diffcse.sh``, with a packaged generator so they run offline.
 """
 
 from __future__ import annotations
@@ -49,11 +48,10 @@ log = logging.getLogger(__name__)
 class DiffCSEModule(SimCSEModule):
     """DiffCSE on plain sentences (``data=sentences``).
 
-    ``generator`` is the frozen masked LM that edits the sentences and must share the encoder's vocabulary: the
-    packaged ``paraphrase-MiniLM-L3-v2-mlm`` (bert-base-uncased word pieces, so it serves every packaged BERT), an
-    ``model=mlm`` export, or a hub name (the paper's ``distilbert-base-uncased``). ``lambda_weight`` weighs RTD (the
-    paper's 0.005 for BERT, 0.05 for RoBERTa); ``batchnorm=false`` uses SimCSE's ``Linear + tanh``. Others: see
-    ``SimCSEModule`` (``objective`` stays ``unsupervised``) and ``EncoderModule``.
+    ``generator`` is the frozen masked LM that edits the sentences and must share the encoder's vocabulary (the
+    packaged ``paraphrase-MiniLM-L3-v2-mlm`` serves every packaged BERT; the paper's is ``distilbert-base-uncased``).
+    ``lambda_weight`` weighs RTD (the paper's 0.005 for BERT, 0.05 for RoBERTa); ``batchnorm=false`` uses SimCSE's
+    ``Linear + tanh``.
     """
 
     # model.matryoshka_dims (SimCSE's, mlp=none): InfoNCE on each prefix, RTD once on the full vector (diffcse_loss)

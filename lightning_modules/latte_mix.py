@@ -1,12 +1,10 @@
 """Token-level VAEs on frozen token states: Latte-Mix (categorical), Normal VAE and plain AE (Li et al.).
 
 Every real token's state of a frozen encoder layer is encoded to a latent and decoded back (Eq. 3): loss = ``beta *
-KL[q(z|u) || p(z)] - E_q[log p(u|z)]`` per token, ``p(u|z)`` a unit-variance Gaussian
-(``embeddings.methods.latte_mix.objective``). Recipe
-(Appendix A.4-A.5): Gumbel-Softmax at tau 0.3, beta annealed from 0 to 1, free bits, Adam, batch 16; the paper's lr
-"from 2e-5 to 1" is read as 1 x a base ``lr``, since Adam at lr 1 would diverge. ``scorer()`` builds the sentence
-representation (``embeddings.methods.latte_mix.scorer``) on the live posterior, so the STS callback, the export and
-``evaluate.py`` score the same way. Batches: ``datamodules.token_states``.
+KL[q(z|u) || p(z)] - E_q[log p(u|z)]`` per token, ``p(u|z)`` a unit-variance Gaussian. Recipe (Appendix A.4-A.5):
+Gumbel-Softmax at tau 0.3, beta annealed from 0 to 1, free bits, Adam, batch 16; the paper's lr "from 2e-5 to 1" is
+read as 1 x a base ``lr``, since Adam at lr 1 would diverge. ``scorer()`` works on the live posterior, so the STS
+callback, the export and ``evaluate.py`` score the same way.
 """
 
 from __future__ import annotations
@@ -37,10 +35,9 @@ log = logging.getLogger(__name__)
 class LatteMixModule(FrozenEncoderMixin, LightningModule):
     """A token VAE (``latent``: categorical / normal / ae) over frozen token states.
 
-    The encoder, ``layer`` (HF order, -1 = last) and ``max_length`` must match the datamodule's. ``latent_dim`` is D
-    (categorical variables, or Gaussian / code dimensions), ``num_classes`` K per variable; ``tau`` is the training
-    Gumbel-Softmax temperature, ``score_tau`` the test one (``None``: ``tau``); ``kl_threshold`` the free bits per unit.
-    ``distance``: categorical cosine / js / l2, normal l2 / cosine, ae cosine (``None``: l2 for normal, else cosine).
+    The encoder, ``layer`` and ``max_length`` must match the datamodule's. ``latent_dim`` is D (variables or
+    dimensions), ``num_classes`` K per variable; ``score_tau`` is the test Gumbel-Softmax temperature (``None``:
+    ``tau``); ``kl_threshold`` the free bits per unit.
     """
 
     feature_keys = ("model_name_or_path", "layer", "max_length")

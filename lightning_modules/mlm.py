@@ -52,11 +52,9 @@ log = logging.getLogger(__name__)
 class MLMModule(EncoderModule):
     """BERT's masked-LM pretraining on plain sentences (``data=sentences``).
 
-    ``from_scratch``: ``null``, ``true`` or ``{layers, hidden, heads, intermediate, max_positions, seed}`` (missing
-    keys: 4, 256, 4, 1024, 512, 0), a seeded random BERT over the bert-base-uncased vocabulary (then
-    ``model_name_or_path`` is not read). ``whole_word_mask`` always masks with ``[MASK]``, as transformers does;
-    ``pack`` concatenates the batch's sentences into rows of ``max_length``. ``lr`` 5e-4 is ELECTRA's (Clark et al.
-    2020) for small models from scratch; continued pretraining wants a gentler ``model.lr=5e-5``.
+    ``from_scratch`` (``true`` or ``{layers, hidden, heads, intermediate, max_positions, seed}``): a seeded random
+    BERT over the bert-base-uncased vocabulary instead of ``model_name_or_path``. ``lr`` 5e-4 is ELECTRA's (Clark et
+    al. 2020) for small models from scratch; continued pretraining wants a gentler ``model.lr=5e-5``.
     """
 
     method_info = METHOD.card()
@@ -79,8 +77,8 @@ class MLMModule(EncoderModule):
         self.heldout_metrics: dict[str, float] = {}
 
     def load_encoder(self, model_name_or_path: str, max_length: int | None, batch_size: int) -> HFEncoder:
-        """The masked LM and an ``HFEncoder`` on its encoder (no copy). The LM itself stays out of the registry:
-        its parts are registered as ``encoder_model`` and ``mlm_head``, so every weight is in the state dict once."""
+        """The masked LM and an ``HFEncoder`` on its encoder; the LM stays out of the registry (its parts are
+        ``encoder_model`` and ``mlm_head``), so every weight is in the state dict once."""
         spec = self.hparams.from_scratch
         model, tokenizer = scratch_masked_lm(spec) if spec else load_masked_lm(model_name_or_path)
         self.__dict__["masked_lm"] = model

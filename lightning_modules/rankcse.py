@@ -2,13 +2,9 @@
 
 The student embeds each sentence twice with dropout (SimCSE's views, InfoNCE); frozen teachers' vectors of the
 same sentences (``data=distillation data.combine=each``) give each anchor's ranking of the batch, which the student's
-list learns by ListMLE or ListNet (``ranking_loss``, ``distillation_weight``), with the two views' lists kept
-consistent (``consistency``). The maths, and what it matches in the reference implementation, are in
-``embeddings.methods.rankcse.objective``.
-
-Why a subclass of ``SimCSEModule``: the student IS unsupervised SimCSE (views, training-only MLP, ``cls``, export);
-only the batch and the loss differ. Matryoshka applies the whole loss to each prefix (all three terms are
-functions of the in-batch cosines a truncated model ranks by). Recipe defaults: the reference's ``run_rankcse.sh``.
+list learns by ListMLE or ListNet, with the two views' lists kept consistent (maths and reference parity:
+``embeddings.methods.rankcse.objective``). A subclass of ``SimCSEModule``: the student IS unsupervised SimCSE; only
+the batch and the loss differ. Recipe defaults: the reference's ``run_rankcse.sh``.
 """
 
 from __future__ import annotations
@@ -26,13 +22,10 @@ from sts_lightning.lightning_modules.simcse import SimCSEModule
 
 
 class RankCSEModule(SimCSEModule):
-    """The RankCSE student (batches ``{"sentences", "teachers"}`` from ``datamodules.distillation`` with
-    ``combine=each``).
+    """The RankCSE student (batches ``{"sentences", "teachers"}`` from ``data=distillation data.combine=each``).
 
-    ``teacher_weights`` (``data.teachers`` order, normalised to sum 1; ``None``: equal) are the reference's ``alpha *
-    T1 + (1 - alpha) * T2``; ``teacher_temperature`` is tau2 (ListMLE reads only the order); ``rank_temperature=None``
-    reuses ``temperature``; ``distillation_weight`` / ``consistency_weight`` are gamma / beta. ``consistency``: ``jsd``
-    (the paper) or ``repo`` (the reference's formula as it computes; see the objective).
+    ``teacher_weights`` (``data.teachers`` order, normalised to sum 1) are the reference's ``alpha * T1 + (1 - alpha)
+    * T2``; ``teacher_temperature`` is tau2; ``distillation_weight`` / ``consistency_weight`` are gamma / beta.
     """
 
     method_info = METHOD.card()

@@ -1,17 +1,10 @@
 """RMSprop that updates only the rows a sparse (``nn.Embedding(sparse=True)``) gradient touches.
 
-In a CT step the word-embedding matrices get a gradient in only the batch's rows, yet a dense gradient and
-``torch.optim.RMSprop`` read and write every row each step: most of a CPU step.
-
-The arithmetic is plain RMSprop (no momentum, not centred, no weight decay on sparse parameters). A row
-with a zero gradient keeps its weights (the update is ``-lr * 0 / ...``) and only its running average
-decays, ``v <- alpha * v``; so the decay of the ``k`` steps since a row was last touched is applied at once,
-``v <- alpha**k * v``, when the row is next touched. A row touched every step gets bit-for-bit torch's
-update (``alpha**1 == alpha``); otherwise the decay is rounded once instead of ``k`` times. Dense
-parameters go through ``torch.optim.RMSprop`` unchanged.
-
-``state_dict()`` first brings every row's average up to the current step, so a checkpoint holds a plain
-RMSprop state and a resume continues exactly as the uninterrupted run.
+Why: in a CT step only the batch's rows of the word embeddings get a gradient, yet dense RMSprop reads and writes
+every row, most of a CPU step. Plain RMSprop (no momentum, not centred, no weight decay on sparse parameters): an
+untouched row keeps its weights and only its average decays, so the ``k`` steps' decay since a row was last touched
+is applied at once, ``v <- alpha**k * v``, when it is next touched (rounded once instead of ``k`` times).
+``state_dict()`` brings every row up to the current step first: a checkpoint holds a plain RMSprop state.
 """
 
 from __future__ import annotations

@@ -3,9 +3,8 @@
 The student's pooled vector is trained with the MSE to the mean of the frozen teachers' vectors (paper Eq. 1-2;
 targets precomputed by ``datamodules.distillation``). Why two poolings: the paper trains on the final layer's mean
 but evaluates the mean over the last layers (Appendix A.3), so ``train_pooling`` drives the loss and ``eval_layers``
-(1, 2, 3 -> ``mean``, ``last2_avg``, ``last3_avg``) drives ``scorer()``, STS validation and the export, whose
-sentence-transformers files reproduce the evaluated pooling. The defaults (lr 1e-4, ``eval_layers=1``) are what
-``train.py model=sed`` measured best on the packaged student (configs/model/sed.yaml).
+(1, 2, 3 -> ``mean``, ``last2_avg``, ``last3_avg``) drives ``scorer()``, STS validation and the export. The defaults
+(lr 1e-4, ``eval_layers=1``) measured best on the packaged student.
 """
 
 from __future__ import annotations
@@ -29,9 +28,8 @@ EVAL_POOLING = {1: "mean", 2: "last2_avg", 3: "last3_avg"}
 class SEDModule(EncoderModule):
     """The SED student (batches ``{"sentences", "targets"}`` from ``datamodules.distillation``).
 
-    ``eval_layers`` (paper: 2) sets the base's ``pooling``; ``pooling`` is named here (``None``: from
-    ``eval_layers``; a checkpoint holds the one it made) so the configs' node does not offer the base's ``mean``.
-    No ``mini_batch_size``: the MSE is per sentence, so ``accumulate_grad_batches`` already bounds its memory.
+    ``eval_layers`` (paper: 2) sets the base's ``pooling``, named here (``None``: from ``eval_layers``) so the
+    configs' node does not offer the base's ``mean``.
     """
 
     method_info = METHOD.card()

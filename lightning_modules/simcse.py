@@ -60,15 +60,10 @@ def set_dropout(model: nn.Module, p: float) -> int:
 
 
 class SimCSEModule(EncoderModule, CachedLoss):
-    """SimCSE on plain sentences (unsupervised) or NLI triplets (supervised).
+    """SimCSE on plain sentences (unsupervised) or NLI triplets (supervised); ``hard_negative_weight`` is added to
+    each anchor's own hard-negative logit (SimCSE's ``--hard_negative_weight``)."""
 
-    ``dropout`` is the encoder's hidden and attention dropout while training; ``hard_negative_weight`` is added to
-    each anchor's own hard-negative logit (supervised only; SimCSE's ``--hard_negative_weight``). Others: see
-    ``EncoderModule``.
-    """
-
-    # ONE padded pass over all views: at 32 tokens little padding is left to save, and length-sorted groups were
-    # slower on a CPU (docs/speed.md, "Unsupervised SimCSE").
+    # ONE padded pass: at 32 tokens length-sorted groups were slower on a CPU (docs/speed.md, "Unsupervised SimCSE")
     length_buckets = 1
 
     matryoshka_ok = SIMCSE.matryoshka_ok  # InfoNCE on each prefix of the exported vector (mlp=none / always)

@@ -1,10 +1,9 @@
 """TSDAE (Wang, Reimers & Gurevych, Findings of EMNLP 2021): a sentence vector trained to be decodable.
 
 Each step deletes words of every sentence (``embeddings.methods.tsdae.objective``), embeds the NOISY sentence and
-lets a decoder reconstruct the ORIGINAL one while cross-attending to nothing but that vector. The decoder
-(``embeddings.methods.tsdae.decoder``) shares the encoder's parameters (``tie_decoder=true``, the paper's default):
-one copy of the weights in memory, optimizer and checkpoint; only the encoder and its pooling are exported. Recipe
-defaults: paper Sec. 4 / sentence-transformers' ``train_tsdae_from_file.py``.
+lets a decoder reconstruct the ORIGINAL one while cross-attending to nothing but that vector. The decoder shares
+the encoder's parameters (``tie_decoder=true``, the paper's default); only the encoder and its pooling are exported.
+Recipe defaults: paper Sec. 4 / sentence-transformers' ``train_tsdae_from_file.py``.
 """
 
 from __future__ import annotations
@@ -26,9 +25,8 @@ from sts_lightning.lightning_modules.base import EncoderModule
 class TSDAEModule(EncoderModule):
     """TSDAE on plain sentences (``data=sentences``).
 
-    ``deletion_ratio`` deletes each whitespace word with that probability (one word always kept; 0: a plain
-    auto-encoder); ``tie_decoder=false`` gives the decoder its own copy; the noise is drawn per ``(seed, rank,
-    global step)``, so a resumed run is bit-identical. ``max_length`` truncates both the noisy input and the target.
+    ``deletion_ratio`` deletes each whitespace word with that probability (one word always kept); the noise is drawn
+    per ``(seed, rank, global step)``, so a resumed run is bit-identical.
     """
 
     text_fields = ("sentences",)  # the decoder's targets, tokenized in the DataLoader's workers
