@@ -1,8 +1,7 @@
 """``python -m sts_lightning.runs.doc_lists``: the lists of names in README.md and docs/, generated from the code.
 
-Every list of methods, scorers or encoders sits between ``<!--list:NAME-->`` and ``<!--/list-->`` and is written
-from the methods' declarations and the packaged-model registry; ``--write`` refreshes every block, and
-``tests/runs/test_doc_lists.py`` fails on a stale block or a hand-written list. Torch-free.
+Each list sits between ``<!--list:NAME-->`` and ``<!--/list-->``; ``--write`` refreshes every block, and
+``tests/runs/test_doc_lists.py`` fails on a stale block.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """What a run does before its first optimizer step, and about how long it takes: printed before the work starts.
 
 Teacher vectors, a feature cache or STS scoring at start can take minutes; without an estimate a user assumes a
-hang. The work is the datamodule's ``pending_encodes()`` and the STS callback's ``eval_at_start`` tasks; each
-encoder's speed is measured (``runs.encode_speed``), else a compute count stands in. ``LogProgress`` prints the
-measured time at step 1 (docs/speed.md).
+hang. Each encoder's speed is measured (``runs.encode_speed``), else a compute count stands in.
 """
 
 from __future__ import annotations
@@ -125,9 +123,8 @@ def first_step_estimate(datamodule, trainer, model_name: str | None) -> float | 
 
 
 def announce_first_step(datamodule, trainer, model_name: str | None, resuming: bool = False) -> None:
-    """On rank 0: log the estimate and hand it to ``LogProgress``, which logs the measured time at step 1.
-
-    ``resuming``: the STS scores before training travel in the checkpoint, so no scoring is counted."""
+    """On rank 0: log the estimate and hand it to ``LogProgress``, which logs the measured time at step 1
+    (``resuming``: the STS scores before training travel in the checkpoint, so no scoring is counted)."""
     if not trainer.is_global_zero or getattr(trainer, "fast_dev_run", False):
         return
     estimate = first_step_estimate(datamodule, trainer, None if resuming else model_name)

@@ -1,7 +1,5 @@
-"""The generated part of ``--help`` for ``train.py`` / ``evaluate.py``: the names a user can type (encoders,
-scorers, tasks, models, data groups, experiments), read from the registries and config files so no hand-written list
-goes stale. Hydra's help template (``configs/hydra/help/``) calls :func:`help_text` through ``${sts_help:<app>}``,
-registered by the entry scripts. No torch: the methods' declarations are plain values.
+"""The generated part of ``--help`` for ``train.py`` / ``evaluate.py``: the names a user can type, read from the
+registries and config files so no hand-written list goes stale (``${sts_help:<app>}`` in ``configs/hydra/help/``).
 """
 
 from __future__ import annotations
@@ -35,7 +33,7 @@ def register_resolver() -> None:
 
 def help_text(app: str) -> str:
     """The generated sections for ``evaluate`` or ``train``, ``$`` escaped for Hydra's string.Template, with every
-    command in the user's form (``embeddings.io.user_form``: no ``python train.py`` for an installed package)."""
+    command in the user's form (no ``python train.py`` for an installed package)."""
     sections = {"evaluate": evaluate_sections, "train": train_sections}[app]()
     return for_this_install("\n\n".join(sections)).replace("$", "$$")
 
@@ -158,8 +156,7 @@ def clip(text: str, width: int) -> str:
 
 
 def table(rows: list[tuple[str, ...]]) -> str:
-    """Rows as aligned columns, the last one wrapped under itself (its own line breaks kept); a first cell
-    too long for its column gets a line of its own."""
+    """Rows as aligned columns, the last one wrapped under itself; a first cell too long gets a line of its own."""
     widths = [min(max(len(r[i]) for r in rows), 24) for i in range(len(rows[0]) - 1)]
     indent = 2 + sum(w + 2 for w in widths)
     out = []

@@ -1,8 +1,7 @@
 """Turn the trainer config's ``auto`` values into what this machine has, before anything heavy loads.
 
-``trainer.devices=8`` must mean eight accelerators: Lightning's ``auto`` falls back to eight CPU processes on a
-machine without GPUs, and bf16 autocast on a CPU is slower and changes results. A request this machine cannot
-serve exits 2 with one line before the model is built.
+``trainer.devices=8`` must mean eight accelerators (Lightning's ``auto`` falls back to eight CPU processes), and
+bf16 autocast on a CPU is slower and changes results; a request this machine cannot serve is one line.
 """
 
 from __future__ import annotations
@@ -52,10 +51,8 @@ def auto_precision(accelerator: str, bf16_supported: Callable[[], bool]) -> str:
 
 def resolve_trainer(trainer_cfg: DictConfig, gpus: int | None = None,
                     bf16_supported: Callable[[], bool] | None = None) -> DictConfig:
-    """Resolve ``accelerator`` / ``devices`` / ``precision`` in place (also returned); ConfigError when impossible.
-
-    ``gpus`` and ``bf16_supported`` default to what torch reports; tests inject them.
-    """
+    """Resolve ``accelerator`` / ``devices`` / ``precision`` in place (also returned); ``gpus`` and
+    ``bf16_supported`` default to what torch reports."""
     gpus = torch.cuda.device_count() if gpus is None else int(gpus)
     bf16_supported = bf16_supported or torch.cuda.is_bf16_supported
     accelerator = str(trainer_cfg.get("accelerator", "auto")).lower()
@@ -95,7 +92,7 @@ def resolve_trainer(trainer_cfg: DictConfig, gpus: int | None = None,
 
 def bound_collectives(trainer_cfg: DictConfig, devices: int) -> None:
     """Pop ``collective_timeout_s`` (not a Trainer argument); ``ddp`` (or ``auto`` on several devices or nodes)
-    becomes ``runs.bounded_ddp.BoundedDDPStrategy`` with that timeout. Other strategies are left as they are."""
+    becomes ``BoundedDDPStrategy`` with that timeout."""
     with open_dict(trainer_cfg):
         timeout = trainer_cfg.pop("collective_timeout_s", None)
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):

@@ -1,8 +1,6 @@
 """W&B reporting beyond Lightning's metrics: the resolved config, the final STS table, the export as an artifact.
 
-Called by ``train()`` after the export is written (only it knows when that is done). Offline runs keep everything,
-the artifact's files included (``runs.wandb_staging``), inside the run directory for a later ``wandb sync``. Also
-registers the resolvers ``configs/logger/wandb.yaml`` uses for the run's group and tags (``runs.run_labels``).
+Offline runs keep everything, the artifact's files included, inside the run directory for a later ``wandb sync``.
 """
 
 from __future__ import annotations
@@ -72,8 +70,8 @@ def sts_rows(metrics: Mapping[str, float]) -> list[list]:
 
 @contextmanager
 def staging_inside(run) -> Iterator[Path]:
-    """Point ``$WANDB_DATA_DIR`` at the run's own directory for this block, so ``wandb sync`` of that directory
-    has the artifact's files (wandb stages into ``~/.local/share/wandb`` by default). Yields the staging directory."""
+    """Yields the staging directory, ``$WANDB_DATA_DIR`` pointed at the run's own for this block (not wandb's
+    ``~/.local/share/wandb``), so ``wandb sync`` of that directory has the artifact's files."""
     previous = os.environ.get("WANDB_DATA_DIR")
     os.environ["WANDB_DATA_DIR"] = str(Path(run.sync_dir).resolve())
     try:
@@ -86,8 +84,7 @@ def staging_inside(run) -> Iterator[Path]:
 
 
 def log_final(trainer, export_dir: Path | None) -> None:
-    """Log the final STS table and the export (artifact ``model-<run id>``, the final metrics as its metadata) to
-    every W&B run; rank 0. ``export_dir`` None (``export=false``): the table only."""
+    """Log the final STS table and the export (artifact ``model-<run id>``, ``None``: none) to every W&B run; rank 0."""
     loggers = _wandb_loggers(trainer.loggers)
     if not loggers:
         return
@@ -112,11 +109,8 @@ def log_final(trainer, export_dir: Path | None) -> None:
 
 
 def finish(loggers: Iterable, exit_code: int = 0) -> None:
-    """Finish the W&B run of every W&B logger that started one; ``exit_code`` 1 marks it failed.
-
-    Lightning leaves the run open, and wandb's atexit teardown of an open run leaves no exit record. A logger
-    whose run never started is skipped (``logger.experiment`` would start one).
-    """
+    """Finish the W&B run of every W&B logger that started one (``exit_code`` 1: failed): Lightning leaves it open,
+    and wandb's atexit teardown of an open run leaves no exit record."""
     for logger in loggers:
         run = started_experiment(logger) if isinstance(logger, WandbLogger) else None
         if run is not None and callable(getattr(run, "finish", None)):
