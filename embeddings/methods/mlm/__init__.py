@@ -1,9 +1,5 @@
-"""Masked-language-model pretraining (BERT's objective): the declaration of ``python train.py model=mlm``.
-
-The export is a plain Hugging Face ``BertForMaskedLM`` directory (``AutoModel`` gives its ``BertModel``,
-``AutoModelForMaskedLM`` the model with its head) plus the sentence-transformers files of its pooling (mean by
-default), so it is a backbone every other method and ``evaluate.py`` take.
-"""
+"""Masked-language-model pretraining (BERT's objective): the declaration of ``python train.py model=mlm``, whose
+export (a ``BertForMaskedLM`` directory plus its pooling's sentence-transformers files) every other method takes."""
 
 from sts_lightning.embeddings.methods.declaration import ST_EXPORT, MethodDeclaration, Paper, Tiny
 from sts_lightning.embeddings.methods.rules import Rule

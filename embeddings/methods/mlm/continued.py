@@ -1,10 +1,8 @@
 """A masked LM continued from an encoder for a fixed, small number of steps, without Lightning: a model build step.
 
 The packaged ``paraphrase-MiniLM-L3-v2-mlm`` (DiffCSE's offline generator) is built on first use from inside
-``resolve_model_path``, which cannot start a Lightning run. The objective is ``model=mlm``'s own code
-(``load_masked_lm``, ``TextTokenizer``, ``build_rows``, ``mask_rows``, ``masked_lm_loss``) and its optimizer (AdamW,
-decay 0.01 on matrices, 10% linear warm-up, clip 1.0). The result is a pure function of (base weights, corpus,
-recipe); the global random state is left as it was.
+``resolve_model_path``, which cannot start a Lightning run; the objective and optimizer are ``model=mlm``'s own. The
+result is a pure function of (base weights, corpus, recipe); the global random state is left as it was.
 """
 
 from __future__ import annotations
@@ -39,9 +37,7 @@ BUILD_INFO = "mlm_build.json"  # what was trained and measured, beside the weigh
 
 @dataclass(frozen=True)
 class Recipe:
-    """How the masked LM is continued; defaults: ``experiment=pipeline/mlm_diffcse``'s stage 1 (the packaged
-    generator's: ``GENERATOR_RECIPE``).
-    """
+    """How the masked LM is continued; defaults: ``experiment=pipeline/mlm_diffcse``'s stage 1."""
 
     steps: int = 1000
     batch_size: int = 64
@@ -135,8 +131,5 @@ def _optimizer(model, recipe: Recipe):
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()

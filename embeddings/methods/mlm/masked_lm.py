@@ -1,8 +1,5 @@
-"""The masked LM that MLM pretraining trains: loaded from any encoder, or a random BERT of any size.
-
-Continued pretraining loads ``AutoModelForMaskedLM`` (an encoder without an MLM head gets a new, tied one);
-``from_scratch`` builds a seeded random ``BertForMaskedLM`` over the shipped bert-base-uncased word pieces.
-"""
+"""The masked LM that MLM pretraining trains: ``AutoModelForMaskedLM`` of any encoder (a missing MLM head is new and
+tied), or ``from_scratch`` a seeded random ``BertForMaskedLM`` over the shipped bert-base-uncased word pieces."""
 
 from __future__ import annotations
 
@@ -24,8 +21,7 @@ SCRATCH = {"layers": 4, "hidden": 256, "heads": 4, "intermediate": 1024, "max_po
 
 def scratch_spec(value: object) -> dict | None:
     """``model.from_scratch`` as a plain dict of ints with every key (``None``: continued pretraining; ``true``: a
-    4x256 BERT), or one ``ConfigError`` line naming the bad key.
-    """
+    4x256 BERT), or one ``ConfigError`` line naming the bad key."""
     if value is None or value is False:
         return None
     if value is True:
@@ -54,10 +50,8 @@ def scratch_label(spec: Mapping[str, int]) -> str:
 
 
 def scratch_masked_lm(spec: Mapping[str, int]):
-    """A seeded random ``BertForMaskedLM`` and the bert-base-uncased tokenizer; the global RNG is left as it was.
-
-    The encoder is drawn as ``make_random_bert`` draws it, so ``from_scratch=true`` starts from ``bert-random-4x256``.
-    """
+    """A seeded random ``BertForMaskedLM`` (its encoder drawn as ``make_random_bert`` draws it) and the
+    bert-base-uncased tokenizer; the global RNG is left as it was."""
     from transformers import AutoTokenizer, BertForMaskedLM, BertModel
 
     tokenizer_dir = bert_uncased_tokenizer_dir()
@@ -73,8 +67,7 @@ def scratch_masked_lm(spec: Mapping[str, int]):
 
 def keep_pooler(model: nn.Module, path: str) -> None:
     """Give a masked LM whose encoder has no pooler the pooler of ``path``'s encoder, so its export loads as a
-    ``BertModel`` without a newly initialised pooler.
-    """
+    ``BertModel`` without a newly initialised pooler."""
     if getattr(model.base_model, "pooler", False) is not None:
         return  # has one, or is no BERT-style encoder
     from transformers import AutoModel
@@ -85,10 +78,8 @@ def keep_pooler(model: nn.Module, path: str) -> None:
 
 
 def load_masked_lm(name_or_path: str, key: str = "model.model_name_or_path", require_head: bool = False):
-    """``AutoModelForMaskedLM`` and tokenizer of a packaged name, directory or hub name; logs a new head.
-
-    ``require_head`` (DiffCSE's generator): a newly initialised MLM head is a ``ConfigError``, and no pooler is kept.
-    """
+    """``AutoModelForMaskedLM`` and tokenizer of a packaged name, directory or hub name; ``require_head`` (DiffCSE's
+    generator): a newly initialised MLM head is a ``ConfigError``, and no pooler is kept."""
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     path = resolve_model_path(name_or_path)

@@ -1,9 +1,7 @@
 """BERT's masked-language-model objective (Devlin et al. 2019) as pure functions: rows, masks, loss.
 
-Masking is ``transformers.DataCollatorForLanguageModeling.torch_mask_tokens`` itself (15%, 80/10/10, whole-word
-masking as the collator does), drawn from ``mask_generator``: a pure function of (seed, stream, step, rank, ...),
-so a resumed run draws the same masks and ranks differ. ``pack_rows`` lays a batch's sentences end to end,
-``[CLS] s1 [SEP] s2 [SEP] ...``, next fit in batch order, no sentence cut (padding: docs/results/raw_backbone.md).
+Masking is ``DataCollatorForLanguageModeling.torch_mask_tokens`` itself, drawn from ``mask_generator`` (a pure
+function of seed, stream, step, rank: a resumed run draws the same masks); padding: docs/results/raw_backbone.md.
 """
 
 from __future__ import annotations
@@ -105,11 +103,8 @@ def mask_rows(collator, rows: Rows, generator: torch.Generator) -> tuple[Tensor,
 
 
 def masked_lm_loss(hidden: Tensor, labels: Tensor, head: Callable[[Tensor], Tensor]) -> tuple[Tensor, Tensor, Tensor]:
-    """(mean cross-entropy over the masked positions, predicted ids, true ids) of those positions.
-
-    ``head`` runs on the masked positions only (``BertForMaskedLM``'s loss, ~15% of the vocabulary matmul). With
-    nothing masked the loss is 0 with every head parameter in the graph, so DDP sees the same parameters on every rank.
-    """
+    """(mean cross-entropy, predicted ids, true ids) of the masked positions, ``head`` run on those only. With nothing
+    masked the loss is 0 with every head parameter in the graph, so DDP sees the same parameters on every rank."""
     where = labels != IGNORE
     logits = head(hidden[where])
     targets = labels[where]
