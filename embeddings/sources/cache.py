@@ -50,8 +50,7 @@ def pending_sources(specs: Sequence, sentences: Sequence[str], cache_dir: str | 
 def cached_source_vectors(source: SentenceSource, sentences: Sequence[str],
                           cache_dir: str | os.PathLike | None = None) -> np.ndarray:
     """``(len(sentences), source.dim)`` float32 (row i: sentence i); from the cache when valid, else encoded and
-    cached (``cache_dir=None``: just encode).
-    """
+    cached (``cache_dir=None``: just encode)."""
     if cache_dir is None:
         return source.embed(list(sentences)).numpy().astype(np.float32)
     path, key = cache_file(source, sentences, cache_dir)
