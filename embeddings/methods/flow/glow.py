@@ -1,10 +1,5 @@
-"""Glow on sentence vectors: the flow of BERT-flow (Li et al., EMNLP 2020), in plain torch.
-
-Pooled embeddings are mapped to an isotropic Gaussian by a Glow trained by maximum likelihood, scored by cosine in
-the latent space. As the reference (bohanli/BERT-flow), a ``(batch, C)`` vector is a ``1 x 1 x C`` image: every
-convolution 1x1, no ``squeeze``, ``split`` after each level but the last (steps: ``glow_layers``). ``nll`` is in
-bits per dimension.
-"""
+"""Glow on sentence vectors: the flow of BERT-flow (Li et al., EMNLP 2020), in plain torch. As the reference
+(bohanli/BERT-flow), a ``(batch, C)`` vector is a ``1 x 1 x C`` image: every convolution 1x1, no ``squeeze``."""
 
 from __future__ import annotations
 
@@ -18,12 +13,8 @@ __all__ = ["ActNorm", "Coupling", "FlowStep", "Glow", "InvertibleLinear"]
 
 
 class Glow(nn.Module):
-    """Multi-scale Glow on ``(batch, dim)`` vectors with a standard normal prior on the whole latent.
-
-    Level ``l`` runs ``depth`` steps on ``dim / 2**l`` channels, then (but the last) factors out its second half:
-    ``z = cat(factored_0, ..., last)``. ``dim`` must be a multiple of ``2**levels``; ``hidden``: coupling width. The
-    first forward in training mode runs the data-dependent init.
-    """
+    """Multi-scale Glow with a standard normal prior on the whole latent: level ``l`` runs ``depth`` steps on
+    ``dim / 2**l`` channels, then (but the last) factors out its second half: ``z = cat(factored_0, ..., last)``."""
 
     def __init__(self, dim: int, levels: int = 3, depth: int = 3, hidden: int = 32,
                  coupling: str = "affine", permutation: str = "lu") -> None:

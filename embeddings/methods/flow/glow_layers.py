@@ -1,9 +1,8 @@
 """The invertible layers of the BERT-flow Glow, on ``(batch, C)`` vectors: ActNorm, linear map, coupling.
 
-Each maps ``x -> (y, log|det dy/dx|)`` and has an exact ``inverse``; ``FlowStep`` is one Glow step. As the reference
-(``flow/glow_ops_1x1.py``): the linear map is LU-parametrised ``W = P L (U + diag(sign(s) exp(log s)))`` from a
-random rotation (log|det| = ``sum(log s)``, never singular; ``permutation="reverse"``: the fixed reversal); the
-affine coupling is ``z2 = (x2 + shift) * sigmoid(raw + 2)``, its net's last layer zero-initialised.
+Each maps ``x -> (y, log|det dy/dx|)`` and has an exact ``inverse``. As the reference (``flow/glow_ops_1x1.py``):
+the linear map is LU-parametrised from a random rotation (never singular); the affine coupling is ``z2 = (x2 +
+shift) * sigmoid(raw + 2)``, its net's last layer zero-initialised.
 """
 
 from __future__ import annotations
@@ -32,11 +31,8 @@ def _moments(x: Tensor) -> tuple[Tensor, Tensor]:
 
 
 class ActNorm(nn.Module):
-    """Per-channel ``y = (x + b) * exp(logs * logscale_factor)`` with data-dependent init.
-
-    The first forward in training mode standardises that batch (Glow Sec. 3.1); the identity until then. The
-    ``initialized`` buffer travels with the state dict, so a resume does not re-initialise.
-    """
+    """Per-channel ``y = (x + b) * exp(logs * logscale_factor)``; the first forward in training mode standardises
+    that batch (Glow Sec. 3.1). ``initialized`` travels with the state dict, so a resume does not re-initialise."""
 
     def __init__(self, channels: int, logscale_factor: float = 3.0) -> None:
         super().__init__()
@@ -65,7 +61,8 @@ class ActNorm(nn.Module):
 
 
 class InvertibleLinear(nn.Module):
-    """Glow's invertible 1x1 convolution on vectors: ``y = x @ W`` (LU or reversal: see the module docstring)."""
+    """Glow's invertible 1x1 convolution on vectors: ``y = x @ W``, ``W = P L (U + diag(sign(s) exp(log s)))``
+    (log|det| = ``sum(log s)``), or the fixed reversal."""
 
     def __init__(self, channels: int, permutation: str = "lu") -> None:
         super().__init__()

@@ -24,7 +24,6 @@ def bits_per_dim(log_p: Tensor, dim: int) -> Tensor:
 
 def flow_nll_loss(flow: nn.Module, x: Tensor) -> Tensor:
     """Mean negative log-likelihood in bits per dimension of ``x`` under ``flow``, always float32 (bf16 would make the
-    density too coarse to fit).
-    """
+    density too coarse to fit)."""
     with torch.autocast(device_type=x.device.type, enabled=False):
         return flow.nll(x.float()).mean()

@@ -1,9 +1,5 @@
-"""BERT-flow's scorer: frozen pooled vector -> Glow latent ``z``, compared by cosine; its export format.
-
-The export holds ``flow_config.json`` (a reference to the frozen encoder, its identity and the Glow
-hyper-parameters) and ``flow.safetensors``; the encoder is not copied (training never changed it), and another
-encoder is refused with one line.
-"""
+"""BERT-flow's scorer: frozen pooled vector -> Glow latent ``z``, compared by cosine; its export format, which
+references the frozen encoder (training never changed it) and refuses another one."""
 
 from __future__ import annotations
 
@@ -37,10 +33,7 @@ BERT_FLOW = METHOD.card()
 
 
 class FlowScorer(VectorScorer):
-    """Pools with the frozen encoder, maps the vectors through the flow; ``{"embedding": z}``.
-
-    ``flow``: a trained ``Glow`` over ``encoder.hidden_size`` channels; ``pooling``: the one the training used.
-    """
+    """Pools with the frozen encoder (``pooling``: the one the training used), maps the vectors through the flow."""
 
     def __init__(self, encoder: BaseEncoder, flow: Glow, pooling: str = "first_last_avg",
                  batch_size: int | None = None) -> None:
@@ -74,11 +67,7 @@ class FlowScorer(VectorScorer):
 
 
 def save_flow_export(path: str | os.PathLike, flow: Glow, config: Mapping, note: ExportNotes | None = None) -> Path:
-    """Write ``flow_config.json`` + ``flow.safetensors`` to ``path`` atomically.
-
-    ``config``: ``model_name_or_path``, ``pooling``, ``max_length``, the ``FLOW_KEYS`` and ``encoder`` (its identity);
-    ``note``: a ``LoadingNote`` or ``ModelCard`` written inside the export.
-    """
+    """Write ``flow_config.json`` + ``flow.safetensors`` (and ``note``) to ``path`` atomically."""
     missing = {"model_name_or_path", "pooling", "max_length", *FLOW_KEYS} - set(config)
     if missing:
         raise ConfigError(f"flow export config lacks {sorted(missing)}")

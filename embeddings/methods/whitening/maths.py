@@ -1,9 +1,7 @@
 """BERT-whitening (Su et al. 2021, arXiv 2103.15316) as pure tensor maths: moment sums, fit, transform.
 
-As the paper (Sec. 3, ``compute_kernel_bias``): ``mu`` and ``C`` of pooled vectors, ``C = U diag(s) U^T``,
-``W = U diag(1/sqrt(s))``, sentence vector ``(x - mu) @ W[:, :k]``. The fit streams float64 sums (``count``,
-``sum x``, ``sum x x^T``), additive over batches and ranks; float64 because the covariance subtracts two large
-numbers where pooled vectors have a large mean, and whitening blows up what float32 would lose.
+As the paper (Sec. 3, ``compute_kernel_bias``). The fit streams sums additive over batches and ranks, in float64:
+the covariance subtracts two large numbers where pooled vectors have a large mean, and whitening blows up the error.
 """
 
 from __future__ import annotations

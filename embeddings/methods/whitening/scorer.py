@@ -1,8 +1,5 @@
-"""BERT-whitening's scorer: frozen pooled vector -> ``(x - mu) @ W``, compared by cosine; its export format.
-
-The export holds ``whitening_config.json`` (a reference to the frozen encoder, its identity, ``k`` and the sentences
-fitted) and ``whitening.safetensors`` (``mean`` ``(d,)``, ``matrix`` ``(d, k)``); another encoder is refused.
-"""
+"""BERT-whitening's scorer: frozen pooled vector -> ``(x - mu) @ W``, compared by cosine; its export format, which
+references the frozen encoder and refuses another one."""
 
 from __future__ import annotations
 
@@ -34,10 +31,7 @@ BERT_WHITENING = METHOD.card()
 
 
 class Whitening:
-    """A fitted ``(mu, W)`` and what it was fitted on: applies itself to vectors, checks an encoder.
-
-    ``config``: the export config (``CONFIG_KEYS``); ``source``: where it came from, for messages.
-    """
+    """A fitted ``(mu, W)`` and its export config (``CONFIG_KEYS``): applies itself to vectors, checks an encoder."""
 
     def __init__(self, mean: Tensor, matrix: Tensor, config: Mapping, source: str = "the live fit") -> None:
         self.mean, self.matrix, self.config, self.source = mean, matrix, dict(config), source
@@ -62,10 +56,8 @@ class Whitening:
 
 
 class WhiteningScorer(VectorScorer):
-    """Pools with the frozen encoder, whitens; ``{"embedding": (x - mu) @ W}`` compared by cosine.
-
-    A ``ReadingScorer``: the shared pass computes its pooled vector once for it and the poolings.
-    """
+    """Pools with the frozen encoder, whitens; a ``ReadingScorer``, so the shared pass pools once for it and the
+    poolings."""
 
     def __init__(self, encoder: BaseEncoder, whitening: Whitening, batch_size: int | None = None,
                  allow_other_encoder: bool = False) -> None:
