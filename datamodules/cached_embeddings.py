@@ -43,11 +43,8 @@ CACHE_VERSION = 1
 
 
 class CachedEmbeddingDataModule(ResumableDataModule):
-    """Training batches ``[vectors (per_device_batch, dim)]`` of frozen pooled sentence embeddings.
-
-    The encoder arguments must equal the model's; ``batch_size`` is GLOBAL; ``encode_*`` configure the one-off pass
-    (the cache is fp32 either way); ``chunk_size`` bounds host memory on large corpora.
-    """
+    """Training batches ``[vectors (per_device_batch, dim)]`` of frozen pooled sentence embeddings; the encoder
+    arguments must equal the model's; ``chunk_size`` bounds host memory on large corpora."""
 
     data_unit = "sentences"  # model card: one training item
 

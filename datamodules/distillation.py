@@ -95,11 +95,8 @@ class CollateTeachers:
 
 
 class DistillationDataModule(ResumableDataModule):
-    """Training batches ``{"sentences", "targets"}``: sentences and their teachers' mean embedding.
-
-    ``teachers`` (``build_source`` specs) share one vector size unless ``align_to`` names a spec each is mapped onto
-    (``None``: the paper's plain mean); ``batch_size`` is GLOBAL; the rest is as in ``SentenceDataModule``.
-    """
+    """Training batches ``{"sentences", "targets"}``: sentences and their teachers' mean embedding. ``teachers``
+    share one vector size unless ``align_to`` names a spec each is mapped onto (``None``: the paper's plain mean)."""
 
     data_unit = "sentences"  # model card: one training item
 

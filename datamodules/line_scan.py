@@ -36,9 +36,8 @@ def _chunk_end(mm: mmap.mmap, pos: int, size: int, chunk: int) -> int:
 
 
 def _release(mm: mmap.mmap, start: int, end: int) -> int:
-    """Drop the scanned pages ``[start, end)`` from this process's mapping (they stay in the page cache) so a read
-    file does not count in the RSS; returns where the next release starts.
-    """
+    """Drop the scanned pages ``[start, end)`` from this process's mapping (not from the page cache), so a read file
+    does not count in the RSS; returns where the next release starts."""
     stop = end - end % mmap.PAGESIZE
     if hasattr(mmap, "MADV_DONTNEED") and stop > start:
         mm.madvise(mmap.MADV_DONTNEED, start, stop - start)

@@ -54,10 +54,8 @@ class ResumableDataModule(LightningDataModule):
     """Puts the training position into every checkpoint and hands it to the first loader after a resume, so a
     resumed run sees the batches of an uninterrupted one (each epoch's order is a function of ``(seed, epoch)``).
 
-    A subclass provides ``dataset`` (map-style, or an ``IterableDataset`` with ``set_epoch(epoch, skip_batches=...)``),
-    ``batch_size`` (GLOBAL), ``seed``, ``shuffle``, ``num_workers``, and ``train_dataloader`` returning a
-    ``ResumableLoader``; ``resumable = False`` with ``resume_note`` where the order cannot be restored. The DataModule,
-    not the loader, holds the position: its state is restored before Lightning builds the first iterator.
+    The DataModule, not the loader, holds the position: its state is restored before Lightning builds the first
+    iterator. ``resumable = False`` with ``resume_note`` where the order cannot be restored.
     """
 
     resumable: ClassVar[bool] = True
@@ -129,9 +127,8 @@ class ResumableDataModule(LightningDataModule):
 
     def resumable_loader(self, collate_fn: Callable | None = None, drop_last: bool = False,
                          batch_sampler: Sampler[list[int]] | None = None) -> ResumableLoader:
-        """The training loader of map-style ``self.dataset``: ``EpochShuffleSampler(seed)`` (or dataset order),
-        ``batch_size // world_size`` a device, persistent workers; ``batch_sampler`` replaces the sampler.
-        """
+        """The training loader of map-style ``self.dataset``: ``EpochShuffleSampler(seed)`` (or dataset order), or
+        ``batch_sampler``; ``batch_size // world_size`` a device, persistent workers."""
         if self.dataset is None:
             self.setup("fit")
         if self.num_workers > 0:
@@ -183,11 +180,8 @@ class _SkipBatches:
 
 
 class ResumableLoader(IndexSamplerHook, DataLoader):
-    """A DataLoader that starts each iterator at the position its ``ResumableDataModule`` names.
-
-    The empty ``state_dict`` pair tells Lightning this loader resumes mid-epoch. The ``_SkipBatches`` lives as long as
-    the loader: persistent workers re-read only the first iterator's index sampler.
-    """
+    """A DataLoader that starts each iterator at the position its ``ResumableDataModule`` names; the ``_SkipBatches``
+    lives as long as the loader, since persistent workers re-read only the first iterator's index sampler."""
 
     _skipper: _SkipBatches | None = None
 
@@ -204,7 +198,7 @@ class ResumableLoader(IndexSamplerHook, DataLoader):
     def state_dict(self) -> dict:
         return {}
 
-    def load_state_dict(self, state_dict: dict) -> None:
+    def load_state_dict(self, state_dict: dict) -> None:  # the empty pair tells Lightning it resumes mid-epoch
         """Nothing to do: ``ResumableDataModule.load_state_dict`` restored the position earlier."""
 
     def index_sampler(self, base):

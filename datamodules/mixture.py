@@ -40,10 +40,8 @@ def plain_batches(order: Sequence[int], batch_size: int, drop_last: bool) -> Ite
 
 def distinct_batches(order: Iterable[int], texts: Texts, batch_size: int, drop_last: bool,
                      stats: Counter) -> Iterator[list[int]]:
-    """Batches in which no text occurs twice; a row that would repeat one waits for a later batch.
-
-    Waiting rows are tried first, in order; ``stats["deferred"]`` counts them. ``drop_last`` drops short batches.
-    """
+    """Batches in which no text occurs twice: a row that would repeat one waits, and waiting rows are tried first,
+    in order (``stats["deferred"]`` counts them)."""
     unread, waiting, was_deferred = iter(order), [], set()
     while True:
         batch, seen, still_waiting = [], set(), []
@@ -75,12 +73,8 @@ def _joins(row: int, row_set: frozenset, batch: list[int], seen: set) -> bool:
 
 
 class MixtureBatchSampler(BatchSampler):
-    """Global batches of one source each (or of the pooled data), this rank's slice of each.
-
-    Only the rank and world size of ``sampler`` are used; ``sizes`` are rows per source, in dataset order; ``rule``
-    ``None`` pools the data; ``weights`` are ``proportional``'s shares (``None``: by size); ``texts`` (row -> texts)
-    enables the no-duplicates rule.
-    """
+    """Global batches of one source each (or of the pooled data, ``rule=None``), this rank's slice of each; only
+    the rank and world size of ``sampler`` are used; ``texts`` (row -> texts) enables the no-duplicates rule."""
 
     def __init__(self, sampler=None, *, sizes: Sequence[int], batch_size: int, rule: str | None = None,
                  weights: Sequence[float] | None = None, texts: Texts | None = None, seed: int = 0,

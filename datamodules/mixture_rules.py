@@ -73,11 +73,8 @@ def batches_of(rows: int, batch_size: int, drop_last: bool) -> int:
 
 def batch_slots(sizes: Sequence[int], batch_size: int, drop_last: bool, rule: str | None,
                 weights: Sequence[float] | None = None) -> list[int]:
-    """The number of batches each source gives an epoch.
-
-    Pooled and ``proportional``: each source's own count, or that total shared out by ``weights`` (largest remainders);
-    ``round_robin``: the smallest source's count for every source.
-    """
+    """The number of batches each source gives an epoch: its own count, or (``proportional``) that total shared
+    out by ``weights`` (largest remainders); ``round_robin``: the smallest source's count for every source."""
     own = [batches_of(n, batch_size, drop_last) for n in sizes]
     if rule == "round_robin":
         return [min(own)] * len(own)

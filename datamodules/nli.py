@@ -58,11 +58,8 @@ COLLATE = {"pairs": collate_nli, "triplets": collate_triplets}
 
 
 class NLIDataModule(ResumableDataModule):
-    """Training batches of NLI pairs: ``{"sentences1", "sentences2", "labels"}``; Lightning shards them over GPUs.
-
-    ``batch_size`` is GLOBAL; ``format`` is ``pairs`` (softmax objective) or ``triplets`` (in-batch negatives);
-    ``mixture`` ``null`` pools the sources, else every batch comes from one (``datamodules.mixture_rules``);
-    ``no_duplicates`` keeps a text from appearing twice in a batch (for ``model.objective=mnrl``).
+    """Training batches of NLI pairs ``{"sentences1", "sentences2", "labels"}`` (or triplets). ``mixture`` ``null``
+    pools the sources, else every batch comes from one; ``no_duplicates`` keeps a text from appearing twice in a batch.
     """
 
     def __init__(self, data_dir: str | None = None, sources: Sequence[str] | str = ("snli:dev", "snli:test"),

@@ -33,7 +33,7 @@ from sts_lightning.datamodules.table_files import (
 )
 from sts_lightning.embeddings.errors import ConfigError, DataError, unknown_choice
 from sts_lightning.embeddings.io.input_file import require_file
-from sts_lightning.sts.tasks import resolve_data_dir
+from sts_lightning.sts.tasks import resolve_data_dir, sick_files
 
 log = logging.getLogger(__name__)
 
@@ -124,10 +124,8 @@ def read_nli_tables(tables: list[Table], source: str, columns: dict[str, str],
 
 
 def _read_lines(path: Path) -> list[str | None]:
-    """Lines without line ends (LF or CRLF); ``None`` for a line that is not UTF-8.
-
-    Splits on ``\\n`` only: ``str.splitlines`` also breaks on U+2028, which would shift parallel files.
-    """
+    """Lines without line ends (LF or CRLF), ``None`` for one that is not UTF-8; split on ``\\n`` only, as
+    ``str.splitlines`` also breaks on U+2028, which would shift parallel files."""
     require_file(path)
     raw = path.read_bytes().split(b"\n")
     if raw and raw[-1] == b"":
@@ -194,11 +192,6 @@ def first_file(what: str, candidates: list[Path]) -> Path:
     if found is None:
         raise DataError(f"{what}: none of {[str(c) for c in candidates]} exists")
     return found
-
-
-def sick_files(root: Path, split: str) -> list[Path]:
-    """Where ``sick:<split>`` is looked for, in the order ``sts.tasks`` looks for the same task."""
-    return [root / "sick" / n for n in [f"SICK_{split}.txt", *(["SICK_test_annotated.txt"] if split == "test" else [])]]
 
 
 def _load_hub(name: str, split: str):

@@ -27,7 +27,6 @@ from sts_lightning.datamodules.nli_readers import (
     first_file,
     load_source,
     read_tab_rows,
-    sick_files,
 )
 from sts_lightning.datamodules.table_files import (
     Table,
@@ -40,7 +39,7 @@ from sts_lightning.datamodules.table_files import (
 )
 from sts_lightning.embeddings.errors import ConfigError, DataError, unknown_choice
 from sts_lightning.sts.readers import CONTROL, SICK_SCALE, STS_SCALE
-from sts_lightning.sts.tasks import resolve_data_dir
+from sts_lightning.sts.tasks import resolve_data_dir, sick_files
 
 log = logging.getLogger(__name__)
 

@@ -54,9 +54,8 @@ def collate_scored_pairs(rows: Sequence[tuple[str, str, float]]) -> dict[str, li
 class ScoredPairsDataModule(ResumableDataModule):
     """Training batches of scored pairs: ``{"sentences1", "sentences2", "scores"}``, scores in [0, 1].
 
-    ``batch_size`` is GLOBAL; ``drop_last`` because CoSENT ranks pairs within a batch (a 1-pair batch has none);
-    ``score_scale`` is ``[low, high]`` of your own files' scores (``None``: already in [0, 1]); ``mixture`` and
-    ``no_duplicates`` (for AnglE's ``ibn_w``) as in ``NLIDataModule``.
+    ``drop_last`` because CoSENT ranks pairs within a batch (a 1-pair batch has none); ``score_scale`` is
+    ``[low, high]`` of your own files' scores (``None``: already in [0, 1]).
     """
 
     data_unit = "scored pairs"

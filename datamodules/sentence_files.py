@@ -65,11 +65,8 @@ def materialize_hub(spec: str, cache_dir: Path, max_rows: int | None = None) -> 
 
 
 class SentenceIndex:
-    """Usable lines of several files as byte spans per file; reads a line with ``os.pread``.
-
-    Each file's spans are its cached ``.npy``, read 16 bytes at a time at ``offset + 16 * row``, or an array in memory.
-    ``pread``, not a memory map: a map's random faults pull neighbourhoods of a large index into each process's RSS.
-    At most ``MAX_OPEN`` descriptors are open at once (least recently used closed first).
+    """Usable lines of several files as byte spans per file (a cached ``.npy`` or an array), read with ``os.pread``:
+    a memory map's random faults would pull neighbourhoods of a large index into each process's RSS.
     """
 
     MAX_OPEN = 64
@@ -159,9 +156,8 @@ def materialize_sts(spec: str, data_dir: str | None, cache_dir: Path) -> Path:
 
 def source_paths(files: Sequence[str], data_dir: str | None, cache_dir: Path, max_sentences: int | None,
                  columns: Mapping[str, str] | None = None, max_malformed_fraction: float = 0.01) -> list[Path]:
-    """One-sentence-a-line files of the sources, in order: local text files as they are (a folder gives its files);
-    tables, ``hub:`` and ``sts:`` sources written once into ``cache_dir``.
-    """
+    """One-sentence-a-line files of the sources, in order: local text files as they are; tables, ``hub:`` and
+    ``sts:`` sources written once into ``cache_dir``."""
 
     def paths(f: str) -> list[Path]:
         if f.startswith("hub:"):
@@ -175,9 +171,7 @@ def source_paths(files: Sequence[str], data_dir: str | None, cache_dir: Path, ma
 
 def read_sentences(files: Sequence[str], data_dir: str | None, min_words: int = 1, max_words: int | None = None,
                    max_sentences: int | None = None, cache_dir: str | os.PathLike | None = None) -> list[str]:
-    """The usable lines of sentence files, de-duplicated in order (a fitting corpus weighs every sentence once),
-    then the first ``max_sentences``.
-    """
+    """The usable lines of sentence files, de-duplicated in order (a fitting corpus weighs every sentence once)."""
     cache = cache_dir_or_root(cache_dir)
     index = SentenceIndex.build(source_paths(list(files), data_dir, cache, None), cache, min_words, max_words)
     return list(dict.fromkeys(index.sentence(i) for i in range(len(index))))[:max_sentences]

@@ -46,10 +46,7 @@ def shard_indices(n_items: int, rank: int, world_size: int, worker: int, num_wor
 
 
 class SentenceStream(IterableDataset):
-    """One rank's share of the sentences; each DataLoader worker takes its own shard (``shard_indices``).
-
-    ``per_device_batch``: the DataLoader's batch size; ``num_workers``: checked when iterating.
-    """
+    """One rank's share of the sentences; each DataLoader worker takes its own shard (``shard_indices``)."""
 
     def __init__(self, index: SentenceIndex, per_device_batch: int, rank: int = 0, world_size: int = 1,
                  num_workers: int = 0, seed: int = 0, shuffle: bool = True):

@@ -26,12 +26,10 @@ log = logging.getLogger(__name__)
 
 
 class SentenceDataModule(ResumableDataModule):
-    """Training batches ``{"sentences": list[str]}`` from one-sentence-a-line files.
+    """Training batches ``{"sentences": list[str]}`` from text or table files, ``hub:`` or ``sts:`` sources.
 
-    ``files``: text or table files (relative to ``data_dir`` or the working directory; a folder means its files),
-    ``hub:<dataset>[:<config>]:<split>`` or ``sts:<task>``. ``batch_size`` is GLOBAL; ``heldout_sentences`` keeps the
-    last N out of training, as ``heldout()`` (MLM's held-out loss); ``streaming`` reads the sources with ``datasets``
-    instead of indexing them: endless, so ``trainer.max_steps`` must be set.
+    ``heldout_sentences`` keeps the last N out of training, as ``heldout()`` (MLM's held-out loss); ``streaming`` reads
+    the sources with ``datasets`` instead of indexing them: endless, so ``trainer.max_steps`` must be set.
     """
 
     data_unit = "sentences"  # model card: one training item

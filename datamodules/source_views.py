@@ -29,10 +29,7 @@ def _model_of(spec) -> str:
 
 
 class SourceViewsDataModule(ResumableDataModule):
-    """Batches ``[x_1 (B, d_1), ..., x_J (B, d_J)]`` of cached source vectors.
-
-    ``sources`` (``build_source`` specs) are in the model's order; ``batch_size`` is GLOBAL (the paper: 10,000).
-    """
+    """Batches ``[x_1 (B, d_1), ..., x_J (B, d_J)]`` of cached source vectors, ``sources`` in the model's order."""
 
     data_unit = "sentences"  # model card: one training item
 

@@ -153,9 +153,8 @@ def read_tables(spec: str, data_dir: str | os.PathLike | None, hint: str = "") -
 
 
 def refuse_local_hub(spec: str, name: str) -> None:
-    """``hub:`` means the Hugging Face hub only: a local path there gets a ``ConfigError`` naming the path form
-    (``load_dataset`` would take it, outside every check the file route makes).
-    """
+    """``hub:`` means the Hugging Face hub only: a local path there (``load_dataset`` would take it, outside every
+    check the file route makes) gets a ``ConfigError`` naming the path form."""
     if name.startswith(("/", ".", "~")) or Path(name).expanduser().exists():
         raise ConfigError(f"{spec}: 'hub:' reads the Hugging Face hub; for a local file or folder give its path "
                           f"instead, e.g. [{name}]")

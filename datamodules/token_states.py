@@ -61,11 +61,8 @@ def collate_token_states(rows: Sequence[torch.Tensor]) -> dict[str, torch.Tensor
 
 
 class TokenStateDataModule(ResumableDataModule):
-    """Token states of ``layer`` of a frozen encoder, cached once, served as padded sentence batches.
-
-    ``files`` may add ``nli:<source>`` for NLI sentences; the encoder arguments are the model config's; ``batch_size``
-    is GLOBAL; ``dtype`` is the cache's storage (``float16`` halves disk and page cache; batches are float32).
-    """
+    """Token states of ``layer`` of a frozen encoder, cached once, served as padded sentence batches; ``dtype`` is
+    the cache's storage (``float16`` halves disk and page cache; batches are float32)."""
 
     data_unit = "sentences"  # model card: one training item
 

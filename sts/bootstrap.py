@@ -12,9 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 CONFIDENCE = 0.95
-# resamples x pairs per array pass: bounds memory for any n (4 MB a float64 array); measured faster than 2M cells
-# (arrays that stay in cache)
-CHUNK_CELLS = 500_000
+CHUNK_CELLS = 500_000  # resamples x pairs per array pass: 4 MB a float64 array, small enough to stay in cache
 
 
 @dataclass(frozen=True)
@@ -37,11 +35,8 @@ def draw_counts(n: int, samples: int, rng: np.random.Generator) -> np.ndarray:
 
 
 class ResampledRanks:
-    """Tie-averaged ranks (as ``scipy.stats.rankdata``) of one side's values within resamples, centred.
-
-    With ``w`` a resample's count of each distinct value and ``c`` its cumulative sum, every copy ranks
-    ``c - (w - 1) / 2``; the mean rank is always (n + 1) / 2, and the variance is a sum over the distinct values.
-    """
+    """Tie-averaged ranks (as ``scipy.stats.rankdata``) of one side's values within resamples, centred: with ``w`` a
+    resample's count of each distinct value and ``c`` its cumulative sum, every copy ranks ``c - (w - 1) / 2``."""
 
     def __init__(self, values: np.ndarray):
         self.order = np.argsort(values, kind="stable")

@@ -28,10 +28,8 @@ def alignment(x: torch.Tensor, y: torch.Tensor) -> float:
 
 
 def uniformity(x: torch.Tensor, max_sentences: int = MAX_UNIFORMITY_SENTENCES) -> float:
-    """``log mean_{i<j} exp(-2 ||x_i - x_j||^2)`` of the L2-normalised rows (NaN for fewer than 2).
-
-    Above ``max_sentences`` rows, evenly spaced rows (deterministic); float64 Gram with a log-sum-exp (no ``log 0``).
-    """
+    """``log mean_{i<j} exp(-2 ||x_i - x_j||^2)`` of the L2-normalised rows (NaN for fewer than 2), of evenly spaced
+    rows above ``max_sentences``; float64 Gram with a log-sum-exp (no ``log 0``)."""
     n = x.shape[0]
     if n < 2:
         return float("nan")
@@ -47,10 +45,8 @@ def uniformity(x: torch.Tensor, max_sentences: int = MAX_UNIFORMITY_SENTENCES) -
 
 def pair_geometry(vectors1: torch.Tensor, vectors2: torch.Tensor, gold: np.ndarray,
                   sentence_vectors: torch.Tensor) -> dict[str, float]:
-    """``{"alignment", "uniformity", "positive_pairs"}`` of one task (the defined ones).
-
-    ``vectors1, vectors2``: ``(pairs, d)``; ``gold``: ``(pairs,)``; ``sentence_vectors``: the distinct sentences'.
-    """
+    """``{"alignment", "uniformity", "positive_pairs"}`` of one task's pairs (the defined ones); uniformity over
+    ``sentence_vectors``, the distinct sentences'."""
     positive = torch.as_tensor(np.asarray(gold, dtype=np.float64) > POSITIVE_SCORE)
     values = {"alignment": alignment(vectors1[positive], vectors2[positive]),
               "uniformity": uniformity(sentence_vectors)}
@@ -60,10 +56,8 @@ def pair_geometry(vectors1: torch.Tensor, vectors2: torch.Tensor, gold: np.ndarr
 
 def tasks_geometry(rep: dict[str, torch.Tensor], rows1: torch.Tensor, rows2: torch.Tensor,
                    spans: list[tuple]) -> dict[str, dict[str, float]]:
-    """Geometry per task from one representation ``rep`` of the distinct sentences of several tasks.
-
-    ``rows1, rows2``: each pair's row in ``rep``; ``spans``: ``(task, subset, start, stop)`` of each subset's pairs.
-    """
+    """Geometry per task from one representation ``rep`` of the distinct sentences of several tasks; ``spans``:
+    ``(task, subset, start, stop)`` of each subset's pairs in ``rows1, rows2``."""
     vectors = rep.get("embedding")
     if vectors is None or vectors.ndim != 2:
         return {}

@@ -97,9 +97,8 @@ class PairedTable:
 
 def paired_table(predictions: Sequence[Mapping[str, np.ndarray]], gold: Mapping[str, np.ndarray],
                  samples: int = 1000, seed: int = 0, avg_over: Sequence[str] | None = None) -> PairedTable:
-    """Point values and replicates of every system on every task of ``gold``, each task's pairs drawn once for all;
-    ``avg``: the mean over ``avg_over`` for the systems that have all of them.
-    """
+    """Point values and replicates of every system on every task of ``gold`` (pairs drawn once for all), and ``avg``
+    over ``avg_over`` for the systems that have all of them."""
     if samples < 1:
         raise ValueError(f"paired bootstrap needs samples >= 1, got {samples}")
     tasks = list(gold)
@@ -121,9 +120,8 @@ def paired_table(predictions: Sequence[Mapping[str, np.ndarray]], gold: Mapping[
 
 
 def seeds_difference(a: Mapping[str, float], b: Mapping[str, float]) -> Difference | None:
-    """Two seed groups' ``{seed: score}``: paired by seed when the seeds match, else mean difference +-
-    sqrt(std_a^2 + std_b^2); None under 2 seeds a side.
-    """
+    """Two seed groups' ``{seed: score}``: paired by seed when the seeds match, else mean difference +- sqrt(std_a^2
+    + std_b^2); None under 2 seeds a side."""
     if len(a) < 2 or len(b) < 2:
         return None
     if set(a) == set(b):

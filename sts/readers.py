@@ -1,8 +1,7 @@
 """Readers for the original STS file formats: STS-B csv, SICK txt, SemEval STS 2012-2016 folders.
 
-Every reader splits on tabs (the files hold unbalanced quotes, so quoted-CSV parsing corrupts
-rows) and reports malformed input as ``DataError("<file>:<line>: ...")``: a wrong column count, a
-non-numeric score or an empty sentence stops the run instead of silently dropping data.
+Every reader splits on tabs (the files hold unbalanced quotes) and stops at malformed input with
+``DataError("<file>:<line>: ...")`` instead of silently dropping data.
 """
 
 from __future__ import annotations
@@ -34,9 +33,8 @@ class STSPairs:
 # Gold similarity scales: STS-B and SemEval STS 2012-2016 score 0-5, SICK relatedness 1-5. A value outside
 # them is a broken file (a 500 once turned Pearson 86.96 into 4.39 without a word).
 STS_SCALE, SICK_SCALE = (0.0, 5.0), (1.0, 5.0)
-# Control characters (C0 except tab, DEL, C1). The real files hold a few inside text (STS 2012 MSRpar and STS-B
-# train use \x12 as an apostrophe), so they are kept there; a NUL, or a "sentence" of nothing else, is a binary or
-# broken file.
+# Control characters (C0 except tab, DEL, C1): kept inside text (STS 2012 MSRpar and STS-B train use \x12 as an
+# apostrophe); a NUL, or a "sentence" of nothing else, is a binary or broken file.
 CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 
 
@@ -134,9 +132,8 @@ def read_sick(path: str | Path) -> STSPairs:
 
 
 def read_semeval_subset(input_path: str | Path, gold_path: str | Path) -> STSPairs:
-    """One SemEval subset: ``*.input.<set>.txt`` (s1 TAB s2 [TAB notes]) + ``*.gs.<set>.txt``; a blank gold line
-    (an unscored pair) is skipped.
-    """
+    """One SemEval subset: ``*.input.<set>.txt`` (s1 TAB s2 [TAB notes]) + ``*.gs.<set>.txt``; a blank gold line,
+    an unscored pair, is skipped."""
     input_path, gold_path = Path(input_path), Path(gold_path)
     inputs = list(_lines(input_path))
     golds = list(_lines(gold_path))

@@ -59,18 +59,16 @@ def main_score(result: dict, metric: str = "spearman") -> float:
 
 
 def pair_sentences(tasks: Sequence[STSTask]) -> list[str]:
-    """Every sentence of ``tasks`` in the order ``score_tasks`` hands them to ``score_pairs``, so a shared pass
-    batches exactly as the scorer's own ``represent`` would.
-    """
+    """Every sentence of ``tasks`` in the order ``score_tasks`` hands them to ``score_pairs`` (a shared pass then
+    batches as the scorer's own ``represent`` would)."""
     pairs = [p for t in tasks for p in t.subsets.values()]
     return [s for p in pairs for s in p.sentences1] + [s for p in pairs for s in p.sentences2]
 
 
 def score_tasks(scorer: Scorer, tasks: Sequence[STSTask], bootstrap: Bootstrap | None = None,
                 keep: dict[str, dict[str, np.ndarray]] | None = None) -> dict[str, dict]:
-    """Score every pair of every task with ONE ``score_pairs`` call; ``keep`` is filled with the similarities,
-    ``{task: {subset: array}}``, for a paired comparison later.
-    """
+    """Score every pair of every task with ONE ``score_pairs`` call; ``keep`` gets the similarities, ``{task:
+    {subset: array}}``, for a paired comparison later."""
     s1: list[str] = []
     s2: list[str] = []
     spans: list[tuple[STSTask, str, int, int]] = []
@@ -96,10 +94,8 @@ def score_tasks(scorer: Scorer, tasks: Sequence[STSTask], bootstrap: Bootstrap |
 
 def _similarities_and_geometry(scorer: Scorer, s1: list[str], s2: list[str],
                                spans: list[tuple]) -> tuple[np.ndarray, dict[str, dict]]:
-    """``score_pairs``'s similarities, plus alignment / uniformity from the same vectors (no second encoding).
-
-    A scorer with its own ``score_pairs`` (an ensemble, a table) keeps it and gets no geometry.
-    """
+    """``score_pairs``'s similarities, plus alignment / uniformity from the same vectors; a scorer with its own
+    ``score_pairs`` (an ensemble, a table) keeps it and gets no geometry."""
     if type(scorer).score_pairs is not Scorer.score_pairs:
         return scorer.score_pairs(s1, s2).cpu().numpy().astype(np.float64), {}
     rep, rows1, rows2 = scorer.represent_pairs(s1, s2)

@@ -79,9 +79,13 @@ def _stsb(split: str) -> Callable[[Path], dict[str, STSPairs]]:
     return lambda root: {split: read_stsb(_first_existing([root / "stsb" / f"sts-{split}.csv"], f"stsb-{split}"))}
 
 
+def sick_files(root: Path, split: str) -> list[Path]:
+    """Where SICK's ``split`` is looked for, in order (also by the training readers)."""
+    return [root / "sick" / n for n in [f"SICK_{split}.txt", *(["SICK_test_annotated.txt"] if split == "test" else [])]]
+
+
 def _sick(split: str) -> Callable[[Path], dict[str, STSPairs]]:
-    names = [f"SICK_{split}.txt"] + (["SICK_test_annotated.txt"] if split == "test" else [])
-    return lambda root: {split: read_sick(_first_existing([root / "sick" / n for n in names], f"sick-{split}"))}
+    return lambda root: {split: read_sick(_first_existing(sick_files(root, split), f"sick-{split}"))}
 
 
 def _semeval(year: int) -> Callable[[Path], dict[str, STSPairs]]:
