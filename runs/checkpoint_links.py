@@ -1,15 +1,9 @@
 """One file for a checkpoint saved twice at one step: ``best-step<N>.ckpt`` and ``last.ckpt`` as hard links.
 
-The best checkpoint and ``last.ckpt`` come from two callbacks, so at the step of a new best both wrote the whole
-state (docs/training.md). ``AtomicCheckpointIO`` remembers the file it wrote last; a save at the same global step,
-into the same directory, under the other role, with the same ``state_dict`` tensor for tensor, is linked:
-
-- a best file after ``last.ckpt`` of its step: a hard link to that ``last.ckpt``'s file;
-- ``last.ckpt`` after the best file of its step: written in full (what a resume continues from), then the best
-  name is pointed at it.
-
-Every name is replaced atomically (``os.replace``, a new directory entry), so a later ``last.ckpt`` never touches
-the best file and deleting a best name leaves ``last.ckpt`` whole. Without hard links both are written.
+Two callbacks write them, so at the step of a new best both wrote the whole state. A save at the same step, into
+the same directory, under the other role, with the same weights is linked: a best file to ``last.ckpt``'s file, or
+``last.ckpt`` written in full and the best name pointed at it. Every name is replaced atomically (a new directory
+entry), so a later ``last.ckpt`` never touches the best file. Without hard links both are written.
 """
 
 from __future__ import annotations
@@ -66,14 +60,13 @@ def hard_link(source: Path, target: Path) -> bool:
 
 
 class SameStepLinks:
-    """The last checkpoint file this process wrote (path, global step, inode) and the two linking rules above."""
+    """The last checkpoint file this process wrote (path, global step, inode) and the two linking rules."""
 
     def __init__(self) -> None:
         self.previous: tuple[Path, int, int] | None = None
 
     def _twin(self, checkpoint: dict, target: Path) -> Path | None:
-        """The file saved just before at the same step, in the same directory, under the other role, still that
-        file, with the same weights as ``checkpoint``."""
+        """The file saved just before under the other role, still that file, if ``checkpoint`` may link to it."""
         if self.previous is None:
             return None
         path, step, inode = self.previous
@@ -99,8 +92,7 @@ class SameStepLinks:
         return True
 
     def written(self, checkpoint: dict, target: Path) -> None:
-        """After a full write: ``last.ckpt`` after the best file of its step, with its weights: the best name is
-        pointed at the new file."""
+        """After a full write: ``last.ckpt`` after the best file of its step, with its weights, takes its name."""
         twin = self._twin(checkpoint, target) if target.name == LAST else None
         if twin is not None and hard_link(target, twin):
             log.info("%s is %s's file (same step, same weights): one copy on disk", twin.name, target.name)

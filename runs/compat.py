@@ -1,10 +1,6 @@
-"""The private names of Lightning and Hydra that we import, in one place.
-
-Why here: only runs/ and sts_lightning/ (the top layer) import these; the private attributes reached through an
-object are in ``embeddings/compat.py``, which every layer can import. Lightning is imported by the function that
-needs it, so the command line's checks (``runs/overrides.py``, which already load Hydra) load neither it nor torch.
-tests/runs/test_compat.py fails by name when an installed version lacks one; pyproject.toml bounds the versions
-it passed with.
+"""The private names of Lightning and Hydra that the top layer imports, in one place (those reached through an
+object are in ``embeddings/compat.py``). Lightning is imported by the function that needs it, so the command
+line's checks load neither it nor torch; tests/runs/test_compat.py fails by name when a version lacks one.
 """
 
 from __future__ import annotations
@@ -33,8 +29,8 @@ def lightning_is_interactive() -> bool:
 
 
 class KeepsCSVFile:
-    """Before Lightning's CSV ``ExperimentWriter``: its private ``_check_log_dir_exists``, which deletes an
-    existing ``metrics.csv``, does nothing; ``fs`` is its private file system ``_fs``."""
+    """Before Lightning's CSV ``ExperimentWriter``: its private ``_check_log_dir_exists`` (which deletes an existing
+    ``metrics.csv``) does nothing; ``fs`` is its private ``_fs``."""
 
     def _check_log_dir_exists(self) -> None:
         pass
@@ -45,8 +41,7 @@ class KeepsCSVFile:
 
 
 def csv_experiment(logger, writer: type):
-    """``CSVLogger.experiment`` with our ``writer``: made once (its private ``_experiment``) after ``root_dir``
-    (with its private ``_fs``)."""
+    """``CSVLogger.experiment`` with our ``writer``, made once (its private ``_experiment`` and ``_fs``)."""
     if logger._experiment is None:
         logger._fs.makedirs(logger.root_dir, exist_ok=True)
         logger._experiment = writer(log_dir=logger.log_dir)
@@ -54,9 +49,8 @@ def csv_experiment(logger, writer: type):
 
 
 class WatchesChildRanks:
-    """Before Lightning's ``DDPStrategy``: its subprocess launcher (rank 0 runs the script, ranks 1.. re-run it)
-    calls ``self.watch_children(procs)`` instead of starting Lightning's observer, which SIGKILLs every rank once
-    one child has exited non-zero."""
+    """Before Lightning's ``DDPStrategy``: its subprocess launcher calls ``self.watch_children(procs)`` instead of
+    starting Lightning's observer, which SIGKILLs every rank once one child has exited non-zero."""
 
     def _configure_launcher(self) -> None:
         super()._configure_launcher()

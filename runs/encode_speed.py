@@ -1,8 +1,5 @@
-"""Each encoder's speed on this machine, measured on a few sentences before the work (``runs.first_step``).
-
-A compute count misses short batches, tokenizing and other engines by a factor that differs per machine
-(docs/speed.md). Each pending encoder is built once and, after a warm-up batch, encodes ``SAMPLE`` made-up
-sentences of the work's mean length, each starting at another word (a repeated sentence is encoded once).
+"""Each encoder's speed on this machine, measured on ``SAMPLE`` made-up sentences before the work (``runs.first_step``):
+a compute count misses short batches, tokenizing and other engines by a factor that differs per machine.
 """
 
 from __future__ import annotations
@@ -23,8 +20,7 @@ WORDS = ("the city was founded in the early years of the century by settlers who
 
 
 def sample_sentences(count: int, mean_chars: float, first: int = 0) -> list[str]:
-    """``count`` distinct sentences of about ``mean_chars`` characters (at least one word each), numbered from
-    ``first`` (another ``first``: other sentences of the same lengths)."""
+    """``count`` distinct sentences of about ``mean_chars`` characters (a word at least), numbered from ``first``."""
     out = []
     for i in range(first, first + count):
         words, length, j = [], -1, i
@@ -37,8 +33,7 @@ def sample_sentences(count: int, mean_chars: float, first: int = 0) -> list[str]
 
 
 def seconds_per_sentence(embed: Callable[[Sequence[str]], object], mean_chars: float, count: int = SAMPLE) -> float:
-    """Wall seconds per sentence of ``embed`` on ``count`` made-up sentences of ``mean_chars``: the faster of two
-    passes (the first pass of a shape also builds its kernels)."""
+    """Wall seconds per sentence of ``embed``: the faster of two passes (the first of a shape builds its kernels)."""
     best = float("inf")
     for sentences in (sample_sentences(count, mean_chars), sample_sentences(count, mean_chars, first=count)):
         start = time.perf_counter()
@@ -49,8 +44,7 @@ def seconds_per_sentence(embed: Callable[[Sequence[str]], object], mean_chars: f
 
 def measured_rates(work: Sequence[tuple[str, str, int, float]], device: str = "cpu",
                    build: Callable | None = None) -> dict[tuple[str, float], float]:
-    """``{(encoder, mean chars): seconds per sentence}`` for each ``(what, encoder, sentences, mean chars)`` of
-    ``work`` whose encoder builds and encodes; built with the run's random streams untouched."""
+    """``{(encoder, mean chars): seconds per sentence}`` for each encoder of ``work`` that builds and encodes."""
     build = build or build_source
     rates: dict[tuple[str, float], float] = {}
     notes = []

@@ -2,9 +2,7 @@
 
 ``check_hub_push`` runs in ``train()`` before anything is built, so offline, no token, a bad repo id or a
 read-only token fail in one line before hours of training, not after. The export must verify against its
-``export_manifest.json`` and carry a model card before it leaves the machine. Private unless ``--public``::
-
-    python -m sts_lightning.runs.hub_push outputs/train/<run>/export <owner>/<name> [--public] [--message "..."]
+manifest and carry a model card before it leaves the machine. Private unless ``--public``.
 """
 
 from __future__ import annotations
@@ -80,10 +78,7 @@ def _whoami(token: str, timeout: float) -> dict:
 
 
 def check_hub_local(repo_id: str, what: str, hint: str) -> str:
-    """The checks that need no network: a valid repo id, the hub not switched off, a token. Returns the token.
-
-    ``what`` names the push in messages; ``hint`` is the way out appended to an offline / no-token message.
-    """
+    """The checks that need no network: a valid repo id, the hub not switched off, a token (returned)."""
     check_repo_id(repo_id, what)
     offline = hub_offline()
     if offline:

@@ -1,9 +1,7 @@
 """Mine hard negatives: ``python -m sts_lightning.runs.mine_negatives --pairs <file> --encoder <name> --out <file>``.
 
-Reads (anchor, positive) pairs (anchor / positive or sent0 / sent1 columns, or NLI data's entailed pairs), encodes
-them with any encoder ``evaluate.py`` accepts, picks negatives by sentence-transformers' rules
-(``datamodules.hard_negatives``) and writes a file ``data.sources=[<out>] data.format=triplets`` trains on. Every
-bad option or input is one line, and all but the encoder are checked before the encoder loads.
+(anchor, positive) pairs, or NLI data's entailed pairs, encoded by any encoder ``evaluate.py`` accepts; negatives
+picked by sentence-transformers' rules, written as a file ``data.sources=[<out>] data.format=triplets`` trains on.
 """
 
 from __future__ import annotations

@@ -1,8 +1,4 @@
-"""The closing lines of a training run: what changed, where the results are, what to run next.
-
-Built from what the run wrote (``sts_before_after.md``, the best checkpoint, the export), so it never disagrees
-with the files.
-"""
+"""The closing lines of a training run: what changed, where the results are, what to run next (from its files)."""
 
 from __future__ import annotations
 

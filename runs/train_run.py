@@ -1,7 +1,6 @@
 """``train(cfg)``: build data, model, callbacks, loggers and trainer from the config, fit, export.
 
-Plain function so tests call it after Hydra ``compose()``; ``train.py`` is a thin wrapper. Every piece
-is ``hydra.utils.instantiate``d from its config group, so a new method needs only its config file.
+Every piece is ``hydra.utils.instantiate``d from its config group, so a new method needs only its config file.
 """
 
 from __future__ import annotations
@@ -51,8 +50,7 @@ log = logging.getLogger(__name__)
 
 
 def _build(node: DictConfig, **kwargs):
-    """``instantiate`` that lets our own ``ConfigError`` / ``DataError`` through unwrapped (Hydra wraps them; the
-    command can print them as one line only if it sees them)."""
+    """``instantiate`` that unwraps our own ``ConfigError`` / ``DataError``, so the command prints them as one line."""
     try:
         return instantiate(node, **kwargs)
     except InstantiationException as err:
@@ -72,9 +70,8 @@ def _instantiate_all(group: DictConfig | None) -> list:
 
 
 def ensure_val_loop(datamodule) -> None:
-    """Give a datamodule without validation data a one-item validation loader: the STS callback scores in
-    ``on_validation_epoch_end`` (so the trainer's ``val_check_interval`` sets how often, and ``ModelCheckpoint`` sees
-    the metric), and Lightning runs that loop only for a datamodule with ``val_dataloader``."""
+    """A one-item validation loader for a datamodule without one: the STS callback scores in
+    ``on_validation_epoch_end``, a loop Lightning runs only for a datamodule with ``val_dataloader``."""
     if is_overridden("val_dataloader", datamodule, parent=LightningDataModule):
         return
     # Own generator: an iterator of a generator-less DataLoader draws its base seed from the global RNG,
@@ -83,15 +80,15 @@ def ensure_val_loop(datamodule) -> None:
 
 
 def isolate_preparation(datamodule) -> None:
-    """Run the datamodule's ``prepare_data`` and ``setup`` with the run's random generators left untouched: they
-    draw only when a cache is cold, and the same command must train alike on a cold and a warm cache."""
+    """``prepare_data`` and ``setup`` leave the run's random generators untouched: they draw only when a cache is
+    cold, and a cold and a warm cache must train alike."""
     for hook in ("prepare_data", "setup"):
         setattr(datamodule, hook, rng_isolated(getattr(datamodule, hook)))
 
 
 def resolve_ckpt_path(ckpt_path: str | None, output_dir: Path) -> str | None:
-    """``"last"`` -> ``<output_dir>/checkpoints/last.ckpt`` when present (else a fresh start, said in two lines);
-    paths must exist. Our own ``"last"``: Lightning's looks only where the current ModelCheckpoint writes."""
+    """``"last"`` -> ``<output_dir>/checkpoints/last.ckpt`` when present, else a fresh start (Lightning's ``"last"``
+    looks only where the current ModelCheckpoint writes); paths must exist."""
     if ckpt_path in (None, ""):
         return None
     if str(ckpt_path) == "last":
@@ -114,8 +111,7 @@ def resolve_ckpt_path(ckpt_path: str | None, output_dir: Path) -> str | None:
 
 
 def check_not_diverged(model, metrics: dict) -> None:
-    """Raise ``DivergedError`` when the trained model or its final STS scores are not finite: the loss check stops
-    at the first non-finite loss, but the last step's update can still blow the weights up. Nothing is exported."""
+    """``DivergedError`` when the weights or final STS scores are not finite (the last update can blow them up)."""
     for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
         if tensor.is_floating_point() and not torch.isfinite(tensor.detach()).all():
             raise DivergedError(f"training diverged: {name} holds non-finite values after the last step; "
@@ -129,8 +125,7 @@ def check_not_diverged(model, metrics: dict) -> None:
 
 
 def refuse_foreign_run(output_dir: Path, ckpt_path: str | None) -> None:
-    """Refuse a fresh run in a directory that holds a run's checkpoints (it would write over them while the saved
-    config names only the new one); resuming (``ckpt_path=last`` or a path) is the one way back in."""
+    """Refuse a fresh run in a directory that holds a run's checkpoints: it would write over them."""
     folder = output_dir / "checkpoints"
     found = sorted(p.name for p in folder.glob("*.ckpt")) if folder.is_dir() else []
     if found and ckpt_path is None:
@@ -149,11 +144,7 @@ def _summary(trainer, output_dir: Path, elapsed_s: float, exported: bool) -> str
 
 
 def train(cfg: DictConfig) -> dict[str, float]:
-    """Fit the configured model; returns the final ``trainer.callback_metrics`` as floats.
-
-    Writes ``checkpoints/``, logger files and ``export/`` (when ``cfg.export``) under ``cfg.output_dir``. A SIGTERM /
-    SIGUSR1 stops every phase within a batch, exit 75 (``runs.stopping``).
-    """
+    """Fit the configured model into ``cfg.output_dir``; returns the final ``trainer.callback_metrics`` as floats."""
     group_in_use()
     run_begins()  # "step 1 starts ... after launch" counts from here for a later seed / stage of this process
     with listening(preemption_signals(cfg)):

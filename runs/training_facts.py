@@ -1,8 +1,7 @@
 """What a finished training run tells its export's model card (``embeddings.io.model_card.TrainingFacts``).
 
-Only the run knows its resolved config, data, steps, precision, wall time and STS table; all are read from what
-it has or wrote, so the card never disagrees with them. A resumed run must export the same bytes as an
-uninterrupted one: the config shows ``<run dir>`` and leaves out ``ckpt_path``; the wall time has a line of its own.
+A resumed run must export the same bytes as an uninterrupted one: the config shows ``<run dir>`` and leaves out
+``ckpt_path``; the wall time has a line of its own.
 """
 
 from __future__ import annotations
