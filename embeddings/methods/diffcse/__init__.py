@@ -1,9 +1,5 @@
-"""DiffCSE: its declaration (``embeddings.methods.declaration``).
-
-SimCSE plus conditional replaced-token detection: a frozen masked LM (the generator) edits each sentence, a
-discriminator whose [CLS] input is the sentence's vector finds the edited tokens. The export is the encoder with
-``cls`` pooling (the MLP, the discriminator and the generator are training devices only, as in the authors' code).
-"""
+"""DiffCSE: its declaration (``embeddings.methods.declaration``); the export is the encoder with ``cls`` pooling (the
+MLP, the discriminator and the generator are training devices only, as in the authors' code)."""
 
 from sts_lightning.embeddings.methods.declaration import ST_EXPORT, MethodDeclaration, Paper, Tiny
 from sts_lightning.embeddings.methods.rules import WEIGHT, Rule

@@ -1,9 +1,7 @@
 """Can ``model.generator`` be DiffCSE's generator? Answered from names and the disk alone, before torch loads.
 
-The generator loads after the encoder, so a mistake would surface only after the heavy imports. One line naming the
-key for: a name that cannot load, a packaged sentence encoder, the packaged masked LM when it is not built and its
-corpus is missing, or a local directory whose ``config.json`` has no MLM-head architecture. A hub name is left to the
-loader, which refuses a model whose MLM head would be new.
+The generator loads after the encoder, so a mistake would surface only after the heavy imports. A hub name is left
+to the loader, which refuses a model whose MLM head would be new.
 """
 
 from __future__ import annotations

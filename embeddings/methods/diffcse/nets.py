@@ -1,9 +1,6 @@
 """DiffCSE's training nets: the BatchNorm projection head, the conditional discriminator and the frozen generator.
 
-As voidism/DiffCSE: ``projection_mlp`` is ``ProjectionMLP`` (``--batchnorm``, BERT-initialised linears);
-``ConditionalDiscriminator`` is a copy of the starting encoder whose embedding output at the first position is the
-sentence vector (their ``cls_input``), with a ``Linear(h, 2)`` head; ``load_generator`` loads any masked LM, frozen,
-refusing one whose MLM head would be new (it would edit at random).
+As voidism/DiffCSE; a generator whose MLM head would be new is refused (it would edit at random).
 """
 
 from __future__ import annotations
@@ -22,7 +19,7 @@ __all__ = ["ConditionalDiscriminator", "load_generator", "other_vocabulary", "pa
 
 
 def projection_mlp(dim: int, init_std: float = 0.02) -> nn.Sequential:
-    """The authors' ``ProjectionMLP`` on ``dim``-wide vectors (see the module docstring)."""
+    """The authors' ``ProjectionMLP`` (``--batchnorm``) on ``dim``-wide vectors, linears initialised as BERT's."""
     head = nn.Sequential(nn.Linear(dim, 2 * dim, bias=False), nn.BatchNorm1d(2 * dim), nn.ReLU(inplace=True),
                          nn.Linear(2 * dim, dim, bias=False), nn.BatchNorm1d(dim, affine=False))
     for layer in (head[0], head[3]):
@@ -31,7 +28,8 @@ def projection_mlp(dim: int, init_std: float = 0.02) -> nn.Sequential:
 
 
 class ConditionalDiscriminator(nn.Module):
-    """Per-token replaced / kept logits of edited sentences, each conditioned on its sentence vector."""
+    """Per-token replaced / kept logits of edited sentences from a copy of the starting encoder whose first position's
+    embedding is the sentence vector (the authors' ``cls_input``)."""
 
     def __init__(self, encoder: nn.Module) -> None:
         super().__init__()

@@ -1,9 +1,6 @@
-"""DiffCSE's objective (Chuang et al., NAACL 2022) as pure functions on tensors.
-
-``cl_forward`` of voidism/DiffCSE: SimCSE's InfoNCE plus ``lambda_weight`` times a replaced-token-detection (RTD)
-cross-entropy. As the authors' code (the paper says "sampled" where the code takes the arg-max): the generator's
-arg-max at EVERY position, the first set back to [CLS] (``edit_tokens``); the RTD loss averages over all positions
-of the padded batch, padding included as "not replaced" (``rtd_loss``), so both views pad to the batch's longest.
+"""DiffCSE's objective (Chuang et al., NAACL 2022), ``cl_forward`` of voidism/DiffCSE: SimCSE's InfoNCE plus
+``lambda_weight`` times a replaced-token-detection (RTD) cross-entropy. As the code, not the paper ("sampled"): the
+generator's arg-max at EVERY position; RTD averages over the padded batch, so both views pad to the batch's longest.
 """
 
 from __future__ import annotations
@@ -21,10 +18,8 @@ __all__ = ["diffcse_loss", "edit_tokens", "rtd_accuracy", "rtd_loss"]
 
 
 def edit_tokens(predicted: Tensor, input_ids: Tensor, attention_mask: Tensor, cls_id: int) -> tuple[Tensor, Tensor]:
-    """(the edited sentences the discriminator reads, 0/1 replaced labels) from the generator's arg-max ids.
-
-    Padding positions get id 0 and label 0 (``g_pred * attention_mask``), the first position ``cls_id``.
-    """
+    """(edited sentences, 0/1 replaced labels) from the generator's arg-max ids; padding gets id 0 and label 0
+    (``g_pred * attention_mask``), the first position ``cls_id``."""
     edited = predicted.clone()
     edited[:, 0] = cls_id
     mask = attention_mask.to(edited.dtype)
@@ -48,11 +43,8 @@ def rtd_accuracy(logits: Tensor, replaced: Tensor, attention_mask: Tensor) -> Te
 def diffcse_loss(view1: Tensor, view2: Tensor, rtd_logits: Tensor, replaced: Tensor, temperature: float = 0.05,
                  lambda_weight: float = 0.005, gather: bool = True,
                  matryoshka: tuple[Sequence[int], Sequence[float]] | None = None) -> tuple[Tensor, Tensor, Tensor]:
-    """(total, contrastive, RTD) losses: ``simcse_loss(view1, view2) + lambda_weight * rtd_loss``.
-
-    ``matryoshka``: ``(dims, weights)`` for the InfoNCE term only; the RTD term stays one term on the full vector (the
-    discriminator reads the whole vector as its [CLS] input).
-    """
+    """(total, contrastive, RTD) losses; ``matryoshka`` ``(dims, weights)`` applies to InfoNCE only (the discriminator
+    reads the whole vector)."""
     if not lambda_weight >= 0:
         raise ValueError(f"lambda_weight must be >= 0, got {lambda_weight}")
     def infonce(a: Tensor, b: Tensor) -> Tensor:

@@ -1,8 +1,5 @@
 """SimCSE, unsupervised and supervised: the two declarations of this folder (``embeddings.methods.declaration``).
-
-Only the supervised recipe (MLP kept at evaluation) needs a scorer of its own: the other SimCSE exports are a plain
-pooling over the encoder (``cls`` / ``mean``) and load as such.
-"""
+Only the supervised recipe (MLP kept at evaluation) needs a scorer of its own."""
 
 from sts_lightning.embeddings.methods.declaration import (
               ST_EXPORT,

@@ -1,10 +1,5 @@
-"""SimCSE's objective (Gao, Yao & Chen, EMNLP 2021) as a pure function on tensors.
-
-InfoNCE over two dropout views of each sentence (unsupervised) or over NLI triplets (supervised, with a hard
-negative per anchor): ``cl_forward`` of princeton-nlp/SimCSE, the same scores as the shared gathered in-batch
-loss (``embeddings.methods.shared.in_batch``) at scale ``1 / temperature``, plus the supervised recipe's
-``hard_negative_weight`` added to each anchor's own hard-negative logit.
-"""
+"""SimCSE's objective (Gao, Yao & Chen, EMNLP 2021): ``cl_forward`` of princeton-nlp/SimCSE, the shared in-batch
+scores at scale ``1 / temperature``."""
 
 from __future__ import annotations
 
@@ -21,14 +16,9 @@ __all__ = ["simcse_loss"]
 @in_fp32
 def simcse_loss(view1: Tensor, view2: Tensor, hard_negatives: Tensor | None = None, temperature: float = 0.05,
                 hard_negative_weight: float = 0.0, gather: bool = True) -> Tensor:
-    """SimCSE's contrastive objective: row ``i`` of ``view1`` must pick row ``i`` of ``view2`` among all candidates
-    of the global batch, by cosine / ``temperature``; the mean over this rank's anchors.
-
-    Unsupervised: the same sentences under two dropout masks. Supervised: ``hard_negatives`` (row ``i`` belongs to
-    anchor ``i``), ``hard_negative_weight`` added to each anchor's OWN hard-negative logit (``cl_forward``; default 0,
-    the paper's best). Unlike ``cl_forward`` (detached gather), candidates are gathered WITH gradients, so DDP's
-    average gives exactly the single-device gradient of the global batch.
-    """
+    """Row ``i`` of ``view1`` must pick row ``i`` of ``view2`` among the global batch's candidates, by cosine /
+    ``temperature``. Supervised: ``hard_negative_weight`` is added to each anchor's OWN hard-negative logit. Unlike
+    ``cl_forward`` (detached gather), candidates are gathered WITH gradients: exactly the single-device gradient."""
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")
     if hard_negatives is not None and hard_negatives.shape != view1.shape:

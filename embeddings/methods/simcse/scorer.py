@@ -1,8 +1,5 @@
-"""SimCSE's MLP head (Linear + tanh over the pooled vector) and the scorer that evaluates through it.
-
-Unsupervised SimCSE drops the head at evaluation (``mlp_only_train``), supervised keeps it: ``tanh(W cls + b)``,
-exported as ``Transformer -> Pooling -> Dense(Tanh)``; ``SimCSEExportScorer`` reads that same ``Dense`` back.
-"""
+"""SimCSE's MLP head, kept at evaluation by the supervised recipe (exported as ``Dense(Tanh)``), and the scorer that
+evaluates through it."""
 
 from __future__ import annotations
 
