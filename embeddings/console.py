@@ -1,9 +1,7 @@
 """What a run prints: one line per event, readable in a terminal and in a log file alike.
 
-``configure_console`` (once per process) line-buffers log files and drops Lightning's duplicate handler and adverts.
-``progress`` wraps a long loop: a tqdm bar on a terminal, else a log line every ``every_s`` seconds (with a heartbeat).
-``phase`` gives several loops ONE counter and checks for a stop between its items (``check_stop``).
-"""
+``progress`` wraps a long loop (a tqdm bar on a terminal, else a log line every ``every_s`` seconds); ``phase`` gives
+several loops ONE counter and checks for a stop between its items."""
 
 from __future__ import annotations
 

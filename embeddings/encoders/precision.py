@@ -1,9 +1,7 @@
 """``encoder.precision``: the number format a frozen transformer encodes in (``fp32`` | ``bf16`` | ``fp16``).
 
-The weights are cast once (docs/speed.md); the token states handed out are fp32, so poolings and similarities are
-computed in fp32, and caches key on the precision. fp16 on a CPU is refused in one line; bf16 on a CPU without
-native bf16 (emulated, slower) falls back to fp32 with a warning.
-"""
+Token states are handed out in fp32, so poolings and similarities are fp32 and caches key on the precision; fp16 on a
+CPU is refused, bf16 on a CPU without native bf16 (emulated, slower) falls back to fp32 with a warning."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """Tokenization off the critical path: the next chunk of sentences is tokenized while the device runs this one.
 
-On CUDA only (docs/speed.md): the fast tokenizer runs without the GIL, so a thread overlaps it with the forward
-passes, in chunks of ``CHUNK`` sentences each sorted and batched on its own. On the CPU the forward keeps every core
-busy, so the whole list is tokenized once and sorted as a whole.
-"""
+On CUDA only: the fast tokenizer releases the GIL, so a thread overlaps it with the forward passes; on the CPU the
+forward keeps every core busy, so the whole list is tokenized once and sorted as a whole."""
 
 from __future__ import annotations
 

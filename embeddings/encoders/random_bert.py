@@ -1,8 +1,5 @@
-"""A seeded, randomly initialised BERT with the bert-base-uncased vocabulary: training from scratch.
-
-``bert-random-4x256`` is what ``make run`` trains, where learning is visible in minutes on a CPU. Its weights are a
-pure function of the seed and config; the tokenizer ships with the packaged all-MiniLM-L6-v2.
-"""
+"""A seeded, randomly initialised BERT with the bert-base-uncased vocabulary: ``bert-random-4x256``, what ``make
+run`` trains from scratch (learning visible in minutes on a CPU); its weights are a function of seed and config."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Static word vectors (GloVe) behind the same ``BaseEncoder`` interface as the transformers.
-
-A one-layer ``TokenBatch`` lets every pooling run on them; there is no [CLS], so ``cls`` pooling is refused and the
-layer poolings reduce to ``mean``.
-"""
+"""Static word vectors (GloVe) behind the same ``BaseEncoder`` interface as the transformers: one layer and no
+[CLS] (``cls`` pooling is refused; the layer poolings reduce to ``mean``)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""An encoder's vector size read from the disk alone (no torch, no weights): ``width_on_disk``.
-
-So ``model.matryoshka_dims=[1024]`` on a 384-d model is refused before anything loads: the packaged-model table, a
-directory's ``config.json`` or the Hugging Face cache answer; else ``None`` (the loaded model is checked instead).
-"""
+"""An encoder's vector size read from the disk alone (no torch, no weights), so ``model.matryoshka_dims=[1024]`` on
+a 384-d model is refused before anything loads; ``None`` when only loading would tell."""
 
 from __future__ import annotations
 

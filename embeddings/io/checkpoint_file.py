@@ -1,8 +1,5 @@
-"""The one place a training checkpoint (``.ckpt``) is read: weights only, with one-line errors naming the file.
-
-``torch.load`` without ``weights_only=True`` runs whatever a crafted file pickles, and a truncated file raises a
-miniz error naming neither the file nor a fix. Every checkpoint we load (resume, ``encoders=[x.ckpt]``) goes here.
-"""
+"""The one place a training checkpoint (``.ckpt``) is read: weights only (a crafted pickle runs code), with one-line
+errors naming the file (a truncated one raises a miniz error naming neither the file nor a fix)."""
 
 from __future__ import annotations
 

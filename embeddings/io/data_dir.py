@@ -1,8 +1,5 @@
-"""The default data directory: ``$STS_DATA_DIR``, else ``../shared/data`` beside a checkout where it exists.
-
-Why in layer 0: the STS readers (``sts.tasks``) and the packaged models built from local text (DiffCSE's generator,
-``embeddings.encoders.packaged``) look in the same place; one definition, below both.
-"""
+"""The default data directory: ``$STS_DATA_DIR``, else ``../shared/data`` beside a checkout where it exists. In
+layer 0: the STS readers and the packaged models built from local text (DiffCSE's generator) share it."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """A write that ran out of disk space, told in one line: the file, the bytes it needs and the bytes free.
 
 ENOSPC / EDQUOT surfaces from deep inside ``torch.save``, safetensors or numpy, often disguised as a ``RuntimeError``
-with the ``OSError`` as its ``__context__``. "Needs" is the larger of the writer's estimate (``needed``) and the
-previous copy's size, else the bytes written before the failure ("more than"), else "needs more space".
-"""
+with the ``OSError`` as its ``__context__``."""
 
 from __future__ import annotations
 

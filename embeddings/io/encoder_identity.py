@@ -1,10 +1,7 @@
 """What identifies a loaded encoder's weights: a head fitted on one encoder must refuse another.
 
-A head fitted on frozen vectors (BERT-whitening's ``mu`` and ``W``) gives meaningless vectors on another encoder of
-the same width. An export records the name, width, precision and a SHA-256 over every parameter rounded to bfloat16
-(fp32 and bf16 loads agree; any training step changes it). ``check_fitted_on`` is the one check every fitted export
-runs before it scores: one ``ConfigError`` line, or one warning with ``allow_other_encoder: true``.
-"""
+A fitted head (BERT-whitening's ``mu`` and ``W``) is meaningless on another encoder of the same width. An export
+records name, width, precision and a SHA-256 over the parameters rounded to bf16 (fp32 and bf16 loads agree)."""
 
 from __future__ import annotations
 

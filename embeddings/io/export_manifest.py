@@ -1,9 +1,7 @@
 """``export_manifest.json``: every export lists its files with sizes and SHA-256, and is checked when loaded.
 
-A truncated or garbled weight file fails deep inside safetensors, or loads and scores silently wrong. The manifest
-is written last inside ``export_directory``'s temporary directory, and ``verify_export`` (every export loader)
-refuses a missing or changed file in one line. Files added later are not checked; no manifest loads as before.
-"""
+A truncated or garbled weight file fails deep inside safetensors, or scores silently wrong; ``verify_export`` refuses
+a missing or changed file in one line (files added later are not checked; no manifest loads as before)."""
 
 from __future__ import annotations
 

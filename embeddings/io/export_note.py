@@ -1,9 +1,7 @@
 """``LOADING.md``: every export says, inside itself, how to load the vectors that were evaluated.
 
-The wrong loader fails silently (``SentenceTransformer`` loads any Hugging Face directory with mean pooling), so the
-note names the sentence-transformers status and the exact ``evaluate.py`` command that reproduces the scores.
-``loading_body`` (the note without its title) is what the model card embeds.
-"""
+The wrong loader fails silently (``SentenceTransformer`` mean-pools any HF directory), so the note names the
+sentence-transformers status and the exact ``evaluate.py`` command; the model card embeds ``loading_body``."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Where the package's own files are, the same way in a checkout and in an installed wheel.
-
-The configs are package data two levels above this file in both (setup.py maps ``configs/`` to
-``sts_lightning.configs``). :data:`CHECKOUT` is ``None`` in an installed wheel (no ``pyproject.toml`` there).
-"""
+"""Where the package's own files are, the same way in a checkout and in an installed wheel (the configs are package
+data two levels above this file in both); :data:`CHECKOUT` is ``None`` in a wheel (no ``pyproject.toml``)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """The sentence-transformers side of an exported encoder: ``SentenceTransformer(path)`` = our pooled vector.
 
-Without ``modules.json`` sentence-transformers silently mean-pools, so what it can reproduce is written here and
-anything else is refused (``embeddings.io.st_refusal``): ``cls`` / ``mean`` / ``max`` as ``Pooling``; the layer
-averages as ``WeightedLayerPooling`` then a mean ``Pooling``; SimCSE's ``Linear`` + ``tanh`` as ``Dense``. Only
-public module classes are used, saved by their own ``save``.
-"""
+Without ``modules.json`` it silently mean-pools, so what it can reproduce is written with its public module classes
+and anything else is refused (``embeddings.io.st_refusal``)."""
 
 from __future__ import annotations
 

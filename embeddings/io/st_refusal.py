@@ -1,9 +1,7 @@
 """A ``modules.json`` that makes sentence-transformers refuse an export whose vectors it cannot compute.
 
-Without one, ``SentenceTransformer(path)`` loads any directory with mean pooling, silently. Such an export names
-``NotSentenceTransformers``, a class outside sentence-transformers: it is refused unless ``trust_remote_code=True``,
-and then this class's ``load`` raises one line saying how to load it (``sts_lightning.load(path)``).
-"""
+It names ``NotSentenceTransformers``, a class outside sentence-transformers: refused unless ``trust_remote_code=True``,
+and then its ``load`` raises one line saying how to load the export."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""``evaluate.py dims=[...]`` / ``sts_lightning.load(dim=)`` checked without torch (``check_dims``).
-
-Why a module of its own: ``runs/config_checks.py`` refuses ``dims=[0]`` before ``evaluate.py`` imports torch; the
-truncated scorer (``truncated``) needs torch and re-exports this check.
-"""
+"""``evaluate.py dims=[...]`` / ``sts_lightning.load(dim=)`` checked without torch, so ``runs/config_checks.py``
+refuses ``dims=[0]`` before ``evaluate.py`` imports torch (the ``truncated`` scorer re-exports it)."""
 
 from __future__ import annotations
 

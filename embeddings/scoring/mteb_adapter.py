@@ -1,10 +1,6 @@
-"""Any ``Scorer`` as an ``mteb`` model (mteb 2.x ``EncoderProtocol``), so ``mteb`` STS tasks score OUR method.
-
-``encode`` packs the scorer's representation into one row per sentence and ``similarity_pairwise`` unpacks it and
-calls ``scorer.similarity``, so mteb's ``spearman`` is ``evaluate.py``'s number for every scorer (its
-``cosine_spearman`` agrees only for cosine scorers: ``scores_by_cosine``). ``prepare`` represents every sentence in
-one call, as ``Scorer.score_pairs`` does. mteb is imported only where its types are needed.
-"""
+"""Any ``Scorer`` as an ``mteb`` 2.x model: ``encode`` packs the representation into one row per sentence and
+``similarity_pairwise`` unpacks it for ``scorer.similarity``, so mteb's ``spearman`` is ``evaluate.py``'s number for
+every scorer (its ``cosine_spearman`` only for cosine scorers). mteb is imported only where its types are needed."""
 
 from __future__ import annotations
 

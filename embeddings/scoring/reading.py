@@ -1,10 +1,6 @@
-"""What a scorer reads from its encoder: a ``Reading``, computed once per evaluation for every scorer that reads it.
-
-Most scorers are one deterministic encoder pass, then a function of it. Declaring the pass's product lets the
-evaluation compute it once per encoder (``shared_pass``), keep it while the encoder is frozen, and cache it on disk
-(``reading_cache``). ``pooled``: one vector per sentence, ``name`` identifying the maths (the cache key);
-``layer``: one hidden state's real token states, read through ``LayerMemoEncoder``. Eval-mode passes only.
-"""
+"""What a scorer reads from its encoder: a ``Reading`` (``pooled``: one vector per sentence, ``name`` naming the
+maths; ``layer``: one hidden state's token states), computed once per encoder (``shared_pass``), kept while the
+encoder is frozen and cached on disk (``reading_cache``). Eval-mode passes only."""
 
 from __future__ import annotations
 

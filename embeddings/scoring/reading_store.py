@@ -1,9 +1,7 @@
 """The readings of one encoder, each computed once per sentence: in memory for the process, on disk across runs.
 
-Every scorer that reads a pooled vector or a layer asks the store instead of the encoder: one pass per evaluation,
-a frozen encoder's readings kept across epochs, Sen2Pro's deterministic passes reused. ``fill`` encodes what it
-lacks in ONE ``encode`` call in the caller's order, so a cold store computes exactly what ``represent`` would.
-"""
+``fill`` encodes what it lacks in ONE ``encode`` call in the caller's order, so a cold store computes exactly what
+``represent`` would."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The scorer interface: sentences -> representation, two representations -> similarity.
-
-Every method ends in a ``Scorer``; evaluation, the training callback and export speak only to it. A representation
-is a dict of tensors indexed by sentence (``{"embedding": (n, d)}``, Sen2Pro's ``{"mean", "var"}``, ...).
-"""
+"""The scorer interface: sentences -> representation (a dict of tensors indexed by sentence), two representations
+-> similarity. Every method ends in a ``Scorer``; evaluation, the training callback and export speak only to it."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """Run every scorer of one encoder off ONE forward pass: each reading (``embeddings.scoring.reading``) once.
 
-The poolings read the same token states, whitening and BERT-flow a pooled vector, Latte-Mix one layer. A
-``ReadingScorer`` of this encoder with the pass's batch size is served from the store; one with
-``use_readings(store)`` (Sen2Pro) gets it; everything else passes through.
-"""
+A ``ReadingScorer`` of this encoder with the pass's batch size is served from the store; one with
+``use_readings(store)`` (Sen2Pro) gets it; everything else passes through."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""A vector scorer read at fewer dimensions: the first ``dim`` numbers of each vector, compared by cosine.
-
-For Matryoshka-trained models: ``evaluate.py dims=[...]`` rows ``<scorer>@<dim>`` and ``sts_lightning.load(...,
-dim=128)``, as sentence-transformers' ``truncate_dim``. Other representations raise ``UnsupportedError`` (n/a).
-"""
+"""A vector scorer read at fewer dimensions: the first ``dim`` numbers of each vector, compared by cosine
+(Matryoshka models; as sentence-transformers' ``truncate_dim``). Other representations raise ``UnsupportedError``."""
 
 from __future__ import annotations
 

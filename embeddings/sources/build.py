@@ -1,9 +1,7 @@
 """From a source spec to a ``SentenceSource``, including a meta-embedding export used as a source.
 
-A meta-embedding export is built from source specs and is itself a source (SED distils one), so building a source
-and loading a meta-embedding recurse into each other: both live here, with the two registry scorers that build
-their own sources (``source`` and ``meta``).
-"""
+A meta-embedding export is built from source specs and is itself a source (SED distils one), so the two recurse
+into each other and live here, with the registry scorers ``source`` and ``meta``."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Source vectors of a sentence list, computed once and kept in a ``.npy`` cache (``embeddings.io.npy_cache``).
-
-Ensembles are fitted and distilled from FROZEN sources; the cache is named by a hash of the source's fingerprint
-and the sentences, so another corpus, model, pooling or prefix is never served stale vectors.
-"""
+"""Source vectors of a sentence list, computed once and kept in a ``.npy`` cache named by a hash of the source's
+fingerprint and the sentences, so another corpus, model, pooling or prefix is never served stale vectors."""
 
 from __future__ import annotations
 

