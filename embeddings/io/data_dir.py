@@ -9,8 +9,7 @@ from pathlib import Path
 from sts_lightning.embeddings.io.package_files import CHECKOUT
 
 DATA_DIR_ENV = "STS_DATA_DIR"
-# ``../shared/data`` beside a checkout: the default when neither paths.data_dir nor $STS_DATA_DIR is set. An installed
-# package has no such default (embeddings.io.package_files): $STS_DATA_DIR or paths.data_dir says where the data is.
+# The default beside a checkout only: an installed package needs $STS_DATA_DIR or paths.data_dir.
 CHECKOUT_DATA_DIR = CHECKOUT.parent / "shared" / "data" if CHECKOUT is not None else None
 
 

@@ -16,8 +16,7 @@ def file_stat(path: Path) -> dict:
 
 def model_fingerprint(name: str) -> dict:
     """The model name plus size / mtime of its files when it is (or resolves to) a local directory (a directory
-    retrained in place keeps its name, not its stats).
-    """
+    retrained in place keeps its name, not its stats)."""
     try:
         local = Path(resolve_model_path(name))
     except ConfigError:  # a static packaged model: its package version is its identity

@@ -1,6 +1,5 @@
 """``require_file``: the one check that an input file is there and readable, with the message that fits (missing,
-a directory, a dangling link or unreadable are different fixes).
-"""
+a directory, a dangling link or unreadable are different fixes)."""
 
 from __future__ import annotations
 

@@ -143,15 +143,6 @@ class MTEBScorerModel:
         """Forget prepared representations (before another task whose call-dependent scorer needs its own)."""
         self._rows, self._rep, self._layout = {}, None, None
 
-    def represent_packed(self, sentences: Sequence[str]) -> np.ndarray:
-        """Packed rows of ``sentences`` (prepared on the spot if needed), in input order."""
-        sentences = list(sentences)
-        self.prepare(sentences)
-        if not sentences:
-            return np.zeros((0, sum(f.width for f in self._layout or ())), dtype=np.float32)
-        rows = torch.tensor([self._rows[s] for s in sentences], dtype=torch.long)
-        return pack(take(self._rep, rows), self._layout)
-
     def _unpack(self, array: Any) -> Representation:
         if self._layout is None:
             raise ValueError("similarity before any encode: this model has no representation layout yet")
@@ -160,8 +151,14 @@ class MTEBScorerModel:
     # -- mteb's EncoderProtocol ---------------------------------------------------------------------------
     def encode(self, inputs: Any, *, task_metadata: Any = None, hf_split: str | None = None,
                hf_subset: str | None = None, prompt_type: Any = None, **kwargs: Any) -> np.ndarray:
-        """Packed representation rows; prompts are ignored (none of our scorers uses instructions)."""
-        return self.represent_packed(batch_texts(inputs))
+        """Packed representation rows in input order, prepared on the spot if needed; prompts are ignored (none of
+        our scorers uses instructions)."""
+        sentences = batch_texts(inputs)
+        self.prepare(sentences)
+        if not sentences:
+            return np.zeros((0, sum(f.width for f in self._layout or ())), dtype=np.float32)
+        rows = torch.tensor([self._rows[s] for s in sentences], dtype=torch.long)
+        return pack(take(self._rep, rows), self._layout)
 
     def similarity_pairwise(self, embeddings1: Any, embeddings2: Any) -> torch.Tensor:
         """``scorer.similarity`` of aligned rows: the score mteb reports as ``spearman`` / ``pearson``."""
