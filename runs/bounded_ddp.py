@@ -1,9 +1,8 @@
 """How a multi-rank run ends: a lost rank stops the others in bounded time with one line; a clean run exits 0.
 
 A lost rank otherwise leaves the others a long gloo traceback, a SIGKILL or a 30-minute wait. Every collective times
-out after ``trainer.collective_timeout_s``; rank 0 watches its child ranks (a grace period, then exit 69);
-:func:`stop_on_lost_rank` turns the error into :class:`RankLostError`, or a stop (75) when this rank was signalled
-too. After a clean ``train()`` the process group is destroyed before Python's teardown, where gloo aborts (exit -6).
+out after ``trainer.collective_timeout_s`` and rank 0 watches its child ranks. After a clean ``train()`` the process
+group is destroyed before Python's teardown, where gloo aborts (exit -6).
 """
 
 from __future__ import annotations
@@ -49,8 +48,8 @@ def how_it_ended(code: int) -> str:
 
 
 class _ChildWatch(threading.Thread):
-    """Rank 0's observer of its child ranks: records the first one to end with a failure; if rank 0 has not
-    stopped by itself ``grace_s`` later, prints the one line, kills the other children and exits."""
+    """Rank 0's observer of its child ranks: once one failed, if rank 0 has not stopped by itself ``grace_s`` later,
+    prints the one line, kills the other children and exits 69."""
 
     def __init__(self, procs: list, resume: str, grace_s: float = GRACE_S):
         super().__init__(daemon=True, name="rank-watch")
@@ -74,8 +73,8 @@ class _ChildWatch(threading.Thread):
 
 
 def wait_for_children(procs: list, grace_s: float = GRACE_S) -> None:
-    """Give the child ranks ``grace_s`` to stop by themselves (a preempted run: they stop at the same batch or step),
-    then SIGKILL those still running (one waiting in a collective for this rank, which stopped alone)."""
+    """Give the child ranks ``grace_s`` to stop by themselves, then SIGKILL those still running (one may wait in a
+    collective for this rank, which stopped alone)."""
     deadline = time.monotonic() + grace_s
     for proc in procs:
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -132,11 +131,8 @@ def resume_hint(output_dir: Path) -> str:
 
 @contextmanager
 def stop_on_lost_rank(trainer, output_dir: Path) -> Iterator[None]:
-    """Run a DDP stretch (``fit``, the export barrier); a lost peer becomes :class:`RankLostError` (one line).
-
-    Single-process runs pass through untouched. Rank 0 also kills child ranks that are still alive (hung), so a
-    failed run leaves no process behind.
-    """
+    """Run a DDP stretch (``fit``, the export barrier); a lost peer becomes :class:`RankLostError` (one line), or a
+    stop (75) when this rank was signalled too. Rank 0 kills hung child ranks, so no process is left behind."""
     strategy = trainer.strategy
     if isinstance(strategy, BoundedDDPStrategy):
         strategy.resume = resume_hint(output_dir)
@@ -191,8 +187,8 @@ def release_group_at_exit() -> None:
 
 
 def release_group() -> None:
-    """Collect the cycles that hold the group (trainer, DDP wrapper), then destroy it, joining gloo's worker
-    threads; a no-op unless the last run ended cleanly (else the destructor would wait for a queued collective)."""
+    """Collect the cycles that hold the group, then destroy it; a no-op unless the last run ended cleanly (else the
+    destructor would wait for a queued collective)."""
     if _clean and dist.is_available() and dist.is_initialized():
         gc.collect()
         dist.destroy_process_group()

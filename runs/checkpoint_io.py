@@ -1,10 +1,8 @@
 """Checkpoints written atomically beside their target and read back through the one checked loader.
 
-Lightning's ``TorchCheckpointIO`` writes a temporary file in the system temp directory and moves it over
-``last.ckpt``: across file systems that is a copy, and a kill during it truncates the one file a resume needs.
-Here the temporary file sits beside the target (``embeddings.io.atomic``), is fsynced before the rename, and a
-full disk raises ``DiskFullError`` with the bytes needed while ``last.ckpt`` stays the previous one. Loads go
-through ``embeddings.io.checkpoint_file.load_checkpoint``; remote paths (``s3://``) keep Lightning's behaviour.
+Lightning's ``TorchCheckpointIO`` moves a file from the system temp directory over ``last.ckpt``: across file
+systems a copy, which a kill truncates. Here it sits beside the target and is fsynced before the rename; a full disk
+raises ``DiskFullError`` while ``last.ckpt`` stays the previous one. Remote paths keep Lightning's behaviour.
 """
 
 from __future__ import annotations

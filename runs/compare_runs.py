@@ -1,10 +1,8 @@
 """Compare finished runs offline: ``python -m sts_lightning.runs.compare_runs <run dir> [<run dir> ...] --out <dir>``.
 
-Any mix of training and evaluate run directories (``runs.run_results``) becomes one markdown table and one PNG
-dot chart of STS Spearman x100, tasks in the papers' order, the average last. A cell is marked ``~`` when its
-paired difference to its column's best has an interval containing 0 (``runs.row_differences``: a paired bootstrap
-on the same pairs, or the seeds of two seed groups; overlapping separate intervals are not a test). Below the
-table, every row minus the first row.
+Any mix of training and evaluate run directories becomes one markdown table and one PNG dot chart of STS Spearman
+x100. A cell is marked ``~`` when its paired difference to its column's best has an interval containing 0 (a paired
+bootstrap on the same pairs, or two seed groups' seeds: overlapping separate intervals are not a test).
 """
 
 from __future__ import annotations
@@ -29,8 +27,7 @@ LEGEND = (f"{SAME}: the paired difference to the column's best has a 95% interva
 
 
 def flatten(runs: list[RunRows]) -> list[Row]:
-    """One row per (run, stage); a label two runs share gets the run directory's name appended, and one still
-    shared (one evaluate run's two rows of an older ``results.json``) a number."""
+    """One row per (run, stage); a label two runs share gets the run directory's name appended, else a number."""
     counts: dict[str, int] = {}
     for run in runs:
         counts[run.label] = counts.get(run.label, 0) + 1
@@ -73,9 +70,8 @@ def _fmt(value: float | None) -> str:
 
 
 def markdown_table(rows: list[Row], differences: RowDifferences | None = None) -> str:
-    """run | stage | one column per task | avg (over the tasks every row has; named when that is not all); cells
-    whose paired difference to their column's best contains 0 marked ``~`` (module docstring), with a legend line;
-    below, every row minus the first (where a paired difference exists)."""
+    """run | stage | one column per task | avg (over the tasks every row has), cells marked ``~`` with a legend
+    line; below, every row minus the first (where a paired difference exists)."""
     tasks, common = task_columns(rows)
     avg_name = _avg_name(tasks, common)
     columns: list[tuple[str, list[float | None]]] = [(t, [scores.get(t) for _, _, scores in rows]) for t in tasks]
@@ -108,10 +104,7 @@ def _differences_section(rows: list[Row], columns: list[str], avg_name: str | No
 
 
 def chart_rows(rows: list[Row]) -> list[Row]:
-    """``sts.score_chart`` rows: each row's tasks plus the table's average column, under the table's name.
-
-    An average of one common task is that task again: no panel for it.
-    """
+    """``sts.score_chart`` rows: each row's tasks plus the table's average column (none of one task: that task)."""
     tasks, common = task_columns(rows)
     name = _avg_name(tasks, common) if len(common) > 1 else None
     return [(label, stage, {**scores, **({name: _mean([scores[t] for t in common])} if name else {})})
@@ -119,8 +112,7 @@ def chart_rows(rows: list[Row]) -> list[Row]:
 
 
 def chart_spreads(runs: list[RunRows]) -> list[Intervals]:
-    """Each row's error bars, in ``flatten``'s order: a seed group's mean +- std (a bootstrap interval is not drawn:
-    the table's paired differences are the comparison)."""
+    """Each row's error bars: a seed group's mean +- std (not a bootstrap interval: the paired differences compare)."""
     return [(run.intervals.get(stage, {}) if run.seeds else {}) for run in runs for stage, _ in run.rows]
 
 

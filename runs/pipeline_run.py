@@ -1,11 +1,8 @@
-"""Chained training stages from one config: ``python train.py experiment=pipeline/ct_sed_flow``.
+"""Chained training stages from one config (SED's NLI -> CT -> SED -> Flow): ``experiment=pipeline/ct_sed_flow``.
 
-SED's models are chains (NLI -> CT -> SED -> Flow) where each stage starts from the export(s) of the one before.
-Each stage of ``pipeline.stages`` is an ordinary ``train`` config composed from its overrides, run once per seed
-into ``<output_dir>/<stage>/seed<k>``. In an override, ``{name}`` is the export(s) of stage ``name`` (one path,
-or ``[p1,p2,...]``) and ``{name:each}`` the export of the same seed index. A stage-seed with an export and
-``metrics.json`` is skipped, so an interrupted pipeline resumes. ``pipeline_sts.md`` / ``.json`` hold the STS
-table: the start, every stage (mean +- std and max over seeds), and for ``ensemble_of: <stage>`` the ensemble.
+Each stage is an ordinary ``train`` config composed from its overrides, run once per seed into
+``<output_dir>/<stage>/seed<k>``; in an override, ``{name}`` is the export(s) of stage ``name`` and ``{name:each}``
+the export of the same seed index. A finished stage-seed is skipped, so an interrupted pipeline resumes.
 """
 
 from __future__ import annotations
@@ -35,7 +32,7 @@ PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_]+)(:each)?\}")
 
 
 def substitute(override: str, exports: dict[str, list[str]], index: int) -> str:
-    """Replace ``{stage}`` / ``{stage:each}`` in one override string (see the module docstring)."""
+    """Replace ``{stage}`` (one path, or ``[p1,p2,...]``) / ``{stage:each}`` in one override string."""
 
     def replace(match: re.Match) -> str:
         name, each = match.group(1), match.group(2)
@@ -115,7 +112,7 @@ def pipeline_table(rows: list[dict], tasks: list[str]) -> str:
 
 
 def run_pipeline(cfg: DictConfig) -> dict[str, float]:
-    """Run every stage x seed in order; returns the last stage's mean metrics."""
+    """Run every stage x seed in order, write ``pipeline_sts.md`` / ``.json``; returns the last stage's means."""
     spec = cfg.pipeline
     if not spec.get("stages"):
         raise ConfigError("pipeline.stages is empty: list at least one stage {name, overrides, seeds}")

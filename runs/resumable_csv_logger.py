@@ -1,8 +1,7 @@
-"""``ResumableCSVLogger``: Lightning's ``CSVLogger`` that keeps a resumed run's earlier rows.
+"""``ResumableCSVLogger``: Lightning's ``CSVLogger`` keeping a resumed run's rows (its writer deletes ``metrics.csv``).
 
-Lightning's writer deletes ``metrics.csv`` in a non-empty directory, so a resume lost the interrupted attempt's
-rows. This one keeps the file and, at its first save, drops only the rows at or after the first step it logs
-(they are logged again); a fresh run starts at step 0 and so replaces an old file.
+At its first save it drops only the rows at or after the first step it logs (logged again); a fresh run starts at
+step 0 and so replaces an old file.
 """
 
 from __future__ import annotations
@@ -45,7 +44,7 @@ class _ResumableWriter(KeepsCSVFile, ExperimentWriter):
 
 
 class ResumableCSVLogger(CSVLogger):
-    """``CSVLogger`` whose ``metrics.csv`` survives a resume in the same directory (see the module docstring)."""
+    """``CSVLogger`` whose ``metrics.csv`` survives a resume in the same directory."""
 
     @property
     @rank_zero_experiment

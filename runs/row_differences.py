@@ -1,7 +1,5 @@
-"""Paired differences between the rows of a ``compare_runs`` table: what its ``~`` marks and difference table say.
-
-Two rows with per-pair similarities on disk are compared by a paired bootstrap on the same pairs (``sts.paired``),
-refused in one line when their pairs differ; two seed groups by their seeds; any other two have no paired statistic.
+"""Paired differences between the rows of a ``compare_runs`` table: a paired bootstrap on the same pairs (refused
+when their pairs differ) where both have per-pair similarities on disk, else two seed groups' seeds, else none.
 """
 
 from __future__ import annotations

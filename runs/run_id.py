@@ -1,8 +1,6 @@
-"""``${run_id:}``: six random hex digits beside the time, so two runs started in one second get two directories.
-
-Cached, so every resolution of ``hydra.run.dir`` in one process sees the same suffix. Also ``${rank_zero_only:x}``
-and ``${rank_suffix:}`` (configs/hydra/default.yaml): ranks launched by torchrun or srun share one ``hydra.run.dir``;
-only global rank 0 writes ``.hydra/`` there, and every other rank logs to a file of its own (``train.rank1.log``).
+"""``${run_id:}``: six random hex digits beside the time (cached per process), so two runs started in one second get
+two directories. ``${rank_zero_only:x}`` / ``${rank_suffix:}``: ranks launched by torchrun or srun share one run
+directory, where only rank 0 writes ``.hydra/`` and every other rank logs to a file of its own.
 """
 
 from __future__ import annotations
@@ -25,8 +23,8 @@ def register_run_id() -> None:
 
 
 def launched_rank() -> str:
-    """``""`` in the process of global rank 0 (or one started alone), else a label of its rank, from the variables
-    the launcher set (torchrun, SLURM, Lightning's ``NODE_RANK`` / ``LOCAL_RANK``): Hydra composes before torch does."""
+    """``""`` on global rank 0 (or alone), else a label of its rank, from the launcher's variables (Hydra composes
+    before torch does)."""
     for key in ("RANK", "SLURM_PROCID"):
         value = os.environ.get(key, "")
         if value.isdigit():

@@ -1,7 +1,6 @@
 """Short names of a training run (method, backbone, experiment): W&B group and tags, comparison-table labels.
 
-One place, so the W&B dashboard and ``runs.compare_runs`` name a run alike; plain mappings in, strings out, so a
-live config and a saved ``.hydra/config.yaml`` are labelled the same way.
+One place, so W&B and ``runs.compare_runs`` name a run alike, from a live config or a saved one.
 """
 
 from __future__ import annotations
@@ -13,8 +12,7 @@ from sts_lightning.embeddings.methods.registry import aliases
 
 
 def method_name(model: Mapping) -> str:
-    """The method's declared name, from ``model._target_`` (saved in every config, unlike Hydra's group choice);
-    former module names map through the declarations' ``aliases``."""
+    """The method's declared name, from ``model._target_`` (saved in every config, unlike Hydra's group choice)."""
     target = str(model.get("_target_") or "")
     parts = target.split(".")
     module = parts[-2] if len(parts) >= 2 else target
@@ -22,8 +20,7 @@ def method_name(model: Mapping) -> str:
 
 
 def short_name(spec: object) -> str:
-    """The last path component of a model name or path: ``sentence-transformers/all-MiniLM-L6-v2`` ->
-    ``all-MiniLM-L6-v2``; an export directory keeps its parent (``seed0/export``), "export" alone says nothing."""
+    """The last path component of a model name or path; an export directory keeps its parent (``seed0/export``)."""
     path = PurePath(str(spec).rstrip("/"))
     if path.name == "export" and path.parent.name:
         return f"{path.parent.name}/export"
@@ -43,6 +40,5 @@ def run_tags(model: Mapping) -> list[str]:
 
 
 def run_group(model: Mapping, experiment: str | None) -> str:
-    """The experiment's name as typed (``<method>/minilm_l3`` for ``configs/experiment/<method>/minilm_l3.yaml``),
-    else the method: seeds of one recipe group. W&B allows ``/`` in a group (only run ids forbid it)."""
+    """The experiment's name as typed (``<method>/minilm_l3``), else the method: seeds of one recipe group."""
     return str(experiment) if experiment else method_name(model)

@@ -1,9 +1,7 @@
 """Read the STS results of a finished run directory into labelled rows, from files (no W&B server needed).
 
-Evaluate runs: ``results.json`` (one row per encoder / scorer, bootstrap intervals, ``predictions.npz``). Seed
-groups: ``seeds_sts.json`` (the seeds' means, mean +- std, every seed's scores). Training runs:
-``csv/metrics.csv``, else ``sts_before_after.md``, else the W&B run's final table; ``sts_predictions/<stage>.npz``.
-The label (experiment / method / backbone / seed) comes from ``.hydra/``, as the W&B group and tags name the run.
+Evaluate runs: ``results.json``; seed groups: ``seeds_sts.json``; training runs: ``csv/metrics.csv``, else
+``sts_before_after.md``, else the W&B run's final table. Labels come from ``.hydra/``, as W&B names the run.
 """
 
 from __future__ import annotations
@@ -28,9 +26,8 @@ Interval = tuple[float, float]
 
 @dataclass
 class RunRows:
-    """One run directory's rows: ``(stage, {task: Spearman x100})`` with stage before / after / an eval label;
-    ``intervals``: per stage, ``{task: (lo, hi)}`` where known (``avg``: the seeds' average); ``predictions``: per
-    stage, the ``(npz file, system)`` of its per-pair similarities; ``seeds``: a seed group's ``{seed: {task: x}}``."""
+    """One run directory's rows, ``(stage, {task: Spearman x100})``; per stage, ``intervals`` where known and the
+    ``predictions`` file of its per-pair similarities; ``seeds``: a seed group's ``{seed: {task: x}}``."""
 
     run_dir: Path
     label: str
@@ -135,8 +132,7 @@ def _interval(scores: dict) -> Interval | None:
 
 
 def read_evaluate_run(run_dir: Path) -> list[RunRows]:
-    """One entry per (encoder, scorer) of an evaluate run's ``results.json``; the main (``all``) Spearman and its
-    bootstrap interval where computed."""
+    """One entry per (encoder, scorer) of ``results.json``: the main Spearman and its bootstrap interval if any."""
     path = run_dir / "results.json"
     try:
         results = json.loads(path.read_text())["results"]

@@ -1,10 +1,8 @@
 """``python train.py ... seeds=[0,1,2]``: one full training run per seed, then mean +- std of every STS task.
 
-Each seed is an ordinary ``train()`` run in ``<run dir>/seed<k>``, one after the other in this process; the run
-directory gets ``seeds_sts.md`` / ``seeds_sts.json`` (each seed's final Spearman per task, mean +- sample std).
-Not Hydra's multirun: that gives no step that sees every seed, re-runs the sweep in each DDP child, and changes
-how a run is resumed. Resume: the same command plus ``hydra.run.dir=<run dir>`` skips finished seeds and resumes
-an interrupted one from its ``last.ckpt``; a resume under another config (``seeds_config.yaml``) is refused.
+Each seed is an ordinary ``train()`` run in ``<run dir>/seed<k>``, one after the other in this process. Not Hydra's
+multirun: that gives no step that sees every seed and re-runs the sweep in each DDP child. A resume skips finished
+seeds and resumes an interrupted one; one under another config (``seeds_config.yaml``) is refused.
 """
 
 from __future__ import annotations
@@ -68,8 +66,7 @@ def seed_config(cfg: DictConfig, seed: int, seed_dir: Path) -> DictConfig:
 
 
 def _save_hydra_files(one: DictConfig, parent: Path, seed_dir: Path) -> None:
-    """``seed<k>/.hydra/``: the seed's config and the parent's Hydra record, as a single run leaves them, so that
-    ``compare_runs`` and a model card read a seed's directory like any run directory."""
+    """``seed<k>/.hydra/`` as a single run leaves it, so a seed's directory reads like any run directory."""
     hydra = seed_dir / ".hydra"
     hydra.mkdir(parents=True, exist_ok=True)
     atomic_write(hydra / "config.yaml", OmegaConf.to_yaml(one).encode())

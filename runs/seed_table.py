@@ -1,7 +1,6 @@
 """The table of a ``seeds=[...]`` run: each seed's final Spearman per task, and mean +- sample std over the seeds.
 
-Torch-free, apart from ``runs.seed_runs``: ``compare_runs`` reads the table back and ``config_checks`` checks the
-``seeds`` list. The ``avg`` column averages each seed's tasks first: its std is the spread of the seeds' averages.
+Torch-free, apart from ``runs.seed_runs``, for ``compare_runs`` and ``config_checks``.
 """
 
 from __future__ import annotations
@@ -53,8 +52,8 @@ def _spread(values: list[float]) -> dict[str, float]:
 
 
 def summarise_seeds(per_seed: dict[int, dict[str, float]]) -> dict:
-    """``{"seeds", "tasks", "per_seed": {seed: {task: x, "avg": x}}, "mean": {...}, "std": {...}}`` over the tasks
-    every seed scored."""
+    """``{"seeds", "tasks", "per_seed", "mean", "std"}`` over the tasks every seed scored; ``avg``: each seed's
+    average over the tasks first, so its std is the spread of the seeds' averages."""
     scores = {seed: task_scores(metrics) for seed, metrics in per_seed.items()}
     tasks = [t for t in next(iter(scores.values())) if all(t in s for s in scores.values())] if scores else []
     rows = {str(seed): {**{t: s[t] for t in tasks}, AVG: statistics.fmean(s[t] for t in tasks) if tasks else float("nan")}

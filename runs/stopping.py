@@ -1,8 +1,5 @@
-"""The stop path in ``train()``: the signals listened to from its first line, and the stops outside the fit.
-
-Why: the preemption callback sees only ``trainer.fit``; a signal while the model or a cache is built or during the
-export stops there too (docs/reliability.md, "The stop path"). Its one line is described here; the export runs on
-rank 0 alone, which broadcasts whether it was stopped, so every rank ends 75 (not 69, a lost peer).
+"""The stop path in ``train()`` outside the fit, which the preemption callback does not see: the model or a cache
+being built, the export (on rank 0 alone, which broadcasts whether it was stopped, so every rank ends 75, not 69).
 """
 
 from __future__ import annotations

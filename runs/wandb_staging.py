@@ -1,8 +1,7 @@
 """A snapshot of the export inside the W&B run directory, under the export's own file names.
 
-Each file is hard-linked (copied where links fail) to ``<run dir>/artifacts/staging/<artifact>/<path>`` and added
-with ``policy="immutable"``: readable names, no second copy on disk, and a true snapshot, since the export is only
-ever replaced by a rename (``embeddings.io.atomic.atomic_directory``), which leaves linked files as they were.
+Hard links (copies where links fail): no second copy on disk, and a true snapshot, since the export is only ever
+replaced by a rename, which leaves linked files as they were.
 """
 
 from __future__ import annotations
