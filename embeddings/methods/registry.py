@@ -1,8 +1,7 @@
 """Every method's declaration, discovered: the one list of methods the code, the tests and the README read.
 
-Discovered, not listed, so adding a method is its folder: the ``METHOD`` (or ``METHODS``) of a method package's
-``__init__`` or of a ``<name>_method`` module beside a single-module method (``pooling_method``). A package without
-one (shared code) is no method. No torch here (``--help`` and the config checks read it).
+Discovered, not listed, so adding a method is its folder (or a ``<name>_method`` module). No torch here (``--help``
+and the config checks read it).
 """
 
 from __future__ import annotations

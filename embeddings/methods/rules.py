@@ -1,8 +1,6 @@
 """An argument's allowed values: a number range (``Rule``) or a few names, and the one-line error for others.
 
-Why here, torch-free and below the declarations: a method declares the rules of its own arguments
-(``MethodDeclaration.rules``), the constructors check them, and ``runs.config_checks`` checks the composed config
-with the same rules before torch loads, so ``XModule(lr=0)`` and ``model.lr=0`` give one line.
+Torch-free, so the constructors and ``runs.config_checks`` (before torch loads) check the same rules with one line.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """Sentence meta-embeddings fitted without gradients (conc / avg / SVD / GCCA, ``sts_lightning.fit_meta``): the declaration.
 
-The cross-view autoencoder, trained by ``train.py``, is a method of its own (``embeddings/methods/cross_view_ae``);
-its exports use this folder's format and scorer. ``source`` scores one sentence source alone: the single-source
-rows every meta-embedding is compared against.
+The trained cross-view autoencoder (``embeddings/methods/cross_view_ae``) uses this folder's export format and scorer.
 """
 
 from sts_lightning.embeddings.methods.declaration import MethodDeclaration, Paper, ScorerGroup

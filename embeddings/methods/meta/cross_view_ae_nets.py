@@ -1,8 +1,4 @@
-"""The cross-view autoencoder of sentence meta-embeddings (Poerner et al. 2020, Sec. 3.4): its nets.
-
-Per source j an encoder ``E_j: R^{d_j} -> R^d`` and a decoder ``D_j``; the meta-embedding is ``sum_j E_j(x_j)``;
-the J^2 objective is ``cross_view_ae_objective``. Inputs are length-normalised first (``normalize=True``).
-"""
+"""The cross-view autoencoder of sentence meta-embeddings (Poerner et al. 2020, Sec. 3.4): its nets."""
 
 from __future__ import annotations
 
@@ -22,17 +18,13 @@ def _mlp(inputs: int, outputs: int, hidden_layers: int) -> nn.Sequential:
     sizes = [inputs, *([outputs] * hidden_layers), outputs]
     parts: list[nn.Module] = []
     for i in range(len(sizes) - 1):
-        parts.append(nn.Linear(sizes[i], sizes[i + 1]))
-        if i < len(sizes) - 2:
-            parts.append(nn.Tanh())
-    return nn.Sequential(*parts)
+        parts += [nn.Linear(sizes[i], sizes[i + 1]), nn.Tanh()]
+    return nn.Sequential(*parts[:-1])
 
 
 class CrossViewAutoencoder(nn.Module):
-    """Per-source encoders and decoders; ``embed`` is the meta-embedding, ``loss`` the J^2 objective.
-
-    ``dims``: source dimensions in order; ``d``: meta-embedding size; ``hidden_layers``: 0 for linear maps.
-    """
+    """Per source j an encoder ``E_j: R^{d_j} -> R^d`` and a decoder ``D_j``; ``embed`` is the meta-embedding
+    ``sum_j E_j(x_j)``, ``loss`` the J^2 objective (``cross_view_ae_objective``)."""
 
     def __init__(self, dims: Sequence[int], d: int, hidden_layers: int = 0, normalize: bool = True) -> None:
         super().__init__()

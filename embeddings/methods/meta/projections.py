@@ -31,11 +31,8 @@ def l2_normalize(x: Tensor, eps: float = 1e-12) -> Tensor:
 
 
 def orthogonal_procrustes(source: Tensor, target: Tensor) -> tuple[Tensor, float]:
-    """``(R, s)`` minimising ``|s * source @ R - target|`` over ``R`` with orthonormal rows or columns (float64).
-
-    ``source`` ``(n, d_s)`` and ``target`` ``(n, d_t)`` are rows of the same sentences (centre them first for a map
-    between centred spaces); ``d_s != d_t`` gives the semi-orthogonal thin-SVD solution.
-    """
+    """``(R, s)`` minimising ``|s * source @ R - target|`` over ``R`` with orthonormal rows or columns (float64), on
+    rows of the same sentences; ``d_s != d_t`` gives the semi-orthogonal thin-SVD solution."""
     if source.shape[0] != target.shape[0]:
         raise ConfigError(f"Procrustes needs the same sentences on both sides, got {source.shape[0]} and {target.shape[0]} rows")
     source, target = source.double(), target.double()
@@ -81,10 +78,8 @@ def fit_svd(views: Sequence[Tensor], d: int) -> dict[str, Tensor]:
 
 
 def fit_gcca(views: Sequence[Tensor], d: int, tau: float = 0.1) -> dict[str, Tensor]:
-    """Per-view ``mean_j`` ``(d_j,)`` and ``theta_j`` ``(d_j, d)`` of GCCA.
-
-    ``d``: output dimension (at most ``sum d_j``); ``tau``: regulariser relative to each view's mean variance.
-    """
+    """Per-view ``mean_j`` ``(d_j,)`` and ``theta_j`` ``(d_j, d)`` of GCCA; ``tau`` is relative to each view's mean
+    variance."""
     from scipy.linalg import eigh
 
     dims = [int(v.shape[1]) for v in views]
@@ -99,14 +94,12 @@ def fit_gcca(views: Sequence[Tensor], d: int, tau: float = 0.1) -> dict[str, Ten
         raise DataError("gcca needs at least 2 fitting sentences")
     sigma = centred.T @ centred / (n - 1)
     bounds = np.cumsum([0, *dims])
-    block_diag = np.zeros_like(sigma)
+    block_diag, off_diag = np.zeros_like(sigma), sigma.copy()
     for j in range(len(dims)):
         lo, hi = bounds[j], bounds[j + 1]
         block = sigma[lo:hi, lo:hi]
         block_diag[lo:hi, lo:hi] = block + tau * np.trace(block) / dims[j] * np.eye(dims[j])
-    off_diag = sigma.copy()
-    for j in range(len(dims)):
-        off_diag[bounds[j]:bounds[j + 1], bounds[j]:bounds[j + 1]] = 0.0
+        off_diag[lo:hi, lo:hi] = 0.0
     total = sum(dims)
     try:
         values, vectors = eigh(off_diag, block_diag, subset_by_index=[total - d, total - 1])
@@ -140,11 +133,8 @@ class MetaProjection:
         return out
 
     def align_to(self, views: Sequence[Tensor], target: Tensor, add_target_mean: bool = False) -> MetaProjection:
-        """Rotate (and scale) the output onto ``target``'s space: orthogonal Procrustes on the fitting corpus.
-
-        A distillation student regresses onto it by MSE, and GCCA / SVD / AE coordinates are arbitrary; a rotation and
-        one scale leave every cosine unchanged. ``add_target_mean`` adds the target's corpus mean, which changes cosines.
-        """
+        """Rotate (and scale) the output onto ``target``'s space by orthogonal Procrustes, for a distillation student's
+        MSE (GCCA / SVD / AE coordinates are arbitrary); cosines are unchanged unless ``add_target_mean``."""
         out = self._combine(views).double()
         target = target.double()
         if out.shape != target.shape:

@@ -1,9 +1,5 @@
-"""Meta-embeddings as scorers and sources, and their export format.
-
-An export is ``meta_config.json`` (method, options, the source specs ``build_source`` rebuilds, their dimensions and
-identities when fitted) and ``meta.safetensors`` (the fitted tensors). Sources are referenced, not copied; one whose
-files changed since is refused at load. ``evaluate.py`` scores one as ``{name: meta, path: <dir>}``; SED uses one as
-a teacher through ``build_source({model: <dir>})``.
+"""Meta-embeddings as scorers and sources, and their export format: the fitted tensors and the source specs
+``build_source`` rebuilds (referenced, not copied; one whose files changed since is refused at load).
 """
 
 from __future__ import annotations
@@ -43,11 +39,8 @@ def is_meta_export(path: str | os.PathLike) -> bool:
 
 
 class MetaEmbeddingScorer(VectorScorer):
-    """Every source embeds the sentences; the projection combines them; cosine compares.
-
-    ``sources``: in the order the projection was fitted on; ``cache_dir``: keep each source's vectors in
-    ``embeddings.sources.cache`` (``None``: encode every time).
-    """
+    """Every source embeds the sentences (``cache_dir``: through ``embeddings.sources.cache``); the projection combines
+    them; cosine compares."""
 
     def __init__(self, sources: Sequence[SentenceSource], projection: MetaProjection,
                  cache_dir: str | os.PathLike | None = None) -> None:
@@ -125,11 +118,8 @@ def load_meta_export(path: str | os.PathLike) -> MetaExport:
 
 
 class StandardisedCosineEnsemble(Scorer):
-    """Score-level ensemble: the mean over sources of each source's cosine, standardised.
-
-    Sources' cosines live on different scales (E5's in 0.7-1.0), so each is z-scored with the mean and std of its
-    cosines over random sentence pairs of the fitting corpus (``fit``). The baseline a meta-embedding has to beat.
-    """
+    """Score-level ensemble, the baseline a meta-embedding has to beat: the mean of the sources' cosines, each z-scored
+    over random sentence pairs of the fitting corpus (``fit``: E5's cosines live in 0.7-1.0)."""
 
     def __init__(self, sources: Sequence[SentenceSource]) -> None:
         self.sources = list(sources)
