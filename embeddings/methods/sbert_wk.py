@@ -116,14 +116,8 @@ def _layer_weights(gram: torch.Tensor, window: int, omega: float, variant: str) 
 
 def sbert_wk_pool(batch: TokenBatch, layer_start: int = 4, window: int = 2, omega: float = 0.5,
                   variant: str = "code") -> torch.Tensor:
-    """SBERT-WK sentence vectors ``(batch, hidden)`` of one right-padded batch, vectorised over all its tokens.
-
-    Args:
-        layer_start: first fused layer, an index into ``hidden_states`` (0 = embedding output).
-        window: context half-width m over neighbouring layers.
-        omega: weight of the inverse-alignment term against novelty (Eq. 9); 0.5 = the code.
-        variant: ``"code"`` (the authors' implementation) or ``"paper"``.
-    """
+    """SBERT-WK sentence vectors ``(batch, hidden)`` of one right-padded batch, vectorised over all its tokens;
+    ``window`` is the context half-width m, ``omega`` weighs inverse alignment against novelty (Eq. 9)."""
     check_config(batch.num_layers, layer_start, window, omega, variant, source="the batch")
     keep = _selected_tokens(batch, variant)
     counts = keep.sum(1)
@@ -155,10 +149,7 @@ def sbert_wk_pool(batch: TokenBatch, layer_start: int = 4, window: int = 2, omeg
 
 
 class SBERTWKScorer(VectorScorer):
-    """SBERT-WK sentence vectors compared by cosine (a layered encoder; static word vectors are rejected).
-
-    ``layer_start="auto"`` is 4 for models with >= 6 layers, else the deepest start leaving 3 layers.
-    """
+    """SBERT-WK sentence vectors compared by cosine (a layered encoder; static word vectors are rejected)."""
 
     name = "sbert_wk"
 

@@ -41,11 +41,8 @@ def ct_logits(emb1: Tensor, emb2: Tensor) -> Tensor:
 
 @in_fp32
 def ct_loss(logits: Tensor, labels: Tensor, reduction: str = "mean") -> Tensor:
-    """BCE with logits: identical pairs -> 1, different pairs -> 0.
-
-    ``"mean"`` as the reference code (sentence-transformers' ``ContrastiveTensionLoss`` sums). Computed in float32
-    or better: the logits are unbounded dot products.
-    """
+    """BCE with logits (identical pairs -> 1), ``"mean"`` as the reference code (sentence-transformers' sums), in
+    float32 or better: the logits are unbounded dot products."""
     return F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype), reduction=reduction)
 
 
@@ -75,10 +72,8 @@ def per_label_losses(logits: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def ct_batch_labels(batch_size: int = 16, positives: int = 2) -> Tensor:
-    """``(batch_size,)`` 0/1 labels: ``positives`` groups, each one positive followed by its negatives.
-
-    The paper uses batch 16 with 2 positives: ``[1, 0 x 7, 1, 0 x 7]``.
-    """
+    """``(batch_size,)`` 0/1 labels: ``positives`` groups, each one positive followed by its negatives (the paper's
+    16 and 2: ``[1, 0 x 7, 1, 0 x 7]``)."""
     group = _group_size(batch_size, positives)
     labels = torch.zeros(batch_size)
     labels[::group] = 1.0
@@ -86,21 +81,15 @@ def ct_batch_labels(batch_size: int = 16, positives: int = 2) -> Tensor:
 
 
 def pair_rng(seed: int, rank: int, step: int) -> np.random.Generator:
-    """The generator of one rank's pairs at one optimizer step: a pure function of its arguments, so a resumed run
-    draws the same pairs at the same step.
-    """
+    """One rank's pair generator at one optimizer step: a pure function, so a resumed run draws the same pairs."""
     return np.random.default_rng([int(seed), int(rank), int(step)])
 
 
 def make_ct_pairs(
     sentences: Sequence[str], rng: np.random.Generator, batch_size: int = 16, positives: int = 2
 ) -> tuple[list[str], list[str], Tensor]:
-    """Sample one CT batch ``(texts1, texts2, labels)`` in the layout of the reference code.
-
-    As ``generateTrainingSamples``: the positives of all groups first, then ``2 * k`` negatives per group
-    (``k = batch_size // positives - 1``), uniformly with replacement; model 1 and model 2 see independent negatives.
-    Unlike the reference, a negative row whose two sides are the same sentence is redrawn (else its target contradicts).
-    """
+    """One CT batch ``(texts1, texts2, labels)`` drawn as the reference's ``generateTrainingSamples``, except that a
+    negative row whose two sides are the same sentence is redrawn (else its target contradicts)."""
     group = _group_size(batch_size, positives)
     k = group - 1
     n = len(sentences)
@@ -131,14 +120,10 @@ def make_ct_pairs(
 
 def split_views(texts1: Sequence[str], texts2: Sequence[str], rng: np.random.Generator,
                 mixed: bool = False, span_words: int | None = None) -> tuple[list[str], list[str]]:
-    """Model 1 sees the LEFT part of each of its texts, model 2 the RIGHT part (``views=halves``, ours).
-
-    With identical positives a random encoder solves CT by lexical identity (docs/dev/scratch-learning-signal.md);
-    halves share no tokens, so the copies must learn which words occur together. Each text is cut at a word boundary
-    drawn from its middle third (the same cut on both sides of a positive); one word is kept whole.
-    ``mixed=True``: a coin flip per sentence picks the sides, so neither copy specialises in beginnings or endings.
-    ``span_words=k``: each side keeps ``[min(3, side), min(k, side)]`` words next to the cut, drawn independently,
-    so the copies cannot match positives by length.
+    """Model 1 sees the LEFT part of each text, model 2 the RIGHT part, cut at a word boundary in its middle third
+    (``views=halves``, ours): with identical positives a random encoder solves CT by lexical identity
+    (docs/dev/scratch-learning-signal.md). ``mixed``: a coin flip per sentence picks the sides; ``span_words=k``: each
+    side keeps ``[min(3, side), min(k, side)]`` words next to the cut, so positives cannot be matched by length.
     """
     cuts = {text: _cut(text, rng, span_words) for text in dict.fromkeys([*texts1, *texts2])}  # one cut per sentence
     if mixed:
