@@ -43,8 +43,7 @@ CACHE_VERSION = 1
 
 
 class CachedEmbeddingDataModule(ResumableDataModule):
-    """Training batches ``[vectors (per_device_batch, dim)]`` of frozen pooled sentence embeddings; the encoder
-    arguments must equal the model's; ``chunk_size`` bounds host memory on large corpora."""
+    """Batches ``[vectors (per_device_batch, dim)]`` of frozen pooled sentence embeddings, cached once per node."""
 
     data_unit = "sentences"  # model card: one training item
 
@@ -142,9 +141,7 @@ class CachedEmbeddingDataModule(ResumableDataModule):
 
     @property
     def embedding_dim(self) -> int:
-        if self.dataset is None:
-            self.setup("fit")
-        return int(self.dataset.tensors[0].shape[1])
+        return int(self.ready_dataset().tensors[0].shape[1])
 
     def train_dataloader(self) -> DataLoader:
         return self.resumable_loader()

@@ -36,8 +36,7 @@ def _chunk_end(mm: mmap.mmap, pos: int, size: int, chunk: int) -> int:
 
 
 def _release(mm: mmap.mmap, start: int, end: int) -> int:
-    """Drop the scanned pages ``[start, end)`` from this process's mapping (not from the page cache), so a read file
-    does not count in the RSS; returns where the next release starts."""
+    """Drop pages ``[start, end)`` from this mapping (not the page cache): a read file leaves the RSS."""
     stop = end - end % mmap.PAGESIZE
     if hasattr(mmap, "MADV_DONTNEED") and stop > start:
         mm.madvise(mmap.MADV_DONTNEED, start, stop - start)

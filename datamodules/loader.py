@@ -76,6 +76,12 @@ class ResumableDataModule(LightningDataModule):
     def world_size(self) -> int:
         return self.trainer.world_size if self.trainer is not None else 1
 
+    def ready_dataset(self) -> Dataset:
+        """``dataset``, after ``setup`` where it has not run yet."""
+        if self.dataset is None:
+            self.setup("fit")
+        return self.dataset
+
     def data_facts(self) -> DataFacts:
         """The training data for the export's model card, as ``setup`` learnt it (nothing is read again)."""
         index = getattr(self.dataset, "index", None)  # datamodules.sentence_files.SentenceIndex
@@ -94,8 +100,7 @@ class ResumableDataModule(LightningDataModule):
                                       "batches_done": int(state_dict["batches_done"])}
 
     def next_iterator_position(self) -> tuple[int | None, int]:
-        """(epoch, batches to skip) for a new training iterator: the restored position once, then the
-        Trainer's epoch from the start (``None`` outside a Trainer)."""
+        """(epoch, batches to skip) of a new iterator: the restored position once, then the Trainer's epoch."""
         pending, self._pending_position = self._pending_position, None
         if pending is not None:
             return pending["epoch"], pending["batches_done"]
@@ -127,10 +132,8 @@ class ResumableDataModule(LightningDataModule):
 
     def resumable_loader(self, collate_fn: Callable | None = None, drop_last: bool = False,
                          batch_sampler: Sampler[list[int]] | None = None) -> ResumableLoader:
-        """The training loader of map-style ``self.dataset``: ``EpochShuffleSampler(seed)`` (or dataset order), or
-        ``batch_sampler``; ``batch_size // world_size`` a device, persistent workers."""
-        if self.dataset is None:
-            self.setup("fit")
+        """The loader of map-style ``dataset``: ``EpochShuffleSampler`` or ``batch_sampler``, persistent workers."""
+        self.ready_dataset()
         if self.num_workers > 0:
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         if batch_sampler is not None:

@@ -25,8 +25,7 @@ Texts = Callable[[int], frozenset]
 
 
 def row_texts(dataset) -> Texts:
-    """Row ``i``'s texts (its ``str`` fields; a label or score is not a text, as sentence-transformers leaves out
-    its label columns)."""
+    """Row ``i``'s texts: its ``str`` fields (a label or score is no text, as in sentence-transformers)."""
     return lambda i: frozenset(v for v in dataset[i] if isinstance(v, str))
 
 
@@ -164,8 +163,7 @@ def mixture_sampler(dm) -> MixtureBatchSampler:
 
 
 def describe_mixture(dm) -> str:
-    """The setup line: the rule, per source its rows and share of the epoch's batches, and epoch 0's no-duplicates
-    counts (rows put off to a later batch, rows not served)."""
+    """The setup line: the rule, each source's rows and share of batches, epoch 0's no-duplicates counts."""
     sampler = mixture_sampler(dm)
     total = max(sum(sampler.slots), 1)
     parts = [f"{name} {rows:,} rows {100 * slots / total:.1f}% of batches"

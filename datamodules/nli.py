@@ -115,8 +115,7 @@ class NLIDataModule(ResumableDataModule):
                 log.info("%s", describe_mixture(self))
 
     def _triplets(self) -> NLITriplets:
-        """Pooled: the pair sources built into triplets together, then the triplet files. Mixed: one set per
-        source, in source order (``source_rows``), since batches are drawn per source."""
+        """Pooled: the pair sources built together, then triplet files; mixed: one set per source, in order."""
         if self.mix.rule is None:
             pairs = [p for p in self.parts.values() if isinstance(p, NLIPairs)]
             read = [p for p in self.parts.values() if isinstance(p, NLITriplets)]

@@ -110,8 +110,7 @@ class SentenceIndex:
         return {k: v for k, v in self.__dict__.items() if k != "_fds"}  # descriptors don't cross processes
 
     def split_tail(self, n: int) -> tuple[SentenceIndex, list[str]]:
-        """(the index without its last ``n`` sentences, those ``n`` sentences): a held-out set, identical on every
-        rank and run."""
+        """(the index without its last ``n`` sentences, those sentences): a held-out set, the same everywhere."""
         if not 0 < n < len(self):
             raise DataError(f"cannot hold out {n} of {len(self)} usable sentences (need 0 < n < {len(self)})")
         head = SentenceIndex(self.files, self.parts, self.bounds, self.skipped, len(self) - n)
@@ -136,8 +135,7 @@ class SentenceIndex:
 
 
 def materialize_sts(spec: str, data_dir: str | None, cache_dir: Path) -> Path:
-    """``sts:<task>[+<task>...]``: the distinct sentences of local STS tasks, one a line (BERT-flow's "target"
-    setting); the file is named by a hash of the sentences."""
+    """``sts:<task>[+<task>...]``: the tasks' distinct sentences, one a line, in a file named by their hash."""
 
     name = spec.split(":", 1)[1]
     if not name:
@@ -156,8 +154,7 @@ def materialize_sts(spec: str, data_dir: str | None, cache_dir: Path) -> Path:
 
 def source_paths(files: Sequence[str], data_dir: str | None, cache_dir: Path, max_sentences: int | None,
                  columns: Mapping[str, str] | None = None, max_malformed_fraction: float = 0.01) -> list[Path]:
-    """One-sentence-a-line files of the sources, in order: local text files as they are; tables, ``hub:`` and
-    ``sts:`` sources written once into ``cache_dir``."""
+    """One-sentence-a-line files of the sources, in order; tables, ``hub:`` and ``sts:`` written once."""
 
     def paths(f: str) -> list[Path]:
         if f.startswith("hub:"):

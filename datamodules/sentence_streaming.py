@@ -41,8 +41,7 @@ def stream_opener(files: Sequence[str], data_dir: str | None, columns: Mapping[s
 
 
 class StreamedSentences(IterableDataset):
-    """This rank's endless stream of usable sentences, one pass after another, each reshuffled (pass ``p`` uses
-    ``set_epoch(p)``); ``open_rows`` returns a fresh ``datasets.IterableDataset``."""
+    """This rank's endless stream of usable sentences, one reshuffled pass after another."""
 
     def __init__(self, open_rows: Callable[[], Any], column: str, per_device_batch: int, rank: int = 0,
                  world_size: int = 1, num_workers: int = 0, seed: int = 0, shuffle: bool = True,

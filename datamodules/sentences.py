@@ -102,8 +102,7 @@ class SentenceDataModule(ResumableDataModule):
 
     def heldout(self) -> list[str]:
         """The held-out sentences (``heldout_sentences``; empty when none), the same on every rank."""
-        if self.dataset is None:
-            self.setup("fit")
+        self.ready_dataset()
         return list(self._heldout)
 
     def data_facts(self):
@@ -119,10 +118,8 @@ class SentenceDataModule(ResumableDataModule):
             self.dataset.set_epoch(epoch)
 
     def train_dataloader(self) -> DataLoader:
-        if self.dataset is None:
-            self.setup("fit")
+        dataset = self.ready_dataset()
         if self.num_workers > 0:
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        return ResumableLoader(self.dataset, batch_size=self.dataset.batch, num_workers=self.num_workers,
-                               collate_fn=collate_sentences, persistent_workers=False,
-                               datamodule=self)
+        return ResumableLoader(dataset, batch_size=dataset.batch, num_workers=self.num_workers,
+                               collate_fn=collate_sentences, persistent_workers=False, datamodule=self)

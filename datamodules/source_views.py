@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
+from sts_lightning.datamodules.distillation import model_of
 from sts_lightning.datamodules.loader import ResumableDataModule
 from sts_lightning.datamodules.sentence_files import SentenceIndex, mean_chars, source_paths
 from sts_lightning.embeddings.console import phase
@@ -22,10 +23,6 @@ from sts_lightning.embeddings.sources.cache import cached_source_vectors, pendin
 from sts_lightning.embeddings.stop_request import stretch
 
 log = logging.getLogger(__name__)
-
-
-def _model_of(spec) -> str:
-    return str(spec.get("model", "")) if isinstance(spec, dict) else str(spec)
 
 
 class SourceViewsDataModule(ResumableDataModule):
@@ -65,7 +62,7 @@ class SourceViewsDataModule(ResumableDataModule):
             for spec in self.sources:
                 # named for the stopped: line (SIGTERM while encoding cross-view AE source all-MiniLM-L6-v2); the
                 # phase's counter checks for a stop before each source and between its batches, whatever its engine
-                with stretch(f"encoding cross-view AE source {_model_of(spec)}"), counter.part(len(sentences)):
+                with stretch(f"encoding cross-view AE source {model_of(spec)}"), counter.part(len(sentences)):
                     source = build_source(spec, batch_size=self.encode_batch_size, device=self.encode_device)
                     views.append(torch.from_numpy(cached_source_vectors(source, sentences, self.cache_dir)))
         return views
@@ -73,7 +70,7 @@ class SourceViewsDataModule(ResumableDataModule):
     def pending_encodes(self) -> list[tuple[str, str, int, float]]:
         """``(what, encoder, sentences, mean characters)`` per uncached source (for ``runs.first_step``)."""
         sentences = self._sentences()
-        return [("source vectors", _model_of(spec), len(sentences), mean_chars(sentences))
+        return [("source vectors", model_of(spec), len(sentences), mean_chars(sentences))
                 for spec in pending_sources(self.sources, sentences, self.cache_dir)]
 
     def prepare_data(self) -> None:
@@ -86,9 +83,7 @@ class SourceViewsDataModule(ResumableDataModule):
 
     @property
     def dims(self) -> list[int]:
-        if self.dataset is None:
-            self.setup("fit")
-        return [int(t.shape[1]) for t in self.dataset.tensors]
+        return [int(t.shape[1]) for t in self.ready_dataset().tensors]
 
     def train_dataloader(self) -> DataLoader:
         return self.resumable_loader()

@@ -81,8 +81,7 @@ def read_index(cached: Path, meta: Path) -> tuple[np.ndarray, dict] | None:
 
 def load_spans(path: Path, cache_dir: Path | None, min_words: int = 1,
                max_words: int | None = None) -> tuple[np.ndarray, dict]:
-    """The usable lines' byte spans of ``path`` and its skip statistics, cached by path, size, mtime and the word
-    filters (in memory without a ``cache_dir``)."""
+    """The usable lines' byte spans of ``path`` and skip statistics, cached by file and word filters."""
     if cache_dir is None or not path.is_file():
         return scan_file(path, min_words, max_words)  # raises the clear "file not found" for a missing file
     st = path.stat()

@@ -86,8 +86,7 @@ def cache_bytes(stem: Path) -> int:
 
 
 def build_cache(stem: Path, key: dict, encoder, sentences: Sequence[str], layer: int, batch_size: int = 64) -> None:
-    """Encode ``sentences`` and write the cache at ``stem`` atomically, in bounded host memory (counts from a
-    tokenize-only pass, a memory-mapped states array of the final size)."""
+    """Encode ``sentences`` into the cache at ``stem`` atomically, in bounded host memory (a sized map)."""
     n_layers = encoder.num_layers
     if not -n_layers <= layer < n_layers:
         raise ConfigError(f"layer {layer} out of range for {encoder.name}: hidden states 0..{n_layers - 1} "

@@ -61,8 +61,7 @@ def collate_token_states(rows: Sequence[torch.Tensor]) -> dict[str, torch.Tensor
 
 
 class TokenStateDataModule(ResumableDataModule):
-    """Token states of ``layer`` of a frozen encoder, cached once, served as padded sentence batches; ``dtype`` is
-    the cache's storage (``float16`` halves disk and page cache; batches are float32)."""
+    """Token states of ``layer`` of a frozen encoder, cached once (``dtype``: storage), as padded batches."""
 
     data_unit = "sentences"  # model card: one training item
 
@@ -148,15 +147,11 @@ class TokenStateDataModule(ResumableDataModule):
 
     @property
     def feature_dim(self) -> int:
-        if self.dataset is None:
-            self.setup("fit")
-        return int(self.dataset.states.shape[1])
+        return int(self.ready_dataset().states.shape[1])
 
     @property
     def num_tokens(self) -> int:
-        if self.dataset is None:
-            self.setup("fit")
-        return int(self.dataset.states.shape[0])
+        return int(self.ready_dataset().states.shape[0])
 
     def cache_bytes(self) -> int:
         """Bytes on disk of this run's cache (states, offsets, sidecar)."""

@@ -103,8 +103,7 @@ class EncoderModule(EncoderExport, LightningModule):
     text_fields: ClassVar[tuple[str, ...]] = ()
 
     def load_encoder(self, model_name_or_path: str, max_length: int | None, batch_size: int) -> HFEncoder:
-        """The encoder this module trains; a method whose head wraps the encoder (a masked LM) loads the whole model
-        here and hands back a view on its encoder."""
+        """The encoder this module trains (a masked LM's method returns a view on the LM's encoder)."""
         return HFEncoder.from_pretrained(model_name_or_path, max_length=max_length, batch_size=batch_size)
 
     @property
@@ -154,8 +153,7 @@ class EncoderModule(EncoderExport, LightningModule):
         return self.probe_scorer(self.hparams.pooling)
 
     def probe_scorer(self, pooling: str) -> Scorer:
-        """Another pooling of the live encoder (the STS callback's ``probe_poolings``): how a backbone in training
-        would score under the poolings it may be used with later (CLS, first-last), beside its own."""
+        """Another pooling of the live encoder (the STS callback's ``probe_poolings``), scored beside its own."""
         return PoolingScorer(self._live_encoder(), pooling, batch_size=self.hparams.eval_batch_size)
 
     def validation_step(self, batch, batch_idx: int) -> None:

@@ -63,8 +63,7 @@ class CoSENTModule(EncoderModule):
         self.method_info = METHOD.card(objective)
 
     def forward(self, sentences1: list[str], sentences2: list[str]) -> tuple[Tensor, Tensor]:
-        """Pooled vectors of both sides, from ONE pass over the concatenated sentences (shared dropout
-        distribution, one tokenisation, length-sorted groups as ``EncoderModule.embed`` makes them)."""
+        """Pooled vectors of both sides from ONE pass over the concatenated sentences (one dropout draw)."""
         return self.embed_pairs(self.tokenize(sentences1), self.tokenize(sentences2))
 
     def embed_pairs(self, ids1: list[list[int]], ids2: list[list[int]]) -> tuple[Tensor, Tensor]:

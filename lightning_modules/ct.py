@@ -156,8 +156,7 @@ class ContrastiveTensionModule(EncoderModule, CachedLoss):
         return EncoderView(self.encoder2, self.pool, ids)
 
     def pair_ids(self, batch: dict, texts1: list[str], texts2: list[str]) -> tuple[list, list]:
-        """Token ids of both sides: looked up in the pool's worker-made ids (identical views), or tokenized here
-        (``views=halves`` / ``mixed_halves`` cut sentences per step, so their text exists only in the step)."""
+        """Token ids of both sides: the workers' (identical views), or tokenized here (halves exist per step)."""
         if self.hparams.views != "identical":
             return self.tokenize(texts1), self.tokenize(texts2)
         known = dict(zip(batch["sentences"], self.batch_ids(batch, "sentences"), strict=True))

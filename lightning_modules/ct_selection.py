@@ -29,8 +29,7 @@ def check_select_task(trainer, task: str) -> None:
 
 
 def select_copy(module) -> None:
-    """Score both copies of ``module``, keep the better one, log ``val/model{1,2}_<task>_spearman`` and
-    ``val/ct_selected``."""
+    """Score both copies, keep the better, log ``val/model{1,2}_<task>_spearman`` and ``val/ct_selected``."""
     trainer = module.trainer
     cb = sts_callback(trainer)
     if cb is None or trainer.sanity_checking:

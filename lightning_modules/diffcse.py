@@ -103,8 +103,7 @@ class DiffCSEModule(SimCSEModule):
         return mask_generator(self.hparams.mask_seed, TRAIN_STREAM, self.global_step, self.global_rank, micro)
 
     def diffcse_losses(self, ids: Sequence[Sequence[int]], masked: Tensor) -> dict[str, Tensor]:
-        """Total, contrastive and RTD losses (and the RTD accuracy, share replaced) of the views ``ids`` (``[s; s]``)
-        with ``masked``: their rows as the generator reads them."""
+        """The losses and RTD diagnostics of the views ``ids`` (``[s; s]``), ``masked`` as the generator reads them."""
         rows = self.rows(ids)
         emb = self.embed_ids(ids)  # (2B, hidden), through the training MLP
         mask = rows.attention_mask.to(self.device)

@@ -42,13 +42,11 @@ class EncoderExport:
         return (str(self.hparams.model_name_or_path),)
 
     def export_head(self) -> torch.nn.Linear | None:
-        """A ``Linear`` the evaluated vector passes through after pooling (then ``tanh``), exported as a
-        sentence-transformers ``Dense`` module; ``None`` (the default): the pooled vector itself."""
+        """A ``Linear`` (then ``tanh``) after pooling, exported as a sentence-transformers ``Dense``."""
         return None
 
     def write_export_files(self, folder: Path) -> str | None:
-        """The sentence-transformers files of the pooling (and ``export_head``). Returns ``None`` when written, else
-        why there is no sentence-transformers form (a method that writes its own files instead)."""
+        """The sentence-transformers files of the pooling; ``None`` if written, else why there are none."""
         return write_sentence_transformers_files(folder, self.hparams.pooling, self.embedding_dim,
                                                  int(self.encoder_model.config.num_hidden_layers),
                                                  self.encoder.max_length, dense=self.export_head())

@@ -79,8 +79,7 @@ class BertFlowModule(FrozenEncoderMixin, LightningModule):
                           batch_size=self.hparams.eval_batch_size)
 
     def export(self, path: str | os.PathLike, training: TrainingFacts | None = None) -> Path:
-        """``flow_config.json`` and ``flow.safetensors`` (read by ``load_flow_scorer``), atomically, with
-        ``LOADING.md`` and the model card."""
+        """``flow_config.json`` and ``flow.safetensors``, atomically, with ``LOADING.md`` and the model card."""
         hp = self.hparams
         config = {k: hp[k] for k in (*ENCODER_KEYS, *FLOW_KEYS)}
         config["model_name_or_path"] = str(config["model_name_or_path"])

@@ -106,8 +106,7 @@ class LatteMixModule(FrozenEncoderMixin, LightningModule):
                               tau=hp.score_tau or hp.tau, batch_size=hp.eval_batch_size, pad_tokens=pad)
 
     def export(self, path: str | os.PathLike, training: TrainingFacts | None = None) -> Path:
-        """Posterior + decoder weights and the encoder reference; ``load_token_vae_scorer(path)`` rebuilds it.
-        With ``LOADING.md`` and the model card (``training``: the run's facts, ``None`` = unknown)."""
+        """Posterior and decoder weights, the encoder reference, ``LOADING.md`` and the model card."""
         hp = self.hparams
         config = {k: hp[k] for k in (*NET_KEYS, "layer", "max_length", "tau", "distance")}
         config["model_name_or_path"] = str(hp.model_name_or_path)

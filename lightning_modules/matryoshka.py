@@ -20,8 +20,7 @@ Prefixes = tuple[tuple[int, ...], tuple[float, ...]]
 
 def matryoshka_prefixes(module: object, dims: Sequence[int] | None, weights: Sequence[float] | None,
                         model_name_or_path: str) -> Prefixes | None:
-    """``(dims, weights)`` or ``None``, checked before the model loads: the values, whether ``module``'s method
-    takes them, and the width its ``config.json`` (or the packaged table) gives."""
+    """``(dims, weights)`` or ``None``, checked against the method and the model's width before it loads."""
     prefixes = check_matryoshka(dims, weights)
     if prefixes and not module.matryoshka_ok:
         raise refused(type(module).__name__, module.matryoshka_refused)

@@ -30,8 +30,7 @@ def can_fuse(params: Iterable) -> bool:
 
 
 def adam(params, lr: float, decoupled: bool = False, **kwargs) -> torch.optim.Optimizer:
-    """``torch.optim.AdamW`` (``decoupled``) or ``Adam`` over ``params`` (tensors or param groups), fused
-    when ``can_fuse``."""
+    """``AdamW`` (``decoupled``) or ``Adam`` over tensors or param groups, fused when ``can_fuse``."""
     params = list(params)
     cls = torch.optim.AdamW if decoupled else torch.optim.Adam
     optimizer = cls(params, lr=lr, fused=can_fuse(params) or None, **kwargs)

@@ -56,8 +56,7 @@ NO_ST = ("PromptBERT's vector is a template's [MASK] state, which no sentence-tr
 
 
 class PromptTokenizer:
-    """``sentences -> (ids in template 1, ids in template 2)`` as the authors' ``train.py`` makes them; picklable
-    (the tokenizer, two strings and a number travel to the DataLoader's workers)."""
+    """``sentences -> (ids in template 1, ids in template 2)`` as the authors' ``train.py``; picklable."""
 
     def __init__(self, tokenizer, templates: Sequence[str], max_length: int | None) -> None:
         self.tokenizer, self.templates, self.max_length = tokenizer, tuple(templates), max_length
@@ -123,8 +122,7 @@ class PromptBERTModule(EncoderModule):
 
     # ------------------------------------------------------------------------------ representation
     def scorer(self) -> Scorer:
-        """What the authors evaluate: ``template``'s [MASK] state (denoised and through the head where the recipe
-        keeps them), by the same scorer an export is loaded with."""
+        """What the authors evaluate, by the scorer an export is loaded with."""
         hp = self.hparams
         return PromptScorer(self._live_encoder(), template=hp.template, denoise=hp.eval_denoise,
                             head=self.head if hp.head == "transform" else None, batch_size=hp.eval_batch_size)

@@ -46,8 +46,7 @@ DROPOUT_KEYS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout"
 
 
 def set_dropout(model: nn.Module, p: float) -> int:
-    """Set every ``nn.Dropout`` of ``model`` (the probability used) and the config's dropout probabilities (what
-    ``config.json`` records) to ``p``; returns how many modules it set."""
+    """Set every ``nn.Dropout`` and the config's dropout probabilities to ``p``; returns how many modules."""
     found = 0
     for module in model.modules():
         if isinstance(module, nn.Dropout):

@@ -110,8 +110,7 @@ class WhiteningModule(FrozenEncoderMixin, LightningModule):
         return WhiteningScorer(encoder, self.whitening(), batch_size=self.hparams.eval_batch_size)
 
     def export(self, path: str | os.PathLike, training: TrainingFacts | None = None) -> Path:
-        """``whitening_config.json`` (with the encoder's identity, so the export refuses any other encoder) and
-        ``whitening.safetensors``, atomically, with ``LOADING.md`` and the model card."""
+        """``whitening_config.json`` (with the encoder's identity) and ``whitening.safetensors``, and the card."""
         hp = self.hparams
         whitening = self.whitening()
         name = str(hp.model_name_or_path)

@@ -45,8 +45,7 @@ def uniformity(x: torch.Tensor, max_sentences: int = MAX_UNIFORMITY_SENTENCES) -
 
 def pair_geometry(vectors1: torch.Tensor, vectors2: torch.Tensor, gold: np.ndarray,
                   sentence_vectors: torch.Tensor) -> dict[str, float]:
-    """``{"alignment", "uniformity", "positive_pairs"}`` of one task's pairs (the defined ones); uniformity over
-    ``sentence_vectors``, the distinct sentences'."""
+    """``{"alignment", "uniformity", "positive_pairs"}`` of one task's pairs, the defined ones only."""
     positive = torch.as_tensor(np.asarray(gold, dtype=np.float64) > POSITIVE_SCORE)
     values = {"alignment": alignment(vectors1[positive], vectors2[positive]),
               "uniformity": uniformity(sentence_vectors)}
@@ -56,8 +55,7 @@ def pair_geometry(vectors1: torch.Tensor, vectors2: torch.Tensor, gold: np.ndarr
 
 def tasks_geometry(rep: dict[str, torch.Tensor], rows1: torch.Tensor, rows2: torch.Tensor,
                    spans: list[tuple]) -> dict[str, dict[str, float]]:
-    """Geometry per task from one representation ``rep`` of the distinct sentences of several tasks; ``spans``:
-    ``(task, subset, start, stop)`` of each subset's pairs in ``rows1, rows2``."""
+    """Geometry per task from one representation ``rep``; ``spans``: ``(task, subset, start, stop)``."""
     vectors = rep.get("embedding")
     if vectors is None or vectors.ndim != 2:
         return {}

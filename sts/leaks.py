@@ -69,8 +69,7 @@ def leaked_tasks(data_cfg: Mapping, eval_tasks: Sequence[str]) -> dict[str, str]
 
 
 def warn_leaks(data_cfg: Mapping, eval_tasks: Sequence[str]) -> dict[str, str]:
-    """Warn once per evaluated task (or task of ``evaluate.py``'s default set) the training data contains; returns
-    the run's own overlaps."""
+    """Warn per evaluated (or ``evaluate.py`` default) task the training data holds; returns the run's own."""
     leaks = leaked_tasks(data_cfg, eval_tasks)
     for task, source in leaks.items():
         log.warning("train/test leak: the training data %r contains %s, which the STS evaluation scores; "

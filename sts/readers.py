@@ -132,8 +132,7 @@ def read_sick(path: str | Path) -> STSPairs:
 
 
 def read_semeval_subset(input_path: str | Path, gold_path: str | Path) -> STSPairs:
-    """One SemEval subset: ``*.input.<set>.txt`` (s1 TAB s2 [TAB notes]) + ``*.gs.<set>.txt``; a blank gold line,
-    an unscored pair, is skipped."""
+    """One SemEval subset: ``*.input.<set>.txt`` + ``*.gs.<set>.txt``; an unscored (blank gold) pair is skipped."""
     input_path, gold_path = Path(input_path), Path(gold_path)
     inputs = list(_lines(input_path))
     golds = list(_lines(gold_path))

@@ -39,8 +39,7 @@ def _with_ci(value: float, ci: list[float] | None) -> str:
 
 
 def paired_section(results: list[dict], predictions: RunPredictions | None) -> str:
-    """Every scored row minus the first scored row, per task and for the average: the paired bootstrap difference
-    (``sts.paired``); empty with under two scored rows or ``bootstrap.samples=0``."""
+    """Every scored row minus the first, per task and average (``sts.paired``); empty without two such rows."""
     paired = predictions.paired() if predictions is not None else None
     if paired is None:
         return ""
@@ -72,8 +71,7 @@ def markdown_table(results: list[dict], predictions: RunPredictions | None = Non
 
 
 def chart_rows(results: list[dict]) -> list[tuple[str, str, dict[str, float]]]:
-    """``sts.score_chart`` rows: one per (encoder, scorer), its tasks plus ``avg`` (the table's average) when
-    there are two tasks or more (the average of one task is that task again)."""
+    """``sts.score_chart`` rows, one per (encoder, scorer), with ``avg`` from two tasks up."""
     rows = []
     labelled = rows_of(results)
     for label, (_, scores) in zip(numbered([lb for lb, _ in labelled]), labelled, strict=True):  # encoders=[a,a]
@@ -84,8 +82,7 @@ def chart_rows(results: list[dict]) -> list[tuple[str, str, dict[str, float]]]:
 
 def write_reports(results: list[dict], out_dir: Path, meta: dict | None = None,
                   predictions: RunPredictions | None = None) -> dict[str, Path]:
-    """results.json, results.md, results.png in ``out_dir`` (and ``predictions.npz``: each row's similarities as
-    ``row<i>``, for ``compare_runs``' paired differences); returns their paths."""
+    """results.json, results.md, results.png (and ``predictions.npz``) in ``out_dir``; returns their paths."""
     out_dir = Path(out_dir)
     paths = {"json": out_dir / "results.json", "markdown": out_dir / "results.md", "png": out_dir / "results.png"}
     if predictions is not None:  # before results.json: a reader that finds the results finds their similarities

@@ -173,8 +173,7 @@ def _draw_panel(ax, group: str, layout: ChartLayout, rows: list[Row], spreads: l
 
 
 def draw(rows: list[Row], title: str = "STS Spearman x100", spreads: list[Spread] | None = None):
-    """The chart as a matplotlib Figure (Agg backend); the caller saves and closes it. ``spreads``: per row, the
-    error bars to draw (``Spread``)."""
+    """The chart as a matplotlib Figure (Agg), ``spreads`` each row's error bars; the caller saves it."""
     import matplotlib
 
     matplotlib.use("Agg")

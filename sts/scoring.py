@@ -59,16 +59,14 @@ def main_score(result: dict, metric: str = "spearman") -> float:
 
 
 def pair_sentences(tasks: Sequence[STSTask]) -> list[str]:
-    """Every sentence of ``tasks`` in the order ``score_tasks`` hands them to ``score_pairs`` (a shared pass then
-    batches as the scorer's own ``represent`` would)."""
+    """Every sentence of ``tasks`` in ``score_tasks``' order, so a shared pass batches as the scorer would."""
     pairs = [p for t in tasks for p in t.subsets.values()]
     return [s for p in pairs for s in p.sentences1] + [s for p in pairs for s in p.sentences2]
 
 
 def score_tasks(scorer: Scorer, tasks: Sequence[STSTask], bootstrap: Bootstrap | None = None,
                 keep: dict[str, dict[str, np.ndarray]] | None = None) -> dict[str, dict]:
-    """Score every pair of every task with ONE ``score_pairs`` call; ``keep`` gets the similarities, ``{task:
-    {subset: array}}``, for a paired comparison later."""
+    """Every pair of every task in ONE ``score_pairs`` call; ``keep`` gets ``{task: {subset: similarities}}``."""
     s1: list[str] = []
     s2: list[str] = []
     spans: list[tuple[STSTask, str, int, int]] = []
