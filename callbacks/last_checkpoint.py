@@ -10,8 +10,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 
 
 class LastCheckpoint(ModelCheckpoint):
-    """Only ``<dirpath>/last.ckpt``: every ``every_n_train_steps`` steps (0: never mid-epoch) and at each
-    epoch end; no monitor, no top-k files."""
+    """Only ``<dirpath>/last.ckpt``: every ``every_n_train_steps`` steps (0: never mid-epoch) and at each epoch end."""
 
     def __init__(self, dirpath: str, every_n_train_steps: int = 200):
         super().__init__(dirpath=dirpath, monitor=None, save_top_k=0, save_last=True,

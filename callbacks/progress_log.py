@@ -85,8 +85,7 @@ def first_step_line(step: int, since_launch: float, estimate: float | None, sinc
 
 
 def run_begins() -> None:
-    """``train()`` calls it as it starts: the first run of a process counts from the process's start, every later
-    one (a seed, a pipeline stage) from its own, not counting the earlier runs."""
+    """``train()`` calls it as it starts: a later run of the process (a seed, a stage) counts from its own start."""
     global _runs, _launched
     _runs += 1
     _launched = None if _runs == 1 else time.monotonic()

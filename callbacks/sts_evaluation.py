@@ -147,8 +147,7 @@ class STSEvaluationCallback(L.Callback):
             pl_module.log(key, value, prog_bar=key == AVG_KEY, rank_zero_only=False, sync_dist=False)
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        """Score the final weights if no validation did (``limit_val_batches=0``), then write
-        ``sts_before_after.md`` (rank 0)."""
+        """Score the final weights if no validation did, then write ``sts_before_after.md`` (rank 0)."""
         if trainer.state.fn == "fit" and self.last_step != trainer.global_step:
             log.warning("no validation ran at the final step %d: scoring STS now (no best checkpoint is ranked "
                         "without a validation loop)", trainer.global_step)
@@ -174,8 +173,7 @@ class STSEvaluationCallback(L.Callback):
     # ------------------------------------------------------------------ evaluation
     @rng_isolated  # scoring (a frozen scorer loaded on first use, MC dropout) never shifts the training's random stream
     def evaluate(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str = "after") -> dict[str, float]:
-        """Collective: every rank must call it. The flat metrics, identical on every rank; ``stage``: the predictions
-        file a fit's scoring writes."""
+        """Collective: every rank must call it; the flat metrics, identical on every rank."""
         if self.tasks is None:
             self.setup(trainer, pl_module, "validate")
         if not isinstance(pl_module, Scorable):
@@ -207,8 +205,7 @@ class STSEvaluationCallback(L.Callback):
         return {**self.last_metrics, **probe_metrics}
 
     def _save_predictions(self, trainer: L.Trainer, sims: dict[str, dict[str, np.ndarray]], stage: str) -> None:
-        """``<run dir>/sts_predictions/<stage>.npz``: the per-pair similarities behind the logged Spearman, so
-        ``compare_runs`` can compare this run with another pair by pair."""
+        """``<run dir>/sts_predictions/<stage>.npz``: the per-pair similarities, which ``compare_runs`` pairs."""
         tasks = self.tasks or []
         write_predictions(Path(trainer.default_root_dir) / PREDICTIONS_DIR / f"{stage}.npz",
                           {"pred": {t.name: pooled(t, sims[t.name]) for t in tasks}},

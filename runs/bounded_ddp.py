@@ -73,8 +73,7 @@ class _ChildWatch(threading.Thread):
 
 
 def wait_for_children(procs: list, grace_s: float = GRACE_S) -> None:
-    """Give the child ranks ``grace_s`` to stop by themselves, then SIGKILL those still running (one may wait in a
-    collective for this rank, which stopped alone)."""
+    """Give the child ranks ``grace_s`` to stop by themselves, then SIGKILL those still running."""
     deadline = time.monotonic() + grace_s
     for proc in procs:
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -187,8 +186,7 @@ def release_group_at_exit() -> None:
 
 
 def release_group() -> None:
-    """Collect the cycles that hold the group, then destroy it; a no-op unless the last run ended cleanly (else the
-    destructor would wait for a queued collective)."""
+    """Collect the cycles that hold the group, then destroy it, unless a collective may still be queued."""
     if _clean and dist.is_available() and dist.is_initialized():
         gc.collect()
         dist.destroy_process_group()

@@ -155,8 +155,7 @@ def check_mini_batch_size(cfg: DictConfig, world_size: int) -> None:
 
 
 def check_monitored_task(cfg: DictConfig) -> None:
-    """``callbacks.model_checkpoint.monitor`` is a metric the STS evaluation logs (else ModelCheckpoint fails at the
-    first validation with a long traceback)."""
+    """``callbacks.model_checkpoint.monitor`` is logged (else ModelCheckpoint fails at the first validation)."""
     callbacks = cfg.get("callbacks") or {}
     checkpoint, evaluation = callbacks.get("model_checkpoint"), callbacks.get("sts_evaluation")
     monitor = checkpoint.get("monitor") if checkpoint is not None else None
@@ -196,8 +195,7 @@ def check_eval_dims(cfg: DictConfig) -> None:
 
 
 def _check_matryoshka(cfg: DictConfig, declared: MethodDeclaration | None) -> None:
-    """``model.matryoshka_dims`` / ``_weights``: values, a method refusing them, a training-only head, a dimension
-    wider than the model (read from the disk)."""
+    """``model.matryoshka_dims`` / ``_weights``: values, a refusing method, a training-only head, too wide a dim."""
     dims = OmegaConf.select(cfg, "model.matryoshka_dims", default=None)
     weights = OmegaConf.select(cfg, "model.matryoshka_weights", default=None)
     checked = check_matryoshka(None if dims is None else list(dims) if OmegaConf.is_list(dims) else dims,

@@ -189,8 +189,7 @@ def scorer_options() -> dict[str, dict[str, Any]]:
 
 @functools.cache
 def nodes() -> dict[str, dict[str, Any]]:
-    """``{node name: node}``: one per class, ``scorer_options`` and ``encoder_options`` (``load_encoder``'s but name);
-    cached: callers copy, never mutate it."""
+    """``{node name: node}``: one per class, ``scorer_options`` and ``encoder_options``; cached: never mutate it."""
     found: dict[str, dict[str, Any]] = {}
     for target in [*model_targets(), *datamodule_targets()]:
         name = target.rsplit(".", 1)[1]

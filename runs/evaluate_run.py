@@ -129,8 +129,7 @@ def _forward_passes(enc_name: str, encoded: int, store: ReadingStore) -> dict:
 def _evaluate_encoder(enc_name: str, encoder, specs: list, defaults: dict, tasks: list, sentences: list,
                       store: ReadingStore | None = None, bootstrap: Bootstrap | None = None,
                       dims: tuple[int, ...] = (), kept: list[dict[str, dict]] | None = None) -> list[dict]:
-    """All scorers of one encoder, each followed by its ``dims`` rows; undefined combinations become n/a rows.
-    ``kept``: one ``{task: {subset: similarities}}`` appended per row."""
+    """All scorers of one encoder, each followed by its ``dims`` rows (n/a rows where undefined)."""
     built: dict[int, Any] = {}
     unsupported: dict[int, str] = {}
     for i, spec in enumerate(specs):

@@ -32,8 +32,7 @@ def register_resolver() -> None:
 
 
 def help_text(app: str) -> str:
-    """The generated sections for ``evaluate`` or ``train``, ``$`` escaped for Hydra's string.Template, with every
-    command in the user's form (no ``python train.py`` for an installed package)."""
+    """The generated sections for ``evaluate`` or ``train``, ``$`` escaped, commands in the user's form."""
     sections = {"evaluate": evaluate_sections, "train": train_sections}[app]()
     return for_this_install("\n\n".join(sections)).replace("$", "$$")
 

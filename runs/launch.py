@@ -13,8 +13,7 @@ from sts_lightning.runs.train_run import train
 
 
 def launch(cfg: DictConfig) -> dict[str, float]:
-    """Run the stages of a config with a ``pipeline`` block, every seed of ``seeds=[...]`` (``runs.seed_runs``),
-    else train once; returns the final metrics (the seeds' means)."""
+    """Every seed of ``seeds=[...]``, the stages of a ``pipeline``, else one run; returns the final metrics."""
     if cfg.get("seeds") is not None:
         return run_seeds(cfg)  # refuses seeds together with a pipeline
     return run_pipeline(cfg) if cfg.get("pipeline") else train(cfg)

@@ -23,8 +23,7 @@ def register_run_id() -> None:
 
 
 def launched_rank() -> str:
-    """``""`` on global rank 0 (or alone), else a label of its rank, from the launcher's variables (Hydra composes
-    before torch does)."""
+    """``""`` on global rank 0 (or alone), else a label of its rank, from the launcher's variables."""
     for key in ("RANK", "SLURM_PROCID"):
         value = os.environ.get(key, "")
         if value.isdigit():

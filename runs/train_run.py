@@ -80,8 +80,7 @@ def ensure_val_loop(datamodule) -> None:
 
 
 def isolate_preparation(datamodule) -> None:
-    """``prepare_data`` and ``setup`` leave the run's random generators untouched: they draw only when a cache is
-    cold, and a cold and a warm cache must train alike."""
+    """``prepare_data`` / ``setup`` leave the random streams alone: a cold and a warm cache must train alike."""
     for hook in ("prepare_data", "setup"):
         setattr(datamodule, hook, rng_isolated(getattr(datamodule, hook)))
 

@@ -51,8 +51,7 @@ def auto_precision(accelerator: str, bf16_supported: Callable[[], bool]) -> str:
 
 def resolve_trainer(trainer_cfg: DictConfig, gpus: int | None = None,
                     bf16_supported: Callable[[], bool] | None = None) -> DictConfig:
-    """Resolve ``accelerator`` / ``devices`` / ``precision`` in place (also returned); ``gpus`` and
-    ``bf16_supported`` default to what torch reports."""
+    """Resolve ``accelerator`` / ``devices`` / ``precision`` in place (also returned); ``gpus``: torch's count."""
     gpus = torch.cuda.device_count() if gpus is None else int(gpus)
     bf16_supported = bf16_supported or torch.cuda.is_bf16_supported
     accelerator = str(trainer_cfg.get("accelerator", "auto")).lower()
@@ -91,8 +90,7 @@ def resolve_trainer(trainer_cfg: DictConfig, gpus: int | None = None,
 
 
 def bound_collectives(trainer_cfg: DictConfig, devices: int) -> None:
-    """Pop ``collective_timeout_s`` (not a Trainer argument); ``ddp`` (or ``auto`` on several devices or nodes)
-    becomes ``BoundedDDPStrategy`` with that timeout."""
+    """Pop ``collective_timeout_s`` (no Trainer argument) into a ``BoundedDDPStrategy`` for ``ddp`` or DDP ``auto``."""
     with open_dict(trainer_cfg):
         timeout = trainer_cfg.pop("collective_timeout_s", None)
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):

@@ -109,8 +109,7 @@ def log_final(trainer, export_dir: Path | None) -> None:
 
 
 def finish(loggers: Iterable, exit_code: int = 0) -> None:
-    """Finish the W&B run of every W&B logger that started one (``exit_code`` 1: failed): Lightning leaves it open,
-    and wandb's atexit teardown of an open run leaves no exit record."""
+    """Finish every started W&B run (``exit_code`` 1: failed): wandb's teardown of an open run records no exit."""
     for logger in loggers:
         run = started_experiment(logger) if isinstance(logger, WandbLogger) else None
         if run is not None and callable(getattr(run, "finish", None)):

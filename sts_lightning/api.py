@@ -57,8 +57,7 @@ def _overrides_as_options(overrides: Sequence[str]) -> dict[str, Any]:
 
 def resolve(source: str | Path | Mapping, scorer: str | Mapping | None = None,
             encoder: str | None = None) -> tuple[str, str | dict, dict[str, Any]]:
-    """``(encoder name, scorer spec, encoder options)`` for ``source``, as ``evaluate.py`` would be called; a scorer
-    spec mapping takes its encoder from ``encoder`` (none for the encoder-free ``meta`` / ``source``)."""
+    """``(encoder name, scorer spec, encoder options)`` for ``source``, as ``evaluate.py`` would be called."""
     if isinstance(source, Mapping):
         return str(encoder or "none"), dict(source), {}
     path = Path(str(source)).expanduser()
@@ -81,8 +80,7 @@ class SentenceModel:
         return f"SentenceModel(encoder={name!r}, scorer={self.scorer.name!r})"
 
     def encode(self, sentences: str | Sequence[str]) -> torch.Tensor | Representation:
-        """One row per sentence: a ``(n, d)`` tensor where the representation is a vector, else the representation
-        dict (Sen2Pro's mean and variance, Latte-Mix's mixture)."""
+        """One row per sentence: a ``(n, d)`` tensor where the representation is a vector, else the dict."""
         rep = self.scorer.represent([sentences] if isinstance(sentences, str) else list(sentences))
         return rep["embedding"] if set(rep) == {"embedding"} else rep
 
@@ -110,17 +108,9 @@ class SentenceModel:
 @user_errors
 def load(source: str | Path | Mapping, scorer: str | Mapping | None = None, *, encoder: str | None = None,
          dim: int | None = None, **options: Any) -> SentenceModel:
-    """Load anything ``evaluate.py`` accepts.
-
-    Examples:
-        >>> m = load("all-MiniLM-L6-v2")                        # a packaged model, mean pooling
-        >>> m = load("outputs/run/export")                      # an export: scored as its LOADING.md says
-        >>> m = load("all-MiniLM-L6-v2", scorer="sbert_wk")     # any scorer of evaluate.py
-        >>> m = load({"name": "flow", "path": "outputs/flow/export"}, encoder="all-MiniLM-L6-v2")
-        >>> m.similarity(["a man plays guitar"], ["someone plays music"])
-        >>> m = load("outputs/matryoshka/export", dim=128)       # the first 128 numbers (evaluate.py dims=[128])
-
-    ``scorer`` replaces the default (``mean``, or the export's own); ``encoder`` is that of a scorer-spec ``source``;
+    """Load anything ``evaluate.py`` accepts (README.md's examples), e.g. a scorer-spec mapping with its encoder:
+    ``load({"name": "flow", "path": "outputs/flow/export"}, encoder="all-MiniLM-L6-v2")``. ``scorer`` replaces the
+    default (``mean``, or the export's own); ``dim``: the first ``dim`` numbers (evaluate.py ``dims``);
     ``**options`` are ``evaluate.yaml``'s encoder options (``max_length``, ``batch_size``, ``device``, ...).
     """
     unknown = set(options) - set(ENCODER_OPTIONS)

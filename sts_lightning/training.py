@@ -74,14 +74,8 @@ def search_path(config_dirs: Sequence[Path]) -> ConfigSearchPath:
 @user_errors
 def train(model: str | None = None, overrides: Sequence[str] = (), *, experiment: str | None = None,
           config_dir: str | Path | Sequence[str | Path] | None = None) -> Run:
-    """Train as ``sts-train`` would with the same arguments; returns the :class:`Run`.
-
-    Examples:
-        >>> run = train("simcse", ["trainer.max_steps=100"])        # sts-train model=simcse trainer.max_steps=100
-        >>> run = train(experiment="quickstart")                       # sts-train experiment=quickstart
-        >>> run = train("my_model", config_dir="conf")                 # a model of your own (conf/model/my_model.yaml)
-        >>> run.dir, run.metrics["val/stsb-dev_spearman"], run.load().similarity("a cat", "a dog")
-    """
+    """Train as ``sts-train`` would with the same arguments (``train("simcse", ["trainer.max_steps=100"])``,
+    ``train("my_model", config_dir="conf")`` for ``conf/model/my_model.yaml``); returns the :class:`Run`."""
     given = [config_dir] if isinstance(config_dir, str | Path) else list(config_dir or [])
     dirs = [Path(d).expanduser().resolve() for d in given]
     missing = [str(d) for d in dirs if not d.is_dir()]
