@@ -1,8 +1,7 @@
 """Frozen-encoder sentence vectors, encoded once into a ``.npy`` cache and served as a map-style dataset.
 
-A head trained on a FROZEN encoder (BERT-flow's Glow) would otherwise re-encode every sentence every step.
-``prepare_data`` (once per node) encodes chunk by chunk into a memory-mapped cache (``embeddings.io.npy_cache``)
-named by everything that changes the vectors.
+A head trained on a FROZEN encoder (BERT-flow's Glow) would otherwise re-encode every sentence every step; the
+cache is named by everything that changes the vectors.
 """
 
 from __future__ import annotations

@@ -95,8 +95,7 @@ class CollateTeachers:
 
 
 class DistillationDataModule(ResumableDataModule):
-    """Training batches ``{"sentences", "targets"}``: sentences and their teachers' mean embedding. ``teachers``
-    share one vector size unless ``align_to`` names a spec each is mapped onto (``None``: the paper's plain mean)."""
+    """Training batches ``{"sentences", "targets"}``: sentences and their teachers' mean embedding."""
 
     data_unit = "sentences"  # model card: one training item
 

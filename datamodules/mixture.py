@@ -39,8 +39,7 @@ def plain_batches(order: Sequence[int], batch_size: int, drop_last: bool) -> Ite
 
 def distinct_batches(order: Iterable[int], texts: Texts, batch_size: int, drop_last: bool,
                      stats: Counter) -> Iterator[list[int]]:
-    """Batches in which no text occurs twice: a row that would repeat one waits, and waiting rows are tried first,
-    in order (``stats["deferred"]`` counts them)."""
+    """Batches in which no text occurs twice: a row that would repeat one waits, tried first for the next batch."""
     unread, waiting, was_deferred = iter(order), [], set()
     while True:
         batch, seen, still_waiting = [], set(), []

@@ -1,8 +1,7 @@
 """Scored sentence pairs as training batches ``{"sentences1", "sentences2", "scores"}`` (supervised STS).
 
-The input of ``lightning_modules.cosent`` (CosineSimilarityLoss, CoSENT, AnglE), as sentence-transformers'
-``training_stsbenchmark.py``. Sources, reading rules and the normalisation to [0, 1] are in
-``datamodules.scored_pair_readers``. Under DDP every rank gets equal batches (the ranking losses gather scores).
+The input of ``lightning_modules.cosent``; sources and the normalisation to [0, 1]: ``datamodules.scored_pair_readers``.
+Under DDP every rank gets equal batches (the ranking losses gather scores).
 """
 
 from __future__ import annotations
@@ -52,11 +51,7 @@ def collate_scored_pairs(rows: Sequence[tuple[str, str, float]]) -> dict[str, li
 
 
 class ScoredPairsDataModule(ResumableDataModule):
-    """Training batches of scored pairs: ``{"sentences1", "sentences2", "scores"}``, scores in [0, 1].
-
-    ``drop_last`` because CoSENT ranks pairs within a batch (a 1-pair batch has none); ``score_scale`` is
-    ``[low, high]`` of your own files' scores (``None``: already in [0, 1]).
-    """
+    """Batches ``{"sentences1", "sentences2", "scores"}``, scores in [0, 1] (``score_scale``: your files' range)."""
 
     data_unit = "scored pairs"
 

@@ -1,9 +1,7 @@
 """Sentences streamed with ``datasets``' streaming engine (``data.streaming=true``): never written to disk.
 
 ``datasets`` streams, shuffles in a seeded buffer and splits by rank. A stream's length is unknown, so it is endless
-(reshuffled passes) and training ends at ``trainer.max_steps``. Resume re-reads and drops this rank's first ``k``
-batches. Rows are read in the main process (``num_workers=0``). Sources: ``hub:<dataset>[:<config>]:<split>``
-(column ``text``) or local files, many at once as shards.
+(reshuffled passes) and training ends at ``trainer.max_steps``; a resume re-reads and drops the done batches.
 """
 
 from __future__ import annotations

@@ -28,8 +28,8 @@ log = logging.getLogger(__name__)
 class SentenceDataModule(ResumableDataModule):
     """Training batches ``{"sentences": list[str]}`` from text or table files, ``hub:`` or ``sts:`` sources.
 
-    ``heldout_sentences`` keeps the last N out of training, as ``heldout()`` (MLM's held-out loss); ``streaming`` reads
-    the sources with ``datasets`` instead of indexing them: endless, so ``trainer.max_steps`` must be set.
+    ``heldout_sentences`` keeps the last N out of training, as ``heldout()``; ``streaming`` reads the sources with
+    ``datasets`` instead of indexing them.
     """
 
     data_unit = "sentences"  # model card: one training item

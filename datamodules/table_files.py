@@ -1,9 +1,8 @@
 """A researcher's own training files: ``.tsv`` / ``.csv`` / ``.jsonl`` / ``.json`` / ``.parquet`` with named columns.
 
-Which files, where a relative path is looked for, which column names are understood and what a missing column says
-are shared by every kind of training data; the kind readers turn columns into rows. Read by ``datasets`` offline:
-``.tsv`` tab-separated and never quoted, ``.csv`` quoted. A folder means its such files (sorted, not recursive),
-each read on its own so messages name the file; rows are named ``row N``.
+Which files, where a relative path is looked for and which column names are understood are shared by every kind of
+training data. Read by ``datasets`` offline: ``.tsv`` never quoted, ``.csv`` quoted; a folder's files each on their
+own, so messages name the file.
 """
 
 from __future__ import annotations

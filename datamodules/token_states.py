@@ -1,8 +1,7 @@
 """Frozen token states as training batches ``{"features": (B, T, H), "mask": (B, T)}`` for the token VAEs.
 
 Sentences come from sentence files and/or NLI sources without their labels (``nli:snli:dev``: the unique premises
-and hypotheses). ``prepare_data`` encodes them once per node into ``datamodules.token_state_cache``; ``setup``
-maps the cache.
+and hypotheses), encoded once per node into ``datamodules.token_state_cache``.
 """
 
 from __future__ import annotations

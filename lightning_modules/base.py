@@ -117,8 +117,7 @@ class EncoderModule(EncoderExport, LightningModule):
 
     # ------------------------------------------------------------------------------ token ids, embedding
     def batch_tokenizer(self) -> BatchTokenizer | None:
-        """The token ids of ``text_fields`` that the loader's workers add to each batch (``None``: none); only the
-        tokenizer and two scalars travel to the workers, never the model."""
+        """The token ids of ``text_fields`` the loader's workers add (only the tokenizer travels, not the model)."""
         if not self.text_fields:
             return None
         return BatchTokenizer(self.text_fields, TextTokenizer(self.encoder.tokenizer, self.encoder.max_length))

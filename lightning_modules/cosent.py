@@ -33,8 +33,7 @@ ANGLE_FULL = ("cosine_w", "ibn_w", "angle_w", "cosine_tau", "ibn_tau", "angle_ta
 
 
 def check_options(objective: str, scale: float, angle_full: dict[str, float]) -> None:
-    """Unknown objective, a scale or temperature that is not a positive number, a negative weight, or three zero
-    weights: one ``ConfigError`` line naming the key, before any model loads."""
+    """One ``ConfigError`` line naming the key of a bad objective, scale, temperature or weights, before loading."""
     if objective not in OBJECTIVES:
         raise unknown_choice("model.objective", objective, OBJECTIVES)
     check_args({"scale": scale, **angle_full})  # scale: the inverse temperature of the cosent / angle ranking
@@ -43,11 +42,7 @@ def check_options(objective: str, scale: float, angle_full: dict[str, float]) ->
 
 
 class CoSENTModule(EncoderModule):
-    """A siamese encoder trained on scored pairs (batches from ``datamodules.scored_pairs``).
-
-    ``scale`` is the inverse temperature of the ``cosent`` / ``angle`` ranking; ``*_w`` and ``*_tau`` are
-    ``angle_full``'s weights (the authors' w1, w2, w3; 0 skips a term) and inverse temperatures.
-    """
+    """A siamese encoder trained on scored pairs; ``*_w`` / ``*_tau``: ``angle_full``'s weights w1-w3 and scales."""
 
     text_fields = ("sentences1", "sentences2")  # tokenized in the DataLoader's workers
     matryoshka_ok = METHOD.matryoshka_ok

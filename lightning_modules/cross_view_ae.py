@@ -36,8 +36,7 @@ log = logging.getLogger(__name__)
 class CrossViewAEModule(LightningModule):
     """J encoders + J decoders trained on all J^2 reconstructions; the meta-embedding is ``sum_j E_j(x_j)``.
 
-    ``sources`` (specs in the data's order) are needed only for STS evaluation and export; ``d=None`` is the largest
-    source dimension (the paper's choice); ``hidden_layers=0``: linear encoders / decoders (the paper's best).
+    ``sources`` are needed only for STS evaluation and export; the defaults are the paper's best (linear, largest d).
     """
 
     method_info = METHOD.card()

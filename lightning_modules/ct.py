@@ -8,8 +8,7 @@ scores better on the STS dev set at the last evaluation.
 
 Each batch's ``sentences`` are the pool the pairs are drawn from, seeded by ``(seed, rank, step)``: the same pairs
 after a resume. ``objective=in_batch`` is the authors' in-batch-negatives variant (sentence-transformers'
-``ContrastiveTensionLossInBatchNegatives``); ``mini_batch_size`` caches it. Under DDP ``pairs`` and ``positives``
-are global and split exactly over the ranks (``per_device_layout``).
+``ContrastiveTensionLossInBatchNegatives``).
 """
 
 from __future__ import annotations

@@ -15,7 +15,6 @@ from sts_lightning.embeddings.scoring.protocols import STSEvaluator
 
 
 def sts_callback(trainer) -> STSEvaluator | None:
-    """The trainer's STS callback, if any."""
     found = [c for c in trainer.callbacks if isinstance(c, STSEvaluator)]
     return found[0] if found else None
 

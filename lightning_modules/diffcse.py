@@ -48,10 +48,8 @@ log = logging.getLogger(__name__)
 class DiffCSEModule(SimCSEModule):
     """DiffCSE on plain sentences (``data=sentences``).
 
-    ``generator`` is the frozen masked LM that edits the sentences and must share the encoder's vocabulary (the
-    packaged ``paraphrase-MiniLM-L3-v2-mlm`` serves every packaged BERT; the paper's is ``distilbert-base-uncased``).
-    ``lambda_weight`` weighs RTD (the paper's 0.005 for BERT, 0.05 for RoBERTa); ``batchnorm=false`` uses SimCSE's
-    ``Linear + tanh``.
+    ``generator`` is the frozen masked LM that edits the sentences and must share the encoder's vocabulary;
+    ``lambda_weight`` weighs RTD (the paper's 0.005 for BERT, 0.05 for RoBERTa).
     """
 
     # model.matryoshka_dims (SimCSE's, mlp=none): InfoNCE on each prefix, RTD once on the full vector (diffcse_loss)

@@ -1,10 +1,8 @@
 """BERT-flow (Li et al., EMNLP 2020): a Glow trained by maximum likelihood on FROZEN sentence vectors.
 
 Mapping BERT's anisotropic sentence vectors to an isotropic Gaussian with an invertible flow, trained unsupervised
-on the target domain, makes cosine in the latent space a better similarity (recipe: paper Sec. 4 and the reference
-scripts; architecture: ``embeddings.methods.flow.glow``). Why not an ``EncoderModule``: the encoder never changes,
-so it is a plain-scalar reference in the hyper-parameters, loaded only when scoring, outside the state dict; the
-training batches are cached vectors (``datamodules.cached_embeddings``).
+on the target domain, makes cosine in the latent space a better similarity (recipe: paper Sec. 4). Not an
+``EncoderModule``: the encoder never changes (``FrozenEncoderMixin``); batches are cached vectors.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """A frozen encoder held by reference, loaded once for scoring: shared by the modules that train a head.
 
-BERT-flow and the token VAEs train a small network on FROZEN encoder outputs; registering the encoder would put
-unchanging weights into every checkpoint, so the module keeps plain-scalar references in its hyper-parameters and
-loads the encoder lazily, outside the state dict. The export records ``fitted_on()`` and refuses any other encoder.
+Registering the encoder would put unchanging weights into every checkpoint, so the module keeps plain-scalar
+references in its hyper-parameters and loads the encoder lazily, outside the state dict.
 """
 
 from __future__ import annotations
@@ -19,8 +18,7 @@ ENCODER_KEYS = ("model_name_or_path", "pooling", "max_length")  # the pooled-vec
 
 
 class FrozenEncoderMixin:
-    """Adds ``frozen_encoder()`` and the feature-key check; the host has ``model_name_or_path``, ``max_length``
-    and ``eval_batch_size`` hyper-parameters (override ``_frozen_encoder_spec`` otherwise)."""
+    """Adds ``frozen_encoder()`` and the feature-key check (the encoder's arguments: ``_frozen_encoder_spec``)."""
 
     _encoder: BaseEncoder | None = None
 

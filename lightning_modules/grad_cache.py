@@ -2,8 +2,7 @@
 
 A method whose loss scores every sentence of the batch against every other computes it through ``embed_and_loss``
 / ``views_and_loss`` and lists ``CachedLoss`` after ``EncoderModule`` in its bases (the config readers follow the
-first base). ``EncoderModule`` refuses ``mini_batch_size`` for every other class (``uncached``). The caching itself
-is ``embeddings.methods.shared.grad_cache``: same loss and gradients, activation memory bounded by the mini-batch.
+first base); ``EncoderModule`` refuses ``mini_batch_size`` for every other class.
 """
 
 from __future__ import annotations
@@ -38,8 +37,7 @@ class CachedLoss:
         return self.views_and_loss([self.view(ids)], loss_fn)
 
     def views_and_loss(self, views: Sequence[EncoderView], loss_fn: Callable[..., Tensor]) -> Tensor:
-        """``loss_fn(*embeddings of views)`` (views: lists maybe embedded by different encoders), uncached or the
-        GradCache surrogate (same value and gradients)."""
+        """``loss_fn(*embeddings of views)``, uncached or the GradCache surrogate (same value and gradients)."""
         size = self.hparams.mini_batch_size
         if size is None:
             return loss_fn(*(embed_length_buckets(v.encoder, v.pool, v.ids, self.forward_groups()) for v in views))

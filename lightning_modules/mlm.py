@@ -1,10 +1,8 @@
 """Masked-language-model pretraining (Devlin et al. 2019): a raw backbone, or domain adaptation of an encoder.
 
 ``encoder_model`` is the encoder INSIDE the masked LM (same live weights), so the STS callback scores the encoder as
-it trains and the export has the base's sentence-transformers files; the MLM head (tied to the word embeddings) is
-registered beside it. Masks are seeded by (``mask_seed``, step, rank, micro-batch): a resume draws the same ones.
-Held-out sentences (``data.heldout_sentences``) are scored at every validation with fixed masks, summed over the
-ranks, so ``val/mlm_loss`` / ``val/mlm_accuracy`` are those of the whole set.
+it trains and the export has the base's sentence-transformers files. Masks are seeded by (``mask_seed``, step, rank,
+micro-batch): a resume draws the same ones. Held-out sentences are scored with fixed masks, summed over the ranks.
 """
 
 from __future__ import annotations

@@ -7,9 +7,7 @@ authors evaluate it: the first template's [MASK] state, no denoising, no head. S
 data.format=triplets``): one template, BERT's MLM transform as the head, kept at evaluation with denoising.
 
 Matryoshka needs a head the evaluation keeps (``head=transform``) or none: behind the training-only head the prefixes
-trained would be the head's output (refused in one line). Recipe defaults: the authors' ``run.sh``
-(configs/model/promptbert.yaml); sentence ids as in their ``train.py`` (``template.train_ids``), made in the
-DataLoader's workers.
+trained would be the head's output. Recipe defaults: the authors' ``run.sh``; sentence ids as in their ``train.py``.
 """
 
 from __future__ import annotations
@@ -173,8 +171,7 @@ class PromptBERTModule(EncoderModule):
 
     # -------------------------------------------------------------------------------------- export
     def write_export_files(self, folder: Path) -> str | None:
-        """``promptbert_config.json`` (the evaluated settings), the supervised head beside the encoder, and a
-        ``modules.json`` naming PromptBERT's own sentence-transformers module (``NO_ST``; never mean pooling)."""
+        """``promptbert_config.json``, the supervised head and a ``modules.json`` naming PromptBERT's own module."""
         hp = self.hparams
         write_prompt_export(folder, {"template": hp.template, "denoise": hp.eval_denoise, "max_length": hp.max_length},
                             self.head if hp.head == "transform" else None)

@@ -22,11 +22,7 @@ from sts_lightning.lightning_modules.simcse import SimCSEModule
 
 
 class RankCSEModule(SimCSEModule):
-    """The RankCSE student (batches ``{"sentences", "teachers"}`` from ``data=distillation data.combine=each``).
-
-    ``teacher_weights`` (``data.teachers`` order, normalised to sum 1) are the reference's ``alpha * T1 + (1 - alpha)
-    * T2``; ``teacher_temperature`` is tau2; ``distillation_weight`` / ``consistency_weight`` are gamma / beta.
-    """
+    """The RankCSE student; ``teacher_weights`` (``data.teachers`` order) are the reference's ``alpha, 1 - alpha``."""
 
     method_info = METHOD.card()
 

@@ -26,11 +26,7 @@ EVAL_POOLING = {1: "mean", 2: "last2_avg", 3: "last3_avg"}
 
 
 class SEDModule(EncoderModule):
-    """The SED student (batches ``{"sentences", "targets"}`` from ``datamodules.distillation``).
-
-    ``eval_layers`` (paper: 2) sets the base's ``pooling``, named here (``None``: from ``eval_layers``) so the
-    configs' node does not offer the base's ``mean``.
-    """
+    """The SED student; ``eval_layers`` (paper: 2) sets the base's ``pooling`` (``None``: from ``eval_layers``)."""
 
     method_info = METHOD.card()
     matryoshka_refused = METHOD.matryoshka_refused

@@ -59,8 +59,7 @@ def set_dropout(model: nn.Module, p: float) -> int:
 
 
 class SimCSEModule(EncoderModule, CachedLoss):
-    """SimCSE on plain sentences (unsupervised) or NLI triplets (supervised); ``hard_negative_weight`` is added to
-    each anchor's own hard-negative logit (SimCSE's ``--hard_negative_weight``)."""
+    """SimCSE on plain sentences (unsupervised) or NLI triplets (supervised)."""
 
     # ONE padded pass: at 32 tokens length-sorted groups were slower on a CPU (docs/speed.md, "Unsupervised SimCSE")
     length_buckets = 1

@@ -23,11 +23,7 @@ from sts_lightning.lightning_modules.base import EncoderModule
 
 
 class TSDAEModule(EncoderModule):
-    """TSDAE on plain sentences (``data=sentences``).
-
-    ``deletion_ratio`` deletes each whitespace word with that probability (one word always kept); the noise is drawn
-    per ``(seed, rank, global step)``, so a resumed run is bit-identical.
-    """
+    """TSDAE on plain sentences; the deletion noise is drawn per ``(seed, rank, step)``: resumes are bit-identical."""
 
     text_fields = ("sentences",)  # the decoder's targets, tokenized in the DataLoader's workers
 

@@ -37,8 +37,7 @@ QUIET = (r"`LightningModule.configure_optimizers` returned `None`", r"`parameter
 
 
 class WhiteningModule(FrozenEncoderMixin, LightningModule):
-    """Accumulates moment sums of ``[vectors]`` batches from ``CachedEmbeddingDataModule`` (whose encoder arguments
-    it must match); ``k`` keeps the top-k principal directions (``None``: all)."""
+    """Moment sums of ``[vectors]`` batches (``CachedEmbeddingDataModule``); ``k``: top-k directions kept."""
 
     feature_keys = ENCODER_KEYS
 

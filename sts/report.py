@@ -51,8 +51,7 @@ def paired_section(results: list[dict], predictions: RunPredictions | None) -> s
 
 
 def markdown_table(results: list[dict], predictions: RunPredictions | None = None) -> str:
-    """Spearman x100 ('all' aggregate) per task, with its bootstrap interval where computed, an average column,
-    and the 7-task average if complete; with ``predictions``, the paired differences to the first row below."""
+    """Spearman x100 per task (with intervals), averages and time; with ``predictions``, the paired differences."""
     tasks = ordered_tasks(results[0]["tasks"]) if results else []
     has_standard = all(t in tasks for t in STANDARD_TASKS)
     head = ["encoder / scorer", *tasks, "avg"] + (["avg (7 standard)"] if has_standard else []) + ["time (s)"]
