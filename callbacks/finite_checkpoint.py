@@ -1,7 +1,5 @@
-"""``ModelCheckpoint`` that never ranks a non-finite score as a best model.
-
-Why: Lightning turns a NaN monitor value into -inf and, while fewer than ``save_top_k`` checkpoints exist,
-saves it anyway, so a diverged run left a ``best-*.ckpt`` scored -inf beside a log saying NaN is never ranked.
+"""``ModelCheckpoint`` that never ranks a non-finite score as a best model (Lightning turns NaN into -inf and,
+while fewer than ``save_top_k`` checkpoints exist, saves it anyway).
 """
 
 from __future__ import annotations

@@ -92,7 +92,6 @@ def run_begins() -> None:
 
 
 def since_launch_s() -> float:
-    """Seconds since this run was launched (see :func:`run_begins`)."""
     return process_age_s() if _launched is None else time.monotonic() - _launched
 
 

@@ -122,8 +122,7 @@ class STSEvaluationCallback(L.Callback):
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch,
                            batch_idx: int) -> None:
-        """At ``max_steps``, stop through Lightning's early-stop path, which validates first (else a run that
-        ``max_steps`` ends mid-epoch would never validate)."""
+        """At ``max_steps``, stop by Lightning's early-stop path, which validates first (a mid-epoch end would not)."""
         if 0 < trainer.max_steps <= trainer.global_step:
             trainer.should_stop = True
             if trainer.check_val_every_n_epoch not in (None, 1):
@@ -164,8 +163,7 @@ class STSEvaluationCallback(L.Callback):
         atomic_write(Path(trainer.default_root_dir) / "sts_before_after.md", (table + "\n").encode())
 
     def on_fit_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        """A run stopped during its final scoring resumes into a finished fit, where no training hook runs: score
-        the final weights now unless ``sts_before_after.md`` says it was done."""
+        """A run stopped in its final scoring resumes into a finished fit (no training hook runs): score it here."""
         table = Path(trainer.default_root_dir) / "sts_before_after.md"
         if self.last_step is None and trainer.global_step > 0 and self.start_metrics and not table.is_file():
             self.on_train_end(trainer, pl_module)

@@ -1,7 +1,5 @@
-"""How the STS callback splits its sentences over DDP ranks and puts the representations back together.
-
-Rank ``r`` encodes ``unique[r::N]``, topped up so every rank runs the same number of forward passes (sharded
-strategies such as FSDP hang otherwise); the equal shards are all-gathered and re-interleaved into list order.
+"""How the STS callback splits its sentences over DDP ranks and puts the representations back together: equal
+shards (sharded strategies such as FSDP hang otherwise), all-gathered and re-interleaved into list order.
 """
 
 from __future__ import annotations

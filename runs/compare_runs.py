@@ -117,7 +117,6 @@ def chart_spreads(runs: list[RunRows]) -> list[Intervals]:
 
 
 def compare(run_dirs: list[str], out_dir: str | Path, samples: int = 1000, seed: int = 0) -> dict[str, Path]:
-    """Read every run, write ``comparison.md`` and ``comparison.png`` to ``out_dir``, print the table."""
     if not run_dirs:
         raise DataError("no run directories given")
     runs = [run for d in run_dirs for run in read_run(d)]

@@ -29,8 +29,7 @@ def lightning_is_interactive() -> bool:
 
 
 class KeepsCSVFile:
-    """Before Lightning's CSV ``ExperimentWriter``: its private ``_check_log_dir_exists`` (which deletes an existing
-    ``metrics.csv``) does nothing; ``fs`` is its private ``_fs``."""
+    """Before Lightning's CSV ``ExperimentWriter``: ``_check_log_dir_exists`` (deletes ``metrics.csv``) does nothing."""
 
     def _check_log_dir_exists(self) -> None:
         pass

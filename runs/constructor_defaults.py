@@ -173,7 +173,6 @@ def datamodule_targets() -> list[str]:
 
 
 def model_targets() -> list[str]:
-    """The LightningModule of every declared trained method."""
     return sorted({m.module.replace(":", ".") for m in trained_methods() if m.module})
 
 
@@ -209,7 +208,6 @@ _registered = False
 
 
 def register() -> None:
-    """Store every node in Hydra's ConfigStore under ``constructor/``, once per process."""
     global _registered
     if _registered:
         return

@@ -1,7 +1,5 @@
-"""``python -m sts_lightning.runs.doc_lists``: the lists of names in README.md and docs/, generated from the code.
-
-Each list sits between ``<!--list:NAME-->`` and ``<!--/list-->``; ``--write`` refreshes every block, and
-``tests/runs/test_doc_lists.py`` fails on a stale block.
+"""``python -m sts_lightning.runs.doc_lists``: the lists of names in README.md and docs/, generated from the code;
+``--write`` refreshes every block, which ``tests/runs/test_doc_lists.py`` checks.
 """
 
 from __future__ import annotations
@@ -71,7 +69,6 @@ def documents(root: Path = ROOT) -> list[Path]:
 
 
 def blocks(text: str) -> list[tuple[str, str]]:
-    """``(name, what the block holds)`` for every block of ``text``."""
     return [(m.group(1), m.group(2)) for m in BLOCK.finditer(text)]
 
 
@@ -82,7 +79,6 @@ def render(name: str) -> str:
 
 
 def refreshed(text: str) -> str:
-    """``text`` with every block holding its current list."""
     return BLOCK.sub(lambda m: f"<!--list:{m.group(1)}-->{render(m.group(1))}<!--/list-->", text)
 
 
@@ -97,7 +93,6 @@ def stale(root: Path = ROOT) -> list[str]:
 
 
 def write(root: Path = ROOT) -> list[Path]:
-    """Refresh every block in place; returns the files that changed."""
     changed = []
     for path in documents(root):
         text = path.read_text(encoding="utf-8")

@@ -43,7 +43,6 @@ def _as_list(value: Any) -> list:
 
 
 def evaluate(cfg: DictConfig) -> list[dict]:
-    """Run the configured evaluation; returns one result dict per (encoder, scorer)."""
     check_config(cfg)  # one line naming a bad number or an empty list, before the model and data load
     resolve_precision(cfg.encoder.get("precision"), resolve_device(cfg.encoder.get("device")))  # likewise
     torch.manual_seed(int(cfg.seed))

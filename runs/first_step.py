@@ -123,8 +123,7 @@ def first_step_estimate(datamodule, trainer, model_name: str | None) -> float | 
 
 
 def announce_first_step(datamodule, trainer, model_name: str | None, resuming: bool = False) -> None:
-    """On rank 0: log the estimate and hand it to ``LogProgress``, which logs the measured time at step 1
-    (``resuming``: the STS scores before training travel in the checkpoint, so no scoring is counted)."""
+    """On rank 0: log the estimate for ``LogProgress`` (``resuming``: the start's STS scores are in the checkpoint)."""
     if not trainer.is_global_zero or getattr(trainer, "fast_dev_run", False):
         return
     estimate = first_step_estimate(datamodule, trainer, None if resuming else model_name)

@@ -38,7 +38,6 @@ def help_text(app: str) -> str:
 
 
 def evaluate_sections() -> list[str]:
-    """Options (the config file itself), encoders, scorers with their options, tasks."""
     entries = scorer_groups()
     encoders = [(m.name, m.source + (f" (alias: {', '.join(m.aliases)})" if m.aliases else ""))
                 for m in PACKAGED_MODELS.values()]
@@ -71,7 +70,6 @@ def evaluate_sections() -> list[str]:
 
 
 def train_sections() -> list[str]:
-    """Models with the data group each brings, then every other config group, then the top-level keys."""
     models = [(m.name, str(m.data), f"{m.title}: {m.summary}") for m in trained_methods()]
     names = [(option_name("experiment", p), p) for p in group_files("experiment")]
     room = WIDTH - 4 - min(max(len(name) for name, _ in names), 24)  # a longer name gets a line of its own
@@ -142,7 +140,6 @@ def config_body(path: Path) -> str:
 
 
 def first_sentence(text: str) -> str:
-    """The first sentence of a docstring or comment paragraph, on one line."""
     paragraph = " ".join(text.strip().split("\n\n")[0].split())
     for i, char in enumerate(paragraph[:-1]):
         if char == "." and paragraph[i + 1] == " " and paragraph[i + 2:i + 3].isupper():

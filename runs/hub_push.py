@@ -178,7 +178,6 @@ def push_from_config(cfg: DictConfig, export_dir: str | os.PathLike) -> str | No
 
 
 def push(export_dir: str, repo_id: str, private: bool, message: str | None) -> str:
-    """The CLI: local checks, the export, the hub, the upload."""
     what, hint = f"pushing to {repo_id}", "then run this command again"
     token = check_hub_local(repo_id, what, hint)
     folder = check_export(export_dir)

@@ -1,6 +1,5 @@
-"""``launch(cfg)``: what ``python train.py`` runs -- one training run, a pipeline of them, or one per seed.
-
-Above both ``train_run`` and ``pipeline_run`` (a pipeline runs ordinary training runs), so neither imports the other.
+"""``launch(cfg)``: what ``python train.py`` runs -- one training run, a pipeline of them, or one per seed; above
+both ``train_run`` and ``pipeline_run`` (a pipeline runs ordinary training runs), so neither imports the other.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from sts_lightning.runs.train_run import train
 
 
 def launch(cfg: DictConfig) -> dict[str, float]:
-    """Every seed of ``seeds=[...]``, the stages of a ``pipeline``, else one run; returns the final metrics."""
     if cfg.get("seeds") is not None:
         return run_seeds(cfg)  # refuses seeds together with a pipeline
     return run_pipeline(cfg) if cfg.get("pipeline") else train(cfg)

@@ -1,7 +1,5 @@
-"""``python -m sts_lightning.runs.method_table``: the README's table of methods, printed from their declarations.
-
-README.md holds it between ``<!-- methods:start -->`` and ``<!-- methods:end -->``; ``--write`` refreshes it and
-``tests/runs/test_method_table.py`` fails when the two differ.
+"""``python -m sts_lightning.runs.method_table``: the README's table of methods, printed from their declarations;
+``--write`` refreshes README.md's, which ``tests/runs/test_method_table.py`` checks.
 """
 
 from __future__ import annotations
@@ -47,7 +45,6 @@ def readme_block(text: str) -> str:
 
 
 def write(path: Path = README) -> None:
-    """Replace the block between the markers with the current table."""
     text = path.read_text(encoding="utf-8")
     if START not in text or END not in text:
         raise SystemExit(f"{path}: no {START} ... {END} block to fill")

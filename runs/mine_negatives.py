@@ -1,7 +1,6 @@
 """Mine hard negatives: ``python -m sts_lightning.runs.mine_negatives --pairs <file> --encoder <name> --out <file>``.
 
-(anchor, positive) pairs, or NLI data's entailed pairs, encoded by any encoder ``evaluate.py`` accepts; negatives
-picked by sentence-transformers' rules, written as a file ``data.sources=[<out>] data.format=triplets`` trains on.
+Negatives by sentence-transformers' rules, for a file ``data.sources=[<out>] data.format=triplets`` trains on.
 """
 
 from __future__ import annotations

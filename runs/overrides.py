@@ -88,8 +88,7 @@ def check_command_line(app: str, argv: list[str]) -> None:
 
 
 def _join_user_configs(loader, config_dir: str | None, overrides) -> None:
-    """A user's ``--config-dir`` (composing too) and ``hydra.searchpath`` folders (compose adds those itself) join
-    the search path where Hydra puts them, so their experiments and models are valid choices."""
+    """A user's ``--config-dir`` and ``hydra.searchpath`` folders join the search path where Hydra puts them."""
     import copy
 
     from hydra.core.config_search_path import SearchPathQuery
@@ -243,8 +242,7 @@ def _in_other_options(parts: list[str], choice: str | None) -> tuple[str, str] |
 
 
 def _with_constructor_nodes(data: dict) -> dict:
-    """A config file's keys plus those of the ``/constructor@<package>: <Class>`` nodes its defaults list names:
-    what it offers once composed, without composing it."""
+    """A config file's keys plus those of the ``/constructor@<package>: <Class>`` nodes it names, not composed."""
     known = constructor_nodes()
     for entry in data.get("defaults") or []:
         if not isinstance(entry, dict):

@@ -1,6 +1,5 @@
-"""Every packaged weight a run needs, checked before anything loads: the missing ones in ONE line with the pip command.
-
-Read from the installed pip metadata (no import, no torch); the command in the user's form (``embeddings.io.user_form``).
+"""Every packaged weight a run needs, checked before anything loads (pip metadata, no torch): the missing ones in ONE
+line with the pip command.
 """
 
 from __future__ import annotations

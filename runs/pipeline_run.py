@@ -96,7 +96,6 @@ def _score_row(label: str, scorer, tasks: list[str], data_dir) -> dict:
 
 
 def pipeline_table(rows: list[dict], tasks: list[str]) -> str:
-    """Stage-by-stage STS (mean +- std over seeds), then max / mean / std of each run's task average."""
     lines = ["| stage | runs | " + " | ".join(tasks) + " | avg |", "|---" * (len(tasks) + 3) + "|"]
     for r in rows:
         cells = [f"{r['tasks'][t]['mean']:.2f}" + (f" ± {r['tasks'][t]['std']:.2f}" if r["runs"] > 1 else "")

@@ -65,7 +65,6 @@ def summarise_seeds(per_seed: dict[int, dict[str, float]]) -> dict:
 
 
 def seed_table(summary: dict) -> str:
-    """One row per seed, then ``mean ± std``; a column per task and the average."""
     columns = [*summary["tasks"], AVG]
     lines = ["| seed | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for seed, row in summary["per_seed"].items():

@@ -70,8 +70,7 @@ def sts_rows(metrics: Mapping[str, float]) -> list[list]:
 
 @contextmanager
 def staging_inside(run) -> Iterator[Path]:
-    """Yields the staging directory, ``$WANDB_DATA_DIR`` pointed at the run's own for this block (not wandb's
-    ``~/.local/share/wandb``), so ``wandb sync`` of that directory has the artifact's files."""
+    """``$WANDB_DATA_DIR`` in the run's own directory for the block, so ``wandb sync`` has the artifact's files."""
     previous = os.environ.get("WANDB_DATA_DIR")
     os.environ["WANDB_DATA_DIR"] = str(Path(run.sync_dir).resolve())
     try:
@@ -118,7 +117,6 @@ def finish(loggers: Iterable, exit_code: int = 0) -> None:
 
 @contextmanager
 def finished_at_end(loggers: list) -> Iterator[None]:
-    """Finish the W&B runs when the block ends: exit code 0 when it returns, 1 when it raises."""
     try:
         yield
     except BaseException:

@@ -1,7 +1,4 @@
-"""Optional W&B logging of an evaluation: config, one metric per (encoder, scorer, task), the table.
-
-Works with no network: ``wandb.mode=offline`` writes a local run that ``wandb sync`` uploads later.
-"""
+"""Optional W&B logging of an evaluation (config, one metric per encoder / scorer / task, the table); offline too."""
 
 from __future__ import annotations
 

@@ -21,7 +21,6 @@ def fresh_dir(base: Path) -> Path:
 
 
 def link_or_copy(src: Path, dst: Path) -> None:
-    """Hard link ``src`` at ``dst``; a copy with the same name where links cannot be made."""
     dst.parent.mkdir(parents=True, exist_ok=True)
     try:
         os.link(src, dst)

@@ -31,8 +31,7 @@ ENCODER_OPTIONS = ("max_length", "batch_size", "max_tokens", "packing", "device"
 
 
 def _evaluate_config() -> DictConfig:
-    """``configs/evaluate.yaml`` as ``evaluate.py`` composes it (no run directory); a caller's Hydra state is set
-    aside and restored, not cleared (Hydra allows one initialisation at a time)."""
+    """``configs/evaluate.yaml`` as ``evaluate.py`` composes it; a caller's Hydra state set aside and restored."""
     register_constructor_defaults()  # scorer_options are the scorers' own defaults (runs/constructor_defaults.py)
     with fresh_hydra(), initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         return compose(config_name="evaluate")
@@ -40,8 +39,7 @@ def _evaluate_config() -> DictConfig:
 
 def _parse_spec(text: str) -> str | dict:
     """An ``evaluate.py`` scorer spec (``mean``, ``{name:flow,path:/x}``) as the Python value Hydra gives it."""
-    value = OverridesParser.create().parse_override(f"scorers=[{text}]").value()
-    return value[0]
+    return OverridesParser.create().parse_override(f"scorers=[{text}]").value()[0]
 
 
 def _overrides_as_options(overrides: Sequence[str]) -> dict[str, Any]:

@@ -30,7 +30,6 @@ def main(cfg: DictConfig) -> None:
 
 
 def cli() -> None:
-    """The command: overrides checked (one line for a mistake), then Hydra."""
     exit_on_bad_overrides("evaluate")  # a mistyped group, key or +key: one line before Hydra (runs/overrides.py)
     main()
 

@@ -55,7 +55,6 @@ class Run:
 
 
 def command_line(model: str | None, overrides: Sequence[str], experiment: str | None) -> list[str]:
-    """The ``sts-train`` overrides of a call: ``model=``, ``experiment=``, then the overrides as given."""
     if isinstance(overrides, str):
         overrides = [overrides]
     args = [f"model={model}"] if model else []
