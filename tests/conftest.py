@@ -6,6 +6,7 @@ Everything here is built in memory / tmp dirs so the suite runs offline on 2 CPU
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -25,9 +26,14 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 @pytest.fixture(autouse=True)
 def no_stop_left_over():
     """A test that records a stop signal in-process (``embeddings.stop_request``) must not stop the next test's
-    encoding: the flag is process-wide, as a signal is."""
+    encoding: the flag is process-wide, as a signal is. Nor leave its handlers: a stopped run keeps the recording
+    handler by design, and a later test in the same process (a pytest-xdist worker) must start from the old one."""
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)}
     yield
     stop_request.clear()
+    for sig, handler in handlers.items():
+        if handler is not None and signal.getsignal(sig) is not handler:
+            signal.signal(sig, handler)
 
 
 @pytest.fixture()
