@@ -23,14 +23,6 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-def pytest_collection_modifyitems(config, items):
-    """Files holding slow tests first (their order otherwise kept): pytest-xdist's ``--dist loadfile`` hands out
-    whole files in this order, so the long ones start early and the short ones fill the end, instead of one worker
-    finishing a long file alone while the other waits."""
-    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_files)
-
-
 @pytest.fixture(autouse=True)
 def no_stop_left_over():
     """A test that records a stop signal in-process (``embeddings.stop_request``) must not stop the next test's
