@@ -28,7 +28,7 @@ from sts_lightning.embeddings.io.npy_cache import inspect_npy_cache, key_digest,
 from sts_lightning.embeddings.methods.meta.projections import orthogonal_procrustes
 from sts_lightning.embeddings.sources.build import build_source
 from sts_lightning.embeddings.sources.cache import cached_source_vectors, pending_sources, sentences_digest
-from sts_lightning.embeddings.sources.names import spec_source_name
+from sts_lightning.embeddings.sources.names import spec_model, spec_source_name
 from sts_lightning.embeddings.stop_request import check_stop, stretch
 
 log = logging.getLogger(__name__)
@@ -42,9 +42,6 @@ def _plain_spec(spec: Any) -> str | dict:
         spec = OmegaConf.to_container(spec, resolve=True)
     return {str(k): v for k, v in spec.items()} if isinstance(spec, Mapping) else str(spec)
 
-
-def model_of(spec: str | dict) -> str:
-    return str(spec.get("model", "")) if isinstance(spec, dict) else str(spec)
 
 
 def map_onto(vectors: np.ndarray, reference: np.ndarray) -> np.ndarray:
@@ -143,10 +140,10 @@ class DistillationDataModule(ResumableDataModule):
             st = p.stat() if p.is_file() else None
             files.append({"path": str(p.resolve()), "size": st and st.st_size, "mtime_ns": st and st.st_mtime_ns})
         key = {"version": CACHE_VERSION, "teachers": self.teachers,
-               "models": [model_fingerprint(model_of(t)) for t in self.teachers], "files": files,
+               "models": [model_fingerprint(spec_model(t)) for t in self.teachers], "files": files,
                "max_sentences": self.max_sentences, "min_words": self.min_words, "max_words": self.max_words}
         if self.align_to is not None:  # only when set: the plain means cached before the option keep their names
-            key["align_to"] = {"spec": self.align_to, "model": model_fingerprint(model_of(self.align_to))}
+            key["align_to"] = {"spec": self.align_to, "model": model_fingerprint(spec_model(self.align_to))}
         if self.combine != "mean":  # likewise
             key["combine"] = self.combine
         return key
@@ -160,7 +157,7 @@ class DistillationDataModule(ResumableDataModule):
         return build_source(spec, batch_size=self.encode_batch_size, device=self.encode_device)
 
     def _encoding(self, spec: str | dict, role: str = "teacher"):  # named for the ``stopped:`` line
-        return stretch(f"encoding {self._user} {role} {model_of(spec)}")
+        return stretch(f"encoding {self._user} {role} {spec_model(spec)}")
 
     def pending_encodes(self) -> list[tuple[str, str, int, float]]:
         """``(what, encoder, sentences, mean characters)`` per teacher ``prepare_data`` will encode (for ``runs.first_step``)."""
@@ -175,7 +172,7 @@ class DistillationDataModule(ResumableDataModule):
             if name not in names:
                 names.add(name)
                 specs.append(spec)
-        return [(f"{self._user} teacher vectors", model_of(spec), len(sentences), mean_chars(sentences))
+        return [(f"{self._user} teacher vectors", spec_model(spec), len(sentences), mean_chars(sentences))
                 for spec in pending_sources(specs, sentences, self.cache_dir / "distillation")]
 
     def prepare_data(self) -> None:
@@ -186,7 +183,7 @@ class DistillationDataModule(ResumableDataModule):
         sentences = [index.sentence(i) for i in range(len(index))]
         names, dims, fingerprints = [], [], []
         for spec in self.teachers:
-            check_stop(f"loading {self._user} teacher {model_of(spec)}")  # before each load (seconds each)
+            check_stop(f"loading {self._user} teacher {spec_model(spec)}")  # before each load (seconds each)
             source = self._build(spec)
             names.append(source.name)
             dims.append(source.dim)
@@ -231,7 +228,7 @@ class DistillationDataModule(ResumableDataModule):
         extra = {"dims": dims} if parts else {}
         if reference is not None:
             extra["start_cosine"] = mean_cosine(reference, target)
-            log.info("teachers mapped onto %s; its mean cosine to the targets: %.4f", model_of(self.align_to),
+            log.info("teachers mapped onto %s; its mean cosine to the targets: %.4f", spec_model(self.align_to),
                      extra["start_cosine"])
         save_npy_cache(path, target, {**full, **extra, "teachers": self.teacher_names})
         log.info("SED targets: mean of %d teachers %s, %d x %d, in %s", len(names), names,

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from sts_lightning.datamodules.distillation import model_of
 from sts_lightning.datamodules.loader import ResumableDataModule
 from sts_lightning.datamodules.sentence_files import SentenceIndex, mean_chars, source_paths
 from sts_lightning.embeddings.console import phase
@@ -20,6 +19,7 @@ from sts_lightning.embeddings.errors import ConfigError
 from sts_lightning.embeddings.io.cache_root import cache_dir_or_root
 from sts_lightning.embeddings.sources.build import build_source
 from sts_lightning.embeddings.sources.cache import cached_source_vectors, pending_sources
+from sts_lightning.embeddings.sources.names import spec_model
 from sts_lightning.embeddings.stop_request import stretch
 
 log = logging.getLogger(__name__)
@@ -62,7 +62,7 @@ class SourceViewsDataModule(ResumableDataModule):
             for spec in self.sources:
                 # named for the stopped: line (SIGTERM while encoding cross-view AE source all-MiniLM-L6-v2); the
                 # phase's counter checks for a stop before each source and between its batches, whatever its engine
-                with stretch(f"encoding cross-view AE source {model_of(spec)}"), counter.part(len(sentences)):
+                with stretch(f"encoding cross-view AE source {spec_model(spec)}"), counter.part(len(sentences)):
                     source = build_source(spec, batch_size=self.encode_batch_size, device=self.encode_device)
                     views.append(torch.from_numpy(cached_source_vectors(source, sentences, self.cache_dir)))
         return views
@@ -70,7 +70,7 @@ class SourceViewsDataModule(ResumableDataModule):
     def pending_encodes(self) -> list[tuple[str, str, int, float]]:
         """``(what, encoder, sentences, mean characters)`` per uncached source (for ``runs.first_step``)."""
         sentences = self._sentences()
-        return [("source vectors", model_of(spec), len(sentences), mean_chars(sentences))
+        return [("source vectors", spec_model(spec), len(sentences), mean_chars(sentences))
                 for spec in pending_sources(self.sources, sentences, self.cache_dir)]
 
     def prepare_data(self) -> None:

@@ -23,10 +23,15 @@ def e5_source_name(prefix: str, engine: str = "torch") -> str:
     return f"e5-small{'' if engine == 'torch' else f'-{engine}'}:{prefix}"
 
 
+def spec_model(spec: str | Mapping) -> str:
+    """The model a ``build_source`` spec names (its ``model`` key, or the string itself): for progress lines and keys."""
+    return str(spec.get("model", "")) if isinstance(spec, Mapping) else str(spec)
+
+
 def spec_source_name(spec: str | Mapping) -> str | None:
     """The name the source of a ``build_source`` spec will have, without building it (``None``: a meta export)."""
     options = {"model": spec} if isinstance(spec, str) else dict(spec)
-    model = str(options.get("model", ""))
+    model = spec_model(options)
     if model in E5_NAMES:
         return e5_source_name(options.get("prefix", "query"), e5_engine(model, options))
     return encoder_source_name(model, options.get("pooling", "mean")) if model else None
