@@ -1,6 +1,7 @@
 """STS evaluation during training through ``pl_module.scorer()``, one evaluator for every method.
 
-Under DDP each rank encodes its shard of the de-duplicated sentences; rank 0 computes the correlations once and
+Under DDP each rank encodes its shard of the de-duplicated sentences (a ``PairScorer``: scores its shard of the
+pairs); rank 0 computes the correlations once and
 broadcasts them, so every rank logs identical values (Spearman is never averaged across ranks).
 """
 
@@ -18,13 +19,13 @@ import torch
 from sts_lightning.callbacks.frozen_readings import FrozenReadings
 from sts_lightning.callbacks.preemption import agreement
 from sts_lightning.callbacks.sts_metrics import AVG_KEY, before_after_table, flat_metrics, spearman_line
-from sts_lightning.callbacks.sts_shards import gather_shards, shard_for_rank
+from sts_lightning.callbacks.sts_shards import PAIR_SCORES, gather_pair_scores, gather_shards, shard_for_rank
 from sts_lightning.embeddings.encoders.base import validate_sentences
 from sts_lightning.embeddings.encoders.token_budget import batching, check_batching
 from sts_lightning.embeddings.io.atomic import atomic_write
 from sts_lightning.embeddings.isolated_rng import rng_isolated
 from sts_lightning.embeddings.scoring.protocols import BatchedScorer, Scorable
-from sts_lightning.embeddings.scoring.scorer import Representation, Scorer, take
+from sts_lightning.embeddings.scoring.scorer import PairScorer, Representation, Scorer, take
 from sts_lightning.embeddings.stop_request import check_stop, stretch
 from sts_lightning.sts.geometry import tasks_geometry
 from sts_lightning.sts.predictions import pooled, task_pairs, write_predictions
@@ -87,6 +88,7 @@ class STSEvaluationCallback(L.Callback):
                 s2.extend(pairs.sentences2)
         validate_sentences(s1, "sentences1")
         validate_sentences(s2, "sentences2")
+        self._s1, self._s2 = s1, s2  # a PairScorer's units: the pairs themselves
         # Same order as Scorer.score_pairs, so a single process encodes exactly what score_tasks encodes.
         self.unique = list(dict.fromkeys([*s1, *s2]))
         index = {s: i for i, s in enumerate(self.unique)}
@@ -212,7 +214,9 @@ class STSEvaluationCallback(L.Callback):
     def _scored(self, trainer: L.Trainer, pl_module: L.LightningModule, scorer: Scorer) -> dict[str, dict]:
         """Collective: one scorer's per-task aggregates, computed on rank 0 and broadcast to every rank."""
         check_stop()
-        rep = self.gather_representation(trainer, pl_module, scorer)
+        rep = gather_pair_scores(trainer.strategy, scorer, self._s1, self._s2, trainer.global_rank,
+                                 trainer.world_size, pl_module.device) if isinstance(scorer, PairScorer) \
+            else self.gather_representation(trainer, pl_module, scorer)
         outcome = self._score(scorer, rep) if trainer.is_global_zero else None
         outcome = trainer.strategy.broadcast(outcome, src=0)
         if isinstance(outcome, str):  # rank 0 failed: raise on every rank instead of hanging the others
@@ -241,7 +245,8 @@ class STSEvaluationCallback(L.Callback):
     def _score(self, scorer: Scorer, rep: Representation) -> dict[str, dict] | str:
         """Per-task aggregates exactly as ``score_tasks``; a failure is returned as text to broadcast."""
         try:
-            sims = scorer.similarity(take(rep, self._rows1), take(rep, self._rows2))
+            sims = rep[PAIR_SCORES] if isinstance(scorer, PairScorer) \
+                else scorer.similarity(take(rep, self._rows1), take(rep, self._rows2))
             sims = sims.float().cpu().numpy().astype(np.float64)
             preds: dict[str, dict[str, np.ndarray]] = {}
             for task, name, lo, hi in self._spans:

@@ -9,10 +9,12 @@ from collections.abc import Sequence
 
 import torch
 
-from sts_lightning.embeddings.scoring.scorer import Representation
+from sts_lightning.embeddings.scoring.scorer import PairScorer, Representation
+
+PAIR_SCORES = "pair_scores"  # a pair scorer's gathered "representation": one score per pair, in pair order
 
 
-def shard_for_rank(unique: Sequence[str], rank: int, world_size: int) -> list[str]:
+def shard_for_rank(unique: Sequence, rank: int, world_size: int) -> list:
     """``unique[rank::world_size]`` topped up to the longest shard from rank 0's shard (never this rank's own, which
     ``encode`` would de-duplicate away); ``unshard`` drops those rows again."""
     own = list(unique[rank::world_size])
@@ -39,3 +41,14 @@ def gather_shards(strategy, rep: Representation, device: torch.device, total: in
         gathered = strategy.all_gather(rep[key].contiguous().to(device))
         full[key] = unshard(gathered.cpu(), total)
     return full
+
+
+def gather_pair_scores(strategy, scorer: PairScorer, sentences1: Sequence[str], sentences2: Sequence[str],
+                       rank: int, world_size: int, device: torch.device) -> Representation:
+    """Collective: this rank scores its shard of the PAIRS (a pair scorer reads both sentences at once, so pairs,
+    not sentences, are what is split), the shards all-gathered back into pair order (CPU)."""
+    index = shard_for_rank(range(len(sentences1)), rank, world_size)
+    scores = scorer.score_pairs([sentences1[i] for i in index], [sentences2[i] for i in index]).float()
+    if world_size == 1:
+        return {PAIR_SCORES: scores.cpu()}
+    return gather_shards(strategy, {PAIR_SCORES: scores}, device, len(sentences1))

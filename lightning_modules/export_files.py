@@ -19,6 +19,7 @@ from sts_lightning.embeddings.io.export_note import (
     NOTE_FILE,
     LoadingNote,
     evaluate_command,
+    loads_as_cross_encoder,
     with_dims,
 )
 from sts_lightning.embeddings.io.model_card import MethodInfo, ModelCard, TrainingFacts
@@ -70,7 +71,7 @@ class EncoderExport:
             self.encoder.tokenize(["."])
             self.encoder.tokenizer.save_pretrained(tmp)
             why_not = self.write_export_files(tmp)
-            if why_not is not None:
+            if why_not is not None and not loads_as_cross_encoder(why_not):  # a CrossEncoder loads as evaluated
                 log.warning("%s: SentenceTransformer(path) alone does not give its vectors (%s); load it with the "
                             "evaluate.py line of its %s", target, why_not, NOTE_FILE)
             note = self.loading_note(why_not)

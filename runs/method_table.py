@@ -7,12 +7,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sts_lightning.embeddings.methods.declaration import HF_EXPORT, ST_EXPORT, MethodDeclaration
+from sts_lightning.embeddings.methods.declaration import CE_EXPORT, HF_EXPORT, ST_EXPORT, MethodDeclaration
 from sts_lightning.embeddings.methods.registry import methods
 
 START, END = "<!-- methods:start -->", "<!-- methods:end -->"
 README = Path(__file__).resolve().parents[1] / "README.md"
-EXPORTS = {ST_EXPORT: "sentence-transformers", HF_EXPORT: "Hugging Face encoder"}
+EXPORTS = {ST_EXPORT: "sentence-transformers", HF_EXPORT: "Hugging Face encoder", CE_EXPORT: "CrossEncoder"}
 TRAIN = "python train.py "  # the README says it once above the table; a trained row shows the rest
 
 

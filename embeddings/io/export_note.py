@@ -22,6 +22,9 @@ NOTE_FILE = "LOADING.md"
 # when asked to (``SentenceTransformer(path, trust_remote_code=True)``): the evaluated vectors, not a refusal.
 REMOTE_CODE = "trust_remote_code=True"
 EXPORT = "<export>"  # stands for this directory in the commands of the note
+# In a ``sentence_transformers`` text: a pair model that sentence-transformers loads as a ``CrossEncoder`` (its
+# ``predict`` gives the evaluated scores): a loader of its own kind, not a refusal.
+CROSS_ENCODER = f'CrossEncoder("{EXPORT}")'
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +60,7 @@ def loading_body(what: str, command: str, sentence_transformers: str | None) -> 
     embeds under its own heading, so the two never disagree."""
     if sentence_transformers is None:
         st = f'`SentenceTransformer("{EXPORT}").encode(...)` gives exactly the vectors that were evaluated.'
-    elif loads_with_own_module(sentence_transformers):
+    elif loads_with_own_module(sentence_transformers) or loads_as_cross_encoder(sentence_transformers):
         st = f"{sentence_transformers}."
     else:
         st = (f"not a sentence-transformers model: {sentence_transformers}. "
@@ -72,7 +75,7 @@ def write_loading_note(folder: str | os.PathLike, what: str, command: str,
     is an export's temporary copy); returns the file."""
     path = Path(folder) / NOTE_FILE
     atomic_write(path, loading_note(what, command, sentence_transformers).encode())
-    if sentence_transformers is not None:
+    if sentence_transformers is not None and not loads_as_cross_encoder(sentence_transformers):
         shown = Path(shown_as if shown_as is not None else folder)
         log.info("%s is not a sentence-transformers model (%s); load it with: %s", shown,
                  sentence_transformers, command.replace(EXPORT, str(shown)))
@@ -103,6 +106,11 @@ def read_loading_command(folder: str | os.PathLike) -> tuple[list[str], str, lis
 def loads_with_own_module(sentence_transformers: str | None) -> bool:
     """Whether a note's sentence-transformers text says the export loads with its own module (``REMOTE_CODE``)."""
     return sentence_transformers is not None and REMOTE_CODE in sentence_transformers
+
+
+def loads_as_cross_encoder(sentence_transformers: str | None) -> bool:
+    """Whether a note's sentence-transformers text says the export is a ``CrossEncoder`` (a pair model)."""
+    return sentence_transformers is not None and CROSS_ENCODER in sentence_transformers
 
 
 def evaluate_line(line: str) -> list[str] | None:

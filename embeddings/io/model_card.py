@@ -15,7 +15,13 @@ import yaml
 
 from sts_lightning.embeddings.encoders.packaged import hub_id
 from sts_lightning.embeddings.io.atomic import atomic_write
-from sts_lightning.embeddings.io.export_note import EXPORT, LoadingNote, loading_body, loads_with_own_module
+from sts_lightning.embeddings.io.export_note import (
+    EXPORT,
+    LoadingNote,
+    loading_body,
+    loads_as_cross_encoder,
+    loads_with_own_module,
+)
 from sts_lightning.embeddings.methods.declaration import MethodInfo
 
 CARD_FILE = "README.md"
@@ -60,14 +66,16 @@ class TrainingFacts:
 def _front_matter(method: MethodInfo, base_models: tuple[str, ...], note: LoadingNote,
                   training: TrainingFacts | None) -> dict:
     st = note.sentence_transformers is None  # an own module (PromptBERT) needs trust_remote_code: not a plain ST model
-    tags = ["sentence-transformers", "feature-extraction"] if st else []
+    pair = loads_as_cross_encoder(note.sentence_transformers)  # a CrossEncoder: scores pairs, ranks texts
+    tags = ["sentence-transformers", "feature-extraction"] if st else \
+        ["sentence-transformers", "cross-encoder", "text-classification"] if pair else []
     tags += ["sentence-similarity", "sts-lightning", method.key]
     meta: dict = {}
     hub_bases = [h for h in (hub_id(b) for b in base_models) if h]  # the Hub accepts model ids only (body: all)
     if hub_bases:
         meta["base_model"] = hub_bases[0] if len(hub_bases) == 1 else hub_bases
-    meta.update({"library_name": "sentence-transformers" if st else "transformers",
-                 "pipeline_tag": "sentence-similarity", "tags": tags})
+    meta.update({"library_name": "sentence-transformers" if st or pair else "transformers",
+                 "pipeline_tag": "text-ranking" if pair else "sentence-similarity", "tags": tags})
     datasets = training.data.hub_datasets() if training is not None and training.data is not None else []
     if datasets:
         meta["datasets"] = datasets
@@ -127,6 +135,9 @@ def _snippet(note: LoadingNote, base_models: tuple[str, ...], hf_weights: bool) 
         return ["```python", "from sentence_transformers import SentenceTransformer", "",
                 f'model = SentenceTransformer("{EXPORT}"{remote})', f"embeddings = model.encode({EXAMPLE!r})",
                 "print(model.similarity(embeddings, embeddings))", "```"]
+    if loads_as_cross_encoder(note.sentence_transformers):  # a pair model: scores, not vectors
+        return ["```python", "from sentence_transformers import CrossEncoder", "",
+                f'model = CrossEncoder("{EXPORT}")', f"scores = model.predict([{tuple(EXAMPLE[:2])!r}])", "```"]
     encoder = EXPORT if hf_weights else base_models[0] if len(base_models) == 1 else None
     if encoder is None:
         return []

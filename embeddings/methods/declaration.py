@@ -18,6 +18,7 @@ from sts_lightning.embeddings.methods.rules import Rule
 KINDS = ("trained", "training-free")
 ST_EXPORT = "sentence-transformers"  # the export is a SentenceTransformer directory
 HF_EXPORT = "transformers"  # Hugging Face weights plus our own files (no sentence-transformers form)
+CE_EXPORT = "cross-encoder"  # a pair model: sentence_transformers.CrossEncoder(export) loads it, scores pairs
 NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 TARGET = re.compile(r"[\w.]+:\w+\Z")
 MATRYOSHKA_REFUSED = "has no one-vector loss to apply to each prefix"  # the reason when a method gives none
@@ -102,7 +103,7 @@ class Tiny:
 class MethodDeclaration:
     """One method, declared once (see the module docstring).
 
-    ``export`` is ``"sentence-transformers"``, ``"transformers"``, a fitted export's format tag or ``""``
+    ``export`` is ``"sentence-transformers"``, ``"transformers"``, ``"cross-encoder"``, a fitted export's format tag or ``""``
     (training-free); ``module`` is ``"sts_lightning.lightning_modules.x:Class"``; ``aliases`` are former names that
     run labels map to ``name``; ``variants`` give card title and paper per value of an option that changes the paper.
     ``rules`` range the method's own ``model.<name>`` numbers (shared names such as ``lr`` live in
@@ -160,6 +161,11 @@ class MethodDeclaration:
     def st_export(self) -> bool:
         """Its export is a sentence-transformers directory (``SentenceTransformer(export)`` loads it)."""
         return self.export == ST_EXPORT
+
+    @property
+    def pair_export(self) -> bool:
+        """Its export scores pairs (``CrossEncoder(export).predict`` loads it), not sentences."""
+        return self.export == CE_EXPORT
 
     def card(self, variant: str | None = None) -> MethodInfo:
         """What its model card names: title and paper, those of ``variant`` where it has its own."""

@@ -58,3 +58,23 @@ class VectorScorer(Scorer):
 
     def similarity(self, a: Representation, b: Representation) -> torch.Tensor:
         return cosine_rows(a["embedding"], b["embedding"])
+
+
+class PairScorer(Scorer):
+    """Scores each pair jointly (a model that reads both sentences at once, e.g. a cross-encoder).
+
+    Why a kind of its own: no sentence has a representation apart from its partner, so callers that split work (the
+    STS callback under DDP) shard and gather *pairs* and their scores, never sentences and vectors; ``represent`` /
+    ``similarity`` refuse instead of returning something that is not what was scored.
+    """
+
+    @abstractmethod
+    def score_pairs(self, sentences1: Sequence[str], sentences2: Sequence[str]) -> torch.Tensor:
+        """``(n,)`` scores of the pairs ``(sentences1[i], sentences2[i])``, higher means more similar."""
+
+    def represent(self, sentences: Sequence[str]) -> Representation:
+        raise TypeError(f"scorer {self.name!r} scores pairs jointly: a sentence has no representation of its own "
+                        "(use score_pairs / SentenceModel.similarity)")
+
+    def similarity(self, a: Representation, b: Representation) -> torch.Tensor:
+        raise TypeError(f"scorer {self.name!r} scores pairs jointly: use score_pairs(sentences1, sentences2)")

@@ -28,6 +28,7 @@ from sts_lightning.callbacks.sts_evaluation import STSEvaluationCallback
 from sts_lightning.callbacks.sts_shards import shard_for_rank, unshard
 from sts_lightning.embeddings.encoders.hf import HFEncoder
 from sts_lightning.embeddings.methods.pooling import PoolingScorer
+from sts_lightning.embeddings.scoring.scorer import PairScorer
 from sts_lightning.sts.scoring import main_score, score_tasks
 from tests.paths import ROOT
 
@@ -297,3 +298,43 @@ def test_spearman_line_lists_only_spearman_scores():
     metrics = {"val/stsb-dev_spearman": torch.tensor(71.0234), "val/stsb-dev_pearson": 70.0, "train/loss": 2.0,
                "val/sts_avg_spearman": 61.06}
     assert spearman_line(metrics) == "stsb-dev 71.02, sts_avg 61.06"
+
+
+class CosinePairScorer(PairScorer):
+    """A pair scorer (each pair read on its own, as a cross-encoder does) over the tiny module's mean vectors."""
+
+    def __init__(self, encoder: HFEncoder) -> None:
+        self.inner, self.calls = PoolingScorer(encoder, "mean"), []
+
+    def score_pairs(self, sentences1, sentences2):
+        self.calls.append(len(sentences1))
+        first, second = self.inner.represent(sentences1), self.inner.represent(sentences2)
+        return self.inner.similarity(first, second)
+
+
+class TinyPairModule(TinySTSModule):
+    def scorer(self) -> CosinePairScorer:
+        self._pair_scorer = getattr(self, "_pair_scorer", None) or CosinePairScorer(self.encoder)
+        return self._pair_scorer
+
+
+@pytest.mark.parametrize(("total", "world_size"), [(5, 2), (13, 4)])
+def test_pair_sharding_round_trip(total, world_size):
+    """A pair scorer's units are pair indices: every pair scored once, gathered back into pair order."""
+    shards = [shard_for_rank(range(total), r, world_size) for r in range(world_size)]
+    gathered = torch.stack([torch.tensor(shard) for shard in shards])
+    assert torch.equal(unshard(gathered, total), torch.arange(total))
+
+
+def test_a_pair_scorer_is_scored_pair_by_pair(tiny_model_dir, data_dir, tmp_path):
+    """The callback hands a ``PairScorer`` the pairs (not the unique sentences) and logs what ``score_tasks`` gives."""
+    module = TinyPairModule(str(tiny_model_dir))
+    callback = STSEvaluationCallback(tasks=TASKS, data_dir=str(data_dir), batch_size=4)
+    trainer = L.Trainer(callbacks=[callback], logger=False, enable_checkpointing=False, **trainer_kwargs(tmp_path))
+    trainer.fit(module)
+    module.eval()
+    pairs = sum(t.num_pairs for t in callback.tasks)
+    assert module.scorer().calls == [pairs]  # one call with every pair of every task
+    expected = score_tasks(module.scorer(), callback.tasks)
+    assert {t: r["all"] for t, r in callback.last_results.items()} == {t: r["all"] for t, r in expected.items()}
+    assert "val/stsb-dev_uniformity" not in callback.last_metrics  # no vectors: no geometry

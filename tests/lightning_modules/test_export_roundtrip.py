@@ -12,7 +12,9 @@ training. Then:
 - every export has a ``modules.json`` (without one sentence-transformers would build mean pooling, silently, issue 48):
   a sentence-transformers directory's ``SentenceTransformer(export).encode`` gives those same vectors, to 1e-5, and
   ``AutoModel.from_pretrained`` loads it; PromptBERT's own module gives them with ``trust_remote_code=True`` (and
-  is refused without it); every other export is refused in one line naming ``sts_lightning.load``.
+  is refused without it); every other export is refused in one line naming ``sts_lightning.load``;
+- a pair scorer's export (a cross-encoder) gives the live pair scores through its note's scorer and through
+  ``CrossEncoder(export).predict``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from omegaconf import open_dict
 from sts_lightning.embeddings.io.export_note import EXPORT, NOTE_FILE
 from sts_lightning.embeddings.methods.pooling import POOLINGS
 from sts_lightning.embeddings.methods.registry import method
+from sts_lightning.embeddings.scoring.scorer import PairScorer
 from tests.helpers import EXPORT_SENTENCES, assert_same_representation, documented_scorer
 from tests.method_cases import export_cases, tiny_overrides
 from tests.paths import CONFIG_DIR
@@ -60,6 +63,9 @@ def _build_module(name: str, options: dict, model_dir):
 @pytest.mark.parametrize(("name", "options"), export_cases())
 def test_export_loads_as_evaluated(name, options, tiny_model_dir, tmp_path, one_thread):
     module = _build_module(name, options, tiny_model_dir)
+    if isinstance(module.scorer(), PairScorer):  # a pair model: the scores of pairs, not vectors
+        assert_pair_export_scores_as_evaluated(module, tmp_path / "export")
+        return
     with torch.no_grad():
         evaluated = module.scorer().represent(EXPORT_SENTENCES)
     folder = module.export(tmp_path / "export")
@@ -67,6 +73,23 @@ def test_export_loads_as_evaluated(name, options, tiny_model_dir, tmp_path, one_
     with torch.no_grad():
         assert_same_representation(scorer.represent(EXPORT_SENTENCES), evaluated)
     assert_sentence_transformers_loads_as_evaluated(folder, note, evaluated)
+
+
+def assert_pair_export_scores_as_evaluated(module, target: Path) -> None:
+    """A pair export: its note's scorer and ``CrossEncoder(export).predict`` give the live scores; the note says so."""
+    from sentence_transformers import CrossEncoder
+
+    pairs = (EXPORT_SENTENCES, EXPORT_SENTENCES[1:] + EXPORT_SENTENCES[:1])
+    with torch.no_grad():
+        evaluated = module.scorer().score_pairs(*pairs)
+    folder = module.export(target)
+    scorer, note = documented_scorer(folder)
+    with torch.no_grad():
+        torch.testing.assert_close(scorer.score_pairs(*pairs), evaluated, atol=1e-5, rtol=0)
+    assert f'CrossEncoder("{EXPORT}")' in note and "not a sentence-transformers model" not in note
+    predicted = CrossEncoder(str(folder), device="cpu").predict(list(zip(*pairs, strict=True)), convert_to_tensor=True)
+    if predicted.ndim == 1:  # one label: predict's sigmoid is the evaluated score (several: the raw logits)
+        torch.testing.assert_close(predicted.float().cpu(), evaluated, atol=1e-5, rtol=0)
 
 
 def assert_sentence_transformers_loads_as_evaluated(folder: Path, note: str, evaluated: dict) -> None:

@@ -36,9 +36,10 @@ def test_every_export_has_a_card_naming_method_base_data_steps_and_sts(exported,
     assert CARD_FILE in json.loads((export / MANIFEST_FILE).read_text())["files"]  # written before the manifest
     assert verify_export(export) is True
     meta = front_matter(text)
-    assert model in meta["tags"] and meta["pipeline_tag"] == "sentence-similarity"
+    pair = method(model).pair_export  # a CrossEncoder: sentence-transformers' text-ranking model
+    assert model in meta["tags"] and meta["pipeline_tag"] == ("text-ranking" if pair else "sentence-similarity")
     assert "base_model" not in meta  # a local directory is no Hub id (the body names it, below)
-    assert meta["library_name"] == ("sentence-transformers" if model in st_export_names() else "transformers")
+    assert meta["library_name"] == ("sentence-transformers" if model in st_export_names() or pair else "transformers")
     assert f"(`{model}`)" in text and f"- paper: {method(model).citation}" in text and "- paper: none" not in text
     assert f"- base model: `{tiny_model_dir}`" in text
     data = next(line for line in text.splitlines() if line.startswith("- data: "))
@@ -54,11 +55,13 @@ def test_every_export_has_a_card_naming_method_base_data_steps_and_sts(exported,
 
 
 def test_the_export_is_the_kind_its_declaration_names(exported):
-    """``sentence-transformers``: a ``modules.json``; a fitted format tag: the config JSON that carries the tag."""
+    """``sentence-transformers``: a ``modules.json``; ``cross-encoder``: a ``CrossEncoder`` directory; a fitted format tag: the config JSON that carries the tag."""
     model, run = exported
     export, declared = run / "export", method(model).export
     if declared == "sentence-transformers":
         assert (export / "modules.json").is_file()
+    elif declared == "cross-encoder":
+        assert json.loads((export / "config_sentence_transformers.json").read_text())["model_type"] == "CrossEncoder"
     else:
         configs = [json.loads(p.read_text()) for p in export.glob("*_config.json")]  # tokenizer_config.json too
         tags = [c["format"] for c in configs if isinstance(c, dict) and "format" in c]

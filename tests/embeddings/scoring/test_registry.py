@@ -5,14 +5,15 @@ from __future__ import annotations
 import pytest
 
 from sts_lightning.embeddings.errors import ConfigError
-from sts_lightning.embeddings.methods.registry import scorer_classes
+from sts_lightning.embeddings.methods.registry import methods, scorer_classes
 from sts_lightning.embeddings.scoring import registry
 
 
 def test_the_scorers_are_the_declared_ones_pooling_first():
     assert registry.SCORER_CLASSES == scorer_classes()
     assert list(registry.SCORER_CLASSES)[:6] == ["cls", "mean", "max", "first_last_avg", "last2_avg", "last3_avg"]
-    assert registry.ENCODER_FREE == {"source", "meta"}
+    declared = {name for m in methods() for g in m.scorers if g.encoder_free for name in g.names}
+    assert registry.ENCODER_FREE == declared and {"source", "meta"} <= declared
 
 
 def _required() -> list[tuple[str, str]]:
