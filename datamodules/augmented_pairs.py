@@ -10,7 +10,6 @@ bi-encoder) pays for neither pass. ``setup`` reads that file on every rank.
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import math
@@ -40,21 +39,20 @@ from sts_lightning.embeddings.io.cache_root import cache_dir_or_root
 from sts_lightning.embeddings.io.fingerprint import model_fingerprint
 from sts_lightning.embeddings.io.model_card import DataFacts
 from sts_lightning.embeddings.io.npy_cache import key_digest
+from sts_lightning.embeddings.methods.cross_encoder.scorer import load_cross_encoder
 from sts_lightning.embeddings.methods.pooling import PoolingScorer
 from sts_lightning.embeddings.sources.cache import sentences_digest
 from sts_lightning.embeddings.stop_request import check_stop, stretch
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 1
-SCORER_MODULE = "sts_lightning.embeddings.methods.cross_encoder.scorer"
 LABEL_PART_BATCHES = 16  # cross-encoder batches per call: the scorer sorts a call's pairs by length
 
 
 def _load_labeller(path: str, batch_size: int, device: str | None):
     """The cross-encoder as a pair scorer (``score_pairs(s1, s2) -> (n,)`` tensor in [0, 1]); the one seam tests
-    replace with a fake labeller. The module is found by name when labelling starts, so this DataModule and its
-    tests do not need the cross-encoder method's modules to import."""
-    return importlib.import_module(SCORER_MODULE).load_cross_encoder(path, batch_size=batch_size, device=device)
+    replace with a fake labeller."""
+    return load_cross_encoder(path, batch_size=batch_size, device=device)
 
 
 def _check_cross_encoder(path: str | None) -> Path:
