@@ -106,3 +106,17 @@ def test_symmetric_training_reads_both_orders_and_nli_never_swaps(tiny_model_dir
         key, targets = ("labels", torch.tensor([0, 1, 2, 0])) if objective == "nli" else ("scores", torch.rand(4))
         loss = module.training_step({"sentences1": FIRST, "sentences2": SECOND, key: targets}, 0)
         assert seen[-1] == expected and torch.isfinite(loss)
+
+
+def test_a_pooler_loaded_as_zeros_is_initialised_fresh(tiny_model_dir):
+    """A checkpoint converted without its pooler (the packaged ONNX models) holds it as zeros: every score would be
+    0.5 and the head would get no gradient."""
+    from transformers import AutoModel
+
+    from sts_lightning.embeddings.methods.cross_encoder.pair_model import pair_classifier
+
+    encoder = AutoModel.from_pretrained(str(tiny_model_dir))
+    torch.nn.init.zeros_(encoder.pooler.dense.weight)
+    torch.nn.init.zeros_(encoder.pooler.dense.bias)
+    model = pair_classifier(encoder, 1)
+    assert model.base_model.pooler.dense.weight.abs().sum() > 0

@@ -22,7 +22,7 @@ def pair_classifier(encoder_model: torch.nn.Module, num_labels: int) -> torch.nn
     """A ``...ForSequenceClassification`` of ``encoder_model``'s architecture whose base model IS ``encoder_model``
     (shared, not copied: the encoder's weights are the ones trained and exported); the head is freshly initialised,
     as sentence-transformers' ``CrossEncoder(<a plain encoder>)`` does. A pooler the head reads but the encoder
-    lacks is added fresh; one the head does not read stays out of the gradient (frozen)."""
+    lacks (or holds as zeros) is added fresh; one the head does not read stays out of the gradient (frozen)."""
     from transformers import AutoModelForSequenceClassification
 
     config = copy.deepcopy(encoder_model.config)
@@ -34,12 +34,18 @@ def pair_classifier(encoder_model: torch.nn.Module, num_labels: int) -> torch.nn
     model = AutoModelForSequenceClassification.from_config(config)
     fresh = getattr(model, model.base_model_prefix)
     head_reads_pooler = getattr(fresh, "pooler", None) is not None
-    if head_reads_pooler and getattr(encoder_model, "pooler", None) is None:
+    if head_reads_pooler and not _has_weights(getattr(encoder_model, "pooler", None)):
         encoder_model.pooler = fresh.pooler
     elif getattr(encoder_model, "pooler", None) is not None:
         encoder_model.pooler.requires_grad_(head_reads_pooler)
     setattr(model, model.base_model_prefix, encoder_model)
     return model
+
+
+def _has_weights(module: torch.nn.Module | None) -> bool:
+    """A module with any non-zero weight: a checkpoint converted without its pooler (the packaged ONNX models) loads
+    it as zeros, which would hold every pair's score at 0.5 and leave the head without a gradient."""
+    return module is not None and any(bool(p.detach().abs().sum() > 0) for p in module.parameters())
 
 
 def pair_features(tokenizer, sentences1: Sequence[str], sentences2: Sequence[str], max_length: int,
