@@ -79,7 +79,7 @@ def test_recorded_seconds_count_the_rows_own_seeds_only(tmp_path):
 # --- the papers table (issue 29): rows vs their references, ensemble rows, verdicts -------------------------------
 
 FIELD_KEYS = ["cls", "mean", "first_last", "flow", "whitening", "ct", "simcse", "sbert_nli", "simcse_sup", "rankcse",
-              "rankcse_listnet", "cosent", "angle_nli", "sen2pro_first_last", "sen2pro_whitening", "sen2pro_simcse",
+              "rankcse_listnet", "cosent", "cross_encoder", "bi_gold", "augsbert", "angle_nli", "sen2pro_first_last", "sen2pro_whitening", "sen2pro_simcse",
               "prompt", "prompt_denoise", "promptbert", "promptbert_sup", "diffcse_generator", "diffcse"]
 PAPER_KEYS = ["cls", "mean", "first_last", "sbert_wk", "sbert_wk_paper", "sen2pro_first_last", "latte_mix",
               "latte_mix_js", "flow", "whitening", "ct", "simcse", "tsdae", "sbert_nli", "sed_ct", "gcca_ct",
