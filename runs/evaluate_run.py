@@ -21,6 +21,7 @@ from sts_lightning.embeddings.errors import ConfigError, UnsupportedError
 from sts_lightning.embeddings.scoring.reading_cache import ReadingCache
 from sts_lightning.embeddings.scoring.reading_store import ReadingStore
 from sts_lightning.embeddings.scoring.registry import build_scorer, check_scorer_spec, distinct_labels
+from sts_lightning.embeddings.scoring.scorer import PairScorer
 from sts_lightning.embeddings.scoring.shared_pass import PrecomputedScorer, share_forward_pass
 from sts_lightning.embeddings.scoring.truncated import check_dims, truncate
 from sts_lightning.runs.config_checks import check_config
@@ -125,6 +126,14 @@ def _forward_passes(enc_name: str, encoded: int, store: ReadingStore) -> dict:
     return facts
 
 
+def _rate(scorer, tasks: list, sentences: list, seconds: float) -> dict:
+    """A row's cost: pairs / s where the scorer reads each pair jointly (a cross-encoder), else distinct sentences / s
+    (vectors read back from the embedding cache count as encoded: set embedding_cache=false to time the encoder)."""
+    pairs = isinstance(scorer, PairScorer)
+    count = sum(t.num_pairs for t in tasks) if pairs else len(sentences)
+    return {"unit": "pairs" if pairs else "sentences", "count": count, "per_s": count / max(seconds, 1e-9)}
+
+
 def _evaluate_encoder(enc_name: str, encoder, specs: list, defaults: dict, tasks: list, sentences: list,
                       store: ReadingStore | None = None, bootstrap: Bootstrap | None = None,
                       dims: tuple[int, ...] = (), kept: list[dict[str, dict]] | None = None) -> list[dict]:
@@ -166,7 +175,7 @@ def _evaluate_encoder(enc_name: str, encoder, specs: list, defaults: dict, tasks
         seconds = time.perf_counter() - t1 + (shared_seconds if isinstance(scorer, PrecomputedScorer) else 0.0)
         encoded = (encoder.sentences_encoded if encoder is not None else 0) - encoded  # beyond the shared pass
         rows.append({"encoder": enc_name, "scorer": scorer.name, "tasks": scores, "seconds": seconds,
-                     "sentences_encoded": encoded})
+                     "sentences_encoded": encoded, "rate": _rate(scorer, tasks, sentences, seconds)})
         log.info("%s / %s: %s", enc_name, scorer.name,
                  ", ".join(f"{t}={v['all']['spearman']:.2f}" for t, v in scores.items()))
     return rows

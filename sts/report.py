@@ -54,7 +54,9 @@ def markdown_table(results: list[dict], predictions: RunPredictions | None = Non
     """Spearman x100 per task (with intervals), averages and time; with ``predictions``, the paired differences."""
     tasks = ordered_tasks(results[0]["tasks"]) if results else []
     has_standard = all(t in tasks for t in STANDARD_TASKS)
-    head = ["encoder / scorer", *tasks, "avg"] + (["avg (7 standard)"] if has_standard else []) + ["time (s)"]
+    rates = any("rate" in r for r in results)  # what a row costs: sentences / s, or pairs / s for a pair scorer
+    head = ["encoder / scorer", *tasks, "avg"] + (["avg (7 standard)"] if has_standard else []) + ["time (s)"] + \
+        (["speed"] if rates else [])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     any_ci = False
     for r, (label, scores) in zip(results, rows_of(results), strict=True):
@@ -65,6 +67,9 @@ def markdown_table(results: list[dict], predictions: RunPredictions | None = Non
         if has_standard:
             cells.append(_fmt(sum(scores[t] for t in STANDARD_TASKS) / len(STANDARD_TASKS)))
         cells.append(f"{r.get('seconds', float('nan')):.1f}")
+        if rates:
+            rate = r.get("rate")
+            cells.append(f"{rate['per_s']:,.0f} {rate['unit']}/s" if rate else "-")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines + (["", CI_LEGEND] if any_ci else [])) + "\n" + paired_section(results, predictions)
 

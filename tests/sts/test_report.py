@@ -36,3 +36,13 @@ def test_two_rows_of_one_name_are_two_dots():
     rows = chart_rows([_result("prompt", {"sts12": 70.0}), _result("prompt", {"sts12": 72.0})])
     assert [(label, scores) for label, _, scores in rows] == [("enc / prompt #1", {"sts12": 70.0}),
                                                             ("enc / prompt #2", {"sts12": 72.0})]
+
+
+def test_a_rows_speed_is_sentences_or_pairs_per_second():
+    """A bi-encoder's cost is the sentences it encodes, a cross-encoder's the pairs it reads: each row says which."""
+    vectors, pairs = _result("mean", {"sts12": 70.0}), _result("cross_encoder", {"sts12": 80.0})
+    vectors["rate"] = {"unit": "sentences", "count": 2000, "per_s": 1234.4}
+    pairs["rate"] = {"unit": "pairs", "count": 1000, "per_s": 98.6}
+    lines = markdown_table([vectors, pairs]).splitlines()
+    assert lines[0].endswith("| time (s) | speed |")
+    assert lines[2].endswith("| 1.0 | 1,234 sentences/s |") and lines[3].endswith("| 1.0 | 99 pairs/s |")
