@@ -125,6 +125,8 @@ def test_bad_values_are_one_line_before_the_encoder_loads(option, message, monke
     ("model.ranking_loss=listnt", "unknown model.ranking_loss 'listnt'"),
     ("model.teacher_weights=[1,0]", "model.teacher_weights[1]=0 is not allowed"),
     ("model.teacher_weights=[1,2,3]", "model.teacher_weights has 3 weight(s) for 2 teacher(s)"),
+    ("model.pair_teachers=[/tmp]", "model.teacher_weights has 2 weight(s) for 3 teacher(s) (data.teachers, then "
+                                   "model.pair_teachers)"),
     ("data.teachers=[all-MiniLM-L6-v2,no-such-teacher]", "unknown backbone data.teachers[1]='no-such-teacher'"),
 ])
 def test_train_py_refuses_bad_values_before_torch_loads(override, message, tmp_path):
@@ -145,3 +147,51 @@ def test_python_api_checks_the_weights_against_the_teachers():
         check_teacher_weights(cfg)
     cfg.model.teacher_weights = None
     check_teacher_weights(cfg)  # null: equal weights
+
+
+class CosinePairTeacher:
+    """A pair teacher whose score of (a, b) is the cosine of a vector teacher's vectors: its list must be the vector
+    teacher's list."""
+
+    def __init__(self, vectors: dict) -> None:
+        self.vectors = vectors
+
+    def score_pairs(self, first, second):
+        a = torch.stack([self.vectors[s] for s in first])
+        b = torch.stack([self.vectors[s] for s in second])
+        return torch.nn.functional.cosine_similarity(a, b, dim=-1)
+
+
+def test_a_pair_teacher_ranks_the_batch_like_a_vector_teacher_with_its_weight(tiny_model_dir, tmp_path):
+    from sts_lightning.embeddings.methods.rankcse.objective import teacher_scores
+    from sts_lightning.lightning_modules.rankcse import RankCSEModule
+
+    sentences = ["alpha beta gamma", "delta epsilon", "zeta eta theta iota", "kappa lambda"]
+    torch.manual_seed(1)
+    first, second = torch.randn(4, 8), torch.randn(4, 5)
+    module = RankCSEModule(str(tiny_model_dir), teacher_weights=[1.0, 3.0], max_length=32,
+                           pair_teachers=[str(tmp_path)])
+    module.__dict__["_pair_scorers"] = [CosinePairTeacher(dict(zip(sentences, second, strict=True)))]
+    got = module.teacher_list([first], sentences)
+    expected = teacher_scores([first, second], [1.0, 3.0], module.hparams.teacher_temperature)
+    tolerance = {"atol": 20 * 8 * torch.finfo(torch.float32).eps, "rtol": 0}  # fp32 lists of size up to 1 / tau = 20
+    torch.testing.assert_close(got, expected, **tolerance)
+    alone = RankCSEModule(str(tiny_model_dir), teacher_weights=None, max_length=32, pair_teachers=[str(tmp_path)])
+    alone.__dict__["_pair_scorers"] = module._pair_scorers
+    torch.testing.assert_close(alone.teacher_list([], sentences), teacher_scores([second], [1.0], 0.05), **tolerance)
+
+
+def test_a_cross_encoder_export_teaches_a_step_without_joining_the_student(tiny_model_dir, tmp_path, one_thread):
+    from sts_lightning.lightning_modules.cross_encoder import CrossEncoderModule
+    from sts_lightning.lightning_modules.rankcse import RankCSEModule
+
+    export = CrossEncoderModule(str(tiny_model_dir), max_length=32).export(tmp_path / "ce")
+    torch.manual_seed(0)
+    student = RankCSEModule(str(tiny_model_dir), teacher_weights=None, max_length=32, pair_teachers=[str(export)])
+    student.log = lambda *a, **k: None
+    before = set(student.state_dict())
+    loss = student.training_step({"sentences": ["a man plays", "a dog runs", "two kids read", "a cat"]}, 0)
+    assert torch.isfinite(loss) and set(student.state_dict()) == before  # the teacher is in no checkpoint
+    assert not any(p.requires_grad for p in student.pair_scorers()[0].model.parameters())
+    with pytest.raises(ConfigError, match="model.pair_teachers: .* is not a directory"):
+        RankCSEModule(str(tiny_model_dir), pair_teachers=[str(tmp_path / "missing")])

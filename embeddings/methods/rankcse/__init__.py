@@ -1,7 +1,7 @@
 """RankCSE: its declaration (``embeddings.methods.declaration``)."""
 
 from sts_lightning.embeddings.methods.declaration import ST_EXPORT, MethodDeclaration, Paper, Tiny
-from sts_lightning.embeddings.methods.rules import POSITIVE, WEIGHT, Rule
+from sts_lightning.embeddings.methods.rules import POSITIVE, POSITIVE_INT, WEIGHT, Rule
 from sts_lightning.embeddings.methods.simcse import MLP_HEAD
 
 RANKING_LOSSES = ("listnet", "listmle")  # model.ranking_loss
@@ -18,7 +18,8 @@ METHOD = MethodDeclaration(
     rules={"teacher_weights": Rule(float, 0, low_open=True, nullable=True, each=True),  # one per teacher
            "teacher_temperature": POSITIVE,  # tau2
            "rank_temperature": Rule(float, 0, low_open=True, nullable=True),  # the student list's
-           "distillation_weight": WEIGHT, "consistency_weight": WEIGHT},  # 0 turns a term off
+           "distillation_weight": WEIGHT, "consistency_weight": WEIGHT,  # 0 turns a term off
+           "pair_batch_size": POSITIVE_INT},  # a cross-encoder teacher's pairs per forward pass
     choices={"ranking_loss": RANKING_LOSSES, "consistency": CONSISTENCY},
     checks=("sts_lightning.embeddings.methods.rankcse.checks:check_teacher_weights",),
     backbones=("data.align_to", "data.teachers"),

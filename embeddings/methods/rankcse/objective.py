@@ -17,8 +17,8 @@ from sts_lightning.embeddings.methods.rankcse import CONSISTENCY, RANKING_LOSSES
 from sts_lightning.embeddings.methods.shared.in_batch import gather_with_grad
 from sts_lightning.embeddings.methods.shared.precision import in_fp32
 
-__all__ = ["CONSISTENCY", "RANKING_LOSSES", "consistency_loss", "listmle_loss", "listnet_loss", "rankcse_loss",
-           "teacher_scores"]
+__all__ = ["CONSISTENCY", "RANKING_LOSSES", "consistency_loss", "listmle_loss", "listnet_loss", "pair_teacher_list",
+           "rankcse_loss", "teacher_scores"]
 
 LISTMLE_EPS = 1e-7  # the repository's eps inside ListMLE's log
 PROB_FLOOR = 1e-7  # the repository's clamp of both lists' probabilities in the consistency term
@@ -47,6 +47,15 @@ def teacher_scores(teachers: Sequence[Tensor], weights: Sequence[float], tempera
         part = anchors @ unit.T * (float(weight) / total / temperature)
         out = part if out is None else out + part
     return out
+
+
+def pair_teacher_list(scorer, anchors: Sequence[str], batch: Sequence[str]) -> Tensor:
+    """A pair teacher's (a cross-encoder's) list: ``(len(anchors), len(batch))`` scores of every (anchor, sentence)
+    pair of the global batch, read jointly: the vector teachers' ``cos(T[i], T[j])`` where the teacher has no
+    vectors. ``len(anchors) x len(batch)`` forward passes a step: batch 64 on one device is 4,096 pairs."""
+    first = [a for a in anchors for _ in batch]
+    second = [b for _ in anchors for b in batch]
+    return scorer.score_pairs(first, second).float().view(len(anchors), len(batch))
 
 
 def listnet_loss(teacher: Tensor, student: Tensor, offset: int = 0) -> Tensor:

@@ -30,6 +30,19 @@ def gather_with_grad(x: Tensor) -> tuple[Tensor, int]:
     return torch.cat(all_gather(x.contiguous()), dim=0), rank * x.shape[0]
 
 
+def gather_sentences(sentences: list[str]) -> list[str]:
+    """Every rank's sentences in rank order (the order ``gather_with_grad`` gives their vectors): what a pair teacher
+    reads against this rank's anchors."""
+    rank, world = _world()
+    if world == 1:
+        return sentences
+    import torch.distributed as dist
+
+    parts: list = [None] * world
+    dist.all_gather_object(parts, sentences)
+    return [s for part in parts for s in part]
+
+
 def in_batch_scores(anchors: Tensor, positives: Tensor, negatives: Tensor | None, scale: float,
                     gather: bool) -> tuple[Tensor, Tensor, int]:
     """``(scores, targets, positives_global)``: scaled cosines of this rank's anchors against

@@ -232,3 +232,42 @@ def test_two_rank_gather_gives_the_single_device_loss_and_gradient(distillation,
     for r in range(2):
         for got, want in zip(out[r][1], (t.grad[r * 4:(r + 1) * 4] for t in full), strict=True):
             torch.testing.assert_close(got / 2, want, rtol=1e-5, atol=1e-6)
+
+
+PAIR_SENTENCES = [f"sentence {i}" for i in range(6)]
+
+
+def _cosine_teacher(first, second):
+    """A pair teacher over fixed random vectors (seeded: every process draws the same)."""
+    vectors = torch.randn(len(PAIR_SENTENCES), 5, generator=torch.Generator().manual_seed(3))
+    index = {s: i for i, s in enumerate(PAIR_SENTENCES)}
+    return torch.nn.functional.cosine_similarity(vectors[[index[s] for s in first]], vectors[[index[s] for s in second]])
+
+
+def _rank_pair_rows(rank: int, world: int, init_file: str, out) -> None:
+    from types import SimpleNamespace
+
+    from sts_lightning.embeddings.methods.rankcse.objective import pair_teacher_list
+    from sts_lightning.embeddings.methods.shared.in_batch import gather_sentences
+
+    torch.distributed.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    try:
+        mine = PAIR_SENTENCES[rank * 3:(rank + 1) * 3]
+        out[rank] = pair_teacher_list(SimpleNamespace(score_pairs=_cosine_teacher), mine, gather_sentences(mine))
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+@pytest.mark.slow  # 2 spawned DDP ranks
+def test_two_ranks_read_their_rows_of_the_pair_teachers_global_list(tmp_path):
+    """Under DDP each rank's anchors are read against every rank's sentences, in the order the vectors gather."""
+    from types import SimpleNamespace
+
+    import torch.multiprocessing as mp
+
+    from sts_lightning.embeddings.methods.rankcse.objective import pair_teacher_list
+
+    single = pair_teacher_list(SimpleNamespace(score_pairs=_cosine_teacher), PAIR_SENTENCES, PAIR_SENTENCES)
+    out = mp.Manager().dict()
+    mp.spawn(_rank_pair_rows, args=(2, str(tmp_path / "init"), out), nprocs=2)
+    torch.testing.assert_close(torch.cat([out[0], out[1]]), single, atol=0, rtol=0)
