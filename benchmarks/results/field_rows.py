@@ -73,8 +73,9 @@ ROWS: tuple[Row, ...] = (
     Row("cosent", "CoSENT (STS-B train)", "train", ("model=cosent",), paper_note="no BERT-base 7-task figure"),
     # Cross-encoders and Augmented SBERT (Thakur et al. 2021): the authors' in-domain recipe, 1 epoch of STS-B train
     # each (sentence-transformers' train_sts_indomain_semantic.py); the bi-encoders with SBERT's cosine loss; AugSBERT's
-    # silver pairs are each gold sentence's top-3 neighbours by all-MiniLM-L6-v2, labelled by the row's cross-encoder
-    Row("cross_encoder", "cross-encoder (STS-B train)", "train", ("model=cross_encoder", "trainer.max_epochs=1"),
+    # silver pairs are each gold sentence's top-3 neighbours by all-MiniLM-L6-v2, labelled by the row's cross-encoder.
+    # The cross-encoder at lr 1e-4: its fresh head reached STS-B dev 84.4 against 80.7 at 2e-5 (360 steps, L6)
+    Row("cross_encoder", "cross-encoder (STS-B train)", "train", ("model=cross_encoder", "model.lr=1e-4"),
         paper_note="SBERT Table 2: STS-B test only, BERT-base cross-encoder 88.33 vs SBERT 85.35 (NLI, then STS-B)"),
     Row("bi_gold", "bi-encoder, gold only (STS-B train, cosine loss)", "train",
         ("model=cosent", "model.objective=cosine", "trainer.max_epochs=1"),

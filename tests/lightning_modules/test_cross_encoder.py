@@ -110,7 +110,7 @@ def test_symmetric_training_reads_both_orders_and_nli_never_swaps(tiny_model_dir
 
 def test_a_pooler_loaded_as_zeros_is_initialised_fresh(tiny_model_dir):
     """A checkpoint converted without its pooler (the packaged ONNX models) holds it as zeros: every score would be
-    0.5 and the head would get no gradient."""
+    0.5 and the head would get no gradient; it starts as the identity instead (tanh of the CLS state)."""
     from transformers import AutoModel
 
     from sts_lightning.embeddings.methods.cross_encoder.pair_model import pair_classifier
@@ -119,4 +119,5 @@ def test_a_pooler_loaded_as_zeros_is_initialised_fresh(tiny_model_dir):
     torch.nn.init.zeros_(encoder.pooler.dense.weight)
     torch.nn.init.zeros_(encoder.pooler.dense.bias)
     model = pair_classifier(encoder, 1)
-    assert model.base_model.pooler.dense.weight.abs().sum() > 0
+    dense = model.base_model.pooler.dense
+    assert torch.equal(dense.weight, torch.eye(32)) and not dense.bias.any()  # tanh(CLS state) to start

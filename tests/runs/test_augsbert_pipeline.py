@@ -22,9 +22,9 @@ def test_tiny_augsbert_pipeline_labels_with_its_cross_encoder(tmp_path, tiny_mod
         cfg.pipeline.common = [f"model.model_name_or_path={tiny_model_dir}", "model.max_length=32",
                                "model.eval_batch_size=8", "+trainer.fast_dev_run=true", "data.batch_size=4",
                                "callbacks.sts_evaluation.batch_size=8", "data.sources=[stsb:train,sick:trial]"]
-        augsbert = cfg.pipeline.stages[2]
-        augsbert.overrides = [o for o in augsbert.overrides if not o.startswith("data.sampler")] + [
-            f"data.sampler={tiny_model_dir}", f"data.cache_dir={tmp_path / 'cache'}"]
+        for stage in cfg.pipeline.stages:  # the tiny model everywhere (the recipe's backbone and sampler are real)
+            stage.overrides = [o for o in stage.overrides if not o.startswith(("data.sampler", "model.model_name"))]
+        cfg.pipeline.stages[2].overrides += [f"data.sampler={tiny_model_dir}", f"data.cache_dir={tmp_path / 'cache'}"]
     metrics = train(cfg)
     assert "val/stsb-dev_spearman" in metrics
     table = (tmp_path / "pipeline_sts.md").read_text()
