@@ -6,7 +6,7 @@ import shlex
 from pathlib import Path
 
 from sts_lightning.embeddings.io.export_note import EXPORT, NOTE_FILE, evaluate_line
-from sts_lightning.embeddings.io.st_refusal import custom_module_types, refused
+from sts_lightning.embeddings.io.st_refusal import custom_module_types, is_cross_encoder, refused
 from sts_lightning.embeddings.io.user_form import command
 from sts_lightning.runs.run_size import size_line
 
@@ -40,7 +40,9 @@ def run_summary(output_dir: Path, elapsed_s: float, best_checkpoint: str | None 
     export = output_dir / "export"
     if exported and export.is_dir():
         lines.append(f"export: {export}")
-        if (export / "modules.json").is_file() and not refused(export):
+        if is_cross_encoder(export):  # a pair model: scores, not vectors
+            lines.append(f"  loads with CrossEncoder({str(export)!r}): .predict gives the evaluated scores")
+        elif (export / "modules.json").is_file() and not refused(export):
             remote = ", trust_remote_code=True" if custom_module_types(export) else ""
             lines.append(f"  loads with SentenceTransformer({str(export)!r}{remote}) and AutoModel.from_pretrained(...)")
         steps = [(evaluate_command(export), "score the export on the STS tasks"),

@@ -57,3 +57,12 @@ def custom_module_types(folder: str | os.PathLike) -> list[str]:
 def refused(folder: str | os.PathLike) -> bool:
     """Whether ``folder``'s ``modules.json`` is the refusal."""
     return any(t.endswith("." + NotSentenceTransformers.__qualname__) for t in custom_module_types(folder))
+
+
+def is_cross_encoder(folder: str | os.PathLike) -> bool:
+    """A sentence-transformers ``CrossEncoder`` directory (a pair model: ``CrossEncoder(path).predict``, no vectors)."""
+    config = Path(folder) / "config_sentence_transformers.json"
+    try:
+        return json.loads(config.read_text(encoding="utf-8")).get("model_type") == "CrossEncoder"
+    except (OSError, ValueError, AttributeError):
+        return False

@@ -65,3 +65,14 @@ def test_summary_names_what_sentence_transformers_needs(tmp_path):
     assert "trust_remote_code=True) and AutoModel" in run_summary(tmp_path, 1.0, exported=True)
     write_refusal(tmp_path / "export", "a BERT-flow export")
     assert "SentenceTransformer(" not in run_summary(tmp_path, 1.0, exported=True)
+
+
+def test_summary_names_the_cross_encoder_loader_of_a_pair_export(tmp_path):
+    """A CrossEncoder directory loads with CrossEncoder (sentence-transformers would mean-pool it as a
+    SentenceTransformer: never suggested)."""
+    from sts_lightning.embeddings.methods.cross_encoder.pair_model import write_cross_encoder_files
+
+    (tmp_path / "export").mkdir()
+    write_cross_encoder_files(tmp_path / "export", 1)
+    text = run_summary(tmp_path, 1.0, exported=True)
+    assert f"loads with CrossEncoder({str(tmp_path / 'export')!r})" in text and "SentenceTransformer(" not in text
