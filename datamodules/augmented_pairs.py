@@ -74,7 +74,11 @@ class AugmentedPairsDataModule(ScoredPairsDataModule):
                  encode_device: str = "auto", cache_dir: str | None = None, batch_size: int = 16,
                  num_workers: int = 0, seed: int = 0, shuffle: bool = True, drop_last: bool = False,
                  max_malformed_fraction: float = 0.01, columns: Mapping[str, str] | None = None,
-                 score_scale: Sequence[float] | None = None, no_duplicates: bool = False):
+                 score_scale: Sequence[float] | None = None, mixture: str | None = None,
+                 mixture_weights: Sequence[float] | None = None, no_duplicates: bool = False):
+        if mixture is not None or mixture_weights is not None:  # the base's options, named so a typo is no silent no-op
+            raise ConfigError("data.mixture / data.mixture_weights: AugSBERT pools gold and silver pairs in one "
+                              "shuffled set (the authors' recipe); leave them null")
         super().__init__(data_dir, sources, batch_size=batch_size, num_workers=num_workers, seed=seed,
                          shuffle=shuffle, drop_last=drop_last, max_malformed_fraction=max_malformed_fraction,
                          columns=columns, score_scale=score_scale, no_duplicates=no_duplicates)
