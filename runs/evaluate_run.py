@@ -127,8 +127,9 @@ def _forward_passes(enc_name: str, encoded: int, store: ReadingStore) -> dict:
 
 
 def _rate(scorer, tasks: list, sentences: list, seconds: float) -> dict:
-    """A row's cost: pairs / s where the scorer reads each pair jointly (a cross-encoder), else distinct sentences / s
-    (vectors read back from the embedding cache count as encoded: set embedding_cache=false to time the encoder)."""
+    """A row's cost: pairs / s where the scorer reads each pair jointly (a cross-encoder), else sentences / s, both
+    sentences of every pair counted (a repeated sentence is encoded once, so a bi-encoder's true pass is smaller;
+    vectors read back from the embedding cache count too: set embedding_cache=false to time the encoder)."""
     pairs = isinstance(scorer, PairScorer)
     count = sum(t.num_pairs for t in tasks) if pairs else len(sentences)
     return {"unit": "pairs" if pairs else "sentences", "count": count, "per_s": count / max(seconds, 1e-9)}
