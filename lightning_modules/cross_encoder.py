@@ -54,6 +54,8 @@ class CrossEncoderModule(EncoderModule):
         del self.encoder_model
         self.__dict__["encoder_model"] = self.pair_model.base_model
         self.pair_model.train()
+        # CrossEncoder(export) truncates at the tokenizer's model_max_length: the export's tokenizer says ours
+        self.encoder.tokenizer.model_max_length = self.encoder.max_length
 
     # ------------------------------------------------------------------------------ training
     def pair_logits(self, sentences1: list[str], sentences2: list[str]) -> Tensor:
@@ -90,9 +92,7 @@ class CrossEncoderModule(EncoderModule):
         return self.pair_model
 
     def write_export_files(self, folder: Path) -> str | None:
-        """sentence-transformers' ``CrossEncoder`` files; its tokenizer truncates where ours did."""
-        self.encoder.tokenizer.model_max_length = self.encoder.max_length
-        self.encoder.tokenizer.save_pretrained(folder)
+        """sentence-transformers' ``CrossEncoder`` files (the tokenizer, saved by ``export``, truncates where ours did)."""
         write_cross_encoder_files(folder, labels_of(self.hparams.objective))
         return (f'a cross-encoder: `{CROSS_ENCODER}.predict([(a, b), ...])` gives exactly the scores that were '
                 "evaluated" + ("" if self.hparams.objective != "nli" else " as P(entailment) after a softmax "
